@@ -1,0 +1,65 @@
+"""The ``recsys-eval`` command line.
+
+Each command group lives in its own module of this package and registers itself on ``app``. Bad input
+raises :class:`recsys_eval.errors.RecsysEvalError`; :func:`main` prints its message and exits with
+status 1, so that a CLI user never sees a traceback for it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import typer
+from rich.console import Console
+
+from recsys_eval import __version__
+from recsys_eval.errors import RecsysEvalError
+
+app = typer.Typer(
+    name="recsys-eval",
+    help="Offline evaluation of recommender systems.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+err_console = Console(stderr=True)
+
+# Modules under recsys_eval.cli that add commands to `app` when imported.
+COMMAND_MODULES: list[str] = []
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"recsys-eval {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="Print the version and exit."),
+) -> None:
+    """Offline evaluation of recommender systems."""
+
+
+def fail(message: str) -> None:
+    """Print an error message for the user and exit with status 1."""
+    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    raise SystemExit(1)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the console script."""
+    for name in COMMAND_MODULES:
+        importlib.import_module(f"recsys_eval.cli.{name}")
+    try:
+        app(args=argv, prog_name="recsys-eval")
+    except KeyboardInterrupt:
+        err_console.print("interrupted")
+        sys.exit(130)
+    except RecsysEvalError as exc:
+        fail(str(exc))
+    except OSError as exc:  # unwritable folder, full disk, missing file given on the command line
+        fail(f"{exc.strerror or exc}: {exc.filename}" if exc.filename else str(exc))

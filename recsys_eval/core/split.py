@@ -1,0 +1,51 @@
+"""Split: a train and a test side over one shared index (DESIGN.md section 2)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from recsys_eval.core.interactions import Interactions
+from recsys_eval.errors import DataError
+
+
+@dataclass(frozen=True, eq=False)
+class Split:
+    """Train and test Interactions over the same user and item index.
+
+    Attributes:
+        train, test: the two sides; both keep the index of the Interactions that was split.
+        name: a short label, e.g. ``"fold1"`` or ``"u1"``, used as the ``fold`` in results.
+        info: what produced the split and what it dropped or kept, and why: the splitter's name,
+            its parameters and seed, and counts such as ``users_kept_in_train`` or
+            ``test_dropped_unknown_items``. Saved beside the split as JSON.
+    """
+
+    train: Interactions
+    test: Interactions
+    name: str = "split"
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        same_users = self.train.user_ids is self.test.user_ids or self.train.user_ids.equals(
+            self.test.user_ids
+        )
+        same_items = self.train.item_ids is self.test.item_ids or self.train.item_ids.equals(
+            self.test.item_ids
+        )
+        if not (same_users and same_items):
+            raise DataError(f"split {self.name!r}: train and test must share one user and item index")
+
+    @property
+    def n_users(self) -> int:
+        return self.train.n_users
+
+    @property
+    def n_items(self) -> int:
+        return self.train.n_items
+
+    def __repr__(self) -> str:
+        return (
+            f"Split({self.name!r}: train {len(self.train):,} rows, test {len(self.test):,} rows, "
+            f"{self.n_users:,} users x {self.n_items:,} items)"
+        )

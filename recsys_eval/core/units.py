@@ -1,0 +1,128 @@
+"""Targets and Rankings: per evaluation unit, in CSR layout (DESIGN.md section 2).
+
+A *unit* is what one ranking is made for: a user (protocols AR) or one relevant item of a user
+(protocols 1R). Unit ``i`` owns the slice ``offsets[i]:offsets[i+1]`` of the flat arrays. A Rankings
+built for a Targets has the same units in the same order. The hot kernels work on these arrays.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from recsys_eval.errors import DataError
+
+
+def _check_csr(kind: str, unit_user: np.ndarray, offsets: np.ndarray, **flat: np.ndarray) -> None:
+    if unit_user.ndim != 1 or offsets.ndim != 1 or len(offsets) != len(unit_user) + 1:
+        raise DataError(f"{kind}: offsets must have one more entry than unit_user")
+    if len(offsets) and (offsets[0] != 0 or np.any(np.diff(offsets) < 0)):
+        raise DataError(f"{kind}: offsets must start at 0 and never decrease")
+    for name, values in flat.items():
+        if values is not None and len(values) != offsets[-1]:
+            raise DataError(f"{kind}: {name} has {len(values)} entries, offsets end at {offsets[-1]}")
+
+
+@dataclass(frozen=True, eq=False)
+class Targets:
+    """The items each unit is to rank, with their gains (0 for a non-relevant item).
+
+    Attributes:
+        unit_user: int32, the user of every unit.
+        offsets: int64, ``n_units + 1`` slice bounds into ``items`` and ``gain``.
+        items: int32 item indices; within a unit, sorted ascending.
+        gain: float32, the gain of every listed item (0 for non-relevant items).
+        n_items: size of the item index.
+        protocol: the protocol's name, e.g. ``"AI+1R+NN100"``.
+        all_candidates: True for full ranking: the target set of a unit is every candidate item
+            (``candidates`` less the user's training items) and is not listed; ``items``/``gain``
+            then hold only the unit's relevant items, and ``n_candidates`` the set's size.
+        candidates: for ``all_candidates``, a bool mask over items of the global candidate pool
+            (None: every item, protocol AI; the test items, protocol TI).
+        n_candidates: int64 per unit, the size of its target set; required with ``all_candidates``.
+    """
+
+    unit_user: np.ndarray
+    offsets: np.ndarray
+    items: np.ndarray
+    gain: np.ndarray
+    n_items: int
+    protocol: str = "targets"
+    all_candidates: bool = False
+    candidates: np.ndarray | None = None
+    n_candidates: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        _check_csr("targets", self.unit_user, self.offsets, items=self.items, gain=self.gain)
+        if self.all_candidates and (
+            self.n_candidates is None or len(self.n_candidates) != self.n_units
+        ):
+            raise DataError("targets: full-ranking targets need n_candidates for every unit")
+
+    @property
+    def n_units(self) -> int:
+        return len(self.unit_user)
+
+    @property
+    def sizes(self) -> np.ndarray:
+        """Target-set size of every unit (listed items, or n_candidates under full ranking)."""
+        if self.all_candidates:
+            return self.n_candidates
+        return np.diff(self.offsets)
+
+    @property
+    def n_relevant(self) -> np.ndarray:
+        """Relevant (gain > 0) items of every unit."""
+        positive = np.concatenate([[0], np.cumsum(self.gain > 0)])
+        return positive[self.offsets[1:]] - positive[self.offsets[:-1]]
+
+    def to_frame(self) -> pl.DataFrame:
+        """Long form: one row per (unit, listed item) with ``unit, user, item, gain``."""
+        unit = np.repeat(np.arange(self.n_units, dtype=np.int64), np.diff(self.offsets))
+        return pl.DataFrame(
+            {"unit": unit, "user": self.unit_user[unit], "item": self.items, "gain": self.gain}
+        )
+
+    def __repr__(self) -> str:
+        kind = "all candidates" if self.all_candidates else f"{len(self.items):,} listed items"
+        return f"Targets({self.protocol!r}: {self.n_units:,} units, {kind})"
+
+
+@dataclass(frozen=True, eq=False)
+class Rankings:
+    """Ranked items per unit, best first, with their scores.
+
+    ``unit_user`` and the units' order match the Targets (or test users) the ranking was made for;
+    a unit may hold fewer items than its target set (a truncated top-k list), or none.
+    """
+
+    unit_user: np.ndarray
+    offsets: np.ndarray
+    items: np.ndarray
+    scores: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        _check_csr("rankings", self.unit_user, self.offsets, items=self.items, scores=self.scores)
+
+    @property
+    def n_units(self) -> int:
+        return len(self.unit_user)
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    def to_frame(self) -> pl.DataFrame:
+        """Long form: one row per ranked item with ``unit, user, item, rank`` (1 = best), ``score``."""
+        lengths = np.diff(self.offsets)
+        unit = np.repeat(np.arange(self.n_units, dtype=np.int64), lengths)
+        rank = np.arange(len(self.items), dtype=np.int64) - self.offsets[unit] + 1
+        data = {"unit": unit, "user": self.unit_user[unit], "item": self.items, "rank": rank}
+        if self.scores is not None:
+            data["score"] = self.scores
+        return pl.DataFrame(data)
+
+    def __repr__(self) -> str:
+        return f"Rankings({self.n_units:,} units, {len(self.items):,} ranked items)"
