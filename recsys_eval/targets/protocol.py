@@ -44,14 +44,17 @@ class Protocol:
             ("non-relevant selection", self.nonrelevant, NONRELEVANT),
         ):
             if value not in allowed:
-                raise ConfigError(f"unknown {axis} {value!r} in a protocol: {closest(str(value), allowed)}")
+                written = f"{self.candidates}+{self.relevant}+{self.nonrelevant}"
+                raise ConfigError(
+                    f"unknown {axis} {value!r} in protocol {written!r}: {closest(str(value), allowed)}"
+                )
         if self.nonrelevant == "NN":
             if self.n is None:
                 object.__setattr__(self, "n", DEFAULT_N)
             if isinstance(self.n, bool) or not isinstance(self.n, int) or self.n < 1:
                 raise ConfigError(
-                    f"protocol NN{self.n}: the number of sampled non-relevant items must be an "
-                    f"integer >= 1, got {self.n!r}"
+                    f"protocol '{self.candidates}+{self.relevant}+NN{self.n}': the number of sampled "
+                    f"non-relevant items must be an integer >= 1, got {self.n!r}"
                 )
         elif self.n is not None:
             raise ConfigError(f"protocol {self.candidates}+{self.relevant}+AN takes no sample size (got n={self.n})")

@@ -68,7 +68,7 @@ def test_gains(split: Split, threshold: float | None = None) -> np.ndarray:
     """The gain of every test row of ``split`` in its row order (float32; 0 = not relevant).
 
     Raises DataError for an empty test side, a threshold on data without ratings, a threshold above
-    every test rating, or a relevant test rating that is not positive.
+    every rating of the split, or a relevant test rating that is not positive.
     """
     test = split.test
     if len(test) == 0:
@@ -81,12 +81,17 @@ def test_gains(split: Split, threshold: float | None = None) -> np.ndarray:
         )
     if ratings is None:
         return np.ones(len(test), dtype=np.float32)
+    if threshold is not None:
+        train_ratings = split.train.ratings if len(split.train) else None
+        highest = float(ratings.max())
+        if train_ratings is not None:
+            highest = max(highest, float(train_ratings.max()))
+        if threshold > highest:
+            raise DataError(
+                f"split {split.name!r}: relevance threshold {threshold} is above every rating (the "
+                f"highest is {highest:g}); no item could ever be relevant"
+            )
     relevant = np.ones(len(test), dtype=bool) if threshold is None else ratings >= threshold
-    if threshold is not None and not relevant.any():
-        raise DataError(
-            f"split {split.name!r}: relevance threshold {threshold} is above every test rating "
-            f"(the highest is {float(ratings.max()):g}); no test item would be relevant"
-        )
     bad = relevant & (ratings <= 0)
     if bad.any():
         first = int(np.flatnonzero(bad)[0])

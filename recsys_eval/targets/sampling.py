@@ -52,7 +52,7 @@ def stream_state(seed, user, key):
 @njit(cache=True, inline="always")
 def uniform(state, counter):
     """The counter-th uniform number of a stream, in the open interval (0, 1)."""
-    x = _mix(state + np.uint64(counter + 1) * _GOLDEN)
+    x = _mix(np.uint64(state) + np.uint64(counter + 1) * _GOLDEN)
     return (np.float64(x >> np.uint64(11)) + 0.5) * _TO_UNIT
 
 
