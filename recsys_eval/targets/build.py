@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 from recsys_eval.core.split import Split
@@ -219,7 +220,7 @@ class _Plan:
                 one_relevant, self.fresh, self.protocol.candidates == "UT", np.uint64(self.seed % 2**64),
                 self.pool_items, self.weighted, self.prob, self.alias, self.weight, self.tr_ptr, self.tr_idx,
                 judged.indptr, judged.items, judged.gain, offsets, items, gain,
-                int(m[start:stop].max(initial=0)), scratch,
+                int(m[start:stop].max(initial=0)), scratch, 4 * numba.get_num_threads(),
             )
         return Targets(
             np.repeat(users, units_per_user).astype(np.int32), offsets, items, gain, self.n_items,

@@ -24,13 +24,14 @@ rare heavy user; scratch memory is O(items) per call, whatever the number of use
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX2 = np.uint64(0x94D049BB133111EB)
 _KEY_DOMAIN = np.uint64(0xD1B54A32D192ED03)  # separates the explicit keys from the draw stream
 _TO_UNIT = 1.0 / 9007199254740992.0  # 2**-53
+_MIN_BLOCK = 1024  # users per parallel task, at the least (each task has O(items) scratch)
 
 
 @njit(cache=True, inline="always")
@@ -241,17 +242,37 @@ def _sample(state, m, a, user_tests, start, stop, te_items, te_gain, pool_items,
                      bits, tmp, count)
 
 
-@njit(cache=True)
+@njit(cache=True, parallel=True)
 def fill_units(
     users, first_unit, m_per_user, avail, one_relevant, fresh, user_tests, seed,
     pool_items, weighted, prob, alias, weight, tr_ptr, tr_idx, te_ptr, te_items, te_gain,
-    unit_offsets, out_items, out_gain, max_m, scratch_size,
+    unit_offsets, out_items, out_gain, max_m, scratch_size, n_tasks,
 ):
-    """Fill the listed target sets of the units of ``users``.
+    """Fill the listed target sets of the units of ``users``, in ``n_tasks`` parallel tasks.
 
     AR: one unit per user, Rel(u) plus the sample. 1R: one unit per relevant item (in item order),
     that item plus the user's shared sample, or a fresh sample per unit when ``fresh``.
+    Blocks of users run in parallel threads; a unit's items depend only on its user, so the
+    result is the same whatever the number of threads.
     """
+    n_tasks = max(1, min(n_tasks, (len(users) + _MIN_BLOCK - 1) // _MIN_BLOCK))
+    size = (len(users) + n_tasks - 1) // n_tasks
+    for b in prange(n_tasks):
+        _fill_block(
+            b * size, min((b + 1) * size, len(users)), users, first_unit, m_per_user, avail,
+            one_relevant, fresh, user_tests, seed, pool_items, weighted, prob, alias, weight,
+            tr_ptr, tr_idx, te_ptr, te_items, te_gain, unit_offsets, out_items, out_gain, max_m,
+            scratch_size,
+        )
+
+
+@njit(cache=True)
+def _fill_block(
+    lo, hi, users, first_unit, m_per_user, avail, one_relevant, fresh, user_tests, seed,
+    pool_items, weighted, prob, alias, weight, tr_ptr, tr_idx, te_ptr, te_items, te_gain,
+    unit_offsets, out_items, out_gain, max_m, scratch_size,
+):
+    """The units of ``users[lo:hi]``, with scratch buffers of their own."""
     mark = np.zeros(len(weight), dtype=np.int8)
     scratch = np.empty(scratch_size, dtype=np.int32)
     keys = np.empty(scratch_size, dtype=np.float64)
@@ -261,7 +282,7 @@ def fill_units(
     bits = 1
     while (1 << bits) < len(weight):
         bits += 1
-    for j in range(len(users)):
+    for j in range(lo, hi):
         u = users[j]
         m = m_per_user[j]
         a = avail[j]

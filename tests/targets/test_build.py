@@ -238,3 +238,17 @@ def test_listing_too_many_pairs_is_refused(hand, monkeypatch):
     monkeypatch.setattr(build_module, "MAX_LISTED", 5)
     with pytest.raises(ConfigError, match="lists 12 .* pairs"):
         build_targets(hand, "AI+1R+AN", threshold=4)
+
+
+def test_same_targets_whatever_the_number_of_threads():
+    import numba
+
+    split = random_split(4, n_users=2500, n_items=150, density=0.04)
+    default = build_targets(split, "AI+1R+NN20", threshold=3, seed=8)
+    threads = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        single = build_targets(split, "AI+1R+NN20", threshold=3, seed=8)
+    finally:
+        numba.set_num_threads(threads)
+    assert np.array_equal(default.items, single.items) and np.array_equal(default.gain, single.gain)
