@@ -186,6 +186,25 @@ def ranking_values(
     return values
 
 
+def target_roles(rankings: Rankings, targets: Targets):
+    """Per ranked position its role (1 relevant, 0 non-relevant target, -1 not a target), per unit
+    its relevant and non-relevant target counts, and the tie flags, in the deterministic order."""
+    check_units(rankings, targets)
+    check_scores(rankings)
+    rankings = order_ties(rankings)
+    n_candidates = (
+        np.asarray(targets.n_candidates, dtype=np.int64) if targets.all_candidates
+        else np.zeros(0, dtype=np.int64)
+    )
+    _, role, n_rel, n_non = kernels.label_kernel(
+        rankings.offsets, rankings.items.astype(np.int32, copy=False), targets.offsets,
+        targets.items.astype(np.int32, copy=False), targets.gain.astype(np.float32, copy=False),
+        n_candidates, bool(targets.all_candidates), int(targets.n_items),
+        kernels.chunk_bounds(targets.n_units),
+    )
+    return role, n_rel, n_non, tie_flags(rankings)
+
+
 def raise_on_status(status: np.ndarray, rankings: Rankings, targets: Targets) -> None:
     """Turn a kernel's per-unit status codes into a clear error about the first bad unit."""
     bad = np.flatnonzero(status)
