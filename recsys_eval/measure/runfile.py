@@ -163,15 +163,18 @@ def _check_ids(frame: pl.DataFrame, name: str, required: tuple[str, ...]) -> pl.
 
 
 def _numeric(frame: pl.DataFrame, col: str, name: str) -> pl.Series:
-    dtype = frame.schema[col]
-    if not dtype.is_numeric():
-        bad = frame.get_column(col).cast(pl.Float64, strict=False).is_null() & frame.get_column(col).is_not_null()
-        example = frame.filter(bad).get_column(col)[0] if bad.any() else None
-        raise DataError(
-            f"{name}: column {col!r} is not numeric (type {dtype}"
-            + (f", e.g. value {example!r}" if example is not None else "") + ")"
-        )
-    values = frame.get_column(col).cast(pl.Float64)
+    column = frame.get_column(col)
+    if column.dtype == pl.String:  # e.g. a CSV column holding "nan" or "inf" is read as text
+        parsed = column.str.strip_chars().cast(pl.Float64, strict=False)
+        unparsed = parsed.is_null() & column.is_not_null()
+        if unparsed.any():
+            raise DataError(
+                f"{name}: column {col!r} is not numeric (e.g. value {column.filter(unparsed)[0]!r})"
+            )
+        column = parsed
+    elif not column.dtype.is_numeric():
+        raise DataError(f"{name}: column {col!r} is not numeric (type {column.dtype})")
+    values = column.cast(pl.Float64)
     bad = values.is_null() | values.is_nan() | values.is_infinite()
     if bad.any():
         row = frame.filter(bad).row(0, named=True)
