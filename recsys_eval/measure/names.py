@@ -52,7 +52,7 @@ def check_metrics(metrics: str | Iterable[str], allowed: Sequence[str] = ALL_MET
 
 def check_cutoffs(k: int | Iterable[int]) -> list[int]:
     """Cutoffs as a sorted list of distinct positive ints; k <= 0 or a non-integer raises."""
-    values = [k] if isinstance(k, (int,)) or hasattr(k, "__index__") and not hasattr(k, "__iter__") else list(k)
+    values = [k] if hasattr(k, "__index__") else list(k)
     if not values:
         raise ConfigError("no cutoff k given: expected positive integers such as 1, 5, 10")
     out = set()

@@ -133,3 +133,14 @@ def test_parquet_and_string_ids(tmp_path, capsys):
     assert code in (0, None)
     per_unit = pl.read_parquet(tmp_path / "o" / "per_unit.parquet")
     assert dict(zip(per_unit["user"], per_unit["value"])) == {"a": 1.0, "b": 0.0}
+
+
+def test_intra_list_diversity_from_a_genres_file(files, tmp_path, capsys):
+    genres = "item,genres\n10,Drama|Comedy\n12,Drama\n14,\n11,Horror\n"
+    code, _ = _evaluate(["--test", files("t.csv", TEST), "--run", files("r.csv", RUN), "--genres",
+                         files("g.csv", genres), "--metrics", "ild", "--k", "2", "--out", str(tmp_path / "o")],
+                        capsys)
+    assert code in (0, None)
+    per_unit = pl.read_parquet(tmp_path / "o" / "per_unit.parquet").sort("user")
+    # user 1 top 2: items 10 {Drama, Comedy} and 12 {Drama}: 1 - 1/2; user 2: 11 and 10: 1
+    assert per_unit["value"].to_list()[:2] == pytest.approx([0.5, 1.0])
