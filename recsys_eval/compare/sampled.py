@@ -72,7 +72,7 @@ def corrected_values(
     k: int | None = None,
     *,
     method: str = "bias_variance",
-    gamma: float = 0.1,
+    gamma: float = 0.01,
     model: str = "binomial",
 ) -> np.ndarray:
     """The corrected metric's value for each sampled rank 1..n_negatives+1 (minimal_bias or bias_variance)."""
@@ -104,7 +104,7 @@ def sampled_correction(
     k: int | None = None,
     *,
     method: str = "bias_variance",
-    gamma: float = 0.1,
+    gamma: float = 0.01,
     model: str = "binomial",
 ) -> np.ndarray:
     """Per-unit estimates of the full-ranking metric from sampled ranks (1-based among n+1).
