@@ -42,8 +42,8 @@ def protocol_agreement(summary_frame: pl.DataFrame, *, metric: str, k: int | Non
     protocols for one metric and cutoff, over the systems both protocols measured.
 
     ``summary_frame`` has columns system, protocol, metric, k, mean (fold optional: with several
-    folds a protocol's value is the mean of its fold means). Columns of the result: protocol_a,
-    protocol_b, tau, p_value, n_systems, swaps ("A vs B": A ahead under protocol_a, behind under
+    folds a protocol's value is the mean of its fold means). Columns of the result: metric, k,
+    protocol_a, protocol_b, tau, p_value, n_systems, swaps ("A vs B": A ahead under protocol_a, behind under
     protocol_b).
     """
     missing = [c for c in ("system", "protocol", "metric", "k", "mean") if c not in summary_frame.columns]
@@ -80,7 +80,7 @@ def protocol_agreement(summary_frame: pl.DataFrame, *, metric: str, k: int | Non
         schema={"protocol_a": pl.String, "protocol_b": pl.String, "tau": pl.Float64, "p_value": pl.Float64,
                 "n_systems": pl.Int64, "swaps": pl.List(pl.String)},
         orient="row",
-    )
+    ).select(pl.lit(metric).alias("metric"), pl.lit(k, dtype=pl.Int32).alias("k"), pl.all())
 
 
 def ordering_agreement(

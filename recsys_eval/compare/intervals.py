@@ -98,7 +98,8 @@ def fold_confidence_intervals(per_user_frame: pl.DataFrame, *, level: float = 0.
     """Across folds: the t-interval over fold means, per system x protocol x metric x k.
 
     A fold mean is the mean over the fold's users with a defined value; folds without one are left
-    out. Columns: mean (of fold means), lower, upper, n_folds. The folds share training data, so the
+    out. Columns: system, protocol, fold ("all"), metric, k, mean (of fold means), lower, upper,
+    n_folds. The folds share training data, so the
     interval understates the variance (Mooney; Forman & Scholz).
     """
     _check_level(level)
@@ -118,8 +119,8 @@ def fold_confidence_intervals(per_user_frame: pl.DataFrame, *, level: float = 0.
     mean = summary["mean"].to_numpy()
     sd = summary["sd"].fill_null(float("nan")).to_numpy()
     lower, upper = _t_bounds(mean, sd, n, level)
-    return summary.with_columns(lower=lower, upper=upper).select(
-        "system", "protocol", "metric", "k", "mean", "lower", "upper", "n_folds"
+    return summary.with_columns(lower=lower, upper=upper, fold=pl.lit("all")).select(
+        "system", "protocol", "fold", "metric", "k", "mean", "lower", "upper", "n_folds"
     )
 
 

@@ -110,6 +110,7 @@ def test_fold_confidence_interval_is_the_t_interval_over_fold_means(rng):
         fold_means.append(np.nanmean(values))
     row = fold_confidence_intervals(pl.concat(frames)).row(0, named=True)
     low, high = stats.t.interval(0.95, 4, loc=np.mean(fold_means), scale=stats.sem(fold_means))
+    assert row["fold"] == "all"
     assert (row["mean"], row["lower"], row["upper"], row["n_folds"]) == pytest.approx(
         (np.mean(fold_means), low, high, 5)
     )
@@ -125,3 +126,10 @@ def test_bad_input_is_named():
         confidence_intervals(frame.drop("value"))
     with pytest.raises(DataError, match="more than one value"):
         confidence_intervals(pl.concat([frame, frame]))
+
+
+def test_bootstrap_means_equal_gathering_the_drawn_users():
+    data = np.random.default_rng(1).normal(size=(37, 4))
+    got = bootstrap_means(data, 250, np.random.default_rng(9))
+    indices = np.random.default_rng(9).integers(0, 37, (250, 37), dtype=np.int32)  # the same draws, one chunk
+    assert got == pytest.approx(data[indices].mean(axis=1), rel=1e-12)
