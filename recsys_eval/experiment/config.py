@@ -120,7 +120,7 @@ class MetricsConfig(_Strict):
     def _positive_k(cls, ks: list[int]) -> list[int]:
         bad = [k for k in ks if k <= 0]
         if bad or not ks:
-            raise ValueError(f"cutoffs must be positive whole numbers, got {ks}")
+            raise ValueError(f"cutoffs must be positive whole numbers (k > 0), got {ks}")
         return sorted(set(ks))
 
 
@@ -144,6 +144,22 @@ class RunConfig(_Strict):
 
     threads: int | None = Field(None, ge=1)
     chunk_size: int = Field(2048, ge=1)
+    depth: int = Field(100, ge=1)  # items listed per full ranking (at least the largest cutoff)
+
+
+class LearningCurveConfig(_Strict):
+    """Evaluate every system again on nested subsamples of the first fold's train side."""
+
+    fractions: list[float]
+    per_user: bool = False
+    protocols: list[str] | None = None  # protocol labels to evaluate (default: all standard ones)
+
+    @field_validator("fractions")
+    @classmethod
+    def _fractions(cls, fractions: list[float]) -> list[float]:
+        if not fractions or any(not 0 < f <= 1 for f in fractions) or fractions != sorted(set(fractions)):
+            raise ValueError(f"fractions must be increasing and in (0, 1], got {fractions}")
+        return fractions
 
 
 class ExperimentConfig(_Strict):
@@ -159,6 +175,7 @@ class ExperimentConfig(_Strict):
     compare: CompareConfig = Field(default_factory=CompareConfig)
     output: OutputConfig = Field(default_factory=OutputConfig)
     run: RunConfig = Field(default_factory=RunConfig)
+    learning_curve: LearningCurveConfig | None = None
 
     @model_validator(mode="after")
     def _unique_labels(self) -> ExperimentConfig:
@@ -205,6 +222,7 @@ def _format_error(source: str, exc: ValidationError) -> str:
             lines.append(f"missing key {path!r}")
         else:
             where = f"{path}: " if path else ""
+            err["msg"] = err["msg"].removeprefix("Value error, ")
             got = err.get("input")
             shown = f" (got {got!r})" if not isinstance(got, dict | list) else ""
             lines.append(f"{where}{err['msg']}{shown}")
