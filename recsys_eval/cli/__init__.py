@@ -27,7 +27,7 @@ app = typer.Typer(
 err_console = Console(stderr=True)
 
 # Modules under recsys_eval.cli that add commands to `app` when imported.
-COMMAND_MODULES: list[str] = []
+COMMAND_MODULES: list[str] = ["datasets"]
 
 
 def _version(value: bool) -> None:
