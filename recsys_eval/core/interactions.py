@@ -294,6 +294,10 @@ def _index_meta(meta: pl.DataFrame, item_ids: pl.Series, source: str) -> pl.Data
         raise DataError(f"{source}: item metadata needs an 'item' column; columns are {meta.columns}")
     known = pl.DataFrame({"item": item_ids, "_index": pl.int_range(item_ids.len(), dtype=pl.Int32, eager=True)})
     meta = meta.with_columns(pl.col("item").cast(item_ids.dtype, strict=False))
+    repeated = meta.get_column("item").drop_nulls().is_duplicated()
+    if repeated.any():  # one metadata row per item, or the rows would no longer follow the index
+        example = meta.get_column("item").drop_nulls().filter(repeated)[0]
+        raise DataError(f"{source}: item metadata lists item {example!r} more than once")
     joined = known.join(meta, on="item", how="left").sort("_index")
     return joined.drop("item").rename({"_index": "item"}).select("item", pl.exclude("item"))
 

@@ -108,6 +108,8 @@ def read_delimited(
         frame = pl.read_csv(_reader(data), **options)
     except (pl.exceptions.PolarsError, OSError) as exc:
         frame = _retry_as_strings(data, options, columns, dtypes, exc, what, header)
+    if columns is None and not header:  # numbered from 1, as people count fields
+        frame.columns = [f"column_{i}" for i in range(1, frame.width + 1)]
     return _without_blank_lines(frame, what, first_line=1 + int(header))
 
 

@@ -126,7 +126,7 @@ def _convert(table: Table, role: str, name: str, timestamp_format: str | None) -
             as_int = series.cast(pl.Int64, strict=False)
             return as_int if as_int.null_count() == series.null_count() else series
         if dtype.is_float():  # ids written as 12.0: whole numbers only
-            whole = pl.when(series == series.floor()).then(series).otherwise(None)
+            whole = pl.select(pl.when(series == series.floor()).then(series)).to_series()
             return table.check_converted(name, whole, "an integer or text id").cast(pl.Int64)
         return series
     if role == "rating":
