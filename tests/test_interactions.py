@@ -24,9 +24,16 @@ def _frame(**columns) -> pl.DataFrame:
         (_frame(user=[1], item=[2]), {"rating": "stars"}, r"no column 'stars' for rating"),
         (_frame(user=[1.5], item=[2]), {}, r"column 'user' has type Float64; expected integer or string ids"),
         (_frame(user=[1, None], item=[2, 3]), {}, r"column 'user' has 1 null ids \(first at row 1\)"),
-        (_frame(user=[1, 2], item=[2, 3], rating=[1.0, float("nan")]), {},
-         r"column 'rating' has 1 null, NaN or infinite values \(e\.g\. user 2, item 3\)"),
-        (_frame(user=[1], item=[2], rating=["good"]), {}, r"column 'rating' has type String; expected numbers"),
+        (
+            _frame(user=[1, 2], item=[2, 3], rating=[1.0, float("nan")]),
+            {},
+            r"column 'rating' has 1 null, NaN or infinite values \(e\.g\. user 2, item 3\)",
+        ),
+        (
+            _frame(user=[1], item=[2], rating=["good"]),
+            {},
+            r"column 'rating' has type String; expected numbers",
+        ),
         (_frame(user=[1], item=[2], timestamp=["monday"]), {}, r"column 'timestamp' has type String"),
     ],
 )
@@ -38,7 +45,8 @@ def test_validation_names_the_column(frame, kwargs, message):
 def test_columns_are_typed_and_optional():
     data = Interactions.from_frame(_frame(user=["b", "a"], item=[7, 3], rating=[4, 5], timestamp=[1.0, 2.0]))
     assert data.frame.schema == pl.Schema(
-        {"user": pl.Int32, "item": pl.Int32, "rating": pl.Float32, "timestamp": pl.Int64})
+        {"user": pl.Int32, "item": pl.Int32, "rating": pl.Float32, "timestamp": pl.Int64}
+    )
     assert data.frame.rows() == [(1, 1, 4.0, 1), (0, 0, 5.0, 2)]
     implicit = Interactions.from_frame(_frame(user=[1], item=[2]))
     assert implicit.frame.columns == ["user", "item"] and not implicit.has_rating
@@ -56,8 +64,11 @@ DUPLICATED = _frame(
 
 
 def test_duplicates_error_counts_and_gives_an_example():
-    with pytest.raises(DataError, match=r"t: 1 \(user, item\) pairs occur more than once \(3 rows\), "
-                                        r"e\.g\. user 1, item 10; choose a duplicates policy"):
+    with pytest.raises(
+        DataError,
+        match=r"t: 1 \(user, item\) pairs occur more than once \(3 rows\), "
+        r"e\.g\. user 1, item 10; choose a duplicates policy",
+    ):
         Interactions.from_frame(DUPLICATED, source="t")
 
 
@@ -81,7 +92,9 @@ def test_duplicate_policies_by_hand(policy, expected):
 
 
 def test_last_without_timestamps_is_the_last_row():
-    data = Interactions.from_frame(_frame(user=[1, 1, 1], item=[2, 2, 3], rating=[1.0, 3.0, 2.0]), duplicates="last")
+    data = Interactions.from_frame(
+        _frame(user=[1, 1, 1], item=[2, 2, 3], rating=[1.0, 3.0, 2.0]), duplicates="last"
+    )
     assert data.to_raw().rows() == [(1, 2, 3.0), (1, 3, 2.0)]
 
 

@@ -62,15 +62,17 @@ def list_command(data_home_: Path | None = _DATA_HOME, as_json: bool = _JSON) ->
     rows = []
     for desc in list_datasets():
         counts = desc.counts
-        rows.append({
-            "name": desc.name,
-            "title": desc.title,
-            "archive_bytes": desc.archive.size,
-            "ratings": counts.ratings if counts else None,
-            "users": counts.users if counts else None,
-            "items": counts.items if counts else None,
-            "in_data_home": presence(desc, home),
-        })
+        rows.append(
+            {
+                "name": desc.name,
+                "title": desc.title,
+                "archive_bytes": desc.archive.size,
+                "ratings": counts.ratings if counts else None,
+                "users": counts.users if counts else None,
+                "items": counts.items if counts else None,
+                "in_data_home": presence(desc, home),
+            }
+        )
     if as_json:
         _print_json({"data_home": str(home), "datasets": rows})
         return
@@ -79,7 +81,8 @@ def list_command(data_home_: Path | None = _DATA_HOME, as_json: bool = _JSON) ->
         table.add_column(column, justify="left" if column in ("name", "in data home") else "right")
     for row in rows:
         table.add_row(
-            row["name"], _size(row["archive_bytes"]),
+            row["name"],
+            _size(row["archive_bytes"]),
             *(f"{row[k]:,}" if row[k] is not None else "?" for k in ("ratings", "users", "items")),
             row["in_data_home"],
         )
@@ -130,7 +133,9 @@ def _print_info(title: str, s: dict) -> None:
         for column in ("step", "interactions", "users", "items"):
             steps.add_column(column, justify="left" if column == "step" else "right")
         for step in s["steps"]:
-            steps.add_row(step["step"], f"{step['interactions']:,}", f"{step['users']:,}", f"{step['items']:,}")
+            steps.add_row(
+                step["step"], f"{step['interactions']:,}", f"{step['users']:,}", f"{step['items']:,}"
+            )
         console.print(steps)
     main = Table(title=f"{title} ({s['dataset']})", show_header=False)
     main.add_column("figure")

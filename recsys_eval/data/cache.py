@@ -34,8 +34,14 @@ def stamp(paths: list[Path]) -> list[dict]:
     out = []
     for path in paths:
         info = path.stat()
-        out.append({"name": path.name, "size": info.st_size, "mtime_ns": info.st_mtime_ns,
-                    "sha256": file_sha256(path)})
+        out.append(
+            {
+                "name": path.name,
+                "size": info.st_size,
+                "mtime_ns": info.st_mtime_ns,
+                "sha256": file_sha256(path),
+            }
+        )
     return out
 
 

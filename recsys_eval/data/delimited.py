@@ -88,8 +88,9 @@ def read_delimited(
     """Parse a delimited file into a :class:`Table`.
 
     ``columns`` names every field in order (a header line, if any, is skipped); without it the
-    names come from the header line, or are ``column_1``, ``column_2``, ... when there is none. ``dtypes`` fixes the type of some named fields: the others are
-    strings when ``columns`` is given, else inferred by polars. Blank lines are left out.
+    names come from the header line, or are ``column_1``, ``column_2``, ... when there is none.
+    ``dtypes`` fixes the type of some named fields: the others are strings when ``columns`` is
+    given, else inferred by polars. Blank lines are left out.
     """
     data: Path | bytes = source
     if len(separator) > 1 or codecs.lookup(encoding).name != "utf-8":
@@ -138,12 +139,15 @@ def _retry_as_strings(data, options, columns, dtypes, error, what, header) -> pl
             return pl.read_csv(_reader(data), **{**options, "infer_schema": False, "schema_overrides": None})
         except (pl.exceptions.PolarsError, OSError):
             n_fields, types = None, {}
-    found = _scan_for_bad_line(data, options["separator"], options["quote_char"] is not None,
-                               header, n_fields, types, columns)
+    found = _scan_for_bad_line(
+        data, options["separator"], options["quote_char"] is not None, header, n_fields, types, columns
+    )
     if found is not None:
         raise DataError(f"{what}, line {found[0]:,}: {found[1]}") from None
     text = str(error).strip()
-    raise DataError(f"{what}: cannot be parsed: {text.splitlines()[0] if text else type(error).__name__}") from None
+    raise DataError(
+        f"{what}: cannot be parsed: {text.splitlines()[0] if text else type(error).__name__}"
+    ) from None
 
 
 class _NotUtf8(Exception):

@@ -88,15 +88,23 @@ def download_archive(
     elif archive.md5_url:
         known_hash = f"md5:{fetch_md5(archive.md5_url, timeout)}"
     else:
-        raise DownloadError(f"{desc.name}: the descriptor gives neither sha256 nor md5_url to verify a download")
+        raise DownloadError(
+            f"{desc.name}: the descriptor gives neither sha256 nor md5_url to verify a download"
+        )
     target = folder / archive.filename
     staging = Path(tempfile.mkdtemp(prefix=f".download-{desc.name}-", dir=folder))
     try:
         downloader = pooch.HTTPDownloader(progressbar=progressbar, timeout=timeout)
         try:
             fetched = Path(
-                pooch.retrieve(archive.url, known_hash, fname=archive.filename, path=staging,
-                               downloader=downloader, progressbar=progressbar)
+                pooch.retrieve(
+                    archive.url,
+                    known_hash,
+                    fname=archive.filename,
+                    path=staging,
+                    downloader=downloader,
+                    progressbar=progressbar,
+                )
             )
         except requests.RequestException as exc:
             raise DownloadError(f"cannot download {archive.url}: {exc}") from None
@@ -104,9 +112,7 @@ def download_archive(
             raise DownloadError(f"download of {archive.url} failed verification: {exc}") from None
         size = fetched.stat().st_size
         if archive.size is not None and size != archive.size:
-            raise DownloadError(
-                f"download of {archive.url} has {size:,} bytes; expected {archive.size:,}"
-            )
+            raise DownloadError(f"download of {archive.url} has {size:,} bytes; expected {archive.size:,}")
         os.replace(fetched, target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -118,7 +124,9 @@ def open_archive(path: Path) -> zipfile.ZipFile:
     try:
         return zipfile.ZipFile(path)
     except ZIP_ERRORS as exc:
-        raise DataError(f"{path}: corrupt or truncated archive ({exc}); delete it to download it again") from None
+        raise DataError(
+            f"{path}: corrupt or truncated archive ({exc}); delete it to download it again"
+        ) from None
     except OSError as exc:
         raise DataError(f"cannot read archive {path}: {exc.strerror or exc}") from None
 
@@ -159,7 +167,9 @@ def extract_archive(path: Path, desc: Descriptor, parent: Path) -> Path:
                     with zf.open(info) as src, open(target, "wb") as out:
                         shutil.copyfileobj(src, out, 1 << 20)
             except ZIP_ERRORS as exc:
-                raise DataError(f"{path}: corrupt or truncated archive ({exc}); delete it to download it again") from None
+                raise DataError(
+                    f"{path}: corrupt or truncated archive ({exc}); delete it to download it again"
+                ) from None
         extracted = staging / desc.archive.folder
         missing = [f for f in desc.archive.files if not (extracted / f).is_file()]
         if missing:

@@ -59,7 +59,9 @@ def load_file(
         )
     roles = _roles(columns, table.frame.columns, str(path))
     table.check_not_null(list(roles.values()))
-    frame = pl.DataFrame({role: _convert(table, role, name, timestamp_format) for role, name in roles.items()})
+    frame = pl.DataFrame(
+        {role: _convert(table, role, name, timestamp_format) for role, name in roles.items()}
+    )
     return Interactions.from_frame(
         frame,
         rating="rating" if "rating" in roles else None,

@@ -96,17 +96,16 @@ def read_items(source: Source) -> pl.DataFrame:
         genres = pl.concat_list([pl.when(pl.col(g) == 1).then(pl.lit(g)) for g in flags]).list.drop_nulls()
     elif spec.genres == "pipe":
         genres = (
-            pl.col("genres").fill_null("").str.split("|")
+            pl.col("genres")
+            .fill_null("")
+            .str.split("|")
             .list.eval(pl.element().filter((pl.element() != "") & (pl.element() != _NO_GENRES)))
         )
     else:
         genres = pl.lit([], dtype=pl.List(pl.String))
-    return (
-        table.frame.select(
-            pl.col("item"),
-            title.alias("title"),
-            title.str.extract_all(_TITLE_YEAR).list.last().str.slice(1, 4).cast(pl.Int32).alias("year"),
-            genres.alias("genres"),
-        )
-        .unique("item", keep="first", maintain_order=True)
-    )
+    return table.frame.select(
+        pl.col("item"),
+        title.alias("title"),
+        title.str.extract_all(_TITLE_YEAR).list.last().str.slice(1, 4).cast(pl.Int32).alias("year"),
+        genres.alias("genres"),
+    ).unique("item", keep="first", maintain_order=True)

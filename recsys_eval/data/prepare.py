@@ -36,8 +36,9 @@ def _present(index: np.ndarray, size: int) -> int:
     return int(np.count_nonzero(np.bincount(index, minlength=size)))
 
 
-def _keep(data: Interactions, mask: np.ndarray, step: str, frame: pl.DataFrame | None = None
-          ) -> tuple[Interactions, Removed]:
+def _keep(
+    data: Interactions, mask: np.ndarray, step: str, frame: pl.DataFrame | None = None
+) -> tuple[Interactions, Removed]:
     """The rows of ``data`` (or of ``frame``, its rewritten copy) where ``mask`` holds."""
     kept = (data.frame if frame is None else frame).filter(pl.Series(mask))
     users, items = kept.get_column("user").to_numpy(), kept.get_column("item").to_numpy()
@@ -56,8 +57,9 @@ def _check_count(name: str, value: int) -> int:
     return int(value)
 
 
-def apply_threshold(data: Interactions, threshold: float, binarize: bool = False
-                    ) -> tuple[Interactions, Removed]:
+def apply_threshold(
+    data: Interactions, threshold: float, binarize: bool = False
+) -> tuple[Interactions, Removed]:
     """Keep the interactions rated at least ``threshold``; with ``binarize`` their rating becomes 1."""
     if not data.has_rating:
         raise DataError(f"{data.source}: no rating column to apply a threshold to")
@@ -95,7 +97,9 @@ def k_core(data: Interactions, k: int) -> tuple[Interactions, Removed]:
     rows = np.arange(len(data))
     while rows.size:
         u, i = users[rows], items[rows]
-        ok = (np.bincount(u, minlength=data.n_users)[u] >= k) & (np.bincount(i, minlength=data.n_items)[i] >= k)
+        ok = (np.bincount(u, minlength=data.n_users)[u] >= k) & (
+            np.bincount(i, minlength=data.n_items)[i] >= k
+        )
         if ok.all():
             break
         rows = rows[ok]

@@ -19,7 +19,10 @@ def _count_stats(counts: np.ndarray) -> dict[str, float]:
     if counts.size == 0:
         return {name: 0.0 for name in [*QUANTILES, "mean"]}
     values = np.quantile(counts, list(QUANTILES.values()))
-    return {**{name: float(v) for name, v in zip(QUANTILES, values, strict=True)}, "mean": float(counts.mean())}
+    return {
+        **{name: float(v) for name, v in zip(QUANTILES, values, strict=True)},
+        "mean": float(counts.mean()),
+    }
 
 
 def _iso(seconds: int) -> str:

@@ -52,16 +52,28 @@ def zip_bytes(members: dict[str, bytes]) -> bytes:
 @pytest.fixture
 def tiny_zip() -> bytes:
     """A good archive of the tiny dataset: folder tiny/ with ratings.csv and movies.csv."""
-    return zip_bytes({"tiny/ratings.csv": TINY_RATINGS, "tiny/movies.csv": TINY_MOVIES,
-                      "tiny/README.txt": b"tiny test dataset\n"})
+    return zip_bytes(
+        {
+            "tiny/ratings.csv": TINY_RATINGS,
+            "tiny/movies.csv": TINY_MOVIES,
+            "tiny/README.txt": b"tiny test dataset\n",
+        }
+    )
 
 
 @pytest.fixture
 def make_descriptor():
     """Build the tiny dataset's descriptor for an archive URL and the checks to apply."""
 
-    def make(url: str, *, data: bytes | None = None, sha256: bool = True, size: bool = True,
-             md5_url: str | None = None, name: str = "tiny") -> Descriptor:
+    def make(
+        url: str,
+        *,
+        data: bytes | None = None,
+        sha256: bool = True,
+        size: bool = True,
+        md5_url: str | None = None,
+        name: str = "tiny",
+    ) -> Descriptor:
         archive = {"url": url, "folder": "tiny", "files": ["ratings.csv", "movies.csv"]}
         if data is not None and sha256:
             archive["sha256"] = hashlib.sha256(data).hexdigest()
@@ -69,16 +81,27 @@ def make_descriptor():
             archive["size"] = len(data)
         if md5_url:
             archive["md5_url"] = md5_url
-        return Descriptor.model_validate({
-            "name": name,
-            "title": "Tiny",
-            "archive": archive,
-            "ratings": {"file": "ratings.csv", "separator": ",", "header": True,
-                        "columns": ["user", "item", "rating", "timestamp"]},
-            "items": {"file": "movies.csv", "separator": ",", "header": True,
-                      "columns": ["item", "title", "genres"], "genres": "pipe"},
-            "counts": {"ratings": 4, "users": 3, "items": 3},
-        })
+        return Descriptor.model_validate(
+            {
+                "name": name,
+                "title": "Tiny",
+                "archive": archive,
+                "ratings": {
+                    "file": "ratings.csv",
+                    "separator": ",",
+                    "header": True,
+                    "columns": ["user", "item", "rating", "timestamp"],
+                },
+                "items": {
+                    "file": "movies.csv",
+                    "separator": ",",
+                    "header": True,
+                    "columns": ["item", "title", "genres"],
+                    "genres": "pipe",
+                },
+                "counts": {"ratings": 4, "users": 3, "items": 3},
+            }
+        )
 
     return make
 

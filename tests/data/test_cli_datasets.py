@@ -41,7 +41,9 @@ def tiny_registry(monkeypatch, make_descriptor):
     return use
 
 
-@pytest.mark.parametrize("args", [[], ["datasets"], ["datasets", "list"], ["datasets", "info"], ["datasets", "fetch"]])
+@pytest.mark.parametrize(
+    "args", [[], ["datasets"], ["datasets", "list"], ["datasets", "info"], ["datasets", "fetch"]]
+)
 def test_help_on_every_command(capsys, args):
     code, out, _ = run([*args, "--help"], capsys)
     assert code == 0 and "Usage" in out
@@ -83,8 +85,12 @@ def test_info_prints_what_each_step_removed(capsys, tmp_path):
     folder = tmp_path / "ml-100k"
     folder.mkdir()
     # users 1, 2 rate items 10, 20; user 3 rates item 30 only (and low)
-    (folder / "u.data").write_text("1\t10\t5\t1\n1\t20\t4\t2\n2\t10\t4\t3\n2\t20\t5\t4\n3\t30\t2\t5\n3\t10\t5\t6\n")
-    (folder / "u.item").write_text("".join(f"{i}|T{i} (1990)|||x|{'|'.join('0' * 19)}\n" for i in (10, 20, 30)))
+    (folder / "u.data").write_text(
+        "1\t10\t5\t1\n1\t20\t4\t2\n2\t10\t4\t3\n2\t20\t5\t4\n3\t30\t2\t5\n3\t10\t5\t6\n"
+    )
+    (folder / "u.item").write_text(
+        "".join(f"{i}|T{i} (1990)|||x|{'|'.join('0' * 19)}\n" for i in (10, 20, 30))
+    )
     args = ["datasets", "info", "ml-100k", "--data-home", str(tmp_path), "--no-download"]
     code, out, _ = run([*args, "--threshold", "4", "--k-core", "2", "--json"], capsys)
     assert code == 0
@@ -98,7 +104,9 @@ def test_info_prints_what_each_step_removed(capsys, tmp_path):
     assert code == 0 and "Preparation: removed" in out and "min counts: users >= 2" in out
 
 
-def test_fetch_through_the_local_server(capsys, tmp_path, http_server, tiny_zip, make_descriptor, tiny_registry):
+def test_fetch_through_the_local_server(
+    capsys, tmp_path, http_server, tiny_zip, make_descriptor, tiny_registry
+):
     http_server.routes["/tiny.zip"] = ("ok", tiny_zip)
     tiny_registry(make_descriptor(f"{http_server.url}/tiny.zip", data=tiny_zip))
     code, out, _ = run(["datasets", "fetch", "tiny", "--data-home", str(tmp_path), "--json"], capsys)
@@ -114,8 +122,11 @@ def test_unknown_dataset(capsys):
 
 
 def test_absent_dataset_without_download(capsys, tmp_path):
-    fails(["datasets", "info", "ml-1m", "--no-download", "--data-home", str(tmp_path)], capsys,
-          "dataset ml-1m is not in the data home")
+    fails(
+        ["datasets", "info", "ml-1m", "--no-download", "--data-home", str(tmp_path)],
+        capsys,
+        "dataset ml-1m is not in the data home",
+    )
 
 
 def test_unwritable_data_home(capsys, tmp_path):
@@ -133,8 +144,11 @@ def test_unparseable_line(capsys, tmp_path):
     folder.mkdir()
     (folder / "u.data").write_text("1\t10\t5\t1\n1\t20\tfour\t2\n")
     (folder / "u.item").write_text(f"10|A|||x|{'|'.join('0' * 19)}\n")
-    fails(["datasets", "info", "ml-100k", "--data-home", str(tmp_path)], capsys,
-          "u.data, line 2: column 'rating' has 'four'; expected a number")
+    fails(
+        ["datasets", "info", "ml-100k", "--data-home", str(tmp_path)],
+        capsys,
+        "u.data, line 2: column 'rating' has 'four'; expected a number",
+    )
 
 
 @pytest.mark.parametrize(
@@ -147,16 +161,26 @@ def test_unparseable_line(capsys, tmp_path):
         (False, "escaping", "is a path outside the extraction folder"),
     ],
 )
-def test_bad_archive_in_the_data_home(capsys, tmp_path, tiny_zip, zip_of, make_descriptor, tiny_registry,
-                                      checked, archive, message):
-    tiny_registry(make_descriptor("http://127.0.0.1:9/tiny.zip", data=tiny_zip, sha256=checked, size=checked,
-                                  md5_url=None if checked else "http://127.0.0.1:9/tiny.zip.md5"))
+def test_bad_archive_in_the_data_home(
+    capsys, tmp_path, tiny_zip, zip_of, make_descriptor, tiny_registry, checked, archive, message
+):
+    tiny_registry(
+        make_descriptor(
+            "http://127.0.0.1:9/tiny.zip",
+            data=tiny_zip,
+            sha256=checked,
+            size=checked,
+            md5_url=None if checked else "http://127.0.0.1:9/tiny.zip.md5",
+        )
+    )
     data = {
         "short": tiny_zip[:-5],
         "flipped": tiny_zip[:40] + bytes([tiny_zip[40] ^ 1]) + tiny_zip[41:],
         "corrupt": tiny_zip[:60] + bytes(30) + tiny_zip[90:],
         "truncated": tiny_zip[: len(tiny_zip) // 2],
-        "escaping": zip_of({"tiny/ratings.csv": b"userId,movieId\n", "tiny/movies.csv": b"m\n", "../x": b"!"}),
+        "escaping": zip_of(
+            {"tiny/ratings.csv": b"userId,movieId\n", "tiny/movies.csv": b"m\n", "../x": b"!"}
+        ),
     }[archive]
     (tmp_path / "tiny.zip").write_bytes(data)
     command = "fetch" if archive == "escaping" else "info"

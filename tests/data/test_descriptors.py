@@ -49,8 +49,10 @@ def test_names_are_case_insensitive():
     ("change", "message"),
     [
         (("sha256 = ", 'sha256 = "abc"\n#'), r"archive\.sha256: .*64 lowercase hexadecimal"),
-        (('columns = ["user", "item", "rating", "timestamp"]', 'columns = ["user", "rating"]'),
-         r"ratings: .*\['item'\]"),
+        (
+            ('columns = ["user", "item", "rating", "timestamp"]', 'columns = ["user", "rating"]'),
+            r"ratings: .*\['item'\]",
+        ),
         (("[ratings]", "[ratings]\nsepartor = 1"), r"ratings\.separtor: Extra inputs"),
         (("[ratings]", "[ratings"), "not valid TOML"),
     ],

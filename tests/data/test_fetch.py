@@ -25,7 +25,9 @@ def _assert_nothing_trusted(home: Path, desc) -> None:
         load_dataset(desc, home, download=False)
 
 
-def test_good_download_loads_and_leaves_only_archive_and_folder(http_server, tiny_zip, make_descriptor, tmp_path):
+def test_good_download_loads_and_leaves_only_archive_and_folder(
+    http_server, tiny_zip, make_descriptor, tmp_path
+):
     http_server.routes["/tiny.zip"] = ("ok", tiny_zip)
     desc = make_descriptor(f"{http_server.url}/tiny.zip", data=tiny_zip)
     home = tmp_path / "home"
@@ -42,9 +44,17 @@ def test_good_download_loads_and_leaves_only_archive_and_folder(http_server, tin
 
 def test_md5_published_beside_the_archive_is_checked(http_server, tiny_zip, make_descriptor, tmp_path):
     http_server.routes["/tiny.zip"] = ("ok", tiny_zip)
-    http_server.routes["/tiny.zip.md5"] = ("ok", f"MD5 (tiny.zip) = {hashlib.md5(tiny_zip).hexdigest()}\n".encode())
-    desc = make_descriptor(f"{http_server.url}/tiny.zip", data=tiny_zip, sha256=False, size=False,
-                           md5_url=f"{http_server.url}/tiny.zip.md5")
+    http_server.routes["/tiny.zip.md5"] = (
+        "ok",
+        f"MD5 (tiny.zip) = {hashlib.md5(tiny_zip).hexdigest()}\n".encode(),
+    )
+    desc = make_descriptor(
+        f"{http_server.url}/tiny.zip",
+        data=tiny_zip,
+        sha256=False,
+        size=False,
+        md5_url=f"{http_server.url}/tiny.zip.md5",
+    )
     assert fetch_dataset(desc, tmp_path) == tmp_path / "tiny"
     # a wrong published md5 refuses the same archive
     http_server.routes["/tiny.zip.md5"] = ("ok", b"0123456789abcdef0123456789abcdef  tiny.zip\n")
@@ -55,7 +65,9 @@ def test_md5_published_beside_the_archive_is_checked(http_server, tiny_zip, make
 
 
 def test_checksum_mismatch_is_refused(http_server, tiny_zip, zip_of, make_descriptor, tmp_path):
-    other = zip_of({"tiny/ratings.csv": b"userId,movieId,rating,timestamp\n9,9,1,1\n", "tiny/movies.csv": b"x"})
+    other = zip_of(
+        {"tiny/ratings.csv": b"userId,movieId,rating,timestamp\n9,9,1,1\n", "tiny/movies.csv": b"x"}
+    )
     http_server.routes["/tiny.zip"] = ("ok", other)
     desc = make_descriptor(f"{http_server.url}/tiny.zip", data=tiny_zip, size=False)
     home = tmp_path / "home"
@@ -64,14 +76,17 @@ def test_checksum_mismatch_is_refused(http_server, tiny_zip, zip_of, make_descri
     _assert_nothing_trusted(home, desc)
 
 
-def test_corrupt_archive_with_matching_md5_fails_at_extraction(http_server, tiny_zip, make_descriptor, tmp_path):
+def test_corrupt_archive_with_matching_md5_fails_at_extraction(
+    http_server, tiny_zip, make_descriptor, tmp_path
+):
     corrupt = bytearray(tiny_zip)
     corrupt[60:90] = bytes(30)  # inside the first member's compressed data: its CRC fails
     corrupt = bytes(corrupt)
     http_server.routes["/tiny.zip"] = ("ok", corrupt)
     http_server.routes["/tiny.zip.md5"] = ("ok", hashlib.md5(corrupt).hexdigest().encode())
-    desc = make_descriptor(f"{http_server.url}/tiny.zip", sha256=False, size=False,
-                           md5_url=f"{http_server.url}/tiny.zip.md5")
+    desc = make_descriptor(
+        f"{http_server.url}/tiny.zip", sha256=False, size=False, md5_url=f"{http_server.url}/tiny.zip.md5"
+    )
     home = tmp_path / "home"
     with pytest.raises(DataError, match="corrupt or truncated archive"):
         load_dataset(desc, home)
@@ -92,8 +107,9 @@ def test_size_mismatch_is_named(http_server, tiny_zip, make_descriptor, tmp_path
     short = tiny_zip[:-10]
     http_server.routes["/tiny.zip"] = ("ok", short)
     http_server.routes["/tiny.zip.md5"] = ("ok", hashlib.md5(short).hexdigest().encode())
-    desc = make_descriptor(f"{http_server.url}/tiny.zip", data=tiny_zip, sha256=False,
-                           md5_url=f"{http_server.url}/tiny.zip.md5")
+    desc = make_descriptor(
+        f"{http_server.url}/tiny.zip", data=tiny_zip, sha256=False, md5_url=f"{http_server.url}/tiny.zip.md5"
+    )
     home = tmp_path / "home"
     with pytest.raises(DownloadError, match=f"{len(short):,} bytes; expected {len(tiny_zip):,}"):
         load_dataset(desc, home)
@@ -114,9 +130,16 @@ def test_server_error_leaves_nothing(http_server, tiny_zip, make_descriptor, tmp
 
 
 @pytest.mark.parametrize("member", ["../evil.txt", "tiny/../../evil.txt", "/tmp/evil-recsys-eval.txt"])
-def test_member_escaping_the_folder_is_refused(http_server, tiny_zip, zip_of, make_descriptor, tmp_path, member):
-    bad = zip_of({"tiny/ratings.csv": b"userId,movieId\n1,2\n", "tiny/movies.csv": b"movieId,title,genres\n",
-                  member: b"owned\n"})
+def test_member_escaping_the_folder_is_refused(
+    http_server, tiny_zip, zip_of, make_descriptor, tmp_path, member
+):
+    bad = zip_of(
+        {
+            "tiny/ratings.csv": b"userId,movieId\n1,2\n",
+            "tiny/movies.csv": b"movieId,title,genres\n",
+            member: b"owned\n",
+        }
+    )
     http_server.routes["/tiny.zip"] = ("ok", bad)
     desc = make_descriptor(f"{http_server.url}/tiny.zip", data=bad)
     home = tmp_path / "a" / "home"

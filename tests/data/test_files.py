@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import polars as pl
 import pytest
@@ -47,23 +47,27 @@ def test_default_role_names_and_implicit_data(tmp_path):
 def test_headerless_files_and_separators(tmp_path, text, kwargs):
     path = _write(tmp_path, "r.dat", text)
     data = load_file(
-        path, {"user": "column_1", "item": "column_2", "rating": "column_3", "timestamp": "column_4"},
-        header=False, **kwargs,
+        path,
+        {"user": "column_1", "item": "column_2", "rating": "column_3", "timestamp": "column_4"},
+        header=False,
+        **kwargs,
     )
     assert data.to_raw().rows() == [(1, 10, 4.0, 100), (2, 10, 3.0, 200)]
 
 
 def test_timestamp_format(tmp_path):
     path = _write(tmp_path, "r.csv", "user,item,timestamp\n1,2,2020-01-02 03:04:05\n")
-    data = load_file(path, {"user": "user", "item": "item", "timestamp": "timestamp"},
-                     timestamp_format="%Y-%m-%d %H:%M:%S")
-    assert data.timestamps[0] == int(datetime(2020, 1, 2, 3, 4, 5, tzinfo=timezone.utc).timestamp())
+    data = load_file(
+        path, {"user": "user", "item": "item", "timestamp": "timestamp"}, timestamp_format="%Y-%m-%d %H:%M:%S"
+    )
+    assert data.timestamps[0] == int(datetime(2020, 1, 2, 3, 4, 5, tzinfo=UTC).timestamp())
 
 
 def test_parquet(tmp_path):
     path = tmp_path / "r.parquet"
-    pl.DataFrame({"u": [5, 6], "i": ["a", "b"], "r": [1.0, 2.0],
-                  "t": [datetime(2001, 1, 1), datetime(2002, 1, 1)]}).write_parquet(path)
+    pl.DataFrame(
+        {"u": [5, 6], "i": ["a", "b"], "r": [1.0, 2.0], "t": [datetime(2001, 1, 1), datetime(2002, 1, 1)]}
+    ).write_parquet(path)
     data = load_file(path, {"user": "u", "item": "i", "rating": "r", "timestamp": "t"})
     assert data.timestamps.tolist() == [978307200, 1009843200]
     assert data.item_ids.to_list() == ["a", "b"]
@@ -79,16 +83,34 @@ def test_duplicates_policy_is_passed_on(tmp_path):
 @pytest.mark.parametrize(
     ("text", "columns", "kwargs", "message"),
     [
-        ("user,item,rating\n1,2,3\n1,3,abc\n", None, {}, r"line 3: column 'rating' has 'abc'; expected a number"),
+        (
+            "user,item,rating\n1,2,3\n1,3,abc\n",
+            None,
+            {},
+            r"line 3: column 'rating' has 'abc'; expected a number",
+        ),
         ("user,item,rating\n" + "1,2,3\n" * 20_000 + "1,x,3\n", None, {"duplicates": "last"}, None),
         ("user,item,rating\n1,2,3\n1,,3\n", None, {}, r"line 3: no value in column 'item'"),
         ("user,item,rating\n1,2,3\n1,2,3,4\n", None, {}, r"line 3: 4 fields separated by ','; expected 3"),
-        ("user,item,timestamp\n1,2,2020-01-01\n1,3,yesterday\n", None, {"timestamp_format": "%Y-%m-%d"},
-         r"line 3: column 'timestamp' has 'yesterday'; expected a time in the format '%Y-%m-%d'"),
-        ("user,item,timestamp\n1,2,10\n1,3,2020-01-01\n", None, {},
-         r"line 3: column 'timestamp' has '2020-01-01'; expected integer seconds"),
+        (
+            "user,item,timestamp\n1,2,2020-01-01\n1,3,yesterday\n",
+            None,
+            {"timestamp_format": "%Y-%m-%d"},
+            r"line 3: column 'timestamp' has 'yesterday'; expected a time in the format '%Y-%m-%d'",
+        ),
+        (
+            "user,item,timestamp\n1,2,10\n1,3,2020-01-01\n",
+            None,
+            {},
+            r"line 3: column 'timestamp' has '2020-01-01'; expected integer seconds",
+        ),
         ("uid,iid\n1,2\n", None, {}, r"no columns named 'user' and 'item' \(the file has \['uid', 'iid'\]\)"),
-        ("uid,iid\n1,2\n", {"user": "uid", "item": "iidd"}, {}, r"no column 'iidd' \(for item\).*did you mean 'iid'"),
+        (
+            "uid,iid\n1,2\n",
+            {"user": "uid", "item": "iidd"},
+            {},
+            r"no column 'iidd' \(for item\).*did you mean 'iid'",
+        ),
         ("user,item\n1.5,2\n", None, {}, r"line 2: column 'user' has 1\.5; expected an integer or text id"),
     ],
 )

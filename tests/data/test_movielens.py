@@ -14,14 +14,31 @@ import pandas as pd
 import polars as pl
 import pytest
 
-from recsys_eval.data import dataset_path, list_datasets, load_dataset, presence
-from recsys_eval.data import movielens
+from recsys_eval.data import dataset_path, list_datasets, load_dataset, movielens, presence
 from recsys_eval.data.home import is_writable
 from recsys_eval.errors import DataError
 
-GENRES_100K = ["unknown", "Action", "Adventure", "Animation", "Children's", "Comedy", "Crime",
-               "Documentary", "Drama", "Fantasy", "Film-Noir", "Horror", "Musical", "Mystery",
-               "Romance", "Sci-Fi", "Thriller", "War", "Western"]
+GENRES_100K = [
+    "unknown",
+    "Action",
+    "Adventure",
+    "Animation",
+    "Children's",
+    "Comedy",
+    "Crime",
+    "Documentary",
+    "Drama",
+    "Fantasy",
+    "Film-Noir",
+    "Horror",
+    "Musical",
+    "Mystery",
+    "Romance",
+    "Sci-Fi",
+    "Thriller",
+    "War",
+    "Western",
+]
 
 # Counts published by GroupLens (README files) and, for the shared copies, checked by hand there.
 EXPECTED = {
@@ -59,7 +76,10 @@ def test_ml100k_matches_an_independent_reading(shared_home):
     assert (len(rows), len({r[0] for r in rows}), len({r[1] for r in rows})) == (100_000, 943, 1_682)
     data = load_dataset("ml-100k", shared_home, download=False)
     raw = data.to_raw()
-    assert list(zip(raw["user"], raw["item"], raw["rating"].cast(pl.Int64), raw["timestamp"], strict=True)) == rows
+    assert (
+        list(zip(raw["user"], raw["item"], raw["rating"].cast(pl.Int64), raw["timestamp"], strict=True))
+        == rows
+    )
     meta = data.items_meta.row(int(data.item_index([1])[0]), named=True)
     assert meta["title"] == "Toy Story (1995)" and meta["year"] == 1995
     assert meta["genres"] == ["Animation", "Children's", "Comedy"]
@@ -143,7 +163,9 @@ def test_ml100k_format(home_100k):
 def test_ml1m_format(tmp_path):
     folder = tmp_path / "ml-1m"
     folder.mkdir()
-    (folder / "ratings.dat").write_text("1::1193::5::978300760\n1::661::3::978302109\n2::1193::4::978298413\n")
+    (folder / "ratings.dat").write_text(
+        "1::1193::5::978300760\n1::661::3::978302109\n2::1193::4::978298413\n"
+    )
     (folder / "movies.dat").write_bytes(
         "1193::One Flew Over the Cuckoo's Nest (1975)::Drama\n"
         "661::Star Wars: Episode IV - A New Hope (1977)::Action|Adventure|Fantasy|Sci-Fi\n"
@@ -151,10 +173,18 @@ def test_ml1m_format(tmp_path):
     )
     data = load_dataset("ml-1m", tmp_path, download=False)
     assert (len(data), data.n_users, data.n_items) == (3, 2, 2)
-    assert data.to_raw().rows() == [(1, 1193, 5.0, 978300760), (1, 661, 3.0, 978302109), (2, 1193, 4.0, 978298413)]
+    assert data.to_raw().rows() == [
+        (1, 1193, 5.0, 978300760),
+        (1, 661, 3.0, 978302109),
+        (2, 1193, 4.0, 978298413),
+    ]
     assert data.items_meta.to_dicts() == [
-        {"item": 0, "title": "Star Wars: Episode IV - A New Hope (1977)", "year": 1977,
-         "genres": ["Action", "Adventure", "Fantasy", "Sci-Fi"]},
+        {
+            "item": 0,
+            "title": "Star Wars: Episode IV - A New Hope (1977)",
+            "year": 1977,
+            "genres": ["Action", "Adventure", "Fantasy", "Sci-Fi"],
+        },
         {"item": 1, "title": "One Flew Over the Cuckoo's Nest (1975)", "year": 1975, "genres": ["Drama"]},
     ]
 
@@ -194,7 +224,9 @@ def test_double_colon_line_numbers(tmp_path):
     folder.mkdir()
     (folder / "ratings.dat").write_text("1::2::3::4\n1::2::3::4\n1:2::3::4\n")
     (folder / "movies.dat").write_text("2::A (1990)::Drama\n")
-    with pytest.raises(DataError, match=r"ratings\.dat, line 3: 3 fields separated by the separator; expected 4"):
+    with pytest.raises(
+        DataError, match=r"ratings\.dat, line 3: 3 fields separated by the separator; expected 4"
+    ):
         load_dataset("ml-1m", tmp_path, download=False)
 
 
@@ -227,7 +259,11 @@ def test_cache_is_written_beside_the_data_and_read_back(home_100k, monkeypatch):
     first = load_dataset("ml-100k", home_100k, download=False)
     cache = home_100k / ".recsys-eval" / "ml-100k" / "parquet"
     assert sorted(p.name for p in cache.iterdir()) == [
-        "interactions.parquet", "items.parquet", "manifest.json", "users.parquet"]
+        "interactions.parquet",
+        "items.parquet",
+        "manifest.json",
+        "users.parquet",
+    ]
     _no_parse(monkeypatch)
     _same(load_dataset("ml-100k", home_100k, download=False), first)
     # a new modification time over the same content keeps the cache

@@ -116,8 +116,10 @@ def test_k_core_is_the_largest_fixed_point(pairs, k):
 
 
 @settings(max_examples=40, deadline=None)
-@given(pairs=st.sets(st.tuples(st.integers(0, 30), st.integers(0, 30)), min_size=1, max_size=300),
-       k=st.integers(1, 6))
+@given(
+    pairs=st.sets(st.tuples(st.integers(0, 30), st.integers(0, 30)), min_size=1, max_size=300),
+    k=st.integers(1, 6),
+)
 def test_k_core_matches_slow_peeling_on_larger_inputs(pairs, k):
     assert _pairs(k_core(_data(sorted(pairs)), k)[0]) == _slow_peel(pairs, k)
 
