@@ -92,8 +92,13 @@ def read_delimited(
     ``dtypes`` fixes the type of some named fields: the others are strings when ``columns`` is
     given, else inferred by polars. Blank lines are left out.
     """
+    utf8 = codecs.lookup(encoding).name == "utf-8"
+    if columns is not None and utf8 and len(separator) > 1 and len(set(separator)) == 1:
+        frame = _read_repeated_separator(source, separator, header, columns, dtypes or {}, quoting)
+        if frame is not None:
+            return _without_blank_lines(frame, what, first_line=1 + int(header))
     data: Path | bytes = source
-    if len(separator) > 1 or codecs.lookup(encoding).name != "utf-8":
+    if len(separator) > 1 or not utf8:
         data = _as_utf8(source, encoding, what)
         if len(separator) > 1:
             data = data.replace(separator.encode(), _UNIT_SEPARATOR.encode())
@@ -112,6 +117,33 @@ def read_delimited(
     if columns is None and not header:  # numbered from 1, as people count fields
         frame.columns = [f"column_{i}" for i in range(1, frame.width + 1)]
     return _without_blank_lines(frame, what, first_line=1 + int(header))
+
+
+def _read_repeated_separator(source, separator, header, columns, dtypes, quoting) -> pl.DataFrame | None:
+    """A separator of one repeated character (``::``) read as that character with empty fields
+    between the real ones, without copying the file; None when a line does not fit that layout
+    (a single ``:`` inside a field), and the caller reads the file the general way."""
+    schema: dict[str, pl.DataType] = {}
+    for position, name in enumerate(columns):
+        if position:
+            schema.update({f"_gap{position}_{j}": pl.String for j in range(len(separator) - 1)})
+        schema[name] = dtypes.get(name, pl.String)
+    gaps = [name for name in schema if name.startswith("_gap")]
+    try:
+        frame = pl.read_csv(
+            _reader(source),
+            has_header=False,
+            skip_rows=int(header),
+            separator=separator[0],
+            quote_char='"' if quoting else None,
+            schema=schema,
+            raise_if_empty=False,
+        )
+    except (pl.exceptions.PolarsError, OSError):
+        return None
+    if any(frame.select(pl.col(gaps).is_not_null().any()).row(0)):
+        return None
+    return frame.drop(gaps)
 
 
 def _as_utf8(source: Path | bytes, encoding: str, what: str) -> bytes:
