@@ -6,10 +6,11 @@ Two inputs:
    ``::``-separated, Zipf-like item popularity) written to a temporary folder, for the targets:
    raw load at least 3x faster than pandas, cached load under 0.5 s.
 
-Rows: ``pandas.read_csv`` (ratings only, not indexed; the python engine for ``::``, the only one that
-takes it; for such files also pandas' C engine on a tab-separated copy, for scale), ``parse`` (our ratings file to a polars frame), ``raw load`` (parse + index + validate:
-Interactions), ``cold load_dataset`` (raw load of ratings and items + writing the Parquet cache) and
-``cached load_dataset`` (reading the cache). Each time is the best of ``--repeat`` runs.
+Rows: ``pandas.read_csv`` (ratings only, not indexed; the python engine for ``::``, the only one
+that takes it), ``parse`` (our ratings file to a polars frame), ``raw load`` (parse + index +
+validate: Interactions), ``cold load_dataset`` (raw load of ratings and items + writing the Parquet
+cache), ``cached load_dataset`` (reading the cache), and for ``::`` files pandas' C engine on a
+tab-separated copy, for scale. Each time is the best of ``--repeat`` runs.
 
     RECSYS_EVAL_DATA=../shared/datasets uv run python benchmarks/bench_load.py
 """
