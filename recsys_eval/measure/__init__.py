@@ -6,7 +6,7 @@ beyond-accuracy metrics; ``f_measure_variants`` and ``auc_variants`` show the cr
 variants of Forman & Scholz side by side; the curve functions give ROC/PR points for plots.
 """
 
-from recsys_eval.measure.aggregate import f_measure_variants, summarize
+from recsys_eval.measure.aggregate import f_counts, f_measure_variants, summarize
 from recsys_eval.measure.api import measure
 from recsys_eval.measure.auc import auc_variants, pooled_auc
 from recsys_eval.measure.beyond import beyond_accuracy, genre_matrix
@@ -21,6 +21,7 @@ __all__ = [
     "average_pr",
     "average_roc",
     "beyond_accuracy",
+    "f_counts",
     "f_measure_variants",
     "genre_matrix",
     "measure",

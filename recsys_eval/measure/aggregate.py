@@ -108,7 +108,7 @@ def f_measure_variants(per_unit: pl.DataFrame, *, across: str = "users") -> pl.D
     summed TP, FP, FN: 2 TP / (2 TP + FP + FN)), and ``n`` / ``n_undefined`` (users or folds).
     """
     check_choice("F-measure aggregation", across, ("users", "folds"))
-    counts = _f_counts(check_per_unit(per_unit))
+    counts = f_counts(check_per_unit(per_unit))
     if across == "users":
         cases = counts.group_by([*_RUN, "fold", "k", "user"]).agg(
             pl.col("tp").sum(), pl.col("fp").sum(), pl.col("fn").sum(),
@@ -168,8 +168,10 @@ def _f_from_counts(tp: pl.Expr, fp: pl.Expr, fn: pl.Expr) -> pl.Expr:
     return pl.when(den > 0).then(2 * tp / den).otherwise(0.0)
 
 
-def _f_counts(per_unit: pl.DataFrame) -> pl.DataFrame:
-    """Per unit and cutoff: tp, fp, fn, recall r (null if R = 0) and F1 f (null if R = 0)."""
+def f_counts(per_unit: pl.DataFrame) -> pl.DataFrame:
+    """Per unit and cutoff, from the ``f1`` and ``n_relevant`` rows: ``tp`` (hits@k), ``fp``
+    (k - tp), ``fn`` (R - tp), recall ``r`` and F1 ``f`` (null where R = 0); the counts frame that
+    ``recsys_eval.compare.f_measure_variants`` also takes."""
     f1 = per_unit.filter(pl.col("metric") == "f1")
     rel = per_unit.filter(pl.col("metric") == N_RELEVANT)
     if not f1.height:
@@ -197,7 +199,7 @@ def _f_counts(per_unit: pl.DataFrame) -> pl.DataFrame:
 
 
 def _f_tp_fp(per_unit: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
-    counts = _f_counts(per_unit)
+    counts = f_counts(per_unit)
     return counts.group_by(keys).agg(
         _f_from_counts(pl.col("tp").sum(), pl.col("fp").sum(), pl.col("fn").sum()).alias("f_tp_fp"),
         pl.col("user").n_unique().cast(pl.Int64).alias("users"),

@@ -61,6 +61,8 @@ def measure(
         The per-unit table ``system, protocol, fold, user, unit, metric, k, value``; undefined
         values (e.g. recall of a unit without relevant items) are NaN, never 0.
     """
+    if not isinstance(metrics, str) and not list(metrics):
+        return concat_per_unit([])  # nothing asked (e.g. a config with rating metrics only)
     names = check_metrics(metrics, RANKING_METRICS + (N_RELEVANT,) + BEYOND_METRICS + RATING_METRICS)
     rating = [m for m in names if m in RATING_METRICS]
     if rating:

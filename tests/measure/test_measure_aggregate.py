@@ -128,3 +128,17 @@ def test_summary_options_are_checked():
     with pytest.raises(ConfigError, match="did you mean 'skip'"):
         summarize(_rows({1: [1.0]}), undefined="skp")
     assert math.isnan(summarize(_rows({1: [float("nan")]})).row(0, named=True)["mean"] or float("nan"))
+
+
+def test_counts_feed_the_compare_stage_variants():
+    compare = pytest.importorskip("recsys_eval.compare")
+    from recsys_eval.measure import f_counts
+
+    theirs = compare.f_measure_variants(f_counts(_cross_validation()), over="folds").row(0, named=True)
+    ours = f_measure_variants(_cross_validation(), across="folds").row(0, named=True)
+    for a, b in (("F_tp_fp", "f_tp_fp"), ("F_avg", "f_avg"), ("F_pr_re", "f_pr_re")):
+        assert theirs[a] == pytest.approx(ours[b])
+
+
+def test_no_metric_gives_an_empty_table():
+    assert measure(rankings_of([[0]]), targets_of([{0: 1.0}], 2), metrics=[], k=1).height == 0
