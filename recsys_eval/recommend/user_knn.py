@@ -18,7 +18,8 @@ def _row_normalise(matrix: sp.csr_matrix) -> sp.csr_matrix:
 
 def neighbour_weights(vectors: sp.csr_matrix, users: np.ndarray, k: int) -> sp.csr_matrix:
     """For each of ``users``, its k most similar other users (cosine of the row vectors) as a
-    sparse (len(users), n_users) matrix of similarities; ties by user index."""
+    sparse (len(users), n_users) matrix of similarities; ties by user index. Users with zero or
+    negative similarity are never neighbours (as in LensKit's default minimum similarity)."""
     sims = (vectors[users] @ vectors.T).toarray()
     sims[np.arange(len(users)), users] = -np.inf  # never one's own neighbour
     n_users = sims.shape[1]
@@ -58,7 +59,8 @@ class UserKNN(Recommender):
 class UserKNNRating(Recommender):
     """Mean-centred user kNN rating prediction (Resnick):
     r(u, i) = mean_u + sum_v w(u, v) (r_vi - mean_v) / sum_v |w(u, v)| over u's k nearest users
-    (cosine of mean-centred rating vectors) that rated i; mean_u where none did."""
+    (cosine of mean-centred rating vectors, positive similarities only) that rated i; mean_u
+    where none did."""
 
     predicts_ratings = True
 
