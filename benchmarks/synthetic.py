@@ -24,14 +24,15 @@ def synthetic_interactions(
 ) -> Interactions:
     rng = np.random.default_rng(seed)
     activity = rng.lognormal(0.0, 1.1, users)
-    counts = np.maximum(20, np.round(activity / activity.sum() * interactions * 1.02)).astype(np.int64)
+    counts = np.maximum(20, np.round(activity / activity.sum() * interactions * 1.2)).astype(np.int64)
     counts = np.minimum(counts, items // 2)
     weights = 1.0 / np.arange(1, items + 1) ** 0.9
     cdf = np.cumsum(weights / weights.sum())
     user = np.repeat(np.arange(users, dtype=np.int64), counts)
     item = np.minimum(np.searchsorted(cdf, rng.random(len(user))), items - 1)
     item = rng.permutation(items)[item]  # popularity not tied to the index
-    key = np.unique(user * items + item)[: interactions]
+    key = np.unique(user * items + item)  # duplicates removed, then a uniform subsample to size
+    key = np.sort(key[rng.permutation(len(key))[:interactions]])
     user, item = key // items, key % items
     start = rng.integers(0, 10 * 365 * 86400, users)
     stamp = 1_000_000_000 + start[user] + rng.integers(0, 365 * 86400, len(user))

@@ -3,7 +3,8 @@
 Each row keeps a min-heap of its best k (score, item) pairs. Items are scanned in index order and
 must beat the heap's worst strictly, so among equal scores the smaller item index wins: the same
 ranking as sorting by (score desc, item asc). The user's training items (a sorted CSR row) and
-blocked items are skipped during the scan, so they never need to be written into the block.
+blocked items are skipped during the scan, so they never need to be written into the block; they
+are looked up (binary search in the sorted train row) only for items good enough to enter the heap.
 """
 
 from __future__ import annotations
@@ -15,6 +16,19 @@ import numpy as np
 @numba.njit(cache=True, inline="always")
 def _worse(s_a: float, i_a: int, s_b: float, i_b: int) -> bool:
     return s_a < s_b or (s_a == s_b and i_a > i_b)
+
+
+@numba.njit(cache=True, inline="always")
+def _contains(sorted_values, lo, hi, value) -> bool:
+    """Binary search of ``value`` in ``sorted_values[lo:hi]``."""
+    end = hi
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if sorted_values[mid] < value:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo < end and sorted_values[lo] == value
 
 
 @numba.njit(cache=True)
@@ -51,17 +65,14 @@ def top_k_rows(scores, rows, seen_indptr, seen_indices, blocked, k):
         heap_s = np.empty(k, dtype=np.float32)
         heap_i = np.empty(k, dtype=np.int32)
         size = 0
-        ptr = seen_indptr[rows[r]]
-        end = seen_indptr[rows[r] + 1]
+        lo = seen_indptr[rows[r]]
+        hi = seen_indptr[rows[r] + 1]
         for j in range(n_items):
-            while ptr < end and seen_indices[ptr] < j:
-                ptr += 1
-            if ptr < end and seen_indices[ptr] == j:
-                continue
-            if blocked[j]:
-                continue
             s = scores[r, j]
-            if not s > -np.inf:
+            # The common case first: an item that cannot enter the full heap costs one compare.
+            if size == k and not s > heap_s[0]:
+                continue
+            if not s > -np.inf or blocked[j] or _contains(seen_indices, lo, hi, j):
                 continue
             if size < k:
                 # sift up
