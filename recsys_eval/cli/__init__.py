@@ -8,6 +8,7 @@ status 1, so that a CLI user never sees a traceback for it.
 from __future__ import annotations
 
 import importlib
+import pkgutil
 import sys
 
 import typer
@@ -26,8 +27,6 @@ app = typer.Typer(
 )
 err_console = Console(stderr=True)
 
-# Modules under recsys_eval.cli that add commands to `app` when imported.
-COMMAND_MODULES: list[str] = []
 
 
 def _version(value: bool) -> None:
@@ -52,8 +51,8 @@ def fail(message: str) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the console script."""
-    for name in COMMAND_MODULES:
-        importlib.import_module(f"recsys_eval.cli.{name}")
+    for module in pkgutil.iter_modules(__path__):  # every module here adds its commands to `app`
+        importlib.import_module(f"{__name__}.{module.name}")
     try:
         app(args=argv, prog_name="recsys-eval")
     except KeyboardInterrupt:

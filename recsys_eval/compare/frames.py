@@ -1,0 +1,100 @@
+"""Per-user frames as matrices: the layout every interval and test in this package computes on.
+
+The per-user frame is long: (system, protocol, fold, user, metric, k, value). Within one
+(protocol, fold) the same users are measured for every system, metric and cutoff, so it becomes a
+users x (system, metric, k) matrix (NaN where a value is undefined or missing) plus a mask of the
+cells that had a row at all. Resampling users then serves all columns at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+import polars as pl
+
+from recsys_eval.errors import DataError
+
+PER_USER_COLUMNS: tuple[str, ...] = ("system", "protocol", "fold", "user", "metric", "k", "value")
+PARTITION_KEYS: tuple[str, ...] = ("protocol", "fold")
+COLUMN_KEYS: tuple[str, ...] = ("system", "metric", "k")
+
+
+def check_per_user(frame: pl.DataFrame, source: str = "per-user results") -> pl.DataFrame:
+    """Check that ``frame`` has the per-user columns; return them in order, value as Float64."""
+    missing = [c for c in PER_USER_COLUMNS if c not in frame.columns]
+    if missing:
+        raise DataError(f"{source}: missing columns {missing}; expected {list(PER_USER_COLUMNS)}")
+    if frame.is_empty():
+        raise DataError(f"{source}: no rows")
+    return frame.select(PER_USER_COLUMNS).with_columns(
+        pl.col("value").cast(pl.Float64), pl.col("k").cast(pl.Int32)
+    )
+
+
+@dataclass(frozen=True)
+class Partition:
+    """One (protocol, fold) of a per-user frame as a users x columns matrix."""
+
+    protocol: str
+    fold: str
+    columns: pl.DataFrame  # system, metric, k: one row per matrix column
+    values: np.ndarray  # users x columns, NaN where undefined or not measured
+    present: np.ndarray  # users x columns, True where the frame had a row
+
+    def column(self, system: str, metric: str, k: int | None) -> int | None:
+        """Index of the (system, metric, k) column, None if that system lacks it here."""
+        return self._index.get((system, metric, k))
+
+    @cached_property
+    def _index(self) -> dict[tuple, int]:
+        return {key: i for i, key in enumerate(self.columns.iter_rows())}
+
+
+def partitions(frame: pl.DataFrame, source: str = "per-user results") -> list[Partition]:
+    """Split a per-user frame by (protocol, fold), sorted, each as a :class:`Partition`."""
+    frame = check_per_user(frame, source)
+    result = []
+    for (protocol, fold), part in sorted(
+        frame.partition_by(list(PARTITION_KEYS), as_dict=True).items(), key=lambda kv: tuple(map(str, kv[0]))
+    ):
+        columns = part.select(COLUMN_KEYS).unique().sort(COLUMN_KEYS, nulls_last=True)
+        coded = part.with_columns(row=pl.col("user").rank("dense").cast(pl.Int64) - 1).join(
+            columns.with_row_index("col"), on=list(COLUMN_KEYS), how="left", nulls_equal=True
+        )
+        rows = coded["row"].to_numpy()
+        cols = coded["col"].to_numpy().astype(np.int64)
+        n_rows, n_cols = int(rows.max()) + 1, columns.height
+        flat = rows * n_cols + cols
+        if np.bincount(flat, minlength=n_rows * n_cols).max() > 1:
+            dup = coded.filter(pl.struct("row", "col").is_duplicated()).row(0, named=True)
+            raise DataError(
+                f"{source}: more than one value for system {dup['system']!r}, protocol {protocol!r}, "
+                f"fold {fold!r}, user {dup['user']!r}, metric {dup['metric']!r}, k {dup['k']!r}; "
+                "expected one row per user (aggregate units with per_user first)"
+            )
+        values = np.full(n_rows * n_cols, np.nan)
+        values[flat] = coded["value"].to_numpy()
+        present = np.zeros(n_rows * n_cols, dtype=bool)
+        present[flat] = True
+        result.append(
+            Partition(
+                str(protocol), str(fold), columns,
+                values.reshape(n_rows, n_cols), present.reshape(n_rows, n_cols),
+            )
+        )
+    return result
+
+
+def mask_groups(defined: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Group the columns of a boolean users x columns mask by identical pattern.
+
+    Returns (rows, columns) index pairs: columns that are defined on exactly the same users share
+    one set of resamples.
+    """
+    groups: dict[bytes, list[int]] = {}
+    packed = np.packbits(defined, axis=0)
+    for c in range(defined.shape[1]):
+        groups.setdefault(packed[:, c].tobytes(), []).append(c)
+    return [(np.flatnonzero(defined[:, cols[0]]), np.asarray(cols)) for cols in groups.values()]

@@ -1,0 +1,156 @@
+"""Per-user values and confidence intervals around every mean (DESIGN.md sections 6 and 7).
+
+A summary is the mean over users of per-user values; under 1R a user's value is the mean over its
+units. Undefined values (NaN) are skipped or counted as zero, as the named policy says, and the
+number of users left out is reported beside every mean.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+from scipy import stats
+
+from recsys_eval.compare.frames import check_per_user, mask_groups, partitions
+from recsys_eval.compare.resampling import bootstrap_interval, bootstrap_means, mean_acceleration
+from recsys_eval.core.results import check_per_unit
+from recsys_eval.errors import ConfigError, check_choice
+
+UNDEFINED_POLICIES = ("skip", "zero")
+INTERVAL_METHODS = ("t", "bootstrap")
+BOOTSTRAP_METHODS = ("bca", "percentile", "basic")
+SUMMARY_KEYS = ("system", "protocol", "fold", "metric", "k")
+
+
+def per_user(per_unit: pl.DataFrame, *, undefined: str = "skip") -> pl.DataFrame:
+    """Mean over each user's units: (system, protocol, fold, user, metric, k, value).
+
+    ``undefined="skip"`` leaves NaN units out of the mean (NaN if the user has no defined unit);
+    ``"zero"`` counts them as 0.
+    """
+    check_choice("undefined-value policy", undefined, UNDEFINED_POLICIES)
+    frame = check_per_unit(per_unit)
+    value = pl.col("value").cast(pl.Float64)
+    value = value.fill_nan(None) if undefined == "skip" else value.fill_nan(0.0)
+    return (
+        frame.group_by(["system", "protocol", "fold", "user", "metric", "k"])
+        .agg(value.mean())
+        .with_columns(pl.col("value").fill_null(float("nan")))
+        .sort(["system", "protocol", "fold", "metric", "k", "user"], nulls_last=True)
+    )
+
+
+def confidence_intervals(
+    per_user_frame: pl.DataFrame,
+    *,
+    level: float = 0.95,
+    method: str = "t",
+    bootstrap_method: str = "bca",
+    n_resamples: int = 1000,
+    seed: int = 0,
+) -> pl.DataFrame:
+    """Mean over users with a confidence interval, per system x protocol x fold x metric x k.
+
+    ``method="t"``: mean +- t_{n-1, (1+level)/2} * s / sqrt(n). ``method="bootstrap"``: users
+    resampled with replacement ``n_resamples`` times (one set of resamples per (protocol, fold)
+    shared by every column defined on the same users), interval by ``bootstrap_method`` as in
+    ``scipy.stats.bootstrap``. Columns: mean, lower, upper, n (users counted), n_undefined
+    (users with a row but a NaN value, left out).
+    """
+    check_choice("interval method", method, INTERVAL_METHODS)
+    check_choice("bootstrap method", bootstrap_method, BOOTSTRAP_METHODS)
+    _check_level(level)
+    rng = np.random.default_rng(seed)
+    pieces = []
+    for part in partitions(per_user_frame):
+        defined = ~np.isnan(part.values)
+        n = defined.sum(axis=0)
+        mean = _nan_mean(part.values, n)
+        if method == "t":
+            lower, upper = _t_interval(part.values, mean, n, level)
+        else:
+            lower = np.full(mean.shape, np.nan)
+            upper = np.full(mean.shape, np.nan)
+            for rows, cols in mask_groups(defined):
+                if rows.size == 0:
+                    continue
+                block = part.values[np.ix_(rows, cols)]
+                distribution = bootstrap_means(block, n_resamples, rng)
+                lower[cols], upper[cols] = bootstrap_interval(
+                    distribution, mean[cols], level=level, method=bootstrap_method,
+                    acceleration=mean_acceleration(block),
+                )
+                constant = block.min(axis=0) == block.max(axis=0)
+                lower[cols] = np.where(constant, mean[cols], lower[cols])
+                upper[cols] = np.where(constant, mean[cols], upper[cols])
+        pieces.append(
+            part.columns.with_columns(
+                protocol=pl.lit(part.protocol), fold=pl.lit(part.fold),
+                mean=mean, lower=lower, upper=upper,
+                n=pl.Series(n, dtype=pl.Int64),
+                n_undefined=pl.Series(part.present.sum(axis=0) - n, dtype=pl.Int64),
+            )
+        )
+    return _concat_summary(pieces)
+
+
+def fold_confidence_intervals(per_user_frame: pl.DataFrame, *, level: float = 0.95) -> pl.DataFrame:
+    """Across folds: the t-interval over fold means, per system x protocol x metric x k.
+
+    A fold mean is the mean over the fold's users with a defined value; folds without one are left
+    out. Columns: system, protocol, fold ("all"), metric, k, mean (of fold means), lower, upper,
+    n_folds. The folds share training data, so the
+    interval understates the variance (Mooney; Forman & Scholz).
+    """
+    _check_level(level)
+    folds = (
+        check_per_user(per_user_frame)
+        .with_columns(pl.col("value").fill_nan(None))
+        .group_by(list(SUMMARY_KEYS))
+        .agg(pl.col("value").mean())
+        .drop_nulls("value")
+    )
+    summary = (
+        folds.group_by(["system", "protocol", "metric", "k"])
+        .agg(mean=pl.col("value").mean(), sd=pl.col("value").std(ddof=1), n_folds=pl.len().cast(pl.Int64))
+        .sort(["protocol", "metric", "k", "system"], nulls_last=True)
+    )
+    n = summary["n_folds"].to_numpy()
+    mean = summary["mean"].to_numpy()
+    sd = summary["sd"].fill_null(float("nan")).to_numpy()
+    lower, upper = _t_bounds(mean, sd, n, level)
+    return summary.with_columns(lower=lower, upper=upper, fold=pl.lit("all")).select(
+        "system", "protocol", "fold", "metric", "k", "mean", "lower", "upper", "n_folds"
+    )
+
+
+def _check_level(level: float) -> None:
+    if not 0.0 < level < 1.0:
+        raise ConfigError(f"confidence level {level!r}: expected a number strictly between 0 and 1")
+
+
+def _nan_mean(values: np.ndarray, n: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore"):
+        return np.where(n > 0, np.nansum(values, axis=0) / np.maximum(n, 1), np.nan)
+
+
+def _t_interval(values: np.ndarray, mean: np.ndarray, n: np.ndarray, level: float):
+    with np.errstate(invalid="ignore", divide="ignore"):
+        sd = np.sqrt(np.nansum((values - mean) ** 2, axis=0) / (n - 1))
+    return _t_bounds(mean, sd, n, level)
+
+
+def _t_bounds(mean: np.ndarray, sd: np.ndarray, n: np.ndarray, level: float):
+    """mean +- t quantile * sd / sqrt(n); a zero sd gives a zero-width interval, n < 2 gives NaN."""
+    n = n.astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        half = stats.t.ppf(0.5 + level / 2.0, n - 1) * sd / np.sqrt(n)
+    half = np.where((sd == 0) & (n >= 2), 0.0, np.where(n >= 2, half, np.nan))
+    return mean - half, mean + half
+
+
+def _concat_summary(pieces: list[pl.DataFrame]) -> pl.DataFrame:
+    columns = [*SUMMARY_KEYS, "mean", "lower", "upper", "n", "n_undefined"]
+    return pl.concat([p.select(columns) for p in pieces]).sort(
+        ["protocol", "fold", "metric", "k", "system"], nulls_last=True
+    )

@@ -1,0 +1,297 @@
+"""Paired significance tests between systems over the users both were measured on (DESIGN.md 7).
+
+For every protocol x fold x metric x k and system pair (each system against a baseline, or all
+pairs), the per-user differences d = system - baseline over the users with a defined value for both
+give: the paired t-test, Wilcoxon's signed-rank test, the sign test, a randomization test that
+flips the signs of the differences, and McNemar's test where both systems' per-user values are
+binary (hit@k under AR). Beside every p-value: the p-value adjusted within its family (the pairs
+of one protocol x fold x metric x k x test), the mean difference with its t-interval, and Cohen's
+d of the differences (mean / sd).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import combinations
+
+import numpy as np
+import polars as pl
+from scipy import stats
+
+from recsys_eval.compare.corrections import CORRECTIONS, adjust_pvalues
+from recsys_eval.compare.frames import Partition, check_per_user, mask_groups, partitions
+from recsys_eval.compare.resampling import permutation_pvalues, sign_flip_means
+from recsys_eval.errors import ConfigError, DataError, check_choice, closest
+
+TESTS = ("t", "wilcoxon", "sign", "permutation", "mcnemar")
+ALTERNATIVES = ("two-sided", "greater", "less")
+MCNEMAR_METHODS = ("exact", "chi2")
+FAMILY = ("protocol", "fold", "metric", "k", "test")
+RESULT_COLUMNS = (
+    "protocol", "fold", "metric", "k", "system", "baseline", "test", "statistic", "p_value",
+    "p_adjusted", "significant", "n", "n_dropped", "mean_diff", "diff_lower", "diff_upper", "cohens_d",
+)
+
+
+def system_pairs(systems: Sequence[str], baseline: str | None) -> list[tuple[str, str]]:
+    """(system, baseline) pairs: every other system against ``baseline``, or all pairs in order."""
+    systems = sorted(set(systems))
+    if len(systems) < 2:
+        raise ConfigError(f"paired tests need at least two systems; the results hold {systems}")
+    if baseline is None:
+        return list(combinations(systems, 2))
+    if baseline not in systems:
+        raise ConfigError(f"baseline {baseline!r} is not a system of this run: {closest(baseline, systems)}")
+    return [(s, baseline) for s in systems if s != baseline]
+
+
+def paired_tests(
+    per_user_frame: pl.DataFrame,
+    *,
+    baseline: str | None = None,
+    tests: Sequence[str] = TESTS,
+    correction: str = "holm",
+    alternative: str = "two-sided",
+    level: float = 0.95,
+    alpha: float = 0.05,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    mcnemar: str = "exact",
+) -> pl.DataFrame:
+    """Paired tests of each system against ``baseline`` (or all pairs when None).
+
+    Tests (``scipy.stats`` for each distribution): ``t`` (``ttest_rel``), ``wilcoxon`` (zero
+    differences dropped), ``sign`` (``binomtest`` on the non-zero differences), ``permutation``
+    (random sign flips of the differences, ``n_resamples`` of them shared by all pairs measured on
+    the same users; exact enumeration when 2**n <= n_resamples; the statistic is the mean difference,
+    p = (count + 1) / (resamples + 1)), ``mcnemar`` (binary values only: exact binomial test on
+    the discordant users, or ``mcnemar="chi2"`` with continuity correction
+    (|b - c| - 1)^2 / (b + c), two-sided). ``alternative="greater"`` asks whether the system beats
+    the baseline. When every difference is 0 a test reports statistic 0 and p = 1.
+
+    One row per protocol x fold x metric x k x pair x test with: statistic, p_value, p_adjusted
+    (``correction`` within the family of pairs), significant (p_adjusted < alpha), n (users with
+    both values), n_dropped (users measured for one of the two but not both, or undefined for
+    either), mean_diff with its ``level`` t-interval (diff_lower, diff_upper), cohens_d.
+    """
+    tests = _check_options(tests, correction, alternative, mcnemar, level)
+    parts = partitions(per_user_frame)
+    systems = sorted({s for part in parts for s in part.columns["system"]})
+    pairs = system_pairs(systems, baseline)
+    rng = np.random.default_rng(seed)
+    frames = [
+        _test_partition(part, pairs, tests, alternative, level, n_resamples, rng, mcnemar) for part in parts
+    ]
+    return _correct(pl.concat(frames, how="vertical_relaxed"), correction, alpha)
+
+
+def fold_paired_tests(
+    per_user_frame: pl.DataFrame,
+    *,
+    baseline: str | None = None,
+    correction: str = "holm",
+    alternative: str = "two-sided",
+    level: float = 0.95,
+    alpha: float = 0.05,
+) -> pl.DataFrame:
+    """Paired t-test over fold means (test ``t_folds``), per protocol x metric x k and pair.
+
+    A fold mean is the mean over the fold's users with a defined value. Caveat: the folds of a
+    cross-validation share most of their training data, so fold results are not independent and
+    this test is optimistic (its p-values too small); read it beside the per-user tests. Same
+    columns as :func:`paired_tests`, with fold "all" and n counting folds.
+    """
+    _check_options(("t",), correction, alternative, "exact", level)
+    frame = check_per_user(per_user_frame)
+    if frame["fold"].n_unique() < 2:
+        raise ConfigError("a paired t-test over fold means needs at least two folds; the results hold one")
+    fold_means = (
+        frame.with_columns(pl.col("value").fill_nan(None))
+        .group_by(["system", "protocol", "fold", "metric", "k"])
+        .agg(pl.col("value").mean().fill_null(float("nan")))
+        .with_columns(user=pl.col("fold"), fold=pl.lit("all"))
+    )
+    parts = partitions(fold_means, "fold means")
+    systems = sorted({s for part in parts for s in part.columns["system"]})
+    pairs = system_pairs(systems, baseline)
+    rng = np.random.default_rng(0)
+    frames = [_test_partition(part, pairs, ("t",), alternative, level, 0, rng, "exact") for part in parts]
+    result = pl.concat(frames, how="vertical_relaxed").with_columns(test=pl.lit("t_folds"))
+    return _correct(result, correction, alpha)
+
+
+def _check_options(tests, correction, alternative, mcnemar, level) -> tuple[str, ...]:
+    if isinstance(tests, str):
+        tests = (tests,)
+    for test in tests:
+        check_choice("test", test, TESTS)
+    check_choice("correction", correction, CORRECTIONS)
+    check_choice("alternative", alternative, ALTERNATIVES)
+    check_choice("McNemar method", mcnemar, MCNEMAR_METHODS)
+    if mcnemar == "chi2" and alternative != "two-sided" and "mcnemar" in tests:
+        raise ConfigError("McNemar's chi-square test is two-sided only; use mcnemar='exact' for a one-sided test")
+    if not 0.0 < level < 1.0:
+        raise ConfigError(f"confidence level {level!r}: expected a number strictly between 0 and 1")
+    if not tests:
+        raise ConfigError(f"no test asked for: expected some of {', '.join(TESTS)}")
+    return tuple(dict.fromkeys(tests))
+
+
+def _test_partition(
+    part: Partition,
+    pairs: list[tuple[str, str]],
+    tests: tuple[str, ...],
+    alternative: str,
+    level: float,
+    n_resamples: int,
+    rng: np.random.Generator,
+    mcnemar: str,
+) -> pl.DataFrame:
+    keys, a_cols, b_cols = [], [], []
+    for metric, k in part.columns.select("metric", "k").unique().sort(["metric", "k"], nulls_last=True).iter_rows():
+        for system, baseline in pairs:
+            a, b = part.column(system, metric, k), part.column(baseline, metric, k)
+            if a is None or b is None or not np.any(part.present[:, a] & part.present[:, b]):
+                raise DataError(
+                    f"no user was measured for both {system!r} and {baseline!r} (protocol {part.protocol!r}, "
+                    f"fold {part.fold!r}, metric {metric!r}, k {k!r}): a paired test needs overlapping users"
+                )
+            keys.append((metric, k, system, baseline))
+            a_cols.append(a)
+            b_cols.append(b)
+    first, second = part.values[:, a_cols], part.values[:, b_cols]
+    diffs = first - second
+    both = ~np.isnan(diffs)
+    n = both.sum(axis=0)
+    seen = (part.present[:, a_cols] | part.present[:, b_cols]).sum(axis=0)
+    t_stat, t_p, mean, lower, upper, cohen = _paired_t(diffs, n, alternative, level)
+
+    rows = []
+    for test in tests:
+        if test == "t":
+            statistic, pvalue = t_stat, t_p
+        elif test == "permutation":
+            statistic, pvalue = _permutation(diffs, both, alternative, n_resamples, rng)
+        else:
+            statistic, pvalue = np.full(n.shape, np.nan), np.full(n.shape, np.nan)
+            for c in range(diffs.shape[1]):
+                if n[c] == 0:
+                    continue
+                if test == "mcnemar":
+                    x, y = first[both[:, c], c], second[both[:, c], c]
+                    if np.all((x == 0) | (x == 1)) and np.all((y == 0) | (y == 1)):
+                        statistic[c], pvalue[c] = _mcnemar(x, y, alternative, mcnemar)
+                else:
+                    d = diffs[both[:, c], c]
+                    statistic[c], pvalue[c] = (_wilcoxon if test == "wilcoxon" else _sign)(d, alternative)
+        keep = ~np.isnan(pvalue) | (test != "mcnemar")
+        rows.append(
+            pl.DataFrame(
+                {
+                    "metric": [key[0] for key in keys],
+                    "k": pl.Series([key[1] for key in keys], dtype=pl.Int32),
+                    "system": [key[2] for key in keys],
+                    "baseline": [key[3] for key in keys],
+                    "test": test,
+                    "statistic": statistic,
+                    "p_value": pvalue,
+                    "n": n.astype(np.int64),
+                    "n_dropped": (seen - n).astype(np.int64),
+                    "mean_diff": mean,
+                    "diff_lower": lower,
+                    "diff_upper": upper,
+                    "cohens_d": cohen,
+                }
+            ).filter(pl.Series(keep))
+        )
+    return pl.concat(rows).with_columns(protocol=pl.lit(part.protocol), fold=pl.lit(part.fold))
+
+
+def _paired_t(diffs: np.ndarray, n: np.ndarray, alternative: str, level: float):
+    """Paired t on the columns of ``diffs`` (NaN skipped): t = mean / (sd / sqrt(n)), df = n - 1.
+
+    Returns t, p, mean, the mean's t-interval and Cohen's d = mean / sd. Constant differences give
+    t = +-inf and p = 0; all-zero differences give t = 0 and p = 1.
+    """
+    nf = n.astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.nansum(diffs, axis=0) / nf
+        sd = np.sqrt(np.nansum((diffs - mean) ** 2, axis=0) / (nf - 1))
+        se = sd / np.sqrt(nf)
+        t = mean / se
+        t = np.where((mean == 0) & (sd == 0), 0.0, t)
+        df = nf - 1
+        if alternative == "two-sided":
+            p = 2.0 * stats.t.sf(np.abs(t), df)
+        elif alternative == "greater":
+            p = stats.t.sf(t, df)
+        else:
+            p = stats.t.cdf(t, df)
+        p = np.where((mean == 0) & (sd == 0), 1.0, p)
+        half = np.where(sd == 0, 0.0, stats.t.ppf(0.5 + level / 2.0, df) * se)
+        cohen = np.where((mean == 0) & (sd == 0), 0.0, mean / sd)
+    small = nf < 2
+    t, p, half, cohen = (np.where(small, np.nan, x) for x in (t, p, half, cohen))
+    mean = np.where(nf == 0, np.nan, mean)
+    return t, p, mean, mean - half, mean + half, cohen
+
+
+def _permutation(diffs, both, alternative, n_resamples, rng):
+    statistic = np.full(diffs.shape[1], np.nan)
+    pvalue = np.full(diffs.shape[1], np.nan)
+    for rows, cols in mask_groups(both):
+        if rows.size == 0:
+            continue
+        block = diffs[np.ix_(rows, cols)]
+        observed = block.mean(axis=0)
+        null, exact = sign_flip_means(block, n_resamples, rng)
+        statistic[cols] = observed
+        pvalue[cols] = permutation_pvalues(null, observed, alternative, exact)
+    return statistic, pvalue
+
+
+def _wilcoxon(d: np.ndarray, alternative: str) -> tuple[float, float]:
+    if not np.any(d != 0):
+        return 0.0, 1.0
+    result = stats.wilcoxon(d, alternative=alternative)
+    return float(result.statistic), float(result.pvalue)
+
+
+def _sign(d: np.ndarray, alternative: str) -> tuple[float, float]:
+    """Sign test: the number of positive differences against Binomial(non-zero differences, 1/2)."""
+    positive, negative = int(np.sum(d > 0)), int(np.sum(d < 0))
+    if positive + negative == 0:
+        return 0.0, 1.0
+    return float(positive), float(stats.binomtest(positive, positive + negative, 0.5, alternative=alternative).pvalue)
+
+
+def _mcnemar(x: np.ndarray, y: np.ndarray, alternative: str, method: str) -> tuple[float, float]:
+    """McNemar on binary outcomes: b = users only the system hits, c = users only the baseline hits.
+
+    exact: Binomial(b + c, 1/2) test of b (statistic min(b, c) when two-sided, else b); chi2:
+    (|b - c| - 1)^2 / (b + c) against chi-square with 1 degree of freedom.
+    """
+    b = int(np.sum((x == 1) & (y == 0)))
+    c = int(np.sum((x == 0) & (y == 1)))
+    if b + c == 0:
+        return 0.0, 1.0
+    if method == "chi2":
+        statistic = (abs(b - c) - 1.0) ** 2 / (b + c)
+        return statistic, float(stats.chi2.sf(statistic, 1))
+    pvalue = stats.binomtest(b, b + c, 0.5, alternative=alternative).pvalue
+    return float(min(b, c) if alternative == "two-sided" else b), float(pvalue)
+
+
+def _correct(frame: pl.DataFrame, correction: str, alpha: float) -> pl.DataFrame:
+    frame = frame.with_row_index("_row")
+    adjusted = np.full(frame.height, np.nan)
+    pvalues = frame["p_value"].to_numpy()
+    for rows in frame.group_by(list(FAMILY), maintain_order=True).agg("_row")["_row"]:
+        idx = rows.to_numpy()
+        adjusted[idx] = adjust_pvalues(pvalues[idx], correction)
+    return (
+        frame.with_columns(p_adjusted=adjusted)
+        .with_columns(significant=pl.col("p_adjusted") < alpha)
+        .select(RESULT_COLUMNS)
+        .sort(["protocol", "fold", "metric", "k", "test", "system", "baseline"], nulls_last=True)
+    )

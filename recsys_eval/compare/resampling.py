@@ -1,0 +1,149 @@
+"""Vectorised resampling kernels: bootstrap means and sign-flip (paired permutation) null distributions.
+
+Both resample users, the unit the summaries average over, jointly across the columns of a users x
+columns matrix, so one set of draws serves every system, metric and cutoff measured on those users.
+Random draws come from a numpy ``Generator``; the same generator state gives the same result.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+from scipy.special import ndtr, ndtri
+
+#: Random draws held in memory at once (int32 indices or float64 signs per chunk of resamples).
+CHUNK_ELEMENTS = 4_000_000
+#: Relative tolerance below which a resampled statistic counts as equal to the observed one
+#: (the same guard against round-off as ``scipy.stats.permutation_test``).
+TIE_TOLERANCE = 1e-14
+
+
+@numba.njit(parallel=True, cache=True)
+def _resample_sums(indices: np.ndarray, values: np.ndarray, out: np.ndarray) -> None:
+    """out[r, c] = sum over j of values[indices[r, j], c]: counts per row, then one pass over values."""
+    n_rows = values.shape[0]
+    n_cols = values.shape[1]
+    for r in numba.prange(indices.shape[0]):
+        counts = np.zeros(n_rows, np.int32)
+        for j in range(indices.shape[1]):
+            counts[indices[r, j]] += 1
+        acc = np.zeros(n_cols)
+        for i in range(n_rows):
+            w = counts[i]
+            if w != 0:
+                for c in range(n_cols):
+                    acc[c] += w * values[i, c]
+        for c in range(n_cols):
+            out[r, c] = acc[c]
+
+
+def bootstrap_means(values: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """Means of ``n_resamples`` bootstrap resamples of the rows of ``values`` (n x c, no NaN).
+
+    Each resample draws n rows with replacement, shared by all columns. Returns (n_resamples, c).
+    """
+    values = np.ascontiguousarray(values, dtype=np.float64)
+    n, n_cols = values.shape
+    out = np.empty((n_resamples, n_cols))
+    rows_per_chunk = max(1, CHUNK_ELEMENTS // max(n, 1))
+    for start in range(0, n_resamples, rows_per_chunk):
+        stop = min(start + rows_per_chunk, n_resamples)
+        indices = rng.integers(0, n, (stop - start, n), dtype=np.int32)
+        _resample_sums(indices, values, out[start:stop])
+    return out / n
+
+
+def sign_flip_means(diffs: np.ndarray, n_resamples: int, rng: np.random.Generator) -> tuple[np.ndarray, bool]:
+    """Null distribution of the mean paired difference under random sign flips (pair swaps).
+
+    ``diffs`` is n x c (no NaN); each resample flips the sign of every row with probability 1/2, the
+    same flips for all columns. When 2**n <= n_resamples all 2**n sign vectors are enumerated instead
+    (an exact test). Returns (null of shape (resamples, c), exact).
+    """
+    diffs = np.ascontiguousarray(diffs, dtype=np.float64)
+    n = diffs.shape[0]
+    if n < 31 and 2**n <= n_resamples:
+        patterns = np.arange(2**n)[:, None] >> np.arange(n)[None, :]
+        signs = (patterns & 1) * 2.0 - 1.0
+        return signs @ diffs / n, True
+    out = np.empty((n_resamples, diffs.shape[1]))
+    rows_per_chunk = max(1, CHUNK_ELEMENTS // max(n, 1))
+    for start in range(0, n_resamples, rows_per_chunk):
+        stop = min(start + rows_per_chunk, n_resamples)
+        packed = rng.integers(0, 256, (stop - start, (n + 7) // 8), dtype=np.uint8)
+        signs = np.unpackbits(packed, axis=1, count=n).astype(np.float64) * 2.0 - 1.0
+        out[start:stop] = signs @ diffs
+    return out / n, False
+
+
+def permutation_pvalues(null: np.ndarray, observed: np.ndarray, alternative: str, exact: bool) -> np.ndarray:
+    """p-values of ``observed`` (c,) against its null distribution (resamples x c).
+
+    A random (not exact) null counts the observed statistic as one of the resamples, (count + 1) /
+    (resamples + 1), so p is never 0; two-sided p = min(1, 2 * min(p_less, p_greater)).
+    """
+    adjustment = 0 if exact else 1
+    size = null.shape[0] + adjustment
+    gamma = np.abs(observed) * TIE_TOLERANCE
+    p_less = ((null <= observed + gamma).sum(axis=0) + adjustment) / size
+    p_greater = ((null >= observed - gamma).sum(axis=0) + adjustment) / size
+    if alternative == "less":
+        return p_less
+    if alternative == "greater":
+        return p_greater
+    return np.minimum(1.0, 2.0 * np.minimum(p_less, p_greater))
+
+
+def mean_acceleration(values: np.ndarray) -> np.ndarray:
+    """BCa acceleration of the mean per column from the closed-form jackknife:
+    a = sum(u^3) / (6 * sum(u^2)^1.5), u = x - mean(x)."""
+    u = values - values.mean(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (u**3).sum(axis=0) / (6.0 * ((u**2).sum(axis=0)) ** 1.5)
+
+
+def bootstrap_interval(
+    distribution: np.ndarray,
+    estimate: np.ndarray,
+    *,
+    level: float,
+    method: str,
+    acceleration: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Two-sided interval per column from a bootstrap distribution (resamples x c).
+
+    ``percentile``: the alpha/2 and 1-alpha/2 quantiles; ``basic``: 2*estimate minus those;
+    ``bca``: quantiles at Efron's bias-corrected, accelerated levels
+    ndtr(z0 + (z0 + z)/(1 - a (z0 + z))), z0 = ndtri(share of resamples below the estimate).
+    Quantiles interpolate linearly, as ``numpy.quantile`` and ``scipy.stats.bootstrap`` do.
+    """
+    alpha = (1.0 - level) / 2.0
+    n_resamples, n_cols = distribution.shape
+    if method == "bca":
+        below = (distribution < estimate).sum(axis=0) + (distribution <= estimate).sum(axis=0)
+        z0 = ndtri(below / (2.0 * n_resamples))
+        z_low, z_high = ndtri(alpha), ndtri(1.0 - alpha)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            q_low = ndtr(z0 + (z0 + z_low) / (1.0 - acceleration * (z0 + z_low)))
+            q_high = ndtr(z0 + (z0 + z_high) / (1.0 - acceleration * (z0 + z_high)))
+    else:
+        q_low = np.full(n_cols, alpha)
+        q_high = np.full(n_cols, 1.0 - alpha)
+    ordered = np.sort(distribution, axis=0)
+    lower = _column_quantiles(ordered, q_low)
+    upper = _column_quantiles(ordered, q_high)
+    if method == "basic":
+        lower, upper = 2.0 * estimate - upper, 2.0 * estimate - lower
+    return lower, upper
+
+
+def _column_quantiles(ordered: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Linear-interpolation quantile q[c] of each sorted column; NaN where q is NaN."""
+    n = ordered.shape[0]
+    position = np.where(np.isnan(q), 0.0, q) * (n - 1)
+    low = np.floor(position).astype(np.int64)
+    high = np.minimum(low + 1, n - 1)
+    frac = position - low
+    cols = np.arange(ordered.shape[1])
+    result = ordered[low, cols] * (1.0 - frac) + ordered[high, cols] * frac
+    return np.where(np.isnan(q), np.nan, result)

@@ -1,0 +1,253 @@
+"""Experiment configs: TOML files validated against a strict schema before anything runs.
+
+Every table rejects unknown keys, so that a typo is an error naming the file, the key path and the
+allowed keys (with the closest one), never a silent default. One top-level ``seed`` feeds every
+random choice of the run (split, sampling, recommenders, bootstrap), each through its own derived
+stream, so that adding a protocol does not change another protocol's samples.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from recsys_eval.errors import ConfigError, closest
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class DatasetConfig(_Strict):
+    """Where the interactions come from: a MovieLens name, or a file of your own."""
+
+    name: str | None = None
+    path: str | None = None
+    columns: dict[str, str] | None = None
+    timestamp_format: str | None = None
+    separator: str | None = None
+    data_home: str | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> DatasetConfig:
+        if (self.name is None) == (self.path is None):
+            raise ValueError("give exactly one of 'name' (a MovieLens dataset) or 'path' (a file)")
+        if self.columns is not None and self.path is None:
+            raise ValueError("'columns' applies to 'path' only")
+        return self
+
+
+class PrepareConfig(_Strict):
+    """Preparation before splitting (each step reports what it removed)."""
+
+    threshold: float | None = None
+    binarize: bool = False
+    min_user_interactions: int = Field(0, ge=0)
+    min_item_interactions: int = Field(0, ge=0)
+    k_core: int = Field(0, ge=0)
+
+
+class SplitConfig(_Strict):
+    """The splitter, by name, with its parameters (checked by the splitter)."""
+
+    method: str
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class ProtocolConfig(_Strict):
+    """A target-item protocol: a name such as ``AI+1R+NN100``, or a bias-neutralising design."""
+
+    name: str
+    design: Literal["standard", "uniform_test", "percentiles"] = "standard"
+    label: str | None = None
+    per_item: int | None = Field(None, ge=1)
+    bins: int | None = Field(None, ge=2)
+    fresh_negatives: bool = False
+    sampling: Literal["uniform", "popularity"] = "uniform"
+
+    @model_validator(mode="after")
+    def _design_params(self) -> ProtocolConfig:
+        if self.design == "uniform_test" and self.per_item is None:
+            raise ValueError("design 'uniform_test' needs 'per_item' (relevant test ratings per item)")
+        if self.design == "percentiles" and self.bins is None:
+            raise ValueError("design 'percentiles' needs 'bins' (number of popularity bins)")
+        if self.design != "uniform_test" and self.per_item is not None:
+            raise ValueError("'per_item' applies to design 'uniform_test' only")
+        if self.design != "percentiles" and self.bins is not None:
+            raise ValueError("'bins' applies to design 'percentiles' only")
+        return self
+
+    @property
+    def display(self) -> str:
+        """The protocol's name in results: the label, else the name with its design."""
+        if self.label:
+            return self.label
+        if self.design == "uniform_test":
+            return f"{self.name}+uniform{self.per_item}"
+        if self.design == "percentiles":
+            return f"{self.name}+pct{self.bins}"
+        return self.name
+
+
+class RecommenderConfig(_Strict):
+    """A recommender by registry name or ``module:Class``, or an external run file."""
+
+    name: str
+    label: str | None = None
+    params: dict[str, Any] = Field(default_factory=dict)
+    path: str | None = None
+
+    @property
+    def display(self) -> str:
+        return self.label or self.name
+
+
+class MetricsConfig(_Strict):
+    names: list[str] = Field(
+        default_factory=lambda: ["precision", "recall", "ndcg", "ap", "rr", "auc"]
+    )
+    k: list[int] = Field(default_factory=lambda: [10])
+    relevance_threshold: float | None = None
+    gain: Literal["graded", "binary", "exp"] = "graded"
+    undefined: Literal["skip", "zero"] = "skip"
+    ties: Literal["first", "average"] = "first"
+
+    @field_validator("k")
+    @classmethod
+    def _positive_k(cls, ks: list[int]) -> list[int]:
+        bad = [k for k in ks if k <= 0]
+        if bad or not ks:
+            raise ValueError(f"cutoffs must be positive whole numbers (k > 0), got {ks}")
+        return sorted(set(ks))
+
+
+class CompareConfig(_Strict):
+    baseline: str | None = None
+    tests: list[str] = Field(default_factory=lambda: ["t", "wilcoxon"])
+    correction: str = "holm"
+    alpha: float = Field(0.05, gt=0, lt=1)
+    interval: Literal["t", "bootstrap"] = "t"
+    resamples: int = Field(1000, ge=10)
+
+
+class OutputConfig(_Strict):
+    folder: str = "results"
+    report: bool = True
+    save_splits: bool = True
+
+
+class RunConfig(_Strict):
+    """Execution settings that do not change results."""
+
+    threads: int | None = Field(None, ge=1)
+    chunk_size: int = Field(2048, ge=1)
+    depth: int = Field(100, ge=1)  # items listed per full ranking (at least the largest cutoff)
+
+
+class LearningCurveConfig(_Strict):
+    """Evaluate every system again on nested subsamples of the first fold's train side."""
+
+    fractions: list[float]
+    per_user: bool = False
+    protocols: list[str] | None = None  # protocol labels to evaluate (default: all standard ones)
+
+    @field_validator("fractions")
+    @classmethod
+    def _fractions(cls, fractions: list[float]) -> list[float]:
+        if not fractions or any(not 0 < f <= 1 for f in fractions) or fractions != sorted(set(fractions)):
+            raise ValueError(f"fractions must be increasing and in (0, 1], got {fractions}")
+        return fractions
+
+
+class ExperimentConfig(_Strict):
+    name: str
+    description: str = ""
+    seed: int = 0
+    dataset: DatasetConfig
+    prepare: PrepareConfig = Field(default_factory=PrepareConfig)
+    split: SplitConfig
+    protocols: list[ProtocolConfig]
+    recommenders: list[RecommenderConfig]
+    metrics: MetricsConfig = Field(default_factory=MetricsConfig)
+    compare: CompareConfig = Field(default_factory=CompareConfig)
+    output: OutputConfig = Field(default_factory=OutputConfig)
+    run: RunConfig = Field(default_factory=RunConfig)
+    learning_curve: LearningCurveConfig | None = None
+
+    @model_validator(mode="after")
+    def _unique_labels(self) -> ExperimentConfig:
+        for what, labels in (
+            ("recommenders", [r.display for r in self.recommenders]),
+            ("protocols", [p.display for p in self.protocols]),
+        ):
+            if not labels:
+                raise ValueError(f"at least one entry in [[{what}]] is needed")
+            seen = {x for x in labels if labels.count(x) > 1}
+            if seen:
+                raise ValueError(f"{what} need distinct names or labels; repeated: {sorted(seen)}")
+        return self
+
+
+def _model_at(loc: tuple) -> type[BaseModel] | None:
+    """The schema model that owns the key at ``loc`` (for listing allowed keys)."""
+    model: Any = ExperimentConfig
+    for part in loc[:-1]:
+        if isinstance(part, int):
+            continue
+        field = model.model_fields.get(part) if hasattr(model, "model_fields") else None
+        if field is None:
+            return None
+        ann = field.annotation
+        args = getattr(ann, "__args__", ())
+        candidates = [ann, *args]
+        model = next((c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)), None)
+        if model is None:
+            return None
+    return model
+
+
+def _format_error(source: str, exc: ValidationError) -> str:
+    lines = []
+    for err in exc.errors():
+        loc = tuple(err["loc"])
+        path = ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in loc).replace(".[", "[")
+        if err["type"] == "extra_forbidden":
+            model = _model_at(loc)
+            allowed = list(model.model_fields) if model else []
+            lines.append(f"unknown key {path!r}: {closest(str(loc[-1]), allowed)}")
+        elif err["type"] == "missing":
+            lines.append(f"missing key {path!r}")
+        else:
+            where = f"{path}: " if path else ""
+            err["msg"] = err["msg"].removeprefix("Value error, ")
+            got = err.get("input")
+            shown = f" (got {got!r})" if not isinstance(got, dict | list) else ""
+            lines.append(f"{where}{err['msg']}{shown}")
+    return f"{source}: invalid config\n  " + "\n  ".join(lines)
+
+
+def parse_config(data: dict[str, Any], source: str = "config") -> ExperimentConfig:
+    """Validate a config given as a dict (e.g. parsed TOML)."""
+    try:
+        return ExperimentConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_format_error(source, exc)) from None
+
+
+def load_config(path: str | Path) -> ExperimentConfig:
+    """Read and validate a TOML experiment config; names inside it are checked by :func:`check_names`."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such config file") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read config ({exc.strerror})") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    return parse_config(data, str(path))

@@ -1,0 +1,477 @@
+"""The experiment runner: load, prepare, split, fit, build targets, rank, measure, summarise, write.
+
+For each fold every recommender is fitted once and evaluated under every protocol; the targets of
+a (fold, protocol) are built once and shared by all recommenders. Per-unit results of a finished
+fold are saved at once, so that ``resume`` skips it after an interruption.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import time
+from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+from rich.console import Console
+
+from recsys_eval.core import Interactions, Split, Targets
+from recsys_eval.experiment.config import ExperimentConfig, ProtocolConfig, RecommenderConfig
+from recsys_eval.experiment.folder import (
+    WorkFolder,
+    config_hash,
+    derive_seed,
+    write_csv_atomic,
+    write_parquet_atomic,
+)
+from recsys_eval.experiment.progress import Progress
+
+_VERSIONED = ("recsys-eval", "polars", "numpy", "scipy", "numba", "implicit", "pydantic")
+
+
+@dataclass
+class ProtocolTargets:
+    """One evaluated target set of a fold: a protocol, or one bin of a percentile design."""
+
+    label: str
+    targets: Targets
+    train: Interactions
+    info: dict = field(default_factory=dict)
+
+
+@dataclass
+class RunOutcome:
+    folder: Path
+    summary: pl.DataFrame
+    per_unit: pl.DataFrame
+
+
+def _versions() -> dict[str, str]:
+    found = {"python": platform.python_version()}
+    for name in _VERSIONED:
+        try:
+            found[name] = version(name)
+        except PackageNotFoundError:
+            found[name] = "not installed"
+    return found
+
+
+def load_data(config: ExperimentConfig) -> Interactions:
+    """The dataset of the config: a MovieLens name, or a file with a column mapping."""
+    from recsys_eval.data import load_dataset, load_file
+
+    ds = config.dataset
+    if ds.name is not None:
+        return load_dataset(ds.name, ds.data_home)
+    return load_file(
+        ds.path, ds.columns, timestamp_format=ds.timestamp_format, separator=ds.separator
+    )
+
+
+def prepare_data(config: ExperimentConfig, data: Interactions) -> tuple[Interactions, list[dict]]:
+    """Apply the preparation steps in order; return the data and what each step removed."""
+    from recsys_eval.data import prepare
+
+    p = config.prepare
+    steps: list[dict] = []
+    if p.threshold is not None:
+        data, removed = prepare.apply_threshold(data, p.threshold, binarize=p.binarize)
+        steps.append({"step": f"threshold {p.threshold}", **_removed(removed)})
+    if p.min_user_interactions or p.min_item_interactions:
+        data, removed = prepare.min_counts(
+            data, min_user=p.min_user_interactions, min_item=p.min_item_interactions
+        )
+        steps.append({"step": "minimum counts", **_removed(removed)})
+    if p.k_core:
+        data, removed = prepare.k_core(data, p.k_core)
+        steps.append({"step": f"{p.k_core}-core", **_removed(removed)})
+    return data, steps
+
+
+def _removed(removed) -> dict:
+    return {k: getattr(removed, k) for k in ("users", "items", "interactions")}
+
+
+def make_splits(config: ExperimentConfig, data: Interactions) -> list[Split]:
+    """The folds of the config's splitter (one Split for a holdout)."""
+    from recsys_eval.split import make_split
+
+    params = dict(config.split.params)
+    params.setdefault("seed", derive_seed(config.seed, "split"))
+    made = make_split(data, config.split.method, **params)
+    return made if isinstance(made, list) else [made]
+
+
+def build_protocol_targets(
+    config: ExperimentConfig, protocol: ProtocolConfig, split: Split
+) -> list[ProtocolTargets]:
+    """The target sets of one protocol entry on one fold (one per bin for a percentile design)."""
+    from recsys_eval.targets import Protocol, build_targets, popularity_bins, uniform_test
+
+    seed = derive_seed(config.seed, "targets", split.name, protocol.display)
+    threshold = config.metrics.relevance_threshold
+    options = dict(
+        threshold=threshold,
+        seed=seed,
+        fresh_negatives=protocol.fresh_negatives,
+        sampling=protocol.sampling,
+        chunk_size=config.run.chunk_size,
+    )
+    parsed = Protocol.parse(protocol.name)
+    if protocol.design == "standard":
+        targets = build_targets(split, parsed, **options)
+        return [ProtocolTargets(protocol.display, targets, split.train)]
+    if protocol.design == "uniform_test":
+        moved_split, report = uniform_test(split, protocol.per_item, threshold=threshold, seed=seed)
+        targets = build_targets(moved_split, parsed, **options)
+        return [ProtocolTargets(protocol.display, targets, moved_split.train, {"uniform_test": report})]
+    out = []
+    for info, targets in popularity_bins(split, protocol.bins, parsed, **options):
+        b = info["bin"]
+        label = f"{protocol.name}+pct{protocol.bins}/bin{b}"
+        out.append(ProtocolTargets(label, targets, split.train, {"bin": info}))
+    return out
+
+
+def make_model(config: ExperimentConfig, rec: RecommenderConfig, data: Interactions, fold: str):
+    """A fresh, unfitted recommender for one fold (an external run reads its file)."""
+    from recsys_eval.recommend import ExternalRun, make_recommender
+
+    if rec.path is not None:
+        return ExternalRun.from_file(rec.path, data)
+    return make_recommender(
+        rec.name,
+        rec.params,
+        seed=derive_seed(config.seed, "recommender", fold, rec.display),
+        threads=config.run.threads,
+    )
+
+
+def rank(config: ExperimentConfig, model, target: ProtocolTargets):
+    """Rankings of a protocol's units: top-k over all candidates, or the listed targets sorted."""
+    from recsys_eval.recommend import rank_targets, recommend_top_k
+
+    targets = target.targets
+    if targets.all_candidates:
+        return recommend_top_k(
+            model,
+            target.train,
+            targets.unit_user,
+            full_ranking_depth(config),
+            candidates=targets.candidates,
+            chunk_size=config.run.chunk_size,
+        )
+    return rank_targets(model, targets, chunk_size=config.run.chunk_size)
+
+
+def full_ranking_depth(config: ExperimentConfig) -> int:
+    """How many items a full ranking lists: the largest cutoff, at least ``run.depth``."""
+    return max(max(config.metrics.k), config.run.depth)
+
+
+def _ranking_metrics(config: ExperimentConfig) -> tuple[list[str], list[str]]:
+    from recsys_eval.measure.names import RATING_METRICS
+
+    names = config.metrics.names
+    return [m for m in names if m not in RATING_METRICS], [m for m in names if m in RATING_METRICS]
+
+
+def evaluate_fold(
+    config: ExperimentConfig,
+    data: Interactions,
+    split: Split,
+    progress: Progress,
+    timings: list[dict],
+) -> pl.DataFrame:
+    """Per-unit results of every recommender under every protocol on one fold."""
+    from recsys_eval.measure import measure, rating_metrics
+
+    with progress.step(f"[{split.name}] targets", total=len(config.protocols)) as advance:
+        protocol_targets: list[ProtocolTargets] = []
+        for protocol in config.protocols:
+            start = time.perf_counter()
+            protocol_targets += build_protocol_targets(config, protocol, split)
+            timings.append(_timing(split.name, "", f"targets {protocol.display}", start))
+            advance()
+    # Protocols that moved ratings into train (uniform test) need their own fitted model.
+    trains: dict[int, Interactions] = {id(t.train): t.train for t in protocol_targets}
+    ranking_names, rating_names = _ranking_metrics(config)
+    m = config.metrics
+    frames: list[pl.DataFrame] = []
+    for rec in config.recommenders:
+        steps = len(trains) + len(protocol_targets)
+        with progress.step(f"[{split.name}] {rec.display}", total=steps) as advance:
+            models = {}
+            for key, train in trains.items():
+                start = time.perf_counter()
+                models[key] = make_model(config, rec, data, split.name).fit(train)
+                timings.append(_timing(split.name, rec.display, "fit", start))
+                advance()
+            for target in protocol_targets:
+                model = models[id(target.train)]
+                start = time.perf_counter()
+                rankings = rank(config, model, target)
+                timings.append(_timing(split.name, rec.display, f"rank {target.label}", start))
+                start = time.perf_counter()
+                frame = measure(
+                    rankings, target.targets, metrics=ranking_names, k=m.k, gain=m.gain, ties=m.ties,
+                    system=rec.display, protocol=target.label, fold=split.name,
+                    user_ids=data.user_ids, train=target.train, genres=data.items_meta,
+                )
+                if _is_sampled_1r(target.targets):
+                    frame = pl.concat([frame, _sampled_rank_rows(rankings, target, frame)])
+                frames.append(frame)
+                timings.append(_timing(split.name, rec.display, f"measure {target.label}", start))
+                advance()
+            if rating_names:
+                frames.append(_rating_rows(models[id(split.train)], split, rec.display, rating_names, data))
+    return pl.concat(frames, how="vertical_relaxed")
+
+
+def _timing(fold: str, system: str, step: str, start: float) -> dict:
+    return {"fold": fold, "system": system, "step": step, "seconds": time.perf_counter() - start}
+
+
+def _is_sampled_1r(targets: Targets) -> bool:
+    """True for a 1R+NN protocol, whose relevant item's sampled rank feeds the sampled-metric
+    correction."""
+    parts = targets.protocol.split("+")
+    return not targets.all_candidates and "1R" in parts and any(p.startswith("NN") for p in parts)
+
+
+def _sampled_rank_rows(rankings, target: ProtocolTargets, like: pl.DataFrame) -> pl.DataFrame:
+    """``rr`` with null k over each unit's whole ranking: 1 / rank of its one relevant item among
+    the n + 1 ranked targets (0 when the ranking left it out)."""
+    targets = target.targets
+    relevant = targets.items[targets.gain > 0]  # exactly one per unit under 1R, in unit order
+    unit = np.repeat(np.arange(rankings.n_units), rankings.lengths)
+    position = np.arange(len(rankings.items)) - rankings.offsets[unit] + 1
+    hit = rankings.items == relevant[unit]
+    rank = np.zeros(rankings.n_units)
+    rank[unit[hit]] = position[hit]
+    value = np.divide(1.0, rank, out=np.zeros_like(rank), where=rank > 0)
+    units = like.select("system", "protocol", "fold", "user", "unit").unique("unit", keep="first").sort("unit")
+    return units.with_columns(
+        pl.lit("rr").alias("metric"),
+        pl.lit(None, dtype=pl.Int32).alias("k"),
+        pl.Series("value", value[units.get_column("unit").to_numpy()]),
+    )
+
+
+def _rating_rows(model, split: Split, system: str, names: list[str], data: Interactions) -> pl.DataFrame:
+    """Rating-prediction metrics on the fold's test ratings (rating predictors only for MAE/RMSE;
+    rank correlations use any recommender's scores)."""
+    from recsys_eval.measure import rating_metrics
+
+    test = split.test
+    if not test.has_rating:
+        return pl.DataFrame()
+    if not getattr(model, "predicts_ratings", False):
+        names = [n for n in names if n not in ("mae", "rmse")]
+        if not names:
+            return pl.DataFrame()
+        prediction = model.score(test.users, test.items)
+    else:
+        prediction = model.predict(test.users, test.items)
+    frame = pl.DataFrame({
+        "user": test.users, "item": test.items, "rating": test.ratings,
+        "prediction": np.asarray(prediction, dtype=np.float64),
+    })
+    rows = rating_metrics(frame, metrics=names, system=system, protocol="ratings", fold=split.name)
+    return rows.with_columns(pl.lit(data.user_ids).gather(pl.col("user").cast(pl.Int64)).alias("user")) \
+        if rows.schema["user"].is_integer() else rows
+
+
+def summarise(config: ExperimentConfig, per_unit: pl.DataFrame) -> pl.DataFrame:
+    """Mean over users with its interval, users counted and left out, and the micro mean, per
+    system x protocol x fold x metric x k; fold ``all`` holds the mean of fold means."""
+    from recsys_eval.compare import confidence_intervals, fold_confidence_intervals, per_user
+    from recsys_eval.measure import summarize
+
+    keys = ["system", "protocol", "fold", "metric", "k"]
+    undefined = config.metrics.undefined
+    base = summarize(per_unit, undefined=undefined)
+    user_rows = per_unit.filter(pl.col("user").is_not_null())
+    users = per_user(user_rows, undefined=undefined)
+    c = config.compare
+    intervals = confidence_intervals(
+        users, method=c.interval, n_resamples=c.resamples, seed=derive_seed(config.seed, "intervals")
+    )
+    folds = users.get_column("fold").n_unique()
+    if folds > 1:
+        intervals = pl.concat([intervals, fold_confidence_intervals(users)], how="diagonal_relaxed")
+    ci = intervals.select(*keys, "lower", "upper")
+    return (
+        base.join(ci, on=keys, how="left", nulls_equal=True)
+        .sort(keys, nulls_last=True, maintain_order=True)
+    )
+
+
+def run_experiment(
+    config: ExperimentConfig,
+    config_text: str,
+    *,
+    out_root: str | Path | None = None,
+    resume: bool = False,
+    quiet: bool = False,
+    console: Console | None = None,
+) -> RunOutcome:
+    """Run an experiment end to end and return its complete results folder.
+
+    ``config_text`` is the config as written (saved verbatim, and hashed to match ``resume``).
+    """
+    from recsys_eval.experiment.checks import check_names
+
+    check_names(config)
+    console = console or Console()
+    cfg_hash = config_hash(config_text)
+    work = WorkFolder.open(Path(out_root or config.output.folder), config.name, cfg_hash, resume=resume)
+    work.write_text("config.toml", config_text)
+    timings: list[dict] = []
+    log: list[str] = []
+    with Progress(console, quiet=quiet) as progress:
+        start = time.perf_counter()
+        data = load_data(config)
+        data, prepared = prepare_data(config, data)
+        timings.append(_timing("", "", "load and prepare", start))
+        progress.log(f"data: {data!r}")
+        start = time.perf_counter()
+        splits = make_splits(config, data)
+        timings.append(_timing("", "", "split", start))
+        frames = []
+        for split in splits:
+            if work.fold_done(split.name):
+                progress.log(f"[{split.name}] done in an earlier attempt: reused")
+                frames.append(work.load_fold(split.name))
+                continue
+            fold_frame = evaluate_fold(config, data, split, progress, timings)
+            work.save_fold(split.name, fold_frame)
+            if config.output.save_splits:
+                from recsys_eval.split import save_split
+
+                save_split(split, work.path / "splits" / split.name)
+            frames.append(fold_frame)
+            log.append(f"fold {split.name}: {fold_frame.height:,} per-unit rows")
+        per_unit = pl.concat(frames, how="vertical_relaxed")
+        if config.learning_curve is not None:
+            curve = learning_curve_rows(config, data, splits[0], progress, timings)
+            write_parquet_atomic(curve, work.path / "per_unit_learning_curve.parquet")
+        start = time.perf_counter()
+        summary = summarise(config, per_unit)
+        timings.append(_timing("", "", "summarise", start))
+    write_parquet_atomic(per_unit, work.path / "per_unit.parquet")
+    write_parquet_atomic(summary, work.path / "summary.parquet")
+    write_csv_atomic(summary, work.path / "summary.csv")
+    write_csv_atomic(pl.DataFrame(timings), work.path / "timings.csv")
+    write_parquet_atomic(data_statistics(data, prepared, splits), work.path / "data_stats.parquet")
+    work.write_text("log.txt", "\n".join(log) + "\n")
+    manifest = _manifest(config, cfg_hash, data, splits)
+    work.write_json("manifest.json", {"format": 1, **manifest})
+    if config.output.report:
+        from recsys_eval.experiment.analysis import analyse
+        from recsys_eval.report import write_report
+
+        analyse(work.path)
+        write_report(work.path)
+    folder = work.finish(manifest)
+    return RunOutcome(folder, summary, per_unit)
+
+
+def _manifest(config: ExperimentConfig, cfg_hash: str, data: Interactions, splits: list[Split]) -> dict:
+    from datetime import datetime, timezone
+
+    from recsys_eval.targets import Protocol
+
+    protocols = {}
+    for p in config.protocols:
+        parsed = Protocol.parse(p.name)
+        entry = {
+            "name": p.name, "design": p.design, "candidates": parsed.candidates,
+            "relevant": parsed.relevant, "nonrelevant": parsed.nonrelevant, "n": parsed.n,
+        }
+        if p.design == "percentiles":
+            for b in range(1, p.bins + 1):
+                protocols[f"{p.name}+pct{p.bins}/bin{b}"] = {**entry, "bin": b, "bins": p.bins}
+        else:
+            protocols[p.display] = {**entry, "bin": None, "bins": None}
+    c = config.compare
+    return {
+        "experiment": config.name,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "config_hash": cfg_hash,
+        "seed": config.seed,
+        "seeds": {
+            "split": derive_seed(config.seed, "split"),
+            "intervals": derive_seed(config.seed, "intervals"),
+            "targets": {f"{s.name}/{p.display}": derive_seed(config.seed, "targets", s.name, p.display)
+                        for s in splits for p in config.protocols},
+            "recommenders": {f"{s.name}/{r.display}": derive_seed(config.seed, "recommender", s.name, r.display)
+                             for s in splits for r in config.recommenders},
+        },
+        "versions": _versions(),
+        "dataset": config.dataset.name or config.dataset.path,
+        "users": data.n_users,
+        "items": data.n_items,
+        "interactions": len(data),
+        "folds": [s.name for s in splits],
+        "systems": [r.display for r in config.recommenders],
+        "protocols": protocols,
+        "metrics": config.metrics.names,
+        "k": config.metrics.k,
+        "relevance_threshold": config.metrics.relevance_threshold,
+        "baseline": c.baseline,
+        "tests": c.tests,
+        "correction": c.correction,
+        "alpha": c.alpha,
+        "undefined": config.metrics.undefined,
+        "interval": c.interval,
+        "resamples": c.resamples,
+    }
+
+
+def data_statistics(data: Interactions, prepared: list[dict], splits: list[Split]) -> pl.DataFrame:
+    """Dataset, preparation and split statistics for the report, as (statistic, value) strings."""
+    rows = [
+        ("users", f"{data.n_users:,}"),
+        ("items", f"{data.n_items:,}"),
+        ("interactions", f"{len(data):,}"),
+        ("density", f"{len(data) / max(data.n_users * data.n_items, 1):.4%}"),
+    ]
+    for step in prepared:
+        rows.append((
+            f"prepare: {step['step']}",
+            f"removed {step['users']:,} users, {step['items']:,} items, {step['interactions']:,} interactions",
+        ))
+    for s in splits:
+        test_users = int(np.count_nonzero(s.test.user_counts()))
+        rows.append((
+            f"split {s.name}",
+            f"train {len(s.train):,}, test {len(s.test):,} interactions, {test_users:,} test users",
+        ))
+    return pl.DataFrame(rows, schema=["statistic", "value"], orient="row")
+
+
+def learning_curve_rows(
+    config: ExperimentConfig, data: Interactions, split: Split, progress: Progress, timings: list[dict]
+) -> pl.DataFrame:
+    """Per-unit results of every system at each training fraction of the first fold (test fixed)."""
+    from recsys_eval.split import learning_curve
+
+    lc = config.learning_curve
+    wanted = set(lc.protocols or [p.display for p in config.protocols if p.design == "standard"])
+    sub_config = config.model_copy(
+        update={"protocols": [p for p in config.protocols if p.display in wanted],
+                "learning_curve": None}
+    )
+    frames = []
+    subsamples = learning_curve(
+        split, lc.fractions, per_user=lc.per_user, seed=derive_seed(config.seed, "learning_curve")
+    )
+    for fraction, sub in zip(lc.fractions, subsamples, strict=True):
+        named = Split(sub.train, sub.test, name=f"{split.name}@{fraction:g}", info=sub.info)
+        frame = evaluate_fold(sub_config, data, named, progress, timings)
+        frames.append(frame.with_columns(pl.lit(split.name).alias("fold"), pl.lit(fraction).alias("fraction")))
+    return pl.concat(frames, how="vertical_relaxed")
