@@ -69,7 +69,8 @@ def holdout(data: Interactions, share: float, seed: int, name: str) -> Split:
     position = np.empty(len(users), np.int64)
     position[order] = np.arange(len(users)) - starts[users[order]]
     is_test = pl.Series(position < np.round(share * counts)[users])
-    return Split(data.with_frame(data.frame.filter(~is_test)), data.with_frame(data.frame.filter(is_test)), name)
+    train, test = data.frame.filter(~is_test), data.frame.filter(is_test)
+    return Split(data.with_frame(train), data.with_frame(test), name)
 
 
 def movielens_split(data_home: Path) -> Split | None:

@@ -169,7 +169,12 @@ def plan_units(
 
 @dataclass
 class _Plan:
-    """Everything needed to fill the units of users ``users[lo:hi]``, chunk by chunk."""
+    """Everything needed to fill the units of users ``users[lo:hi]``, chunk by chunk.
+
+    Full ranking needs only ``candidates`` and ``n_candidates``; listed targets the rest: per unit
+    user, ``avail`` = |C(u) \\ Rel(u)| (positive-weight items only when weighted), ``m`` the
+    non-relevant items each of its units lists (min(n, avail), or avail under AN), ``n_rel`` = |Rel(u)|.
+    """
 
     protocol: Protocol
     n_items: int

@@ -51,7 +51,8 @@ def save_targets(targets: Targets, path: str | Path, *, ids: Interactions | None
         pl.when(pl.col("_listed")).then(pl.col("gain")).alias("gain"),
     ).drop("_listed")
     if targets.all_candidates:
-        frame = frame.with_columns(pl.Series("n_candidates", np.asarray(targets.n_candidates, np.int64)[unit]))
+        n_candidates = np.asarray(targets.n_candidates, np.int64)[unit]
+        frame = frame.with_columns(pl.Series("n_candidates", n_candidates))
     if ids is not None:
         frame = frame.with_columns(
             pl.lit(ids.user_ids).gather(pl.col("user")).alias("user_id"),

@@ -57,7 +57,9 @@ class Protocol:
                     f"non-relevant items must be an integer >= 1, got {self.n!r}"
                 )
         elif self.n is not None:
-            raise ConfigError(f"protocol {self.candidates}+{self.relevant}+AN takes no sample size (got n={self.n})")
+            raise ConfigError(
+                f"protocol {self.candidates}+{self.relevant}+AN takes no sample size (got n={self.n})"
+            )
 
     @classmethod
     def parse(cls, text: str | Protocol) -> Protocol:

@@ -8,17 +8,19 @@ never on the order or the chunk in which users are processed.
 Sampling ``m`` items from A(u) = pool \\ Tr(u) \\ Rel(u), without replacement:
 
 - ``m == |A(u)|``: every available item (no randomness).
-- Otherwise draw pool items (uniformly, or in proportion to their weight by an alias table) and reject the user's
-  training items, relevant items and repeats, keeping the first ``m`` accepted: successive sampling,
-  i.e. each kept item is a uniform (weight-proportional) draw from what is still available. Heavy
-  users whose exclusions cover most of the pool would reject too often, so after a budget of draws the
-  rest of the sample is taken by exponential keys ``-log(U) / w`` over the remaining available items
-  (the ``m - kept`` smallest keys), which continues the same successive sampling exactly.
+- Otherwise draw pool items (uniformly, or in proportion to their weight by an alias table) and
+  reject the user's training items, relevant items and repeats, keeping the first ``m`` accepted:
+  successive sampling, i.e. each kept item is a uniform (weight-proportional) draw from what is
+  still available. Heavy users whose exclusions cover most of the pool would reject too often, so
+  after a budget of draws the rest of the sample is taken by exponential keys ``-log(U) / w`` over
+  the remaining available items (the ``m - kept`` smallest keys), which continues the same
+  successive sampling exactly.
 
 The user's exclusions are flagged in a byte array over items while its units are filled (set and
 cleared in O(|Tr(u)| + |Te(u)|)), so a draw costs O(1): a hash, an alias-table lookup when weighted,
-and one flag test. Cost per user: O(|Tr(u)| + |Te(u)| + m log m) expected, O(|pool|) more for the
-rare heavy user; scratch memory is O(items) per call, whatever the number of users.
+and one flag test; the sample is then radix-sorted. Cost per user: O(|Tr(u)| + |Te(u)| + m)
+expected, O(|pool|) more for the rare heavy user. Blocks of users run in parallel, each task with
+O(items) scratch memory, whatever the number of users.
 """
 
 from __future__ import annotations

@@ -14,7 +14,9 @@ from .reference import check_targets, make_split, unit_slices
 TRAIN = [(0, 0, 3), (0, 1, 4), (1, 2, 5), (2, 0, 1), (2, 3, 2)]
 TEST = [(0, 2, 5), (0, 3, 2), (1, 0, 4), (1, 4, 5), (1, 5, 1)]
 
-PROTOCOLS = [f"{c}+{r}+{n}" for c in ("AI", "TI", "UT") for r in ("AR", "1R") for n in ("AN", "NN1", "NN2", "NN10")]
+PROTOCOLS = [
+    f"{c}+{r}+{n}" for c in ("AI", "TI", "UT") for r in ("AR", "1R") for n in ("AN", "NN1", "NN2", "NN10")
+]
 
 
 @pytest.fixture(scope="module")

@@ -83,7 +83,8 @@ def test_popularity_bins_partition_items_with_equal_ratings(m):
     # every bin's targets stay inside its items, and units partition the test users' items
     seen = np.zeros(split.n_items, bool)
     for info, targets in bins:
-        members = set(np.flatnonzero((counts >= info["min_item_ratings"]) & (counts <= info["max_item_ratings"])))
+        low, high = info["min_item_ratings"], info["max_item_ratings"]
+        members = set(np.flatnonzero((counts >= low) & (counts <= high)))
         assert set(targets.items.tolist()) <= members
         seen[targets.items] = True
     assert seen.any()
