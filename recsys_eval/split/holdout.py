@@ -1,0 +1,41 @@
+"""Random holdout: a fraction of all interactions, or of each user's, goes to test."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from recsys_eval.core.interactions import Interactions
+from recsys_eval.core.split import Split
+from recsys_eval.split.common import DropUnknown, build_split, check_fraction, options, round_half_up
+from recsys_eval.split.order import rank_within
+
+
+def holdout(
+    data: Interactions,
+    fraction: float,
+    *,
+    per_user: bool = False,
+    seed: int,
+    min_user_interactions: int | None = None,
+    drop_unknown: DropUnknown = False,
+) -> Split:
+    """A uniformly random ``fraction`` of the interactions to test, the rest to train.
+
+    Global: ``round(fraction * n)`` of the n interactions of the users that are split.
+    Per user: ``round(fraction * n_u)`` of each user's n_u, at most ``n_u - 1`` so that every user
+    split keeps a training interaction. Halves round up. ``min_user_interactions`` defaults to 1
+    (global) or 2 (per user).
+    """
+    opts = options(data, seed=seed, min_user_interactions=min_user_interactions,
+                   drop_unknown=drop_unknown, default_min=2 if per_user else 1)
+    fraction = check_fraction("fraction", fraction)
+    users, counts = data.users, opts.counts
+    if per_user:
+        n_test = np.where(opts.eligible, np.minimum(round_half_up(fraction * counts), counts - 1), 0)
+        test = rank_within(users, data.n_users, opts.rng) < n_test[users]
+    else:
+        in_play = opts.eligible[users]
+        n_test = int(round_half_up(fraction * int(in_play.sum())))
+        test = (rank_within(~in_play, 2, opts.rng) < n_test) & in_play
+    params = opts.params(fraction=fraction, per_user=bool(per_user))
+    return build_split(data, test, opts, name="holdout", splitter="holdout", params=params)
