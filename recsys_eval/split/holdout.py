@@ -34,8 +34,20 @@ def holdout(
         n_test = np.where(opts.eligible, np.minimum(round_half_up(fraction * counts), counts - 1), 0)
         test = rank_within(users, data.n_users, opts.rng) < n_test[users]
     else:
-        in_play = opts.eligible[users]
-        n_test = int(round_half_up(fraction * int(in_play.sum())))
-        test = (rank_within(~in_play, 2, opts.rng) < n_test) & in_play
+        test = _uniform_subset(opts.eligible[users], fraction, opts.rng)
     params = opts.params(fraction=fraction, per_user=bool(per_user))
     return build_split(data, test, opts, name="holdout", splitter="holdout", params=params)
+
+
+def _uniform_subset(in_play: np.ndarray, fraction: float, rng: np.random.Generator) -> np.ndarray:
+    """A uniformly random ``round(fraction * n)`` of the n rows in play (numpy's sampling without
+    replacement, drawing the smaller of the two sides)."""
+    rows = np.flatnonzero(in_play)
+    n_test = int(round_half_up(fraction * len(rows)))
+    if n_test <= len(rows) - n_test:
+        test = np.zeros(len(in_play), dtype=bool)
+        test[rows[rng.choice(len(rows), n_test, replace=False)]] = True
+    else:
+        test = in_play.copy()
+        test[rows[rng.choice(len(rows), len(rows) - n_test, replace=False)]] = False
+    return test

@@ -54,37 +54,74 @@ def official_folds(
 
         folder = dataset_path("ml-100k", data_home)
     folder = Path(folder)
+    index = _PairIndex(data)
     splits = []
     for name in names:
-        base, base_missing = _rows_of(data, folder / f"{name}.base")
-        test, test_missing = _rows_of(data, folder / f"{name}.test")
-        overlap = np.intersect1d(base, test)
-        if len(overlap):
+        in_base, base_missing = index.rows_of(folder / f"{name}.base")
+        in_test, test_missing = index.rows_of(folder / f"{name}.test")
+        shared = int((in_base & in_test).sum())
+        if shared:
             raise DataError(
-                f"{folder / name}.base and .test share {len(overlap):,} interactions; "
+                f"{folder / name}.base and .test share {shared:,} interactions; "
                 "official folds keep them apart"
             )
-        in_test = np.zeros(len(data), dtype=bool)
-        in_test[test] = True
-        in_base = np.zeros(len(data), dtype=bool)
-        in_base[base] = True
-        frame_rows = in_base | in_test
-        subset = data.with_frame(data.frame.filter(pl.Series(frame_rows)))
+        listed = in_base | in_test
+        subset = data.with_frame(data.frame.filter(pl.Series(listed)))
         params = {"folder": str(folder), "names": names, "drop_unknown": opts.drop_unknown}
         extra = {
             "fold": name,
             "file_lines_not_in_data": base_missing + test_missing,
-            "data_rows_in_neither_file": int((~frame_rows).sum()),
+            "data_rows_in_neither_file": int((~listed).sum()),
         }
         splits.append(
-            build_split(subset, in_test[frame_rows], opts, name=name, splitter="official",
+            build_split(subset, in_test[listed], opts, name=name, splitter="official",
                         params=params, extra=extra)
         )
     return splits
 
 
-def _rows_of(data: Interactions, path: Path) -> tuple[np.ndarray, int]:
-    """Rows of ``data`` listed in the fold file ``path`` (sorted), and how many lines matched none."""
+class _PairIndex:
+    """Finds the rows of ``data`` that fold-file lines name, by a sorted (user, item) key."""
+
+    def __init__(self, data: Interactions) -> None:
+        self.data = data
+        keys = data.users.astype(np.int64) * data.n_items + data.items
+        self.order = np.argsort(keys)
+        self.keys = keys[self.order]
+
+    def rows_of(self, path: Path) -> tuple[np.ndarray, int]:
+        """Bool per row of ``data``: listed in ``path``; and how many lines matched no row."""
+        lines = _read_fold_file(path)
+        data = self.data
+        users = _index_of(data.user_ids, lines.get_column("user"))
+        items = _index_of(data.item_ids, lines.get_column("item"))
+        known = (users >= 0) & (items >= 0)
+        wanted = users[known] * data.n_items + items[known]
+        pos = np.minimum(np.searchsorted(self.keys, wanted), max(len(self.keys) - 1, 0))
+        found = self.keys[pos] == wanted
+        rows = self.order[pos[found]]
+        if len(lines) and not len(rows):
+            raise DataError(
+                f"{path}: none of its {len(lines):,} lines is an interaction of {data.source}; "
+                "give the Interactions loaded from this folder's u.data"
+            )
+        listed = np.bincount(rows, minlength=len(data))
+        if (listed > 1).any():
+            user, item = data.to_raw(data.frame[int(np.argmax(listed > 1))]).select("user", "item").row(0)
+            raise DataError(f"{path}: user {user}, item {item} is listed on more than one line")
+        return listed > 0, len(lines) - len(rows)
+
+
+def _index_of(ids: pl.Series, raw: pl.Series) -> np.ndarray:
+    """Index of every raw id in the sorted ``ids`` (-1 when absent): a numpy binary search."""
+    if not ids.dtype.is_integer() or ids.len() == 0:
+        return np.full(raw.len(), -1, dtype=np.int64)  # fold files hold integer ids only
+    ids_np, raw_np = ids.to_numpy(), raw.to_numpy()
+    pos = np.minimum(np.searchsorted(ids_np, raw_np), len(ids_np) - 1)
+    return np.where(ids_np[pos] == raw_np, pos, -1).astype(np.int64)
+
+
+def _read_fold_file(path: Path) -> pl.DataFrame:
     if not path.is_file():
         raise DataError(f"no official fold file {path}")
     try:
@@ -99,21 +136,4 @@ def _rows_of(data: Interactions, path: Path) -> tuple[np.ndarray, int]:
         ) from None
     if lines.width != 4 or lines.null_count().sum_horizontal().item():
         raise DataError(f"{path}: expected 4 tab-separated integer fields on every line")
-    pairs = pl.DataFrame(
-        {
-            "user": data.user_index(lines.get_column("user")),
-            "item": data.item_index(lines.get_column("item")),
-        }
-    )
-    repeated = lines.select("user", "item").is_duplicated()
-    if repeated.any():
-        line = int(np.flatnonzero(repeated.to_numpy())[0]) + 1
-        raise DataError(f"{path}: line {line} repeats a (user, item) pair listed on another line")
-    rows = data.frame.select("user", "item").with_row_index("_row")
-    matched = pairs.join(rows, on=["user", "item"], how="inner").get_column("_row").to_numpy()
-    if len(lines) and not len(matched):
-        raise DataError(
-            f"{path}: none of its {len(lines):,} lines is an interaction of {data.source}; "
-            "give the Interactions loaded from this folder's u.data"
-        )
-    return np.sort(matched.astype(np.int64)), len(lines) - len(matched)
+    return lines

@@ -11,6 +11,12 @@ from recsys_eval.split import load_split, load_splits
 from .helpers import ml100k_dir
 
 
+@pytest.fixture(autouse=True)
+def _derived_files_in_tmp(monkeypatch, tmp_path):
+    """Parquet caches of a read-only data home go to a fresh folder, not the user's cache."""
+    monkeypatch.setenv("RECSYS_EVAL_CACHE", str(tmp_path / "derived"))
+
+
 def run(argv, capsys):
     with pytest.raises(SystemExit) as exc:
         main(argv)

@@ -76,3 +76,10 @@ def test_bad_names_and_missing_files(tmp_path):
     (tmp_path / "u1.base").write_text("999999\t1\t5\t3\n")
     with pytest.raises(DataError, match="none of its 1 lines"):
         official_folds(data, tmp_path, names="u1")
+    (tmp_path / "u1.base").write_text("196\t242\t3\t881250949\n196\t242\t3\t881250949\n")
+    with pytest.raises(DataError, match="u1.base: user 196, item 242 is listed on more than one line"):
+        official_folds(data, tmp_path, names="u1")
+    (tmp_path / "u1.base").write_text("196\t242\t3\t881250949\n")
+    (tmp_path / "u1.test").write_text("196\t242\t3\t881250949\n")
+    with pytest.raises(DataError, match="share 1 interactions"):
+        official_folds(data, tmp_path, names="u1")
