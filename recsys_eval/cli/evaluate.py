@@ -1,0 +1,148 @@
+"""``recsys-eval evaluate``: score a run produced by any system, with no config."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from pathlib import Path
+
+import polars as pl
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from recsys_eval.cli import app
+from recsys_eval.errors import ConfigError, DataError, check_choice
+from recsys_eval.measure import measure, rating_metrics, summarize
+from recsys_eval.measure.api import concat_per_unit
+from recsys_eval.measure.beyond import genre_matrix
+from recsys_eval.measure.names import (
+    ALL_METRICS, GAINS, N_RELEVANT, RATING_METRICS, TIES, UNDEFINED_POLICIES, check_cutoffs,
+    check_metrics,
+)
+from recsys_eval.measure.runfile import load_run, read_table
+
+DEFAULT_METRICS = "precision,recall,f1,ap,ndcg,rr,hit,auc"
+
+
+@app.command()
+def evaluate(
+    test: Path = typer.Option(..., "--test", help="CSV or Parquet: user, item[, rating]."),
+    run: Path = typer.Option(..., "--run", help="CSV or Parquet: user, item and score or rank."),
+    out: Path = typer.Option(..., "--out", help="Folder to write per_unit.parquet and summary.csv."),
+    train: Path | None = typer.Option(None, "--train", help="CSV or Parquet: user, item."),
+    threshold: float | None = typer.Option(None, "--threshold", help="Relevant: rating >= T."),
+    metrics: str = typer.Option(DEFAULT_METRICS, "--metrics", help="Comma-separated metric names."),
+    k: str = typer.Option("1,5,10", "--k", help="Comma-separated cutoffs."),
+    gain: str = typer.Option("graded", "--gain", help="nDCG gain: graded, binary or exp."),
+    undefined: str = typer.Option("skip", "--undefined", help="Undefined values: skip or zero."),
+    ties: str = typer.Option("first", "--ties", help="Tied scores: first (item order) or average."),
+    genres: Path | None = typer.Option(None, "--genres", help="CSV or Parquet: item, genres (for ild)."),
+    force: bool = typer.Option(False, "--force", help="Replace an existing output folder."),
+) -> None:
+    """Score a run against test interactions; write per-unit values and the summary."""
+    names = check_metrics([m.strip() for m in metrics.split(",") if m.strip()], ALL_METRICS)
+    cutoffs = check_cutoffs(_parse_ints(k, "--k"))
+    check_choice("gain", gain, GAINS)
+    check_choice("undefined-value policy", undefined, UNDEFINED_POLICIES)
+    check_choice("ties policy", ties, TIES)
+    if out.exists() and not force:
+        raise ConfigError(f"output folder {str(out)!r} exists; choose another or pass --force to replace it")
+    if "novelty" in names and train is None:
+        raise ConfigError("metric 'novelty' needs --train (item popularity among train users)")
+    if "ild" in names and genres is None:
+        raise ConfigError("metric 'ild' needs --genres (a file with item and genres columns)")
+
+    data = load_run(test, run, train, threshold=threshold, gain=gain)
+    console = Console()
+    for note in data.notes:
+        console.print(f"[yellow]note:[/] {note}", highlight=False)
+    system = run.stem
+    ranking_names = [m for m in names if m not in RATING_METRICS]
+    frames = []
+    if ranking_names:
+        frames.append(
+            measure(
+                data.rankings, data.targets, metrics=ranking_names, k=cutoffs, gain=gain, ties=ties,
+                system=system, user_ids=data.user_ids, train=data.train,
+                genres=_genres(genres, data.item_ids) if genres is not None else None,
+            )
+        )
+    rating_names = [m for m in names if m in RATING_METRICS]
+    if rating_names:
+        if data.predictions is None:
+            raise DataError("rating metrics need a 'rating' column in TEST and a 'score' column in RUN")
+        if not data.predictions.height:
+            raise DataError("rating metrics: RUN scores none of the (user, item) pairs of TEST")
+        frames.append(
+            rating_metrics(data.predictions, metrics=rating_names, system=system,
+                           protocol=data.targets.protocol)
+        )
+    per_unit = concat_per_unit(frames)
+    summary = summarize(per_unit, undefined=undefined)
+    _write(out, per_unit, summary, force)
+    _print_summary(console, summary, out)
+
+
+def _parse_ints(text: str, option: str) -> list[int]:
+    values = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        try:
+            values.append(int(part))
+        except ValueError:
+            raise ConfigError(f"{option}: {part!r} is not an integer; expected e.g. 1,5,10") from None
+    return values
+
+
+def _genres(path: Path, item_ids: pl.Series):
+    frame = read_table(path, "GENRES")
+    if "item" not in frame.columns or "genres" not in frame.columns:
+        raise DataError(f"GENRES {str(path)!r}: expected columns 'item' and 'genres', got {frame.columns}")
+    frame = frame.with_columns(pl.col("item").cast(item_ids.dtype, strict=False))
+    known = frame.filter(pl.col("item").is_in(item_ids.implode()))
+    known = known.with_columns(item_ids.search_sorted(known.get_column("item")).alias("item"))
+    return genre_matrix(known, item_ids.len())
+
+
+def _write(out: Path, per_unit: pl.DataFrame, summary: pl.DataFrame, force: bool) -> None:
+    """Write into a fresh sibling folder, then move it into place (never a half-written result)."""
+    out = out.absolute()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    temp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex[:8]}"
+    temp.mkdir()
+    try:
+        per_unit.write_parquet(temp / "per_unit.parquet")
+        summary.write_csv(temp / "summary.csv")
+        if out.exists():
+            if not force:
+                raise ConfigError(f"output folder {str(out)!r} exists; pass --force to replace it")
+            old = out.parent / f".{out.name}.old-{uuid.uuid4().hex[:8]}"
+            os.replace(out, old)
+            os.replace(temp, out)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(temp, out)
+    finally:
+        if temp.exists():
+            shutil.rmtree(temp, ignore_errors=True)
+
+
+def _print_summary(console: Console, summary: pl.DataFrame, out: Path) -> None:
+    table = Table(title=f"summary ({summary['undefined'][0]} undefined values)" if summary.height else "summary")
+    for column in ("system", "fold", "metric", "mean", "micro mean", "users", "left out"):
+        table.add_column(column, justify="right" if column not in ("system", "fold", "metric") else "left")
+    for row in summary.filter(pl.col("metric") != N_RELEVANT).iter_rows(named=True):
+        table.add_row(
+            row["system"], row["fold"], row["name"], _fmt(row["mean"]), _fmt(row["micro_mean"]),
+            "" if row["users_counted"] is None else f"{row['users_counted']:,}",
+            "" if row["users_left_out"] is None else f"{row['users_left_out']:,}",
+        )
+    console.print(table)
+    console.print(f"wrote {out / 'per_unit.parquet'} and {out / 'summary.csv'}", highlight=False)
+
+
+def _fmt(value: float | None) -> str:
+    return "" if value is None else f"{value:.4f}"

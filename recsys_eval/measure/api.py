@@ -1,0 +1,278 @@
+"""measure(): rankings and targets in, the long per-unit results table out (DESIGN.md sections 2, 5)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import polars as pl
+
+from recsys_eval.core.results import PER_UNIT_COLUMNS, PER_UNIT_SCHEMA
+from recsys_eval.core.units import Rankings, Targets
+from recsys_eval.errors import ConfigError, DataError, check_choice
+from recsys_eval.measure import kernels
+from recsys_eval.measure.names import (
+    AP_DENOMINATORS, BEYOND_METRICS, CUTOFF_METRICS, GAINS, N_RELEVANT, RANKING_METRICS,
+    RATING_METRICS, TIES, check_cutoffs, check_metrics,
+)
+from recsys_eval.measure.ties import check_scores, order_ties, tie_flags
+
+
+def measure(
+    rankings: Rankings,
+    targets: Targets,
+    *,
+    metrics: str | Iterable[str] = ("precision", "recall", "ap", "ndcg", "rr", "hit", "auc"),
+    k: int | Iterable[int] = (1, 5, 10),
+    gain: str = "graded",
+    ties: str = "first",
+    ap_denominator: str = "relevant",
+    half_life: float = 5.0,
+    neutral: float = 0.0,
+    system: str = "system",
+    protocol: str | None = None,
+    fold: str = "0",
+    user_ids: pl.Series | Sequence | np.ndarray | None = None,
+    train=None,
+    genres=None,
+) -> pl.DataFrame:
+    """Per-unit values of ranking metrics (and beyond-accuracy ones, see :func:`beyond_accuracy`).
+
+    Args:
+        rankings: ranked items per unit, best first; the same units, in the same order, as
+            ``targets``. Scores, when given, must not increase along a ranking; they define ties.
+        targets: the items each unit is to rank, with gains (0 = non-relevant).
+        metrics: names among ``precision, recall, f1, ap, ndcg, rr, hit, half_life, auc`` and the
+            beyond-accuracy ones. ``f1`` brings ``n_relevant`` rows (k null), the unit's relevant
+            count, which the F-measure variants need.
+        k: the cutoffs (positive integers) for every metric that has one.
+        gain: nDCG gain of a relevant item: ``graded`` (its gain, e.g. the test rating), ``binary``
+            (1) or ``exp`` (2^gain - 1).
+        ties: ``first`` breaks tied scores by item index ascending; ``average`` gives the expected
+            value over all orderings of tied items. AUC counts a tie one half either way.
+        ap_denominator: AP divides by the unit's relevant count R (``relevant``, trec_eval) or by
+            min(R, k) (``min_rk``).
+        half_life: h of the half-life utility (> 1); ``neutral``: its neutral gain d (>= 0).
+        system, protocol, fold: labels of the rows (``protocol`` defaults to targets.protocol).
+        user_ids: raw id of every user index; without it ``user`` holds the index.
+        train, genres: for the beyond-accuracy metrics (see :func:`beyond_accuracy`).
+
+    Returns:
+        The per-unit table ``system, protocol, fold, user, unit, metric, k, value``; undefined
+        values (e.g. recall of a unit without relevant items) are NaN, never 0.
+    """
+    if not isinstance(metrics, str) and not list(metrics):
+        return concat_per_unit([])  # nothing asked (e.g. a config with rating metrics only)
+    names = check_metrics(metrics, RANKING_METRICS + (N_RELEVANT,) + BEYOND_METRICS + RATING_METRICS)
+    rating = [m for m in names if m in RATING_METRICS]
+    if rating:
+        raise ConfigError(
+            f"{rating[0]!r} scores rating predictions, not rankings: use rating_metrics()"
+        )
+    cutoffs = check_cutoffs(k)
+    check_choice("gain", gain, GAINS)
+    check_choice("ties policy", ties, TIES)
+    check_choice("AP denominator", ap_denominator, AP_DENOMINATORS)
+    if not half_life > 1:
+        raise ConfigError(f"half_life must be greater than 1 (rank of half utility), got {half_life}")
+    if not neutral >= 0:
+        raise ConfigError(f"neutral gain must be >= 0, got {neutral}")
+    check_units(rankings, targets)
+    protocol = targets.protocol if protocol is None else protocol
+    labels = {"system": system, "protocol": protocol, "fold": str(fold)}
+
+    frames = []
+    ranking_names = [m for m in names if m in RANKING_METRICS]
+    if "f1" in ranking_names and N_RELEVANT not in names:
+        names.append(N_RELEVANT)
+    if ranking_names:
+        values = ranking_values(
+            rankings, targets, cutoffs, gain=gain, ties=ties, ap_denominator=ap_denominator,
+            half_life=half_life, neutral=neutral,
+            want_ndcg="ndcg" in names, want_half_life="half_life" in names,
+        )
+        columns, metric_names, ks = [], [], []
+        n_cut = len(cutoffs)
+        for name in ranking_names:
+            if name == "auc":
+                columns.append(values.shape[1] - 1)
+                metric_names.append(name)
+                ks.append(None)
+            else:
+                m = CUTOFF_METRICS.index(name)
+                columns.extend(range(m * n_cut, (m + 1) * n_cut))
+                metric_names.extend([name] * n_cut)
+                ks.extend(cutoffs)
+        frames.append(long_frame(values[:, columns], metric_names, ks, targets.unit_user, user_ids, labels))
+    if N_RELEVANT in names:
+        counts = targets.n_relevant.astype(np.float64)[:, None]
+        frames.append(long_frame(counts, [N_RELEVANT], [None], targets.unit_user, user_ids, labels))
+    beyond = [m for m in names if m in BEYOND_METRICS]
+    if beyond:
+        from recsys_eval.measure.beyond import beyond_accuracy
+
+        frames.append(
+            beyond_accuracy(
+                rankings, k=cutoffs, n_items=targets.n_items, metrics=beyond, train=train,
+                genres=genres, user_ids=user_ids, **labels,
+            )
+        )
+    return concat_per_unit(frames)
+
+
+def check_units(rankings: Rankings, targets: Targets) -> None:
+    """Rankings and targets must hold the same units, in the same order, over the item index."""
+    if rankings.n_units != targets.n_units:
+        raise DataError(
+            f"rankings have {rankings.n_units:,} units, targets {targets.n_units:,}: a Rankings must "
+            "be made for its Targets (same units, same order)"
+        )
+    differ = np.flatnonzero(rankings.unit_user != targets.unit_user)
+    if len(differ):
+        u = int(differ[0])
+        raise DataError(
+            f"unit {u} is user {int(rankings.unit_user[u])} in the rankings but user "
+            f"{int(targets.unit_user[u])} in the targets; expected the same units in the same order"
+        )
+    for what, items in (("rankings", rankings.items), ("targets", targets.items)):
+        if len(items) and (items.min() < 0 or items.max() >= targets.n_items):
+            bad = items[(items < 0) | (items >= targets.n_items)][0]
+            raise DataError(
+                f"{what}: item index {int(bad)} is outside the item index 0..{targets.n_items - 1}"
+            )
+
+
+def ranking_values(
+    rankings: Rankings,
+    targets: Targets,
+    cutoffs: list[int],
+    *,
+    gain: str = "graded",
+    ties: str = "first",
+    ap_denominator: str = "relevant",
+    half_life: float = 5.0,
+    neutral: float = 0.0,
+    want_ndcg: bool = True,
+    want_half_life: bool = True,
+) -> np.ndarray:
+    """The kernel's matrix: per unit, the cutoff metrics (metric-major) at ``cutoffs``, then AUC."""
+    check_scores(rankings)
+    if ties == "first":
+        rankings = order_ties(rankings)
+    n_candidates = (
+        np.asarray(targets.n_candidates, dtype=np.int64)
+        if targets.all_candidates
+        else np.zeros(0, dtype=np.int64)
+    )
+    values, status = kernels.ranking_kernel(
+        rankings.offsets.astype(np.int64, copy=False),
+        rankings.items.astype(np.int32, copy=False),
+        tie_flags(rankings),
+        targets.offsets.astype(np.int64, copy=False),
+        targets.items.astype(np.int32, copy=False),
+        targets.gain.astype(np.float32, copy=False),
+        n_candidates,
+        bool(targets.all_candidates),
+        np.asarray(cutoffs, dtype=np.int64),
+        int(targets.n_items),
+        kernels.GAIN_CODES[gain],
+        ap_denominator == "min_rk",
+        float(half_life),
+        float(neutral),
+        ties == "average",
+        want_ndcg,
+        want_half_life,
+        kernels.chunk_bounds(targets.n_units),
+    )
+    raise_on_status(status, rankings, targets)
+    return values
+
+
+def target_roles(rankings: Rankings, targets: Targets):
+    """Per ranked position its role (1 relevant, 0 non-relevant target, -1 not a target), per unit
+    its relevant and non-relevant target counts, and the tie flags, in the deterministic order."""
+    check_units(rankings, targets)
+    check_scores(rankings)
+    rankings = order_ties(rankings)
+    n_candidates = (
+        np.asarray(targets.n_candidates, dtype=np.int64) if targets.all_candidates
+        else np.zeros(0, dtype=np.int64)
+    )
+    _, role, n_rel, n_non = kernels.label_kernel(
+        rankings.offsets, rankings.items.astype(np.int32, copy=False), targets.offsets,
+        targets.items.astype(np.int32, copy=False), targets.gain.astype(np.float32, copy=False),
+        n_candidates, bool(targets.all_candidates), int(targets.n_items),
+        kernels.chunk_bounds(targets.n_units),
+    )
+    return role, n_rel, n_non, tie_flags(rankings)
+
+
+def raise_on_status(status: np.ndarray, rankings: Rankings, targets: Targets) -> None:
+    """Turn a kernel's per-unit status codes into a clear error about the first bad unit."""
+    bad = np.flatnonzero(status)
+    if not len(bad):
+        return
+    u = int(bad[0])
+    user = int(targets.unit_user[u])
+    if status[u] == kernels.DUPLICATE_ITEM:
+        raise DataError(
+            f"rankings: unit {u} (user {user}) lists an item more than once "
+            f"({len(bad):,} units affected); a ranking lists each item once"
+        )
+    raise DataError(
+        f"rankings: unit {u} (user {user}) ranks more non-relevant items than its target set holds "
+        f"({int(targets.sizes[u]):,} items); rank only the unit's candidates"
+    )
+
+
+def long_frame(
+    values: np.ndarray,
+    metrics: Sequence[str],
+    ks: Sequence[int | None],
+    unit_user: np.ndarray,
+    user_ids,
+    labels: dict[str, str],
+) -> pl.DataFrame:
+    """A ``(units x columns)`` matrix as per-unit rows, metric-major; column j is metrics[j]@ks[j]."""
+    n_units, n_cols = values.shape
+    distinct = list(dict.fromkeys(metrics))
+    codes = np.array([distinct.index(m) for m in metrics], dtype=np.uint32)
+    unit = np.arange(n_units, dtype=np.int64)
+    user = _users(unit_user, user_ids)
+    k_col = pl.Series("k", [None if x is None else int(x) for x in ks], dtype=pl.Int32)
+    frame = pl.DataFrame(
+        {
+            "user": pl.concat([user] * n_cols) if n_cols > 1 else user,
+            "unit": np.tile(unit, n_cols),
+            "metric": pl.Series(distinct, dtype=pl.String).gather(np.repeat(codes, n_units)),
+            "k": k_col.gather(np.repeat(np.arange(n_cols), n_units)),
+            "value": np.ascontiguousarray(values.T).ravel(),
+        }
+    )
+    return frame.with_columns(
+        [pl.lit(labels[c], dtype=pl.String).alias(c) for c in ("system", "protocol", "fold")]
+    ).select(PER_UNIT_COLUMNS)
+
+
+def _users(unit_user: np.ndarray, user_ids) -> pl.Series:
+    if user_ids is None:
+        return pl.Series("user", unit_user, dtype=pl.Int64)
+    ids = user_ids if isinstance(user_ids, pl.Series) else pl.Series(user_ids)
+    if len(unit_user) and int(unit_user.max()) >= ids.len():
+        raise DataError(
+            f"user_ids has {ids.len():,} ids but the units reach user index {int(unit_user.max())}"
+        )
+    user = ids.gather(unit_user)
+    if user.dtype.is_integer():
+        user = user.cast(pl.Int64)
+    elif user.dtype != pl.String:
+        user = user.cast(pl.String)
+    return user.rename("user")
+
+
+def concat_per_unit(frames: list[pl.DataFrame]) -> pl.DataFrame:
+    """Concatenate per-unit tables (the user column may be integer or string ids)."""
+    frames = [f for f in frames if f.height or len(frames) == 1]
+    if not frames:
+        return pl.DataFrame(schema=PER_UNIT_SCHEMA)
+    return pl.concat(frames, how="vertical_relaxed")

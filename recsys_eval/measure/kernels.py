@@ -1,0 +1,266 @@
+"""Numba kernels: every ranking metric at every cutoff, in one pass over each unit's ranking.
+
+The kernels work on the CSR arrays of :class:`~recsys_eval.core.units.Rankings` and
+:class:`~recsys_eval.core.units.Targets` (DESIGN.md sections 2 and 5). Units are split into chunks
+run in parallel; each chunk keeps item-indexed scratch arrays stamped with the unit number, so that
+marking a unit's targets and looking up a ranked item are O(1) with no reset between units.
+
+Ties. A ranking is walked in *score groups* (maximal runs of equal scores, from ``tied``). AUC always
+counts a tied (relevant, non-relevant) pair one half. The other metrics walk *blocks*: single
+positions (``ties="first"``), or whole score groups (``ties="average"``), where every metric is the
+expectation over all orderings of the block (McSherry & Najork 2008), exactly:
+a block of n items holding r relevant items with gain sum G, after ``h`` relevant items, gives
+position t (0-based in the block, rank i overall) the expected gain G/n and expected hits
+h + (t+1) r/n; AP gains E[rel_i hits_i]/i = ((r/n)(h+1) + t r(r-1)/(n(n-1)))/i; when h = 0 the
+first relevant item sits at offset t with probability C(n-1-t, r-1)/C(n, r), which gives RR and hit.
+With n = 1 these reduce to the deterministic formulas.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import get_num_threads, njit, prange
+
+GAIN_CODES = {"graded": 0, "binary": 1, "exp": 2}
+N_CUTOFF_METRICS = 8  # precision, recall, f1, ap, ndcg, rr, hit, half_life (names.CUTOFF_METRICS)
+
+#: Status codes a kernel reports per unit.
+OK, DUPLICATE_ITEM, TOO_MANY_NON_RELEVANT = 0, 1, 2
+
+
+def chunk_bounds(n_units: int, per_thread: int = 4) -> np.ndarray:
+    """Unit bounds of the parallel chunks (a few per thread, for load balance)."""
+    n_chunks = max(1, min(n_units, per_thread * get_num_threads()))
+    return np.linspace(0, n_units, n_chunks + 1).astype(np.int64)
+
+
+@njit(cache=True)
+def _transformed_gain(g: float, mode: int) -> float:
+    if g <= 0.0:
+        return 0.0
+    if mode == 1:
+        return 1.0
+    if mode == 2:
+        return 2.0**g - 1.0
+    return g
+
+
+@njit(cache=True)
+def _ideal_at_cutoffs(values, weights, cutoffs, out):
+    """out[c] = sum of the largest values, best first, times weights, over the top cutoffs[c]."""
+    values = np.sort(values)[::-1]
+    total = 0.0
+    c = 0
+    n_cut = len(cutoffs)
+    for i in range(len(values)):
+        while c < n_cut and cutoffs[c] <= i:
+            out[c] = total
+            c += 1
+        if c == n_cut:
+            return
+        total += values[i] * weights[i]
+    while c < n_cut:
+        out[c] = total
+        c += 1
+
+
+@njit(cache=True)
+def _score_unit(
+    u, rs, re_, ts, te, n_target, all_candidates,
+    r_items, tied, t_items, t_gain,
+    cutoffs, discount, decay, gain_mode, ap_min_rk, neutral, average_ties, want_ndcg, want_hl,
+    stamp, seen, gain_at, out, status,
+):
+    n_cut = len(cutoffs)
+    kmax = cutoffs[n_cut - 1]
+    # Mark the unit's targets; count its relevant items.
+    n_rel = 0
+    for j in range(ts, te):
+        item = t_items[j]
+        stamp[item] = u
+        gain_at[item] = t_gain[j]
+        if t_gain[j] > 0.0:
+            n_rel += 1
+    n_non = n_target - n_rel
+    idcg = np.zeros(n_cut)
+    hl_max = np.zeros(n_cut)
+    if n_rel > 0 and want_ndcg:
+        gains = np.empty(n_rel)
+        m = 0
+        for j in range(ts, te):
+            if t_gain[j] > 0.0:
+                gains[m] = _transformed_gain(t_gain[j], gain_mode)
+                m += 1
+        _ideal_at_cutoffs(gains, discount, cutoffs, idcg)
+    if want_hl:
+        hl_gains = np.empty(te - ts)
+        for j in range(ts, te):
+            hl_gains[j - ts] = max(t_gain[j] - neutral, 0.0)
+        _ideal_at_cutoffs(hl_gains, decay, cutoffs, hl_max)
+
+    length = re_ - rs
+    hits = 0.0  # relevant items in the blocks walked so far (exact: blocks are whole)
+    found = 0.0  # probability that a relevant item was met so far (hit)
+    rr = 0.0
+    ap = 0.0
+    dcg = 0.0
+    hl = 0.0
+    c = 0
+    rel_ranked = 0  # AUC: relevant and non-relevant target items met so far
+    non_ranked = 0
+    correct = 0.0  # AUC: (relevant, non-relevant) pairs ordered right, ties one half
+    p = 0
+    while p < length:
+        q = p + 1
+        while q < length and tied[rs + q]:
+            q += 1
+        group_rel = 0
+        group_non = 0
+        for j in range(rs + p, rs + q):
+            item = r_items[j]
+            if seen[item] == u:
+                status[u] = 1
+            seen[item] = u
+            if stamp[item] == u:
+                if gain_at[item] > 0.0:
+                    group_rel += 1
+                else:
+                    group_non += 1
+            elif all_candidates:
+                group_non += 1
+        correct += group_rel * (n_non - non_ranked - group_non) + 0.5 * group_rel * group_non
+        rel_ranked += group_rel
+        non_ranked += group_non
+        # Ranking metrics over the blocks of this score group that start within the top kmax.
+        a = p
+        while a < q and a < kmax:
+            b = q if average_ties else a + 1
+            n = b - a
+            r = 0
+            g_dcg = 0.0
+            g_hl = 0.0
+            for j in range(rs + a, rs + b):
+                item = r_items[j]
+                if stamp[item] == u:
+                    g = gain_at[item]
+                    if g > 0.0:
+                        r += 1
+                        g_dcg += _transformed_gain(g, gain_mode)
+                    g_hl += max(g - neutral, 0.0)
+            share = r / n
+            pairs = r * (r - 1) / (n * (n - 1)) if n > 1 else 0.0
+            first = share if (hits == 0.0 and r > 0) else 0.0  # P(first relevant at offset t)
+            for t in range(n):
+                i = a + t + 1
+                if i > kmax:
+                    break
+                dcg += g_dcg / n * discount[i - 1]
+                hl += g_hl / n * decay[i - 1]
+                if r > 0:
+                    ap += (share * (hits + 1.0) + t * pairs) / i
+                if first > 0.0:
+                    rr += first / i
+                    found += first
+                    first = first * (n - t - r) / (n - 1 - t) if n - 1 - t > 0 else 0.0
+                while c < n_cut and cutoffs[c] == i:
+                    _record(out, u, c, n_cut, cutoffs[c], hits + (t + 1) * share, n_rel,
+                            ap, dcg, idcg[c], rr, found, hl, hl_max[c], ap_min_rk)
+                    c += 1
+            hits += r
+            a = b
+        p = q
+    while c < n_cut:
+        _record(out, u, c, n_cut, cutoffs[c], hits, n_rel, ap, dcg, idcg[c], rr, found, hl,
+                hl_max[c], ap_min_rk)
+        c += 1
+    if n_rel > 0 and n_non > 0:
+        rel_left = n_rel - rel_ranked
+        non_left = n_non - non_ranked
+        if non_left < 0:
+            status[u] = 2
+        correct += 0.5 * rel_left * non_left  # unranked targets tie below the last ranked item
+        out[u, N_CUTOFF_METRICS * n_cut] = correct / (n_rel * n_non)
+
+
+@njit(cache=True)
+def _record(out, u, c, n_cut, k, hits, n_rel, ap, dcg, idcg, rr, found, hl, hl_max, ap_min_rk):
+    out[u, c] = hits / k
+    if n_rel > 0:
+        out[u, n_cut + c] = hits / n_rel
+        out[u, 2 * n_cut + c] = 2.0 * hits / (k + n_rel)
+        out[u, 3 * n_cut + c] = ap / (min(n_rel, k) if ap_min_rk else n_rel)
+        if idcg > 0.0:
+            out[u, 4 * n_cut + c] = dcg / idcg
+        out[u, 5 * n_cut + c] = rr
+        out[u, 6 * n_cut + c] = found
+    else:
+        out[u, 6 * n_cut + c] = 0.0
+    if hl_max > 0.0:
+        out[u, 7 * n_cut + c] = hl / hl_max
+
+
+@njit(parallel=True, cache=True)
+def ranking_kernel(
+    r_offsets, r_items, tied, t_offsets, t_items, t_gain, n_candidates, all_candidates,
+    cutoffs, n_items, gain_mode, ap_min_rk, half_life, neutral, average_ties, want_ndcg, want_hl,
+    bounds,
+):
+    """Per unit: the 8 cutoff metrics at every cutoff (metric-major columns), then AUC.
+
+    Returns ``(values[n_units, 8 * n_cutoffs + 1], status[n_units])``; NaN marks undefined values.
+    """
+    n_units = len(t_offsets) - 1
+    n_cut = len(cutoffs)
+    out = np.full((n_units, N_CUTOFF_METRICS * n_cut + 1), np.nan)
+    status = np.zeros(n_units, np.int8)
+    kmax = cutoffs[n_cut - 1]
+    ranks = np.arange(1, kmax + 1).astype(np.float64)
+    discount = 1.0 / np.log2(ranks + 1.0)
+    decay = 2.0 ** (-(ranks - 1.0) / (half_life - 1.0))
+    for chunk in prange(len(bounds) - 1):
+        stamp = np.full(n_items, -1, np.int64)
+        seen = np.full(n_items, -1, np.int64)
+        gain_at = np.zeros(n_items)
+        for u in range(bounds[chunk], bounds[chunk + 1]):
+            ts, te = t_offsets[u], t_offsets[u + 1]
+            n_target = n_candidates[u] if all_candidates else te - ts
+            _score_unit(
+                u, r_offsets[u], r_offsets[u + 1], ts, te, n_target, all_candidates,
+                r_items, tied, t_items, t_gain,
+                cutoffs, discount, decay, gain_mode, ap_min_rk, neutral, average_ties,
+                want_ndcg, want_hl, stamp, seen, gain_at, out, status,
+            )
+    return out, status
+
+
+@njit(parallel=True, cache=True)
+def label_kernel(r_offsets, r_items, t_offsets, t_items, t_gain, n_candidates, all_candidates,
+                 n_items, bounds):
+    """Per ranked item its gain and role (1 relevant, 0 non-relevant target, -1 not a target);
+    per unit its relevant count R and non-relevant count N over the whole target set."""
+    n_units = len(t_offsets) - 1
+    gain = np.zeros(len(r_items))
+    role = np.full(len(r_items), -1, np.int8)
+    n_rel = np.zeros(n_units, np.int64)
+    n_non = np.zeros(n_units, np.int64)
+    for chunk in prange(len(bounds) - 1):
+        stamp = np.full(n_items, -1, np.int64)
+        gain_at = np.zeros(n_items)
+        for u in range(bounds[chunk], bounds[chunk + 1]):
+            rel = 0
+            for j in range(t_offsets[u], t_offsets[u + 1]):
+                stamp[t_items[j]] = u
+                gain_at[t_items[j]] = t_gain[j]
+                if t_gain[j] > 0.0:
+                    rel += 1
+            n_rel[u] = rel
+            size = n_candidates[u] if all_candidates else t_offsets[u + 1] - t_offsets[u]
+            n_non[u] = size - rel
+            for j in range(r_offsets[u], r_offsets[u + 1]):
+                item = r_items[j]
+                if stamp[item] == u:
+                    gain[j] = gain_at[item]
+                    role[j] = 1 if gain_at[item] > 0.0 else 0
+                elif all_candidates:
+                    role[j] = 0
+    return gain, role, n_rel, n_non

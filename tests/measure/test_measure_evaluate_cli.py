@@ -1,0 +1,146 @@
+"""``recsys-eval evaluate`` end to end on small files, and on each bad input."""
+
+from __future__ import annotations
+
+
+import polars as pl
+import pytest
+
+from recsys_eval.cli import main
+
+TEST = "user,item,rating\n1,10,5\n1,11,3\n1,12,1\n2,10,4\n3,13,2\n"
+RUN = "user,item,score\n1,10,0.9\n1,12,0.8\n1,14,0.8\n2,11,0.5\n2,10,0.4\n4,10,1.0\n"
+TRAIN = "user,item\n1,15\n2,14\n"
+
+
+@pytest.fixture
+def files(tmp_path):
+    def write(name, text):
+        path = tmp_path / name
+        path.write_text(text)
+        return str(path)
+
+    return write
+
+
+def _evaluate(args, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["evaluate", *args])
+    return exit_info.value.code, capsys.readouterr()
+
+
+def test_end_to_end(files, tmp_path, capsys):
+    out = tmp_path / "result"
+    args = ["--test", files("test.csv", TEST), "--run", files("mysys.csv", RUN), "--train",
+            files("train.csv", TRAIN), "--threshold", "3", "--metrics", "precision,ndcg,auc,f1,mae,novelty",
+            "--k", "1,2", "--out", str(out)]
+    code, io = _evaluate(args, capsys)
+    assert code in (0, None)
+    assert "ndcg@2" in io.out and "1 RUN users are not in TEST" in io.out
+    per_unit = pl.read_parquet(out / "per_unit.parquet")
+    assert per_unit.columns == ["system", "protocol", "fold", "user", "unit", "metric", "k", "value"]
+    assert set(per_unit["system"]) == {"mysys"}
+    assert set(per_unit.drop_nulls("user")["user"]) == {1, 2, 3}  # raw ids; user 4 ignored
+    summary = pl.read_csv(out / "summary.csv")
+    mean = dict(zip(summary["name"], summary["mean"]))
+    # user 1: relevant 10, 11 (ratings 5, 3); user 2: 10; user 3: none (undefined, left out)
+    assert mean["precision@1"] == pytest.approx(1 / 3)
+    assert mean["ndcg@1"] == pytest.approx(0.5)
+    # AUC over 6 catalogue items less unseen train items: user 1: (3 + 0.5) / 6, user 2: 3 / 4
+    assert mean["auc"] == pytest.approx((3.5 / 6 + 3 / 4) / 2)
+    assert mean["f1@1"] == pytest.approx(2 / 6)  # F_tp,fp: TP 1, FP 2, FN 2
+    assert mean["mae"] == pytest.approx((2.15 + 3.6) / 2)
+    assert not any(p.name.startswith(".") for p in tmp_path.iterdir())  # no temp folder left
+    code, io = _evaluate(args, capsys)
+    assert code == 1 and "exists" in io.err
+    code, io = _evaluate([*args, "--force"], capsys)
+    assert code in (0, None)
+
+
+def test_ranks_and_average_ties(files, tmp_path, capsys):
+    run = "user,item,rank\n1,11,1\n1,10,2\n2,10,1\n"
+    out = tmp_path / "r"
+    code, _ = _evaluate(["--test", files("t.csv", TEST), "--run", files("r.csv", run), "--metrics",
+                         "precision", "--k", "1", "--out", str(out)], capsys)
+    assert code in (0, None)
+    summary = pl.read_csv(out / "summary.csv")
+    assert summary["mean"][0] == pytest.approx(2 / 3)  # every TEST row relevant without threshold
+    tied = "user,item,score\n1,12,1.0\n1,10,1.0\n"
+    code, _ = _evaluate(["--test", files("t.csv", TEST), "--run", files("tied.csv", tied), "--threshold", "3",
+                         "--metrics", "precision", "--k", "1", "--ties", "average", "--out", str(tmp_path / "a")],
+                        capsys)
+    per_unit = pl.read_parquet(tmp_path / "a" / "per_unit.parquet")
+    assert per_unit.filter(pl.col("user") == 1)["value"][0] == pytest.approx(0.5)
+    assert per_unit.filter(pl.col("user") == 3)["value"][0] == 0.0  # no relevant item: precision 0
+
+
+@pytest.mark.parametrize(
+    "run, extra, message",
+    [
+        (RUN, ["--metrics", "ndgc"], "did you mean 'ndcg'"),
+        (RUN, ["--k", "0"], "positive integer"),
+        (RUN, ["--k", "1,x"], "not an integer"),
+        ("user,item\n1,10\n", [], "missing column 'score' or 'rank'"),
+        ("user,score\n1,0.5\n", [], "missing columns \\['item'\\]"),
+        ("user,item,score\n1,10,0.5\n1,10,0.4\n", [], "repeat a \\(user, item\\) pair"),
+        ("user,item,rank\n1,10,1\n1,11,1\n", [], "repeat a \\(user, rank\\) pair"),
+        ("user,item,score\n1,10,nan\n", [], "NaN or infinite"),
+        ("user,item,score\n1,10,inf\n", [], "NaN or infinite"),
+        ("user,item,rank\n1,10,1\n1,11,3\n", [], "not 1..L"),
+        ("user,item,rank\n1,10,2\n", [], "not 1..L"),
+        ("user,item,score\n7,10,0.5\n", [], "share no user"),
+        ("user,item,score\n1,10,high\n", [], "'score' is not numeric"),
+        (RUN, ["--metrics", "novelty"], "needs --train"),
+        (RUN, ["--gain", "linear"], "unknown gain"),
+    ],
+)
+def test_bad_run_inputs(files, tmp_path, capsys, run, extra, message):
+    code, io = _evaluate(["--test", files("t.csv", TEST), "--run", files("r.csv", run),
+                          "--out", str(tmp_path / "o"), *extra], capsys)
+    assert code == 1
+    assert "Traceback" not in io.err
+    assert pytest.importorskip("re").search(message, io.err.replace("\n", "")), io.err
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize(
+    "test, extra, message",
+    [
+        ("user,item,rating\n1,10,good\n", [], "'rating' is not numeric"),
+        ("user,item\n1,10\n", ["--threshold", "3"], "threshold needs ratings"),
+        ("user,item,rating\n1,10,4\n1,10,5\n", [], "repeat a \\(user, item\\) pair"),
+        ("user,item,rating\n1,10,1\n", ["--threshold", "3"], "no relevant row"),
+    ],
+)
+def test_bad_test_inputs(files, tmp_path, capsys, test, extra, message):
+    code, io = _evaluate(["--test", files("t.csv", test), "--run", files("r.csv", RUN),
+                          "--out", str(tmp_path / "o"), *extra], capsys)
+    assert code == 1
+    assert pytest.importorskip("re").search(message, io.err.replace("\n", "")), io.err
+
+
+def test_missing_file(tmp_path, capsys, files):
+    code, io = _evaluate(["--test", str(tmp_path / "none.csv"), "--run", files("r.csv", RUN),
+                          "--out", str(tmp_path / "o")], capsys)
+    assert code == 1 and "does not exist" in io.err
+
+
+def test_parquet_and_string_ids(tmp_path, capsys):
+    pl.DataFrame({"user": ["a", "b"], "item": ["x", "y"]}).write_parquet(tmp_path / "t.parquet")
+    pl.DataFrame({"user": ["a", "b"], "item": ["x", "x"], "score": [1.0, 1.0]}).write_parquet(tmp_path / "r.parquet")
+    code, _ = _evaluate(["--test", str(tmp_path / "t.parquet"), "--run", str(tmp_path / "r.parquet"),
+                         "--metrics", "hit", "--k", "1", "--out", str(tmp_path / "o")], capsys)
+    assert code in (0, None)
+    per_unit = pl.read_parquet(tmp_path / "o" / "per_unit.parquet")
+    assert dict(zip(per_unit["user"], per_unit["value"])) == {"a": 1.0, "b": 0.0}
+
+
+def test_intra_list_diversity_from_a_genres_file(files, tmp_path, capsys):
+    genres = "item,genres\n10,Drama|Comedy\n12,Drama\n14,\n11,Horror\n"
+    code, _ = _evaluate(["--test", files("t.csv", TEST), "--run", files("r.csv", RUN), "--genres",
+                         files("g.csv", genres), "--metrics", "ild", "--k", "2", "--out", str(tmp_path / "o")],
+                        capsys)
+    assert code in (0, None)
+    per_unit = pl.read_parquet(tmp_path / "o" / "per_unit.parquet").sort("user")
+    # user 1 top 2: items 10 {Drama, Comedy} and 12 {Drama}: 1 - 1/2; user 2: 11 and 10: 1
+    assert per_unit["value"].to_list()[:2] == pytest.approx([0.5, 1.0])
