@@ -68,6 +68,8 @@ def rank_within(
     rows of equal time in uniformly random order. ``rng`` supplies the randomness (one draw per row).
     """
     groups = np.ascontiguousarray(groups, dtype=np.int32)
+    if len(groups) and (groups.min() < 0 or groups.max() >= n_groups):  # the kernel trusts them
+        raise ValueError(f"groups must lie in 0..{n_groups - 1}")
     u01 = rng.random(len(groups))
     by_time = times is not None
     time = np.ascontiguousarray(times, dtype=np.int64) if by_time else np.zeros(0, np.int64)
