@@ -27,9 +27,9 @@ DROP_UNKNOWN = (False, True, "users", "items")
 
 
 # -- argument checks ---------------------------------------------------------------------------
-def check_data(data: Interactions, what: str = "data") -> Interactions:
+def check_data(data: Interactions) -> Interactions:
     if not isinstance(data, Interactions):
-        raise ConfigError(f"{what}: expected Interactions, got {type(data).__name__}")
+        raise ConfigError(f"expected Interactions to split, got {type(data).__name__}")
     if len(data) == 0:
         raise DataError(f"{data.source}: no interactions to split")
     return data

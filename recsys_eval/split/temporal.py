@@ -63,8 +63,10 @@ def time_split(
             f"{low} ({_iso(low)}) .. {high} ({_iso(high)}); a split point must leave interactions "
             "on both sides (at least the earliest, at most one second before the latest)"
         )
-    test = (times > point) & opts.eligible[data.users]
-    params = opts.params(at=at if isinstance(at, (int, float, str)) else at.isoformat())
+    test = times > point
+    if opts.min_user_interactions > 1:
+        test &= opts.eligible[data.users]
+    params = opts.params(at=at.isoformat() if isinstance(at, dt.date) else at)
     return build_split(data, test, opts, name="time", splitter="time", params=params,
                        extra={"split_point": point, "split_point_utc": _iso(point)})
 
@@ -110,7 +112,7 @@ def _split_point(at: Any, times: np.ndarray) -> tuple[int, str]:
     if isinstance(at, bool):
         raise ConfigError(f"split point must be a timestamp, a date or a quantile, got {at!r}")
     if isinstance(at, numbers.Integral):
-        return int(at), "timestamp"
+        return int(at), "timestamp"  # numpy integers included
     if isinstance(at, numbers.Real):
         q = check_fraction("split point quantile", at)
         index = max(math.ceil(q * len(times)) - 1, 0)

@@ -121,7 +121,7 @@ def test_other_bad_arguments():
     for seed in (-1, 1.5, "1", None):
         with pytest.raises(ConfigError, match="seed must be a non-negative integer"):
             holdout(DATA, 0.2, seed=seed)
-    with pytest.raises(ConfigError, match="expected Interactions, got DataFrame"):
+    with pytest.raises(ConfigError, match="expected Interactions to split, got DataFrame"):
         holdout(DATA.frame, 0.2, seed=0)
     empty = DATA.with_frame(DATA.frame.head(0))
     with pytest.raises(DataError, match="no interactions to split"):

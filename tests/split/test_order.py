@@ -4,6 +4,7 @@ from collections import Counter
 from itertools import permutations
 
 import numpy as np
+import pytest
 from scipy import stats
 
 from recsys_eval.split.order import random_rank, rank_within
@@ -72,3 +73,23 @@ def test_random_rank_is_a_uniform_permutation():
     assert sorted(rank) == list(range(1000))
     first = Counter(int(np.argmin(random_rank(5, np.random.default_rng(s)))) for s in range(2000))
     assert stats.chisquare([first[i] for i in range(5)]).pvalue > 1e-4
+
+
+@pytest.mark.parametrize("spread", [10_000, 2**61])
+def test_distinct_times_give_the_time_order_on_both_sort_paths(spread):
+    """Keys fit 64 bits for a small time range (one numpy sort) and not for 2**61 seconds (a sort
+    per group); either way distinct times fix the order, equal to a per-group argsort."""
+    rng = np.random.default_rng(4)
+    groups = rng.integers(0, 40, 3000)
+    times = rng.choice(spread, size=3000, replace=False).astype(np.int64) - spread // 2
+    rank = rank_within(groups, 40, np.random.default_rng(0), times)
+    expected = np.empty(3000, np.int64)
+    for g in range(40):
+        idx = np.flatnonzero(groups == g)
+        expected[idx[np.argsort(times[idx])]] = np.arange(len(idx))
+    assert np.array_equal(rank, expected)
+
+
+def test_group_ids_outside_the_range_are_refused():
+    with pytest.raises(ValueError, match="groups must lie in 0..1"):
+        rank_within(np.array([0, 2]), 2, np.random.default_rng(0))

@@ -21,6 +21,8 @@ def test_global_split_at_a_timestamp_has_no_leakage():
     assert split.train.timestamps.max() <= at < split.test.timestamps.min()
     assert len(split.test) == int((data.timestamps > at).sum())
     assert split.info["split_point"] == at
+    again = time_split(data, np.int64(at))
+    assert again.test.frame.equals(split.test.frame) and again.info["params"]["at"] == at
 
 
 def test_quantile_is_the_smallest_time_with_that_share_at_or_before_it():
