@@ -73,3 +73,17 @@ def test_bad_folders_name_the_file_at_fault(tmp_path):
     (tmp_path / "s" / "split.json").write_text("{not json")
     with pytest.raises(DataError, match="split.json: not valid JSON"):
         load_split(tmp_path / "s")
+
+
+@pytest.mark.parametrize("ids", ["int", "str"])
+def test_ids_missing_from_the_maps_are_named(tmp_path, ids):
+    users = [5, 7, 9] if ids == "int" else ["a", "b", "c"]
+    data = Interactions.from_frame(pl.DataFrame({"user": users, "item": users}))
+    save_split(holdout(data, 0.5, seed=0), tmp_path / "s")
+    stranger = 8 if ids == "int" else "zed"
+    side = pl.read_parquet(tmp_path / "s" / "train.parquet").with_columns(
+        pl.lit(stranger, dtype=pl.Int64 if ids == "int" else pl.String).alias("user")
+    )
+    side.write_parquet(tmp_path / "s" / "train.parquet")
+    with pytest.raises(DataError, match=f"train.parquet: user '?{stranger}'? is not in users.parquet"):
+        load_split(tmp_path / "s")
