@@ -251,7 +251,7 @@ def measure(title: str, data: Interactions, repeat: int, seed: int, pandas: bool
             print(f"  {name:<42} {ours_s:10.3f} s {'-':>10} {'-':>12}")
     with tempfile.TemporaryDirectory(prefix="bench-split-") as tmp:
         split = holdout(data, FRACTION, per_user=True, seed=seed)
-        save_s = best(lambda: save_split(split, Path(tmp) / "s", overwrite=True), 1)
+        save_s = best(lambda: save_split(split, Path(tmp) / "s", overwrite=True), repeat)
         load_s = best(lambda: load_split(Path(tmp) / "s"), repeat)
         print(f"  {'save_split (Parquet + JSON)':<42} {save_s:10.3f} s")
         print(f"  {'load_split':<42} {load_s:10.3f} s")
