@@ -1,0 +1,142 @@
+"""Seeded orders within groups: the one kernel behind every splitter.
+
+Every splitter needs, for each row, its rank within its user (or within the whole data): in a
+uniformly random order, or by time with ties among equal times in a uniformly random order. Both
+come from three steps: a stable counting sort of the rows by group; for time orders, a sort by
+time inside each group; then a Fisher-Yates shuffle of every run of rows that cannot be told apart
+(equal time, or the whole group for a random order), driven by uniform draws from a numpy
+``Generator``. Ties are therefore never broken by input order, and the same seed gives the same
+ranks.
+
+The sort by time is one numpy sort of 64-bit keys ``group | time - min time | position in group``
+when the three fit in 64 bits (ML-25M: 18 + 30 + 15 bits); otherwise each group is sorted on its
+own. The rest is O(n) in numba (compiled once, cached on disk).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+
+@numba.njit(cache=True)
+def _group_order(group, n_groups):  # pragma: no cover - compiled
+    """Rows stably sorted by group (counting sort), and each group's slice bounds."""
+    n = group.shape[0]
+    offsets = np.zeros(n_groups + 1, np.int64)
+    for i in range(n):
+        offsets[group[i] + 1] += 1
+    for g in range(n_groups):
+        offsets[g + 1] += offsets[g]
+    fill = offsets[:-1].copy()
+    order = np.empty(n, np.int64)
+    for i in range(n):
+        g = group[i]
+        order[fill[g]] = i
+        fill[g] += 1
+    return order, offsets
+
+
+@numba.njit(cache=True)
+def _packed_keys(group, time, order, offsets, t_min, time_bits, pos_bits):  # pragma: no cover
+    """Per position p of ``order``: group, time offset and position within the group, packed."""
+    keys = np.empty(order.shape[0], np.uint64)
+    for p in range(order.shape[0]):
+        row = order[p]
+        g = group[row]
+        keys[p] = (
+            (np.uint64(g) << np.uint64(time_bits + pos_bits))
+            | (np.uint64(time[row] - t_min) << np.uint64(pos_bits))
+            | np.uint64(p - offsets[g])
+        )
+    return keys
+
+
+@numba.njit(cache=True)
+def _unpack_order(keys, order, offsets, time_bits, pos_bits):  # pragma: no cover - compiled
+    """The rows in the order of the sorted ``keys``."""
+    shift = np.uint64(time_bits + pos_bits)
+    mask = (np.uint64(1) << np.uint64(pos_bits)) - np.uint64(1)
+    out = np.empty(keys.shape[0], np.int64)
+    for p in range(keys.shape[0]):
+        out[p] = order[offsets[np.int64(keys[p] >> shift)] + np.int64(keys[p] & mask)]
+    return out
+
+
+@numba.njit(cache=True)
+def _sort_groups_by_time(order, offsets, time):  # pragma: no cover - compiled
+    """Sort each group's slice of ``order`` by time, in place (when keys do not fit 64 bits)."""
+    for g in range(offsets.shape[0] - 1):
+        start, end = offsets[g], offsets[g + 1]
+        if end - start > 1:
+            seg = order[start:end].copy()
+            order[start:end] = seg[np.argsort(time[seg])]
+
+
+@numba.njit(cache=True)
+def _shuffle_runs_and_rank(order, offsets, time, by_time, u01):  # pragma: no cover - compiled
+    """Fisher-Yates shuffle of every run of equal time (the whole group without time) in
+    ``order``, then the rank of every row within its group."""
+    rank = np.empty(order.shape[0], np.int64)
+    for g in range(offsets.shape[0] - 1):
+        start, end = offsets[g], offsets[g + 1]
+        run = start
+        while run < end:
+            stop = end
+            if by_time:
+                stop = run + 1
+                while stop < end and time[order[stop]] == time[order[run]]:
+                    stop += 1
+            for p in range(stop - 1, run, -1):
+                j = run + int(u01[p] * (p - run + 1))
+                if j > p:
+                    j = p
+                order[p], order[j] = order[j], order[p]
+            run = stop
+        for p in range(start, end):
+            rank[order[p]] = p - start
+    return rank
+
+
+def rank_within(
+    groups: np.ndarray,
+    n_groups: int,
+    rng: np.random.Generator,
+    times: np.ndarray | None = None,
+) -> np.ndarray:
+    """0-based rank of every row within its group (int64).
+
+    ``groups`` holds a group in ``0..n_groups-1`` per row (e.g. the user index). Without ``times``
+    the order within each group is uniformly random; with ``times`` it is by time, earliest first,
+    rows of equal time in uniformly random order. ``rng`` supplies the randomness (one draw per row).
+    """
+    groups = np.ascontiguousarray(groups, dtype=np.int32)
+    if len(groups) and (groups.min() < 0 or groups.max() >= n_groups):  # the kernel trusts them
+        raise ValueError(f"groups must lie in 0..{n_groups - 1}")
+    u01 = rng.random(len(groups))
+    order, offsets = _group_order(groups, int(n_groups))
+    if times is None:
+        return _shuffle_runs_and_rank(order, offsets, np.zeros(0, np.int64), False, u01)
+    time = np.ascontiguousarray(times, dtype=np.int64)
+    if len(time):
+        order = _sorted_by_time(groups, n_groups, time, order, offsets)
+    return _shuffle_runs_and_rank(order, offsets, time, True, u01)
+
+
+def _sorted_by_time(groups, n_groups, time, order, offsets) -> np.ndarray:
+    """``order`` re-sorted by time within each group (ties left in group order)."""
+    t_min = int(time.min())
+    time_bits = (int(time.max()) - t_min).bit_length()
+    pos_bits = int(np.diff(offsets).max()).bit_length()
+    group_bits = max(int(n_groups) - 1, 0).bit_length()
+    if group_bits + time_bits + pos_bits <= 64:
+        keys = _packed_keys(groups, time, order, offsets, np.int64(t_min), time_bits, pos_bits)
+        keys.sort()
+        return _unpack_order(keys, order, offsets, time_bits, pos_bits)
+    _sort_groups_by_time(order, offsets, time)
+    return order
+
+
+def random_rank(n: int, rng: np.random.Generator) -> np.ndarray:
+    """A uniformly random permutation of 0..n-1: the rank of every row in one random order."""
+    return rank_within(np.zeros(n, np.int32), 1, rng)
