@@ -253,7 +253,12 @@ def _sampled_rank_rows(rankings, target: ProtocolTargets, like: pl.DataFrame) ->
     rank = np.zeros(rankings.n_units)
     rank[unit[hit]] = position[hit]
     value = np.divide(1.0, rank, out=np.zeros_like(rank), where=rank > 0)
-    units = like.select("system", "protocol", "fold", "user", "unit").unique("unit", keep="first").sort("unit")
+    units = (
+        like.filter(pl.col("unit").is_not_null())
+        .select("system", "protocol", "fold", "user", "unit")
+        .unique("unit", keep="first")
+        .sort("unit")
+    )
     return units.with_columns(
         pl.lit("rr").alias("metric"),
         pl.lit(None, dtype=pl.Int32).alias("k"),
