@@ -185,8 +185,10 @@ def evaluate_fold(
     split: Split,
     progress: Progress,
     timings: list[dict],
+    exposure: list[pl.DataFrame],
 ) -> pl.DataFrame:
-    """Per-unit results of every recommender under every protocol on one fold."""
+    """Per-unit results of every recommender under every protocol on one fold; the popularity-bin
+    exposure of every full ranking is appended to ``exposure``."""
     from recsys_eval.measure import measure, rating_metrics
 
     with progress.step(f"[{split.name}] targets", total=len(config.protocols)) as advance:
@@ -224,6 +226,8 @@ def evaluate_fold(
                 if _is_sampled_1r(target.targets):
                     frame = pl.concat([frame, _sampled_rank_rows(rankings, target, frame)])
                 frames.append(frame)
+                if target.targets.all_candidates:
+                    exposure.append(_exposure_rows(config, rankings, target, rec.display, split.name))
                 timings.append(_timing(split.name, rec.display, f"measure {target.label}", start))
                 advance()
             if rating_names:
@@ -233,6 +237,30 @@ def evaluate_fold(
 
 def _timing(fold: str, system: str, step: str, start: float) -> dict:
     return {"fold": fold, "system": system, "step": step, "seconds": time.perf_counter() - start}
+
+
+def exposure_bins(config: ExperimentConfig) -> int:
+    """Bins of the exposure analysis: those of the first percentile design, else 5."""
+    return next((p.bins for p in config.protocols if p.design == "percentiles"), 5)
+
+
+def _exposure_rows(config: ExperimentConfig, rankings, target: ProtocolTargets, system: str,
+                   fold: str) -> pl.DataFrame:
+    """Share of a system's top-k recommendations (k = the largest cutoff) in each item-popularity
+    bin, bins by training ratings as in the percentile design."""
+    from recsys_eval.targets import item_popularity_bins
+
+    m = exposure_bins(config)
+    k = max(config.metrics.k)
+    bins = item_popularity_bins(target.train.item_counts(), m)
+    position = np.arange(len(rankings.items)) - np.repeat(rankings.offsets[:-1], rankings.lengths)
+    listed = rankings.items[position < k]
+    counts = np.bincount(bins[listed], minlength=m + 1)[1:]
+    share = counts / max(counts.sum(), 1)
+    return pl.DataFrame({
+        "system": system, "protocol": target.label, "fold": fold,
+        "bin": np.arange(1, m + 1, dtype=np.int32), "share": share,
+    })
 
 
 def _is_sampled_1r(targets: Targets) -> bool:
@@ -352,7 +380,10 @@ def run_experiment(
                 progress.log(f"[{split.name}] done in an earlier attempt: reused")
                 frames.append(work.load_fold(split.name))
                 continue
-            fold_frame = evaluate_fold(config, data, split, progress, timings)
+            fold_exposure: list[pl.DataFrame] = []
+            fold_frame = evaluate_fold(config, data, split, progress, timings, fold_exposure)
+            if fold_exposure:
+                write_parquet_atomic(pl.concat(fold_exposure), work.path / "exposure" / f"{split.name}.parquet")
             work.save_fold(split.name, fold_frame)
             if config.output.save_splits:
                 from recsys_eval.split import save_split
@@ -368,6 +399,10 @@ def run_experiment(
         summary = summarise(config, per_unit)
         timings.append(_timing("", "", "summarise", start))
     write_parquet_atomic(per_unit, work.path / "per_unit.parquet")
+    exposure_files = sorted((work.path / "exposure").glob("*.parquet"))
+    if exposure_files:
+        write_parquet_atomic(pl.concat([pl.read_parquet(f) for f in exposure_files]),
+                             work.path / "exposure_bins.parquet")
     write_parquet_atomic(summary, work.path / "summary.parquet")
     write_csv_atomic(summary, work.path / "summary.csv")
     write_csv_atomic(pl.DataFrame(timings), work.path / "timings.csv")
@@ -477,6 +512,6 @@ def learning_curve_rows(
     )
     for fraction, sub in zip(lc.fractions, subsamples, strict=True):
         named = Split(sub.train, sub.test, name=f"{split.name}@{fraction:g}", info=sub.info)
-        frame = evaluate_fold(sub_config, data, named, progress, timings)
+        frame = evaluate_fold(sub_config, data, named, progress, timings, [])
         frames.append(frame.with_columns(pl.lit(split.name).alias("fold"), pl.lit(fraction).alias("fraction")))
     return pl.concat(frames, how="vertical_relaxed")

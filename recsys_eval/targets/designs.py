@@ -126,6 +126,15 @@ def popularity_bins(
     return out
 
 
+def item_popularity_bins(counts: np.ndarray, m: int) -> np.ndarray:
+    """The popularity bin (1 = least popular) of every item under the percentile design's binning
+    of the training counts ``counts``: m bins of (nearly) equal numbers of training ratings."""
+    order, edges = _equal_rating_bins(counts, m)
+    bins = np.empty(len(counts), dtype=np.int32)
+    bins[order] = np.repeat(np.arange(1, m + 1, dtype=np.int32), np.diff(edges))
+    return bins
+
+
 def _equal_rating_bins(counts: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
     """Items by ascending count, and ``m + 1`` bin edges (positions) over that order."""
     n = len(counts)
