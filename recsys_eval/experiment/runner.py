@@ -19,6 +19,7 @@ import polars as pl
 from rich.console import Console
 
 from recsys_eval.core import Interactions, Split, Targets
+from recsys_eval.core.results import check_per_unit
 from recsys_eval.experiment.config import ExperimentConfig, ProtocolConfig, RecommenderConfig
 from recsys_eval.experiment.folder import (
     WorkFolder,
@@ -210,6 +211,13 @@ def evaluate_fold(
             for key, train in trains.items():
                 start = time.perf_counter()
                 models[key] = make_model(config, rec, data, split.name).fit(train)
+                unknown = getattr(models[key], "unknown", None)
+                if unknown and unknown["rows"]:
+                    progress.log(
+                        f"[yellow]{rec.display}: {unknown['rows']:,} rows of the run name ids the dataset "
+                        f"does not know (users e.g. {unknown['users']}, items e.g. {unknown['items']}); "
+                        "they are left out[/]"
+                    )
                 timings.append(_timing(split.name, rec.display, "fit", start))
                 advance()
             for target in protocol_targets:
@@ -230,9 +238,10 @@ def evaluate_fold(
                     exposure.append(_exposure_rows(config, rankings, target, rec.display, split.name))
                 timings.append(_timing(split.name, rec.display, f"measure {target.label}", start))
                 advance()
-            if rating_names:
-                frames.append(_rating_rows(models[id(split.train)], split, rec.display, rating_names, data))
-    return pl.concat(frames, how="vertical_relaxed")
+            rating = _rating_rows(models[id(split.train)], split, rec.display, rating_names, data)
+            if rating is not None:
+                frames.append(rating)
+    return pl.concat([check_per_unit(f) for f in frames], how="vertical_relaxed")
 
 
 def _timing(fold: str, system: str, step: str, start: float) -> dict:
@@ -294,18 +303,17 @@ def _sampled_rank_rows(rankings, target: ProtocolTargets, like: pl.DataFrame) ->
     )
 
 
-def _rating_rows(model, split: Split, system: str, names: list[str], data: Interactions) -> pl.DataFrame:
+def _rating_rows(model, split: Split, system: str, names: list[str], data: Interactions) -> pl.DataFrame | None:
     """Rating-prediction metrics on the fold's test ratings (rating predictors only for MAE/RMSE;
     rank correlations use any recommender's scores)."""
     from recsys_eval.measure import rating_metrics
 
     test = split.test
-    if not test.has_rating:
-        return pl.DataFrame()
     if not getattr(model, "predicts_ratings", False):
         names = [n for n in names if n not in ("mae", "rmse")]
-        if not names:
-            return pl.DataFrame()
+    if not names or not test.has_rating:
+        return None
+    if not getattr(model, "predicts_ratings", False):
         prediction = model.score(test.users, test.items)
     else:
         prediction = model.predict(test.users, test.items)
@@ -314,8 +322,7 @@ def _rating_rows(model, split: Split, system: str, names: list[str], data: Inter
         "prediction": np.asarray(prediction, dtype=np.float64),
     })
     rows = rating_metrics(frame, metrics=names, system=system, protocol="ratings", fold=split.name)
-    return rows.with_columns(pl.lit(data.user_ids).gather(pl.col("user").cast(pl.Int64)).alias("user")) \
-        if rows.schema["user"].is_integer() else rows
+    return rows.with_columns(data.user_ids.gather(rows.get_column("user")).alias("user"))
 
 
 def summarise(config: ExperimentConfig, per_unit: pl.DataFrame) -> pl.DataFrame:
