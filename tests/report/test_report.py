@@ -1,0 +1,212 @@
+"""Analysis and report of a results folder: tables against scipy, every section present, the page
+self-contained, the LaTeX table against a golden file, and the page opened in headless Chromium."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+
+import polars as pl
+import pytest
+from scipy import stats
+
+from recsys_eval.cli import main
+from recsys_eval.errors import DataError
+from recsys_eval.experiment.analysis import analyse
+from recsys_eval.report.tables import Block, Cell, to_latex
+
+HERE = Path(__file__).parent
+needs_ml100k = pytest.mark.skipif(
+    not (Path(os.environ.get("RECSYS_EVAL_DATA", "")) / "ml-100k" / "u.data").is_file(),
+    reason="ML-100K not in RECSYS_EVAL_DATA",
+)
+
+CONFIG = """
+name = "reported"
+seed = 3
+
+[dataset]
+name = "ml-100k"
+
+[split]
+method = "kfold"
+params = { k = 2, per_user = true }
+
+[[protocols]]
+name = "AI+AR+AN"
+
+[[protocols]]
+name = "AI+1R+AN"
+
+[[protocols]]
+name = "AI+1R+NN50"
+
+[[protocols]]
+name = "AI+AR+AN"
+design = "percentiles"
+bins = 3
+
+[[recommenders]]
+name = "popular"
+
+[[recommenders]]
+name = "random"
+
+[[recommenders]]
+name = "item_knn"
+params = { k = 50 }
+
+[metrics]
+names = ["precision", "recall", "ndcg", "auc"]
+k = [5, 10]
+relevance_threshold = 4
+
+[compare]
+baseline = "popular"
+tests = ["t", "wilcoxon"]
+
+[learning_curve]
+fractions = [0.5, 1.0]
+"""
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("report")
+    config = root / "reported.toml"
+    config.write_text(CONFIG)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", str(config), "--out", str(root / "results"), "--quiet"])
+    assert exit_info.value.code in (0, None)
+    return next(p for p in (root / "results" / "reported").iterdir() if not p.name.startswith("."))
+
+
+@needs_ml100k
+def test_paired_tests_equal_scipy_on_the_same_users(folder):
+    tests = pl.read_parquet(folder / "paired_tests.parquet")
+    row = tests.filter((pl.col("protocol") == "AI+AR+AN") & (pl.col("fold") == "fold1")
+                       & (pl.col("metric") == "ndcg") & (pl.col("k") == 10)
+                       & (pl.col("system") == "item_knn") & (pl.col("test") == "t"))
+    assert row.height == 1 and row["baseline"][0] == "popular"
+    per_unit = pl.read_parquet(folder / "per_unit.parquet").filter(
+        (pl.col("protocol") == "AI+AR+AN") & (pl.col("fold") == "fold1") & (pl.col("metric") == "ndcg")
+        & (pl.col("k") == 10) & pl.col("value").is_not_nan())
+    wide = per_unit.pivot(on="system", index="user", values="value").drop_nulls(["item_knn", "popular"])
+    expected = stats.ttest_rel(wide["item_knn"].to_numpy(), wide["popular"].to_numpy())
+    assert row["p_value"][0] == pytest.approx(expected.pvalue, rel=1e-9)
+    assert row["n"][0] == wide.height
+    # two systems tested against the baseline: Holm multiplies the smaller p by 2
+    family = tests.filter((pl.col("protocol") == "AI+AR+AN") & (pl.col("fold") == "fold1")
+                          & (pl.col("metric") == "ndcg") & (pl.col("k") == 10) & (pl.col("test") == "t"))
+    p = sorted(family["p_value"].to_list())
+    assert sorted(family["p_adjusted"].to_list())[0] == pytest.approx(min(1.0, 2 * p[0]))
+
+
+@needs_ml100k
+def test_analysis_tables(folder):
+    agreement = pl.read_parquet(folder / "agreement.parquet")
+    assert {"protocol_a", "protocol_b", "tau", "swaps"} <= set(agreement.columns)
+    assert agreement["tau"].is_between(-1, 1).all()
+    sampled = pl.read_parquet(folder / "sampled_correction.parquet")
+    assert set(sampled["estimate"].unique()) == {"sampled", "rescale", "bias_variance", "full"}
+    full = sampled.filter((pl.col("estimate") == "full") & (pl.col("metric") == "recall") & (pl.col("k") == 10))
+    summary = pl.read_parquet(folder / "summary.parquet")
+    expected = summary.filter((pl.col("protocol") == "AI+1R+AN") & (pl.col("fold") == "all")
+                              & (pl.col("metric") == "recall") & (pl.col("k") == 10) & (pl.col("system") == "popular"))
+    assert full.filter(pl.col("system") == "popular")["value"][0] == pytest.approx(expected["mean"][0])
+    bins = pl.read_parquet(folder / "popularity_bins.parquet")
+    assert sorted(bins["bin"].unique().to_list()) == [1, 2, 3]
+    exposure = pl.read_parquet(folder / "exposure.parquet")
+    shares = exposure.group_by("system", "protocol").agg(pl.col("share").sum())
+    assert shares["share"].to_list() == pytest.approx([1.0] * shares.height)
+    curve = pl.read_parquet(folder / "learning_curve.parquet")
+    assert sorted(curve["fraction"].unique().to_list()) == [0.5, 1.0]
+
+
+class _Collect(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.ids, self.srcs, self.images = [], [], 0
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if "id" in attrs:
+            self.ids.append(attrs["id"])
+        for key in ("src", "href"):
+            if key in attrs:
+                self.srcs.append(attrs[key])
+        self.images += tag == "img"
+
+
+@needs_ml100k
+def test_report_has_every_section_and_loads_nothing_from_the_network(folder):
+    page = (folder / "report.html").read_text()
+    parser = _Collect()
+    parser.feed(page)
+    for section in ("config", "data", "summary", "figures", "paired_tests", "fold_paired_tests", "agreement"):
+        assert section in parser.ids, section
+    assert parser.images >= 5
+    assert not [s for s in parser.srcs if re.match(r"(?i)(https?:)?//", s)]
+    markdown = (folder / "report.md").read_text()
+    groups, current = [], []
+    for line in markdown.splitlines() + [""]:
+        if line.startswith("|"):
+            current.append(line)
+        elif current:
+            groups.append(current)
+            current = []
+    assert groups
+    for group in groups:  # every Markdown table: a header, a separator, rows of the same width
+        assert re.fullmatch(r"\|(-+:?\|)+", group[1]), group[1]
+        assert len({line.count("|") for line in group}) == 1, group
+    assert (folder / "tables.tex").read_text().startswith("\\begin{table}")
+
+
+def test_latex_table_matches_golden_file():
+    blocks = [
+        Block("AI+AR+AN", ["ndcg@10", "rmse"], {
+            "pop_ular": {"ndcg@10": Cell(0.1, 0.05, 0.15, False, False), "rmse": Cell(1.0, None, None, False, False)},
+            "als": {"ndcg@10": Cell(0.2, 0.1, 0.3, True, True), "rmse": Cell(0.9, None, None, True, False)},
+        }),
+        Block("AI+1R+NN100", ["ndcg@10"], {
+            "pop_ular": {"ndcg@10": Cell(0.5, None, None, True, False)},
+            "als": {"ndcg@10": Cell(0.4, None, None, False, False)},
+        }),
+    ]
+    assert to_latex(blocks, caption="Results & more", label="tab:r") == (HERE / "golden_table.tex").read_text()
+
+
+def test_incomplete_folder_is_a_clear_error(tmp_path):
+    (tmp_path / "manifest.json").write_text('{"format": 1}')
+    with pytest.raises(DataError, match="missing config.toml, per_unit.parquet, summary.parquet"):
+        analyse(tmp_path)
+
+
+@needs_ml100k
+def test_unknown_baseline_is_a_clear_error(folder):
+    from recsys_eval.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="did you mean 'popular'"):
+        analyse(folder, baseline="populr", out=folder.parent / "elsewhere")
+
+
+@needs_ml100k
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="Debian's chromium is not installed")
+def test_report_renders_in_headless_chromium_without_console_errors(folder, tmp_path):
+    result = subprocess.run(
+        ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--no-first-run", "--disable-component-update", "--disable-sync", f"--user-data-dir={tmp_path}",
+         "--enable-logging=stderr", "--v=0", "--dump-dom", (folder / "report.html").as_uri()],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    dom = _Collect()
+    dom.feed(result.stdout)
+    for section in ("config", "summary", "figures", "agreement"):
+        assert section in dom.ids
+    console = [line for line in result.stderr.splitlines() if "CONSOLE" in line and "ERROR" in line.upper()]
+    assert console == []
