@@ -90,8 +90,9 @@ class WorkFolder:
 
     def finish(self, manifest: dict[str, Any]) -> Path:
         """Write the manifest and rename the work folder to its final, timestamped name."""
-        if (self.path / "folds").exists():
-            shutil.rmtree(self.path / "folds")
+        for scratch in ("folds", "exposure"):
+            if (self.path / scratch).exists():
+                shutil.rmtree(self.path / scratch)
         self.write_json(MANIFEST, {"format": FORMAT_VERSION, **manifest})
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
         for attempt in range(1000):

@@ -19,6 +19,7 @@ import polars as pl
 from rich.console import Console
 
 from recsys_eval.core import Interactions, Split, Targets
+from recsys_eval.core.results import check_per_unit
 from recsys_eval.experiment.config import ExperimentConfig, ProtocolConfig, RecommenderConfig
 from recsys_eval.experiment.folder import (
     WorkFolder,
@@ -185,8 +186,10 @@ def evaluate_fold(
     split: Split,
     progress: Progress,
     timings: list[dict],
+    exposure: list[pl.DataFrame],
 ) -> pl.DataFrame:
-    """Per-unit results of every recommender under every protocol on one fold."""
+    """Per-unit results of every recommender under every protocol on one fold; the popularity-bin
+    exposure of every full ranking is appended to ``exposure``."""
     from recsys_eval.measure import measure, rating_metrics
 
     with progress.step(f"[{split.name}] targets", total=len(config.protocols)) as advance:
@@ -208,6 +211,13 @@ def evaluate_fold(
             for key, train in trains.items():
                 start = time.perf_counter()
                 models[key] = make_model(config, rec, data, split.name).fit(train)
+                unknown = getattr(models[key], "unknown", None)
+                if unknown and unknown["rows"]:
+                    progress.log(
+                        f"[yellow]{rec.display}: {unknown['rows']:,} rows of the run name ids the dataset "
+                        f"does not know (users e.g. {unknown['users']}, items e.g. {unknown['items']}); "
+                        "they are left out[/]"
+                    )
                 timings.append(_timing(split.name, rec.display, "fit", start))
                 advance()
             for target in protocol_targets:
@@ -224,15 +234,42 @@ def evaluate_fold(
                 if _is_sampled_1r(target.targets):
                     frame = pl.concat([frame, _sampled_rank_rows(rankings, target, frame)])
                 frames.append(frame)
+                if target.targets.all_candidates:
+                    exposure.append(_exposure_rows(config, rankings, target, rec.display, split.name))
                 timings.append(_timing(split.name, rec.display, f"measure {target.label}", start))
                 advance()
-            if rating_names:
-                frames.append(_rating_rows(models[id(split.train)], split, rec.display, rating_names, data))
-    return pl.concat(frames, how="vertical_relaxed")
+            rating = _rating_rows(models[id(split.train)], split, rec.display, rating_names, data)
+            if rating is not None:
+                frames.append(rating)
+    return pl.concat([check_per_unit(f) for f in frames], how="vertical_relaxed")
 
 
 def _timing(fold: str, system: str, step: str, start: float) -> dict:
     return {"fold": fold, "system": system, "step": step, "seconds": time.perf_counter() - start}
+
+
+def exposure_bins(config: ExperimentConfig) -> int:
+    """Bins of the exposure analysis: those of the first percentile design, else 5."""
+    return next((p.bins for p in config.protocols if p.design == "percentiles"), 5)
+
+
+def _exposure_rows(config: ExperimentConfig, rankings, target: ProtocolTargets, system: str,
+                   fold: str) -> pl.DataFrame:
+    """Share of a system's top-k recommendations (k = the largest cutoff) in each item-popularity
+    bin, bins by training ratings as in the percentile design."""
+    from recsys_eval.targets import item_popularity_bins
+
+    m = exposure_bins(config)
+    k = max(config.metrics.k)
+    bins = item_popularity_bins(target.train.item_counts(), m)
+    position = np.arange(len(rankings.items)) - np.repeat(rankings.offsets[:-1], rankings.lengths)
+    listed = rankings.items[position < k]
+    counts = np.bincount(bins[listed], minlength=m + 1)[1:]
+    share = counts / max(counts.sum(), 1)
+    return pl.DataFrame({
+        "system": system, "protocol": target.label, "fold": fold,
+        "bin": np.arange(1, m + 1, dtype=np.int32), "share": share,
+    })
 
 
 def _is_sampled_1r(targets: Targets) -> bool:
@@ -253,7 +290,12 @@ def _sampled_rank_rows(rankings, target: ProtocolTargets, like: pl.DataFrame) ->
     rank = np.zeros(rankings.n_units)
     rank[unit[hit]] = position[hit]
     value = np.divide(1.0, rank, out=np.zeros_like(rank), where=rank > 0)
-    units = like.select("system", "protocol", "fold", "user", "unit").unique("unit", keep="first").sort("unit")
+    units = (
+        like.filter(pl.col("unit").is_not_null())
+        .select("system", "protocol", "fold", "user", "unit")
+        .unique("unit", keep="first")
+        .sort("unit")
+    )
     return units.with_columns(
         pl.lit("rr").alias("metric"),
         pl.lit(None, dtype=pl.Int32).alias("k"),
@@ -261,18 +303,17 @@ def _sampled_rank_rows(rankings, target: ProtocolTargets, like: pl.DataFrame) ->
     )
 
 
-def _rating_rows(model, split: Split, system: str, names: list[str], data: Interactions) -> pl.DataFrame:
+def _rating_rows(model, split: Split, system: str, names: list[str], data: Interactions) -> pl.DataFrame | None:
     """Rating-prediction metrics on the fold's test ratings (rating predictors only for MAE/RMSE;
     rank correlations use any recommender's scores)."""
     from recsys_eval.measure import rating_metrics
 
     test = split.test
-    if not test.has_rating:
-        return pl.DataFrame()
     if not getattr(model, "predicts_ratings", False):
         names = [n for n in names if n not in ("mae", "rmse")]
-        if not names:
-            return pl.DataFrame()
+    if not names or not test.has_rating:
+        return None
+    if not getattr(model, "predicts_ratings", False):
         prediction = model.score(test.users, test.items)
     else:
         prediction = model.predict(test.users, test.items)
@@ -281,8 +322,7 @@ def _rating_rows(model, split: Split, system: str, names: list[str], data: Inter
         "prediction": np.asarray(prediction, dtype=np.float64),
     })
     rows = rating_metrics(frame, metrics=names, system=system, protocol="ratings", fold=split.name)
-    return rows.with_columns(pl.lit(data.user_ids).gather(pl.col("user").cast(pl.Int64)).alias("user")) \
-        if rows.schema["user"].is_integer() else rows
+    return rows.with_columns(data.user_ids.gather(rows.get_column("user")).alias("user"))
 
 
 def summarise(config: ExperimentConfig, per_unit: pl.DataFrame) -> pl.DataFrame:
@@ -347,7 +387,10 @@ def run_experiment(
                 progress.log(f"[{split.name}] done in an earlier attempt: reused")
                 frames.append(work.load_fold(split.name))
                 continue
-            fold_frame = evaluate_fold(config, data, split, progress, timings)
+            fold_exposure: list[pl.DataFrame] = []
+            fold_frame = evaluate_fold(config, data, split, progress, timings, fold_exposure)
+            if fold_exposure:
+                write_parquet_atomic(pl.concat(fold_exposure), work.path / "exposure" / f"{split.name}.parquet")
             work.save_fold(split.name, fold_frame)
             if config.output.save_splits:
                 from recsys_eval.split import save_split
@@ -363,6 +406,10 @@ def run_experiment(
         summary = summarise(config, per_unit)
         timings.append(_timing("", "", "summarise", start))
     write_parquet_atomic(per_unit, work.path / "per_unit.parquet")
+    exposure_files = sorted((work.path / "exposure").glob("*.parquet"))
+    if exposure_files:
+        write_parquet_atomic(pl.concat([pl.read_parquet(f) for f in exposure_files]),
+                             work.path / "exposure_bins.parquet")
     write_parquet_atomic(summary, work.path / "summary.parquet")
     write_csv_atomic(summary, work.path / "summary.csv")
     write_csv_atomic(pl.DataFrame(timings), work.path / "timings.csv")
@@ -472,6 +519,6 @@ def learning_curve_rows(
     )
     for fraction, sub in zip(lc.fractions, subsamples, strict=True):
         named = Split(sub.train, sub.test, name=f"{split.name}@{fraction:g}", info=sub.info)
-        frame = evaluate_fold(sub_config, data, named, progress, timings)
+        frame = evaluate_fold(sub_config, data, named, progress, timings, [])
         frames.append(frame.with_columns(pl.lit(split.name).alias("fold"), pl.lit(fraction).alias("fraction")))
     return pl.concat(frames, how="vertical_relaxed")

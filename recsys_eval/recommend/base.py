@@ -21,6 +21,7 @@ import numpy as np
 
 from recsys_eval.core import Interactions, Rankings, Targets
 from recsys_eval.errors import ConfigError, DataError
+from recsys_eval.recommend.topk import top_k_rows
 
 
 class Recommender(ABC):
@@ -120,26 +121,23 @@ def recommend_top_k(
     users = np.asarray(users, dtype=np.int32)
     seen = train.csr()
     n_items = train.n_items
-    blocked = None if candidates is None else ~np.asarray(candidates, dtype=bool)
+    blocked = np.zeros(n_items, dtype=np.bool_) if candidates is None else ~np.asarray(candidates, dtype=bool)
     items_out, scores_out, lengths = [], [], np.zeros(len(users), dtype=np.int64)
     for start in range(0, len(users), chunk_size):
         chunk = users[start:start + chunk_size]
-        scores = np.array(model.score_block(chunk), dtype=np.float32, copy=True)
+        scores = np.ascontiguousarray(model.score_block(chunk), dtype=np.float32)
         if scores.shape != (len(chunk), n_items):
             raise DataError(
                 f"{type(model).__name__}.score_block gave shape {scores.shape}, "
                 f"expected ({len(chunk)}, {n_items})"
             )
-        rows = seen[chunk]
-        scores[np.repeat(np.arange(len(chunk)), np.diff(rows.indptr)), rows.indices] = -np.inf
-        if blocked is not None:
-            scores[:, blocked] = -np.inf
         if np.isnan(scores).any():
             raise DataError(f"{type(model).__name__} returned NaN scores")
-        item, score, length = _top_k_block(scores, k)
-        items_out.append(item)
-        scores_out.append(score)
-        lengths[start:start + len(chunk)] = length
+        item, score, count = top_k_rows(scores, chunk, seen.indptr, seen.indices, blocked, k)
+        keep = np.arange(k)[None, :] < count[:, None]
+        items_out.append(item[keep])
+        scores_out.append(score[keep])
+        lengths[start:start + len(chunk)] = count
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     return Rankings(
         users,
@@ -147,26 +145,3 @@ def recommend_top_k(
         np.concatenate(items_out).astype(np.int32) if items_out else np.zeros(0, np.int32),
         np.concatenate(scores_out).astype(np.float32) if scores_out else np.zeros(0, np.float32),
     )
-
-
-def _top_k_block(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Top k finite scores of every row, best first, ties by column index ascending.
-
-    The k-th largest value t of each row is found by partition; every score above t is taken, and
-    scores equal to t fill the remaining places in column order, so ties at the boundary are
-    decided by item index, not by the partition's internals.
-    """
-    n_rows, n_cols = scores.shape
-    k_eff = min(k, n_cols)
-    if k_eff == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.float32), np.zeros(n_rows, np.int64)
-    kth = -np.partition(-scores, k_eff - 1, axis=1)[:, k_eff - 1]
-    above = scores > kth[:, None]
-    tied = scores == kth[:, None]
-    need = k_eff - above.sum(axis=1)
-    take = above | (tied & (np.cumsum(tied, axis=1) <= need[:, None]))
-    take &= np.isfinite(scores)
-    row, col = np.nonzero(take)
-    value = scores[row, col]
-    order = np.lexsort((col, -value.astype(np.float64), row))
-    return col[order], value[order], take.sum(axis=1)

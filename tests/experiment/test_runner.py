@@ -1,0 +1,272 @@
+"""The experiment runner end to end on ML-100K with small settings: results folder, determinism,
+resume after an interruption, bad configs, a user plugin, and external runs."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from recsys_eval.cli import main
+from recsys_eval.data import load_dataset
+from recsys_eval.errors import DataError
+from recsys_eval.experiment import runner
+from recsys_eval.experiment.config import load_config
+from recsys_eval.recommend import Recommender, make_recommender
+
+pytestmark = pytest.mark.skipif(
+    not (Path(os.environ.get("RECSYS_EVAL_DATA", "")) / "ml-100k" / "u.data").is_file(),
+    reason="ML-100K not in RECSYS_EVAL_DATA",
+)
+
+SMALL = """
+name = "small"
+seed = 7
+
+[dataset]
+name = "ml-100k"
+
+[split]
+method = "{method}"
+params = {params}
+
+[[protocols]]
+name = "AI+AR+AN"
+
+[[protocols]]
+name = "AI+1R+NN50"
+
+{recommenders}
+
+[metrics]
+names = ["precision", "recall", "ndcg", "ap", "auc", "catalog_coverage", "rmse"]
+k = [5, 10]
+relevance_threshold = 4
+
+[output]
+report = false
+"""
+RECS = """
+[[recommenders]]
+name = "popular"
+
+[[recommenders]]
+name = "random"
+
+[[recommenders]]
+name = "bias"
+"""
+
+
+def write_config(tmp_path: Path, *, method="holdout", params="{ fraction = 0.2, per_user = true }",
+                 recommenders=RECS, extra="") -> Path:
+    path = tmp_path / "small.toml"
+    path.write_text(SMALL.format(method=method, params=params, recommenders=recommenders) + extra)
+    return path
+
+
+def run(config_path: Path, out: Path, *args: str) -> Path:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", str(config_path), "--out", str(out), "--quiet", *args])
+    assert exit_info.value.code in (0, None)
+    folders = sorted(p for p in (out / "small").iterdir() if not p.name.startswith("."))
+    return folders[-1]
+
+
+def test_end_to_end_results_folder(tmp_path):
+    folder = run(write_config(tmp_path), tmp_path / "results")
+    for name in ("config.toml", "manifest.json", "per_unit.parquet", "summary.parquet", "summary.csv",
+                 "timings.csv", "data_stats.parquet", "exposure_bins.parquet", "log.txt"):
+        assert (folder / name).is_file(), name
+    assert (folder / "splits" / "holdout").is_dir()
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["systems"] == ["popular", "random", "bias"]
+    assert set(manifest["protocols"]) == {"AI+AR+AN", "AI+1R+NN50"}
+    assert manifest["versions"]["polars"] == pl.__version__
+    assert manifest["seed"] == 7 and manifest["seeds"]["split"] > 0
+    per_unit = pl.read_parquet(folder / "per_unit.parquet")
+    assert per_unit.columns == ["system", "protocol", "fold", "user", "unit", "metric", "k", "value"]
+    summary = pl.read_parquet(folder / "summary.parquet")
+    row = summary.filter((pl.col("system") == "popular") & (pl.col("protocol") == "AI+AR+AN")
+                         & (pl.col("metric") == "ndcg") & (pl.col("k") == 10))
+    assert row.height == 1 and 0 < row["mean"][0] < 1 and row["lower"][0] < row["mean"][0] < row["upper"][0]
+    # the summary mean is the mean over users of the per-unit values
+    units = per_unit.filter((pl.col("system") == "popular") & (pl.col("protocol") == "AI+AR+AN")
+                            & (pl.col("metric") == "ndcg") & (pl.col("k") == 10))
+    assert row["mean"][0] == pytest.approx(units["value"].drop_nans().mean())
+    # a random recommender under 1R+NN50 has E[hit@10] = 10/51, so E[recall@10] is that too
+    rand = summary.filter((pl.col("system") == "random") & (pl.col("protocol") == "AI+1R+NN50")
+                          & (pl.col("metric") == "recall") & (pl.col("k") == 10))
+    assert rand["mean"][0] == pytest.approx(10 / 51, abs=0.03)
+    # the sampled rank of every 1R unit is recorded (rr over the whole ranking)
+    ranks = per_unit.filter((pl.col("protocol") == "AI+1R+NN50") & (pl.col("metric") == "rr")
+                            & pl.col("k").is_null())
+    assert ranks.height > 0 and ranks["value"].min() >= 1 / 51
+    # rating prediction only for the rating predictor
+    assert set(per_unit.filter(pl.col("metric") == "rmse")["system"].unique()) == {"bias"}
+    bias_rmse = summary.filter((pl.col("system") == "bias") & (pl.col("metric") == "rmse"))["mean"][0]
+    assert 0.8 < bias_rmse < 1.1
+
+
+def test_same_config_same_per_unit_rows(tmp_path):
+    config = write_config(tmp_path)
+    a = run(config, tmp_path / "a")
+    b = run(config, tmp_path / "b")
+    key = ["system", "protocol", "fold", "user", "unit", "metric", "k"]
+    frame_a = pl.read_parquet(a / "per_unit.parquet").sort(key, nulls_last=True)
+    frame_b = pl.read_parquet(b / "per_unit.parquet").sort(key, nulls_last=True)
+    assert frame_a.equals(frame_b)
+
+
+def test_a_second_run_never_overwrites_the_first(tmp_path):
+    config = write_config(tmp_path)
+    first = run(config, tmp_path / "r")
+    stamp = (first / "per_unit.parquet").stat().st_mtime_ns
+    second = run(config, tmp_path / "r")
+    assert first != second and (first / "per_unit.parquet").stat().st_mtime_ns == stamp
+
+
+def test_interrupted_run_leaves_no_complete_folder_and_resume_reuses_folds(tmp_path, monkeypatch):
+    config_path = write_config(tmp_path, method="kfold", params="{ k = 2, per_user = true }",
+                               recommenders='[[recommenders]]\nname = "popular"\n')
+    out = tmp_path / "results"
+    real = runner.evaluate_fold
+    calls = []
+
+    def dies_on_second_fold(config, data, split, *args):
+        calls.append(split.name)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(config, data, split, *args)
+
+    monkeypatch.setattr(runner, "evaluate_fold", dies_on_second_fold)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", str(config_path), "--out", str(out), "--quiet"])
+    assert exit_info.value.code == 130
+    visible = [p for p in (out / "small").iterdir() if not p.name.startswith(".")]
+    assert visible == []  # nothing that looks complete
+    partial = [p for p in (out / "small").iterdir() if p.name.startswith(".partial-")]
+    assert len(partial) == 1 and not (partial[0] / "manifest.json").exists()
+
+    calls.clear()
+    monkeypatch.setattr(runner, "evaluate_fold", lambda *a: calls.append(a[2].name) or real(*a))
+    folder = run(config_path, out, "--resume")
+    assert len(calls) == 1  # the first fold was reused
+    fresh = run(config_path, tmp_path / "fresh")
+    key = ["system", "protocol", "fold", "user", "unit", "metric", "k"]
+    assert pl.read_parquet(folder / "per_unit.parquet").sort(key, nulls_last=True).equals(
+        pl.read_parquet(fresh / "per_unit.parquet").sort(key, nulls_last=True))
+
+
+@pytest.mark.parametrize("change,message", [
+    (("seed = 7", "sead = 7"), "unknown key 'sead'.*did you mean 'seed'"),
+    (('name = "AI+1R+NN50"', 'name = "AI+1R+NM50"'), "non-relevant|NM50"),
+    (('name = "AI+1R+NN50"', 'name = "AI+1R+NN0"'), "n"),
+    (('"precision"', '"precison"'), "did you mean 'precision'"),
+    (('name = "popular"', 'name = "popularr"'), "did you mean 'popular'"),
+    (('name = "ml-100k"', 'name = "ml-100"'), "unknown dataset"),
+    (("k = [5, 10]", "k = [0, 10]"), "k > 0"),
+    (('method = "holdout"', 'method = "holdot"'), "holdout"),
+    (('name = "popular"', 'name = "no_such_module_abc:Model"'), "cannot import"),
+])
+def test_bad_config_stops_before_any_work(tmp_path, capsys, change, message):
+    path = write_config(tmp_path)
+    path.write_text(path.read_text().replace(*change, 1))
+    out = tmp_path / "results"
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", str(path), "--out", str(out), "--quiet"])
+    assert exit_info.value.code == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    import re
+    assert re.search(message, err.replace("\n", " "), re.S), err
+    assert not out.exists()  # nothing was written
+
+
+def test_unwritable_output_folder_is_a_clear_error(tmp_path, capsys):
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    (locked / "small").write_text("a file where the experiment folder should be")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", str(write_config(tmp_path)), "--out", str(locked), "--quiet"])
+    assert exit_info.value.code == 1
+    assert "cannot create results folder" in capsys.readouterr().err
+
+
+def test_validate_and_init(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["validate", str(write_config(tmp_path))])
+    assert exit_info.value.code in (0, None)
+    assert "valid" in capsys.readouterr().out
+    starter = tmp_path / "starter.toml"
+    with pytest.raises(SystemExit):
+        main(["init", str(starter)])
+    load_config(starter)  # the starter config is itself valid
+    with pytest.raises(SystemExit) as exit_info:
+        main(["init", str(starter)])
+    assert exit_info.value.code == 1  # never overwritten without --force
+
+
+@pytest.mark.parametrize("name", ["quickstart", "ml100k-protocols", "ml1m-protocols"])
+def test_shipped_configs_validate(name):
+    from recsys_eval.experiment.checks import check_names
+
+    check_names(load_config(Path(__file__).parents[2] / "experiments" / f"{name}.toml"))
+
+
+class ReversePopular(Recommender):
+    """A user's plugin: prefers the least popular items."""
+
+    def fit(self, train):
+        self.n_items = train.n_items
+        self.counts = train.item_counts().astype(np.float32)
+        return self
+
+    def score_block(self, users):
+        return np.broadcast_to(-self.counts, (len(users), self.n_items))
+
+
+def test_plugin_recommender_by_import_path(tmp_path):
+    recs = f'[[recommenders]]\nname = "{__name__}:ReversePopular"\nlabel = "reverse"\n'
+    folder = run(write_config(tmp_path, recommenders=recs + RECS), tmp_path / "r")
+    summary = pl.read_parquet(folder / "summary.parquet")
+    ndcg = {r["system"]: r["mean"] for r in summary.filter(
+        (pl.col("protocol") == "AI+AR+AN") & (pl.col("metric") == "ndcg") & (pl.col("k") == 10)).iter_rows(named=True)}
+    assert ndcg["reverse"] < ndcg["popular"]
+
+
+def test_external_run_equals_the_internal_recommender(tmp_path):
+    # The popular recommender fitted on the run's own train side (the same seed gives the same
+    # split): its every score, written as a file of raw ids, evaluated as a run.
+    data = load_dataset("ml-100k")
+    train = runner.make_splits(load_config(write_config(tmp_path)), data)[0].train
+    model = make_recommender("popular", {}).fit(train)
+    users = np.repeat(np.arange(data.n_users), data.n_items)
+    items = np.tile(np.arange(data.n_items), data.n_users)
+    frame = data.to_raw(pl.DataFrame({"user": users, "item": items,
+                                      "score": model.score(users, items)}))
+    path = tmp_path / "popular_run.parquet"
+    frame.write_parquet(path)
+    recs = RECS.split("[[recommenders]]\nname = \"random\"")[0]
+    recs += f'[[recommenders]]\nname = "external"\nlabel = "file"\npath = "{path}"\n'
+    folder = run(write_config(tmp_path, recommenders=recs), tmp_path / "r")
+    per_unit = pl.read_parquet(folder / "per_unit.parquet").filter(pl.col("metric") != "rmse")
+    key = ["protocol", "fold", "user", "unit", "metric", "k"]
+    internal = per_unit.filter(pl.col("system") == "popular").drop("system").sort(key, nulls_last=True)
+    external = per_unit.filter(pl.col("system") == "file").drop("system").sort(key, nulls_last=True)
+    assert internal.height > 0 and internal.equals(external)
+
+
+def test_external_run_with_unknown_ids_is_reported(tmp_path):
+    data = load_dataset("ml-100k")
+    frame = pl.DataFrame({"user": [1, 1, 99999], "item": [1, 424242, 2], "score": [1.0, 2.0, 3.0]})
+    from recsys_eval.recommend import ExternalRun
+
+    run_ = ExternalRun(frame, data, source="run.csv")
+    assert run_.unknown == {"rows": 2, "users": [99999], "items": [424242]}
+    with pytest.raises(DataError, match="no \\(user, item\\)"):
+        ExternalRun(frame.filter(pl.col("user") == 99999), data)
