@@ -115,6 +115,14 @@ def write_parquet_atomic(frame: pl.DataFrame, target: Path) -> None:
     os.replace(tmp, target)
 
 
+def sink_parquet_atomic(frame: pl.LazyFrame, target: Path) -> None:
+    """Stream a lazy frame into a Parquet file through a temporary name."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.tmp")
+    frame.sink_parquet(tmp)
+    os.replace(tmp, target)
+
+
 def write_csv_atomic(frame: pl.DataFrame, target: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp")

@@ -25,6 +25,7 @@ from recsys_eval.experiment.folder import (
     WorkFolder,
     config_hash,
     derive_seed,
+    sink_parquet_atomic,
     write_csv_atomic,
     write_parquet_atomic,
 )
@@ -47,7 +48,6 @@ class ProtocolTargets:
 class RunOutcome:
     folder: Path
     summary: pl.DataFrame
-    per_unit: pl.DataFrame
 
 
 def _versions() -> dict[str, str]:
@@ -325,29 +325,66 @@ def _rating_rows(model, split: Split, system: str, names: list[str], data: Inter
     return rows.with_columns(data.user_ids.gather(rows.get_column("user")).alias("user"))
 
 
-def summarise(config: ExperimentConfig, per_unit: pl.DataFrame) -> pl.DataFrame:
-    """Mean over users with its interval, users counted and left out, and the micro mean, per
-    system x protocol x fold x metric x k; fold ``all`` holds the mean of fold means."""
-    from recsys_eval.compare import confidence_intervals, fold_confidence_intervals, per_user
-    from recsys_eval.measure import summarize
+_KEYS = ["system", "protocol", "fold", "metric", "k"]
 
-    keys = ["system", "protocol", "fold", "metric", "k"]
+
+def summarise_fold(config: ExperimentConfig, per_unit: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame | None]:
+    """One fold's summary: mean over users with its interval, users counted and left out, and the
+    micro mean, per system x protocol x metric x k; and the fold's summed F-measure counts (TP, FP,
+    FN per system x protocol x k) when ``f1`` is measured, for F_tp,fp over all folds."""
+    from recsys_eval.compare import confidence_intervals, per_user
+    from recsys_eval.measure import f_counts, summarize
+
     undefined = config.metrics.undefined
     base = summarize(per_unit, undefined=undefined)
-    user_rows = per_unit.filter(pl.col("user").is_not_null())
-    users = per_user(user_rows, undefined=undefined)
+    users = per_user(per_unit.filter(pl.col("user").is_not_null()), undefined=undefined)
     c = config.compare
-    intervals = confidence_intervals(
+    ci = confidence_intervals(
         users, method=c.interval, n_resamples=c.resamples, seed=derive_seed(config.seed, "intervals")
+    ).select(*_KEYS, "lower", "upper")
+    summary = base.join(ci, on=_KEYS, how="left", nulls_equal=True)
+    sums = None
+    if "f1" in config.metrics.names:
+        sums = f_counts(per_unit).group_by("system", "protocol", "fold", "k").agg(
+            pl.col("tp").sum(), pl.col("fp").sum(), pl.col("fn").sum()
+        )
+    return summary, sums
+
+
+def combine_folds(folds: list[pl.DataFrame], f_sums: list[pl.DataFrame]) -> pl.DataFrame:
+    """The fold summaries and, with two or more folds, the ``all`` rows: the mean of the fold means
+    (F_tp,fp of the counts summed over folds for ``f1``) with the t-interval over fold means."""
+    from recsys_eval.compare import fold_confidence_intervals
+
+    summary = pl.concat(folds, how="vertical_relaxed")
+    if len(folds) < 2:
+        return summary
+    group = ["system", "protocol", "metric", "k"]
+    all_rows = summary.group_by(group, maintain_order=True).agg(
+        pl.col("name").first(), pl.col("mean").mean(), pl.col("micro_mean").mean(),
+        pl.col("users_counted").sum(), pl.col("users_left_out").sum(), pl.col("undefined").first(),
+    ).with_columns(pl.lit("all").alias("fold"))
+    if f_sums:
+        pooled = pl.concat(f_sums).group_by("system", "protocol", "k").agg(
+            pl.col("tp").sum(), pl.col("fp").sum(), pl.col("fn").sum()
+        ).with_columns(
+            (2 * pl.col("tp") / (2 * pl.col("tp") + pl.col("fp") + pl.col("fn"))).fill_nan(0.0).alias("f"),
+            pl.lit("f1").alias("metric"),
+        )
+        all_rows = all_rows.join(pooled.select("system", "protocol", "k", "metric", "f"),
+                                 on=["system", "protocol", "metric", "k"], how="left", nulls_equal=True)
+        all_rows = all_rows.with_columns(
+            pl.coalesce("f", "mean").alias("mean"),
+            pl.when(pl.col("f").is_not_null()).then(None).otherwise(pl.col("micro_mean")).alias("micro_mean"),
+        ).drop("f")
+    # The t-interval over fold means: each fold enters as one value, its mean over users.
+    fold_means = summary.filter(pl.col("users_counted").is_not_null()).select(
+        "system", "protocol", "fold", pl.lit(0, pl.Int64).alias("user"), "metric", "k",
+        pl.col("mean").alias("value"),
     )
-    folds = users.get_column("fold").n_unique()
-    if folds > 1:
-        intervals = pl.concat([intervals, fold_confidence_intervals(users)], how="diagonal_relaxed")
-    ci = intervals.select(*keys, "lower", "upper")
-    return (
-        base.join(ci, on=keys, how="left", nulls_equal=True)
-        .sort(keys, nulls_last=True, maintain_order=True)
-    )
+    ci = fold_confidence_intervals(fold_means).select(*_KEYS, "lower", "upper")
+    all_rows = all_rows.join(ci, on=_KEYS, how="left", nulls_equal=True)
+    return pl.concat([summary, all_rows.select(summary.columns)], how="vertical_relaxed")
 
 
 def run_experiment(
@@ -381,11 +418,14 @@ def run_experiment(
         start = time.perf_counter()
         splits = make_splits(config, data)
         timings.append(_timing("", "", "split", start))
-        frames = []
+        fold_summaries, f_sums = [], []
         for split in splits:
             if work.fold_done(split.name):
                 progress.log(f"[{split.name}] done in an earlier attempt: reused")
-                frames.append(work.load_fold(split.name))
+                fold_frame = work.load_fold(split.name)
+                summary, sums = summarise_fold(config, fold_frame)
+                fold_summaries.append(summary)
+                f_sums += [sums] if sums is not None else []
                 continue
             fold_exposure: list[pl.DataFrame] = []
             fold_frame = evaluate_fold(config, data, split, progress, timings, fold_exposure)
@@ -396,16 +436,20 @@ def run_experiment(
                 from recsys_eval.split import save_split
 
                 save_split(split, work.path / "splits" / split.name)
-            frames.append(fold_frame)
+            start = time.perf_counter()
+            summary, sums = summarise_fold(config, fold_frame)
+            fold_summaries.append(summary)
+            f_sums += [sums] if sums is not None else []
+            timings.append(_timing(split.name, "", "summarise", start))
             log.append(f"fold {split.name}: {fold_frame.height:,} per-unit rows")
-        per_unit = pl.concat(frames, how="vertical_relaxed")
+            del fold_frame
         if config.learning_curve is not None:
             curve = learning_curve_rows(config, data, splits[0], progress, timings)
             write_parquet_atomic(curve, work.path / "per_unit_learning_curve.parquet")
-        start = time.perf_counter()
-        summary = summarise(config, per_unit)
-        timings.append(_timing("", "", "summarise", start))
-    write_parquet_atomic(per_unit, work.path / "per_unit.parquet")
+        summary = combine_folds(fold_summaries, f_sums)
+    # Streamed from the fold files: the whole per-unit table is never held in memory.
+    sink_parquet_atomic(pl.scan_parquet([work.fold_file(s.name) for s in splits]),
+                        work.path / "per_unit.parquet")
     exposure_files = sorted((work.path / "exposure").glob("*.parquet"))
     if exposure_files:
         write_parquet_atomic(pl.concat([pl.read_parquet(f) for f in exposure_files]),
@@ -424,7 +468,7 @@ def run_experiment(
         analyse(work.path)
         write_report(work.path)
     folder = work.finish(manifest)
-    return RunOutcome(folder, summary, per_unit)
+    return RunOutcome(folder, summary)
 
 
 def _manifest(config: ExperimentConfig, cfg_hash: str, data: Interactions, splits: list[Split]) -> dict:

@@ -118,13 +118,13 @@ def build_sections(folder: Path) -> list[Section]:
     summary = _read(folder, "summary.parquet")
     if summary is None:
         return sections
-    paired = _read(folder, "paired_tests.parquet")
-    significance = None
-    if paired is not None and paired.height:
-        first_test = paired.get_column("test")[0]
-        significance = paired.filter(pl.col("test") == first_test)
     folds = summary.get_column("fold").unique(maintain_order=True).to_list()
     fold = "all" if "all" in folds else folds[0]
+    # Significance marks: the paired t over fold means for cross-validated runs, else the first test.
+    paired = _read(folder, "fold_paired_tests.parquet" if fold == "all" else "paired_tests.parquet")
+    significance = None
+    if paired is not None and paired.height:
+        significance = paired.filter(pl.col("test") == paired.get_column("test")[0])
     blocks = summary_blocks(summary, fold=fold, significance=significance, alpha=alpha)
     note = (
         f"Mean over users (fold: {fold}); 95% interval in parentheses; best value per column in bold; "
@@ -154,37 +154,62 @@ def build_sections(folder: Path) -> list[Section]:
     agreement = _read(folder, "agreement.parquet")
     if agreement is not None and agreement.height:
         metric, _, k = main_label.partition("@")
-        part = agreement.filter(pl.col("metric") == metric)
+        part = agreement.filter((pl.col("metric") == metric) & (pl.col("k") == int(k) if k else pl.col("k").is_null()))
         fig = figures.agreement_matrix(part if part.height else agreement, main_label)
         if fig is not None:
             figs.figures.append(("Protocol agreement", figures.to_png_base64(fig)))
+    metric, _, k = main_label.partition("@")
+    at_main = (pl.col("metric") == metric) & (pl.col("k").is_null() if not k else pl.col("k") == int(k))
     sampled = _read(folder, "sampled_correction.parquet")
     if sampled is not None and sampled.height:
-        fig = figures.grouped_bars(sampled, group="system", series="estimate", value="value",
-                                   title="Sampled, corrected and full-ranking values", ylabel=main_label)
-        if fig is not None:
-            figs.figures.append(("Sampled vs corrected vs full ranking", figures.to_png_base64(fig)))
+        part = sampled.filter(at_main)
+        for protocol in part.get_column("protocol").unique(maintain_order=True).to_list():
+            fig = figures.grouped_bars(part.filter(pl.col("protocol") == protocol), group="system",
+                                       series="estimate", value="value",
+                                       title=f"{protocol}: sampled, corrected and full-ranking values",
+                                       ylabel=main_label)
+            if fig is not None:
+                figs.figures.append((f"Sampled vs corrected vs full ranking ({protocol})", figures.to_png_base64(fig)))
     popularity = _read(folder, "popularity_bins.parquet")
     if popularity is not None and popularity.height:
-        fig = figures.grouped_bars(popularity, group="bin", series="system", value="value",
-                                   title="Metric per item-popularity bin", ylabel=main_label)
+        fig = figures.grouped_bars(popularity.filter(at_main), group="bin", series="system", value="value",
+                                   title=f"{main_label} per item-popularity bin (1 = least popular)",
+                                   ylabel=main_label)
         if fig is not None:
             figs.figures.append(("Popularity bins", figures.to_png_base64(fig)))
+    exposure = _read(folder, "exposure.parquet")
+    if exposure is not None and exposure.height:
+        first = exposure.get_column("protocol")[0]
+        fig = figures.grouped_bars(exposure.filter(pl.col("protocol") == first), group="bin", series="system",
+                                   value="share", title=f"Share of top-k recommendations per popularity bin ({first})",
+                                   ylabel="share of recommendations")
+        if fig is not None:
+            figs.figures.append(("Exposure per popularity bin", figures.to_png_base64(fig)))
     curve = _read(folder, "learning_curve.parquet")
     if curve is not None and curve.height:
-        fig = figures.lines(curve, x="fraction", series="system", value="value",
-                            title="Learning curve", xlabel="training fraction", ylabel=main_label)
+        part = curve.filter(at_main)
+        first = part.get_column("protocol")[0] if part.height else None
+        fig = figures.lines(part.filter(pl.col("protocol") == first), x="fraction", series="system",
+                            value="value", title=f"Learning curve ({first})", xlabel="training fraction",
+                            ylabel=main_label) if first else None
         if fig is not None:
             figs.figures.append(("Learning curve", figures.to_png_base64(fig)))
     if figs.figures:
         sections.append(figs)
 
     for name, title in (("paired_tests.parquet", "Significance against the baseline"),
+                        ("fold_paired_tests.parquet", "Paired t over fold means"),
                         ("agreement.parquet", "Protocol agreement"),
-                        ("sampled_correction.parquet", "Sampled-metric correction"),
+                        ("sampled_ordering.parquet", "Sampled-metric correction: orderings"),
                         ("aggregation_audit.parquet", "Aggregation audit")):
         frame = _read(folder, name)
         if frame is not None and frame.height:
+            if name.endswith("paired_tests.parquet"):
+                frame = frame.filter(at_main).select(
+                    "protocol", "fold", "system", "baseline", "test", "mean_diff", "p_value", "p_adjusted",
+                    "cohens_d", "n")
+            elif name == "agreement.parquet":
+                frame = frame.filter(at_main).with_columns(pl.col("swaps").list.join("; "))
             sections.append(Section(name.split(".")[0], title, markdown=_md_table(frame), html=_html_table(frame)))
     return sections
 

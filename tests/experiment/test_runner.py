@@ -270,3 +270,20 @@ def test_external_run_with_unknown_ids_is_reported(tmp_path):
     assert run_.unknown == {"rows": 2, "users": [99999], "items": [424242]}
     with pytest.raises(DataError, match="no \\(user, item\\)"):
         ExternalRun(frame.filter(pl.col("user") == 99999), data)
+
+
+def test_cross_validated_summary_averages_fold_means(tmp_path):
+    from scipy import stats
+
+    config_path = write_config(tmp_path, method="kfold", params="{ k = 3, per_user = true }",
+                               recommenders='[[recommenders]]\nname = "popular"\n')
+    summary = pl.read_parquet(run(config_path, tmp_path / "r") / "summary.parquet")
+    rows = summary.filter((pl.col("protocol") == "AI+AR+AN") & (pl.col("metric") == "ndcg")
+                          & (pl.col("k") == 10))
+    folds = rows.filter(pl.col("fold") != "all")["mean"].to_numpy()
+    assert len(folds) == 3
+    everything = rows.filter(pl.col("fold") == "all")
+    assert everything["mean"][0] == pytest.approx(folds.mean())
+    low, high = stats.t.interval(0.95, 2, loc=folds.mean(), scale=stats.sem(folds))
+    assert (everything["lower"][0], everything["upper"][0]) == pytest.approx((low, high))
+    assert everything["users_counted"][0] == rows.filter(pl.col("fold") != "all")["users_counted"].sum()
