@@ -102,6 +102,8 @@ def make_splits(config: ExperimentConfig, data: Interactions) -> list[Split]:
 
     params = dict(config.split.params)
     params.setdefault("seed", derive_seed(config.seed, "split"))
+    if config.split.method == "official" and config.dataset.data_home:
+        params.setdefault("data_home", config.dataset.data_home)
     made = make_split(data, config.split.method, **params)
     return made if isinstance(made, list) else [made]
 
