@@ -218,7 +218,10 @@ def write_report(folder: str | Path) -> dict[str, Path]:
     """Write ``report.md``, ``report.html`` (self-contained) and ``tables.tex`` into the folder."""
     folder = Path(folder)
     sections = build_sections(folder)
-    title = f"recsys_eval report: {folder.parent.name} / {folder.name}"
+    manifest = json.loads((folder / "manifest.json").read_text()) if (folder / "manifest.json").is_file() else {}
+    title = f"recsys_eval report: {manifest.get('experiment', folder.parent.name)}"
+    if manifest.get("created"):
+        title += f" ({manifest['created'].replace('T', ' ')[:16]} UTC)"
     fig_dir = folder / "figures"
     md = [f"# {title}\n"]
     body = [f"<h1>{html.escape(title)}</h1>", "<nav><ul>"]
