@@ -56,6 +56,19 @@ def per_user_values(folder: Path, folds: list[str], undefined: str) -> pl.DataFr
     return pl.concat(frames)
 
 
+def _comparable_groups(users: pl.DataFrame, baseline: str | None) -> list[pl.DataFrame]:
+    """The per-user values split by the set of systems that have each (protocol, metric, k): e.g.
+    MAE only for rating predictors. Groups without the baseline, or with one system, are left out."""
+    key = ["protocol", "metric", "k"]
+    members = users.group_by(key).agg(pl.col("system").unique().sort().alias("members"))
+    members = members.filter(pl.col("members").list.len() >= 2)
+    if baseline is not None:
+        members = members.filter(pl.col("members").list.contains(baseline))
+    tagged = users.join(members.with_columns(pl.col("members").list.join("\x1f")), on=key,
+                        how="inner", nulls_equal=True)
+    return [part.drop("members") for part in tagged.partition_by("members", maintain_order=True)]
+
+
 def _summary_of_run(summary: pl.DataFrame, folds: list[str]) -> pl.DataFrame:
     """The summary rows that describe the whole run: fold ``all``, or the single fold."""
     return summary.filter(pl.col("fold") == ("all" if len(folds) > 1 else folds[0]))
@@ -208,12 +221,16 @@ def analyse(
     summary = pl.read_parquet(folder / "summary.parquet")
     users = per_user_values(folder, folds, undefined)
     tables: dict[str, pl.DataFrame] = {}
-    if len(systems) >= 2:
-        tables["paired_tests"] = paired_tests(users, **options)
+    paired, fold_paired = [], []
+    for group in _comparable_groups(users, baseline):
+        paired.append(paired_tests(group, **options))
         if len(folds) >= 2:
-            tables["fold_paired_tests"] = fold_paired_tests(
-                users, baseline=baseline, correction=options["correction"], alpha=options["alpha"]
-            )
+            fold_paired.append(fold_paired_tests(
+                group, baseline=baseline, correction=options["correction"], alpha=options["alpha"]))
+    if paired:
+        tables["paired_tests"] = pl.concat(paired)
+    if fold_paired:
+        tables["fold_paired_tests"] = pl.concat(fold_paired)
     tables["agreement"] = agreement_table(summary, folds)
     tables["sampled_correction"] = sampled_table(folder, manifest, summary)
     tables["sampled_ordering"] = sampled_ordering(tables["sampled_correction"])
