@@ -2,7 +2,7 @@
 
 Beside implicit's own batched ``model.recommend(userids, user_items, N=100,
 filter_already_liked_items=True)`` (the peer, run with BLAS at its default threads and limited to
-one, the faster counted), on the MovieLens files at hand (ml-latest-small, ml-100k) and on a seeded
+one, the faster counted; on small inputs each timing is the best of 3), on the MovieLens files at hand (ml-latest-small, ml-100k) and on a seeded
 synthetic ML-25M-size input (162,541 users, 59,047 items, 25M interactions). Prints times, ratios
 and memory: the peak resident memory during each ranking (sampled every 5 ms), the peak of
 tracemalloc's traced allocations (numpy) during it, and the process's peak RSS (getrusage).
@@ -20,7 +20,6 @@ import sys
 import threading
 import time
 import tracemalloc
-from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -92,23 +91,25 @@ def run(name: str, data: Interactions, factors: int, iterations: int, chunk: int
     recommend_top_k(model, data, users[:2], 100)  # numba: load the cached kernel (or compile it)
     print(f"  numba kernel load/compile, apart                    {time.perf_counter() - start:8.2f} s")
 
+    user_items = data.csr()
+    repeats = 3 if data.n_users * data.n_items < 10**8 else 1  # small inputs: the best of 3
+
     ours: dict = {}
-    with measured(ours):
-        rankings = recommend_top_k(model, data, users, 100, chunk_size=chunk)
+    for _ in range(repeats):
+        with measured(result := {}):
+            rankings = recommend_top_k(model, data, users, 100, chunk_size=chunk)
+        ours = min(ours, result, key=lambda r: r.get("seconds", np.inf))
     print(line(f"recsys_eval recommend_top_k (chunk {chunk})", ours))
 
-    user_items = data.csr()
-
-    def peer() -> tuple[np.ndarray, np.ndarray]:
-        return model.model.recommend(users, user_items[users], N=100, filter_already_liked_items=True)
-
-    peers: list[tuple[str, dict, Callable]] = []
+    peers: list[tuple[str, dict, np.ndarray]] = []
     for label, limit in (("BLAS default threads", None), ("BLAS 1 thread", 1)):
-        result: dict = {}
-        with threadpool_limits(limit, "blas"), measured(result):
-            ids, _ = peer()
-        print(line(f"implicit model.recommend ({label})", result))
-        peers.append((label, result, ids))
+        best: dict = {}
+        for _ in range(repeats):
+            with threadpool_limits(limit, "blas"), measured(result := {}):
+                ids, _ = model.model.recommend(users, user_items[users], N=100, filter_already_liked_items=True)
+            best = min(best, result, key=lambda r: r.get("seconds", np.inf))
+        print(line(f"implicit model.recommend ({label})", best))
+        peers.append((label, best, ids))
     label, best, ids = min(peers, key=lambda p: p[1]["seconds"])
     print(f"  ratio implicit ({label}) / recsys_eval: {best['seconds'] / ours['seconds']:.2f}x")
 

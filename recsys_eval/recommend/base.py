@@ -123,9 +123,11 @@ def _checked_scores(model: Recommender, scores: np.ndarray, shape: tuple[int, ..
     scores = np.ascontiguousarray(scores, dtype=np.float32)
     if scores.shape != shape:
         raise DataError(f"{type(model).__name__}.{method} gave shape {scores.shape}, expected {shape}")
-    if np.isnan(scores).any():
-        raise DataError(f"{type(model).__name__}.{method} returned NaN scores")
     return scores
+
+
+def _nan_scores(model: Recommender, method: str) -> DataError:
+    return DataError(f"{type(model).__name__}.{method} returned NaN scores")
 
 
 def _check_chunk(chunk_size: int) -> None:
@@ -154,6 +156,8 @@ def rank_targets(model: Recommender, targets: Targets, *, chunk_size: int = 2048
             model, model.score(pair_user[lo:hi], targets.items[lo:hi]), (hi - lo,), "score"
         )
         start = stop
+    if np.isnan(scores).any():
+        raise _nan_scores(model, "score")
     order = sort_units(offsets, targets.items, scores)
     ranked = scores[order] > -np.inf
     order = order[ranked]
@@ -200,7 +204,9 @@ def recommend_top_k(
     for start in range(0, len(users), chunk_size):
         chunk = users[start:start + chunk_size]
         scores = _checked_scores(model, model.score_block(chunk), (len(chunk), n_items), "score_block")
-        item, score, count = top_k_rows(scores, chunk, seen.indptr, seen.indices, blocked, k)
+        item, score, count, nans = top_k_rows(scores, chunk, seen.indptr, seen.indices, blocked, k)
+        if nans:
+            raise _nan_scores(model, "score_block")
         keep = np.arange(k)[None, :] < count[:, None]
         items_out.append(item[keep])
         scores_out.append(score[keep])

@@ -61,13 +61,14 @@ class FactorModel(Recommender):
             self.model.fit(train.csr(), show_progress=False)
         self.user_factors = np.ascontiguousarray(self.model.user_factors, dtype=np.float32)
         self.item_factors = np.ascontiguousarray(self.model.item_factors, dtype=np.float32)
+        self._item_factors_t = np.ascontiguousarray(self.item_factors.T)  # row-major for the product
         return self
 
     def score(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
         return pair_dots(self.user_factors, self.item_factors, np.asarray(users), np.asarray(items))
 
     def score_block(self, users: np.ndarray) -> np.ndarray:
-        return self.user_factors[np.asarray(users)] @ self.item_factors.T
+        return self.user_factors[np.asarray(users)] @ self._item_factors_t
 
 
 class ItemKNN(SparseRecommender):

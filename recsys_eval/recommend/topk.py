@@ -73,29 +73,36 @@ def top_k_rows(scores, rows, seen_indptr, seen_indices, blocked, k):
     CSR row ``rows[r]`` of ``seen`` (indices sorted) and columns with ``blocked[col]``; -inf
     scores are never taken.
 
-    Returns columns and scores (rows x k, best first) and each row's count (< k when fewer
-    columns are allowed)."""
+    Returns columns and scores (rows x k, best first), each row's count (< k when fewer columns
+    are allowed) and the number of NaN scores met (NaN is never taken)."""
     n_rows, n_cols = scores.shape
     out_i = np.full((n_rows, k), -1, dtype=np.int32)
     out_s = np.full((n_rows, k), -np.inf, dtype=np.float32)
     counts = np.zeros(n_rows, dtype=np.int64)
+    nans = np.zeros(n_rows, dtype=np.int64)
     for r in numba.prange(n_rows):
         heap_s = np.empty(k, dtype=np.float32)
         heap_i = np.empty(k, dtype=np.int32)
         size = 0
-        ptr = seen_indptr[rows[r]]
-        end = seen_indptr[rows[r] + 1]
-        for j in range(n_cols):
-            while ptr < end and seen_indices[ptr] < j:
-                ptr += 1
-            if (ptr < end and seen_indices[ptr] == j) or blocked[j]:
-                continue
-            s = scores[r, j]
-            if s > -np.inf and (size < k or s > heap_s[0]):  # most items lose to the root: no call
-                size = heap_offer(heap_s, heap_i, size, s, j)
+        root = np.float32(-np.inf)  # a score must beat it to enter: -inf until the heap is full, then its worst
+        row = scores[r]
+        start = 0
+        first, last = seen_indptr[rows[r]], seen_indptr[rows[r] + 1]
+        for ptr in range(first, last + 1):  # the runs of columns between the row's seen columns
+            stop = seen_indices[ptr] if ptr < last else n_cols
+            for j in range(start, stop):
+                s = row[j]
+                if not s <= root:  # true for a better score, and for NaN: one compare per cell
+                    if s != s:
+                        nans[r] += 1
+                    elif not blocked[j]:
+                        size = heap_offer(heap_s, heap_i, size, s, j)
+                        if size == k:
+                            root = heap_s[0]
+            start = stop + 1
         counts[r] = size
         heap_drain(heap_s, heap_i, size, out_s[r], out_i[r])
-    return out_i, out_s, counts
+    return out_i, out_s, counts, nans.sum()
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)

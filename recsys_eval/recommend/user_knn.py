@@ -50,7 +50,7 @@ def neighbour_weights(vectors: sp.csr_matrix, users: np.ndarray, k: int) -> sp.c
         sims = similarity_block(vectors, block)
         sims[sims <= 0] = -np.inf  # top_k_rows never takes -inf
         rows = np.arange(len(block), dtype=np.int32)
-        nbr, sim, count = top_k_rows(sims, rows, no_rows, no_rows[:0].astype(np.int32), everyone, k)
+        nbr, sim, count, _ = top_k_rows(sims, rows, no_rows, no_rows[:0].astype(np.int32), everyone, k)
         keep = np.arange(k)[None, :] < count[:, None]
         parts.append(sp.csr_matrix(
             (sim[keep], nbr[keep], np.concatenate([[0], np.cumsum(count)])), shape=(len(block), n_users)
