@@ -17,17 +17,21 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
+from contextlib import nullcontext
 
 import numpy as np
 import scipy.sparse as sp
+from threadpoolctl import threadpool_limits
 
 from recsys_eval.core import Interactions, Rankings, Targets
 from recsys_eval.errors import ConfigError, DataError
-from recsys_eval.recommend.topk import sort_units, top_k_rows
+from recsys_eval.recommend.topk import sort_units, top_k_factors, top_k_rows
 
 # Cells (users x columns) of one dense block computed at once where the caller did not choose a
 # chunk: 8M float32 = 32 MB.
 BLOCK_CELLS = 8_000_000
+# Scores a thread computes at once for a factor model's top-k (8 MB float32: stays in cache).
+TILE_CELLS = 1 << 21
 # Fewest (user, item) pairs rank_targets scores in one call (4 MB of scores).
 MIN_PAIRS = 1 << 20
 # Users per sparse score block when pairs are gathered from sparse blocks.
@@ -73,6 +77,12 @@ class Recommender(ABC):
     def predict(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
         """Predicted ratings of the pairs (rating predictors only)."""
         raise ConfigError(f"{type(self).__name__} does not predict ratings")
+
+    def factors(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """For a model whose score is a dot product: ``(user_factors, item_factors_t)``, float32,
+        row-major, score = user_factors[u] @ item_factors_t[:, i]. Top-k then computes the scores
+        a few rows at a time per thread and scans them while they are in cache. None otherwise."""
+        return None
 
     def _require_override(self, method: str) -> None:
         if not overrides(type(self), method):
@@ -168,6 +178,26 @@ def rank_targets(model: Recommender, targets: Targets, *, chunk_size: int = 2048
     )
 
 
+def _top_k_chunk(
+    model: Recommender,
+    factors: tuple[np.ndarray, np.ndarray] | None,
+    chunk: np.ndarray,
+    seen: sp.csr_matrix,
+    blocked: np.ndarray,
+    k: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Top-k items, scores (chunk x k) and counts of one chunk of users."""
+    if factors is not None:
+        tile = max(1, TILE_CELLS // max(len(blocked), 1))
+        item, score, count, nans = top_k_factors(*factors, chunk, seen.indptr, seen.indices, blocked, k, tile)
+    else:
+        scores = _checked_scores(model, model.score_block(chunk), (len(chunk), len(blocked)), "score_block")
+        item, score, count, nans = top_k_rows(scores, chunk, seen.indptr, seen.indices, blocked, k)
+    if nans:
+        raise _nan_scores(model, "factors" if factors is not None else "score_block")
+    return item, score, count
+
+
 def recommend_top_k(
     model: Recommender,
     train: Interactions,
@@ -181,7 +211,8 @@ def recommend_top_k(
 
     One ranking per entry of ``users`` (repeats allowed), in order; ``candidates`` is a bool mask
     over items (None: every item). Scores are computed ``chunk_size`` users at a time, so memory
-    is bounded by ``chunk_size`` x n_items scores plus the output.
+    is bounded by ``chunk_size`` x n_items scores plus the output (for a model with
+    :meth:`Recommender.factors`, by a few cached tiles per thread).
     """
     if k <= 0:
         raise ConfigError(f"k must be a positive integer, got {k}")
@@ -199,18 +230,18 @@ def recommend_top_k(
                 f"{candidates.dtype} of shape {candidates.shape}"
             )
         blocked = ~candidates
+    factors = model.factors() if callable(getattr(model, "factors", None)) else None
     items_out, scores_out = [], []
     lengths = np.zeros(len(users), dtype=np.int64)
-    for start in range(0, len(users), chunk_size):
-        chunk = users[start:start + chunk_size]
-        scores = _checked_scores(model, model.score_block(chunk), (len(chunk), n_items), "score_block")
-        item, score, count, nans = top_k_rows(scores, chunk, seen.indptr, seen.indices, blocked, k)
-        if nans:
-            raise _nan_scores(model, "score_block")
-        keep = np.arange(k)[None, :] < count[:, None]
-        items_out.append(item[keep])
-        scores_out.append(score[keep])
-        lengths[start:start + len(chunk)] = count
+    # a factor model's tiles are the parallelism: BLAS threads on top would oversubscribe
+    with threadpool_limits(1, "blas") if factors is not None else nullcontext():
+        for start in range(0, len(users), chunk_size):
+            chunk = users[start:start + chunk_size]
+            item, score, count = _top_k_chunk(model, factors, chunk, seen, blocked, k)
+            keep = np.arange(k)[None, :] < count[:, None]
+            items_out.append(item[keep])
+            scores_out.append(score[keep])
+            lengths[start:start + len(chunk)] = count
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     return Rankings(
         users,

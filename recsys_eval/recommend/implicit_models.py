@@ -70,6 +70,9 @@ class FactorModel(Recommender):
     def score_block(self, users: np.ndarray) -> np.ndarray:
         return self.user_factors[np.asarray(users)] @ self._item_factors_t
 
+    def factors(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.user_factors, self._item_factors_t
+
 
 class ItemKNN(SparseRecommender):
     """implicit's item-item kNN: score(u, i) = sum over u's training items j of sim(j, i), where

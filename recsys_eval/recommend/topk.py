@@ -67,6 +67,34 @@ def heap_drain(heap_s, heap_i, size, out_s, out_i):
         _sift_down(heap_s, heap_i, 0, size)
 
 
+@numba.njit(cache=True)
+def _top_k_of_row(row, seen_indices, first, last, blocked, out_s, out_i):
+    """Best len(out_s) columns of ``row`` into ``out_s``/``out_i`` (best first), skipping the
+    columns ``seen_indices[first:last]`` (sorted) and blocked ones; -inf and NaN are never taken.
+    Returns (count, NaNs met)."""
+    k = len(out_s)
+    heap_s = np.empty(k, dtype=np.float32)
+    heap_i = np.empty(k, dtype=np.int32)
+    size = 0
+    nans = 0
+    root = np.float32(-np.inf)  # a score must beat it to enter: -inf until the heap is full, then its worst
+    start = 0
+    for ptr in range(first, last + 1):  # the runs of columns between the seen columns
+        stop = seen_indices[ptr] if ptr < last else len(row)
+        for j in range(start, stop):
+            s = row[j]
+            if not s <= root:  # true for a better score, and for NaN: one compare per cell
+                if s != s:
+                    nans += 1
+                elif not blocked[j]:
+                    size = heap_offer(heap_s, heap_i, size, s, j)
+                    if size == k:
+                        root = heap_s[0]
+        start = stop + 1
+    heap_drain(heap_s, heap_i, size, out_s, out_i)
+    return size, nans
+
+
 @numba.njit(cache=True, parallel=True, nogil=True)
 def top_k_rows(scores, rows, seen_indptr, seen_indices, blocked, k):
     """Best ``k`` columns of every row of ``scores`` (rows x columns), skipping the columns of
@@ -75,33 +103,33 @@ def top_k_rows(scores, rows, seen_indptr, seen_indices, blocked, k):
 
     Returns columns and scores (rows x k, best first), each row's count (< k when fewer columns
     are allowed) and the number of NaN scores met (NaN is never taken)."""
-    n_rows, n_cols = scores.shape
+    n_rows = scores.shape[0]
     out_i = np.full((n_rows, k), -1, dtype=np.int32)
     out_s = np.full((n_rows, k), -np.inf, dtype=np.float32)
     counts = np.zeros(n_rows, dtype=np.int64)
     nans = np.zeros(n_rows, dtype=np.int64)
     for r in numba.prange(n_rows):
-        heap_s = np.empty(k, dtype=np.float32)
-        heap_i = np.empty(k, dtype=np.int32)
-        size = 0
-        root = np.float32(-np.inf)  # a score must beat it to enter: -inf until the heap is full, then its worst
-        row = scores[r]
-        start = 0
         first, last = seen_indptr[rows[r]], seen_indptr[rows[r] + 1]
-        for ptr in range(first, last + 1):  # the runs of columns between the row's seen columns
-            stop = seen_indices[ptr] if ptr < last else n_cols
-            for j in range(start, stop):
-                s = row[j]
-                if not s <= root:  # true for a better score, and for NaN: one compare per cell
-                    if s != s:
-                        nans[r] += 1
-                    elif not blocked[j]:
-                        size = heap_offer(heap_s, heap_i, size, s, j)
-                        if size == k:
-                            root = heap_s[0]
-            start = stop + 1
-        counts[r] = size
-        heap_drain(heap_s, heap_i, size, out_s[r], out_i[r])
+        counts[r], nans[r] = _top_k_of_row(scores[r], seen_indices, first, last, blocked, out_s[r], out_i[r])
+    return out_i, out_s, counts, nans.sum()
+
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def top_k_factors(user_factors, item_factors_t, rows, seen_indptr, seen_indices, blocked, k, tile):
+    """:func:`top_k_rows` of the scores ``user_factors[rows] @ item_factors_t``, computed ``tile``
+    rows at a time by each thread and scanned while they are in cache: no rows x items block.
+    Call with BLAS limited to one thread (the tiles are the parallelism)."""
+    n_rows = len(rows)
+    out_i = np.full((n_rows, k), -1, dtype=np.int32)
+    out_s = np.full((n_rows, k), -np.inf, dtype=np.float32)
+    counts = np.zeros(n_rows, dtype=np.int64)
+    nans = np.zeros(n_rows, dtype=np.int64)
+    for t in numba.prange((n_rows + tile - 1) // tile):
+        lo, hi = t * tile, min((t + 1) * tile, n_rows)
+        scores = np.dot(user_factors[rows[lo:hi]], item_factors_t)
+        for r in range(lo, hi):
+            first, last = seen_indptr[rows[r]], seen_indptr[rows[r] + 1]
+            counts[r], nans[r] = _top_k_of_row(scores[r - lo], seen_indices, first, last, blocked, out_s[r], out_i[r])
     return out_i, out_s, counts, nans.sum()
 
 

@@ -42,15 +42,19 @@ def neighbour_weights(vectors: sp.csr_matrix, users: np.ndarray, k: int) -> sp.c
     users = np.asarray(users, dtype=np.int32)
     n_users = vectors.shape[0]
     k = max(1, min(k, n_users))
-    no_rows = np.zeros(len(users) + 1, dtype=np.int64)  # nothing to skip but the user itself
-    everyone = np.zeros(n_users, dtype=np.bool_)
+    step = _block_users(n_users)
+    # top_k_rows skips the columns of a CSR row and blocked columns: here none (the user itself and
+    # non-positive similarities are -inf, which it never takes)
+    empty_indptr = np.zeros(step + 1, dtype=np.int64)
+    empty_indices = np.zeros(0, dtype=np.int32)
+    none_blocked = np.zeros(n_users, dtype=np.bool_)
     parts = []
-    for start in range(0, len(users), _block_users(n_users)):
-        block = users[start:start + _block_users(n_users)]
+    for start in range(0, len(users), step):
+        block = users[start:start + step]
         sims = similarity_block(vectors, block)
-        sims[sims <= 0] = -np.inf  # top_k_rows never takes -inf
+        sims[sims <= 0] = -np.inf
         rows = np.arange(len(block), dtype=np.int32)
-        nbr, sim, count, _ = top_k_rows(sims, rows, no_rows, no_rows[:0].astype(np.int32), everyone, k)
+        nbr, sim, count, _ = top_k_rows(sims, rows, empty_indptr, empty_indices, none_blocked, k)
         keep = np.arange(k)[None, :] < count[:, None]
         parts.append(sp.csr_matrix(
             (sim[keep], nbr[keep], np.concatenate([[0], np.cumsum(count)])), shape=(len(block), n_users)

@@ -177,3 +177,18 @@ def test_rank_targets_breaks_ties_by_item_index_in_long_units():
     expected = [sorted(targets.items[targets.offsets[i]:targets.offsets[i + 1]].tolist(),
                        key=lambda j: (-counts[j], j)) for i in range(targets.n_units)]
     assert per_unit(rank_targets(model, targets)) == expected
+
+
+def test_a_factor_model_ranks_the_same_through_its_factors_and_its_blocks():
+    data = random_data(7, n_users=50, n_items=60)
+    model = make_recommender("als", {"factors": 5, "iterations": 2}, seed=0, threads=1).fit(data)
+    users = np.arange(data.n_users)
+    fused = recommend_top_k(model, data, users, 9, chunk_size=7)
+    model.factors = lambda: None  # the generic path: score blocks, then scan
+    blocks = recommend_top_k(model, data, users, 9, chunk_size=7)
+    assert per_unit(fused) == per_unit(blocks)
+    np.testing.assert_allclose(fused.scores, blocks.scores, rtol=1e-5)
+    del model.factors
+    model.user_factors[3, 0] = np.nan
+    with pytest.raises(DataError, match="NaN"):
+        recommend_top_k(model, data, users, 9)
