@@ -1,35 +1,51 @@
 """The recommender interface and the two ways a fitted recommender is ranked.
 
-A recommender is fitted on a train Interactions and then scores (user, item) pairs. Two rankings are
-built from scores, both in user chunks so that no users x items matrix exists whole:
+A recommender is fitted on a train Interactions and then scores (user, item) pairs, higher is
+better. Two rankings are built from scores, in chunks so that no users x items matrix exists whole:
 
-- :func:`rank_targets` scores only the listed target items of every unit (sampled protocols cost
-  ``n + 1`` scores per unit, not a full ranking) and sorts each unit by score, best first;
-- :func:`recommend_top_k` scores every item for a chunk of users, removes each user's training
-  items and the items outside the candidate pool, and keeps the top k.
+- :func:`rank_targets` scores only the listed target items of every unit (a sampled protocol costs
+  ``n + 1`` scores per unit, not a full ranking) and sorts each unit's items;
+- :func:`recommend_top_k` scores every item for a chunk of users and keeps the top k of the items
+  that are candidates and not in the user's train row.
 
 Ties are broken by item index ascending, everywhere. A score of ``-inf`` means "not ranked" (e.g.
-an item an external run did not list): such items are left out of rankings, so the metrics treat
-them as tied below the last ranked item.
+an item an external run did not list): such items are left out of rankings, and the metrics count
+items left out of a ranking as tied below its last item.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from contextlib import nullcontext
 
 import numpy as np
+import scipy.sparse as sp
+from threadpoolctl import threadpool_limits
 
 from recsys_eval.core import Interactions, Rankings, Targets
 from recsys_eval.errors import ConfigError, DataError
-from recsys_eval.recommend.topk import top_k_rows
+from recsys_eval.recommend.topk import sort_units, top_k_factors, top_k_rows
+
+# Cells (users x columns) of one dense block computed at once where the caller did not choose a
+# chunk: 8M float32 = 32 MB.
+BLOCK_CELLS = 8_000_000
+# Scores a thread computes at once for a factor model's top-k (8 MB float32: stays in cache).
+TILE_CELLS = 1 << 21
+# Fewest (user, item) pairs rank_targets scores in one call (4 MB of scores).
+MIN_PAIRS = 1 << 20
+# Users per sparse score block when pairs are gathered from sparse blocks.
+SPARSE_BLOCK_USERS = 1024
 
 
 class Recommender(ABC):
     """Fit on a train Interactions, then score (user, item) pairs; higher is better.
 
-    Subclasses implement :meth:`fit` and :meth:`score_block` (scores of every item for a block of
-    users); they may override :meth:`score` when pairs are cheaper to score directly (e.g. factor
-    models). Rating predictors set ``predicts_ratings`` and implement :meth:`predict`.
+    Implement :meth:`fit` and at least one of :meth:`score` (scores of pairs) and
+    :meth:`score_block` (scores of every item for a block of users): each has a default built on
+    the other, so override both where both have a fast form (factor models: a row-wise dot product
+    and one matrix product). ``fit`` sets ``n_items``. Rating predictors set ``predicts_ratings``
+    and implement :meth:`predict`.
     """
 
     predicts_ratings: bool = False
@@ -39,67 +55,147 @@ class Recommender(ABC):
     def fit(self, train: Interactions) -> Recommender:
         """Learn from the training interactions; return self."""
 
-    @abstractmethod
-    def score_block(self, users: np.ndarray) -> np.ndarray:
-        """Scores of every item for each of ``users``: a float32 array (len(users), n_items)."""
-
     def score(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
-        """Scores of the pairs (users[i], items[i]); by default gathered from user blocks."""
-        users = np.asarray(users, dtype=np.int64)
+        """float32 scores of the pairs (users[i], items[i]); by default gathered from score blocks
+        of the distinct users, a bounded number of them at a time."""
+        self._require_override("score_block")
         items = np.asarray(items, dtype=np.int64)
-        unique, inverse = np.unique(users, return_inverse=True)
-        out = np.empty(len(users), dtype=np.float32)
-        block = max(1, _BLOCK_CELLS // max(self.n_items, 1))
-        order = np.argsort(inverse, kind="stable")
-        bounds = np.searchsorted(inverse[order], np.arange(0, len(unique) + block, block))
-        for b in range(len(bounds) - 1):
-            rows = order[bounds[b]:bounds[b + 1]]
-            if len(rows) == 0:
-                continue
-            first = b * block
-            scores = self.score_block(unique[first:first + block])
-            out[rows] = scores[inverse[rows] - first, items[rows]]
+        out = np.empty(len(items), dtype=np.float32)
+        for block, positions, rows in user_blocks(users, max(1, BLOCK_CELLS // max(self.n_items, 1))):
+            out[positions] = self.score_block(block)[rows, items[positions]]
         return out
+
+    def score_block(self, users: np.ndarray) -> np.ndarray:
+        """float32 scores of every item for each of ``users``: shape (len(users), n_items); by
+        default :meth:`score` of every pair."""
+        self._require_override("score")
+        users = np.asarray(users, dtype=np.int32)
+        items = np.arange(self.n_items, dtype=np.int32)
+        pairs = self.score(np.repeat(users, self.n_items), np.tile(items, len(users)))
+        return np.asarray(pairs, dtype=np.float32).reshape(len(users), self.n_items)
 
     def predict(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
         """Predicted ratings of the pairs (rating predictors only)."""
         raise ConfigError(f"{type(self).__name__} does not predict ratings")
 
+    def factors(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """For a model whose score is a dot product: ``(user_factors, item_factors_t)``, float32,
+        row-major, score = user_factors[u] @ item_factors_t[:, i]. Top-k then computes the scores
+        a few rows at a time per thread and scans them while they are in cache. None otherwise."""
+        return None
 
-# Cells of a users x items score block computed at once by the default pair scorer (~64 MB float32).
-_BLOCK_CELLS = 16_000_000
+    def _require_override(self, method: str) -> None:
+        if not overrides(type(self), method):
+            raise NotImplementedError(
+                f"{type(self).__name__} must implement score(users, items) or score_block(users)"
+            )
 
 
-def _unit_of_position(offsets: np.ndarray) -> np.ndarray:
-    return np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
+class SparseRecommender(Recommender):
+    """A recommender whose scores of a block of users come as a sparse matrix (most entries 0, as
+    in neighbourhood models): pairs are gathered from it without making it dense."""
+
+    @abstractmethod
+    def sparse_block(self, users: np.ndarray) -> sp.csr_matrix:
+        """Scores of every item for each of ``users`` as a sparse (len(users), n_items) matrix."""
+
+    def score_block(self, users: np.ndarray) -> np.ndarray:
+        return self.sparse_block(np.asarray(users, dtype=np.int32)).toarray().astype(np.float32, copy=False)
+
+    def score(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
+        items = np.asarray(items, dtype=np.int64)
+        out = np.empty(len(items), dtype=np.float32)
+        for block, positions, rows in user_blocks(users, SPARSE_BLOCK_USERS):
+            out[positions] = np.asarray(self.sparse_block(block)[rows, items[positions]]).ravel()
+        return out
 
 
-def score_targets(model: Recommender, targets: Targets, *, chunk_size: int = 100_000) -> np.ndarray:
-    """Scores of every listed target item (aligned with ``targets.items``), in chunks of pairs."""
-    users = targets.unit_user[_unit_of_position(targets.offsets)]
-    out = np.empty(len(targets.items), dtype=np.float64)
-    step = max(chunk_size, 1) * 64
-    for start in range(0, len(out), step):
-        stop = min(start + step, len(out))
-        out[start:stop] = model.score(users[start:stop], targets.items[start:stop])
-    if np.isnan(out).any():
-        raise DataError(f"{type(model).__name__} returned NaN scores")
-    return out
+def overrides(cls: type, method: str) -> bool:
+    """True when ``cls`` defines ``method`` itself rather than inheriting Recommender's default."""
+    return getattr(cls, method, None) is not getattr(Recommender, method)
+
+
+def user_blocks(users: np.ndarray, block_size: int) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Group (user, item) pairs by user, ``block_size`` distinct users at a time.
+
+    Yields ``(block, positions, rows)``: the block's distinct users (ascending), the positions of
+    the pairs that belong to them, and each such pair's row in the block."""
+    unique, inverse = np.unique(np.asarray(users), return_inverse=True)
+    order = np.argsort(inverse, kind="stable")
+    sorted_rows = inverse[order]
+    for first in range(0, len(unique), block_size):
+        lo, hi = np.searchsorted(sorted_rows, [first, first + block_size])
+        positions = order[lo:hi]
+        yield unique[first:first + block_size].astype(np.int32), positions, inverse[positions] - first
+
+
+def _checked_scores(model: Recommender, scores: np.ndarray, shape: tuple[int, ...], method: str) -> np.ndarray:
+    scores = np.ascontiguousarray(scores, dtype=np.float32)
+    if scores.shape != shape:
+        raise DataError(f"{type(model).__name__}.{method} gave shape {scores.shape}, expected {shape}")
+    return scores
+
+
+def _nan_scores(model: Recommender, method: str) -> DataError:
+    return DataError(f"{type(model).__name__}.{method} returned NaN scores")
+
+
+def _check_chunk(chunk_size: int) -> None:
+    if chunk_size < 1:
+        raise ConfigError(f"chunk_size must be a positive integer, got {chunk_size}")
 
 
 def rank_targets(model: Recommender, targets: Targets, *, chunk_size: int = 2048) -> Rankings:
     """Each unit's listed target items sorted by score (descending, ties by item index); items
-    scored ``-inf`` (not ranked) are left out."""
+    scored ``-inf`` (not ranked) are left out.
+
+    Pairs are scored ``chunk_size`` units at a time, and at least ``MIN_PAIRS`` pairs at a time
+    so that units of a few items do not pay one call each."""
     if targets.all_candidates:
         raise ConfigError("full-ranking targets are ranked with recommend_top_k, not rank_targets")
-    scores = score_targets(model, targets, chunk_size=chunk_size)
-    unit = _unit_of_position(targets.offsets)
-    order = np.lexsort((targets.items, -scores.astype(np.float64), unit))
-    keep = np.isfinite(scores[order])
-    order = order[keep]
-    lengths = np.bincount(unit[order], minlength=targets.n_units)
-    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    return Rankings(targets.unit_user.astype(np.int32), offsets, targets.items[order], scores[order])
+    _check_chunk(chunk_size)
+    offsets = targets.offsets
+    pair_user = np.repeat(targets.unit_user, np.diff(offsets))
+    scores = np.empty(len(targets.items), dtype=np.float32)
+    start = 0
+    while start < targets.n_units:
+        stop = min(start + chunk_size, targets.n_units)
+        stop = max(stop, min(int(np.searchsorted(offsets, offsets[start] + MIN_PAIRS)), targets.n_units))
+        lo, hi = offsets[start], offsets[stop]
+        scores[lo:hi] = _checked_scores(
+            model, model.score(pair_user[lo:hi], targets.items[lo:hi]), (hi - lo,), "score"
+        )
+        start = stop
+    if np.isnan(scores).any():
+        raise _nan_scores(model, "score")
+    order = sort_units(offsets, targets.items, scores)
+    ranked = scores[order] > -np.inf
+    order = order[ranked]
+    kept = np.concatenate([[0], np.cumsum(ranked)])
+    return Rankings(
+        targets.unit_user.astype(np.int32), kept[offsets].astype(np.int64),
+        targets.items[order].astype(np.int32), scores[order],
+    )
+
+
+def _top_k_chunk(
+    model: Recommender,
+    factors: tuple[np.ndarray, np.ndarray] | None,
+    chunk: np.ndarray,
+    seen: sp.csr_matrix,
+    blocked: np.ndarray,
+    k: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Top-k items, scores (chunk x k) and counts of one chunk of users."""
+    if factors is not None:
+        tile = max(1, TILE_CELLS // max(len(blocked), 1))
+        item, score, count, nans = top_k_factors(*factors, chunk, seen.indptr, seen.indices, blocked, k, tile)
+    else:
+        scores = _checked_scores(model, model.score_block(chunk), (len(chunk), len(blocked)), "score_block")
+        item, score, count, nans = top_k_rows(scores, chunk, seen.indptr, seen.indices, blocked, k)
+    if nans:
+        raise _nan_scores(model, "factors" if factors is not None else "score_block")
+    return item, score, count
 
 
 def recommend_top_k(
@@ -111,37 +207,45 @@ def recommend_top_k(
     candidates: np.ndarray | None = None,
     chunk_size: int = 2048,
 ) -> Rankings:
-    """The top ``k`` items of every user among the candidates it has not seen in train.
+    """The top ``k`` items of every user among the candidate items not in its train row.
 
-    ``users`` may repeat (one ranking per entry, in order); ``candidates`` is a bool mask over
-    items (None: all items). Memory is bounded by ``chunk_size`` x n_items scores.
+    One ranking per entry of ``users`` (repeats allowed), in order; ``candidates`` is a bool mask
+    over items (None: every item). Scores are computed ``chunk_size`` users at a time, so memory
+    is bounded by ``chunk_size`` x n_items scores plus the output (for a model with
+    :meth:`Recommender.factors`, by a few cached tiles per thread).
     """
     if k <= 0:
         raise ConfigError(f"k must be a positive integer, got {k}")
+    _check_chunk(chunk_size)
     users = np.asarray(users, dtype=np.int32)
     seen = train.csr()
     n_items = train.n_items
-    blocked = np.zeros(n_items, dtype=np.bool_) if candidates is None else ~np.asarray(candidates, dtype=bool)
-    items_out, scores_out, lengths = [], [], np.zeros(len(users), dtype=np.int64)
-    for start in range(0, len(users), chunk_size):
-        chunk = users[start:start + chunk_size]
-        scores = np.ascontiguousarray(model.score_block(chunk), dtype=np.float32)
-        if scores.shape != (len(chunk), n_items):
+    if candidates is None:
+        blocked = np.zeros(n_items, dtype=np.bool_)
+    else:
+        candidates = np.asarray(candidates)
+        if candidates.dtype != np.bool_ or candidates.shape != (n_items,):
             raise DataError(
-                f"{type(model).__name__}.score_block gave shape {scores.shape}, "
-                f"expected ({len(chunk)}, {n_items})"
+                f"candidates must be a bool mask over the {n_items:,} items, got "
+                f"{candidates.dtype} of shape {candidates.shape}"
             )
-        if np.isnan(scores).any():
-            raise DataError(f"{type(model).__name__} returned NaN scores")
-        item, score, count = top_k_rows(scores, chunk, seen.indptr, seen.indices, blocked, k)
-        keep = np.arange(k)[None, :] < count[:, None]
-        items_out.append(item[keep])
-        scores_out.append(score[keep])
-        lengths[start:start + len(chunk)] = count
+        blocked = ~candidates
+    factors = model.factors() if callable(getattr(model, "factors", None)) else None
+    items_out, scores_out = [], []
+    lengths = np.zeros(len(users), dtype=np.int64)
+    # a factor model's tiles are the parallelism: BLAS threads on top would oversubscribe
+    with threadpool_limits(1, "blas") if factors is not None else nullcontext():
+        for start in range(0, len(users), chunk_size):
+            chunk = users[start:start + chunk_size]
+            item, score, count = _top_k_chunk(model, factors, chunk, seen, blocked, k)
+            keep = np.arange(k)[None, :] < count[:, None]
+            items_out.append(item[keep])
+            scores_out.append(score[keep])
+            lengths[start:start + len(chunk)] = count
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     return Rankings(
         users,
         offsets,
-        np.concatenate(items_out).astype(np.int32) if items_out else np.zeros(0, np.int32),
-        np.concatenate(scores_out).astype(np.float32) if scores_out else np.zeros(0, np.float32),
+        np.concatenate(items_out) if items_out else np.zeros(0, np.int32),
+        np.concatenate(scores_out) if scores_out else np.zeros(0, np.float32),
     )

@@ -2,46 +2,62 @@
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 
 from recsys_eval.core import Interactions
 from recsys_eval.recommend.base import Recommender
 
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+@numba.njit(cache=True, inline="always")
+def _splitmix(x: np.uint64) -> np.uint64:
+    """splitmix64's finaliser (Steele, Lea & Flood 2014): a bijective 64-bit mix."""
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
 
 
-def _mix(x: np.ndarray) -> np.ndarray:
-    """splitmix64 finaliser: a counter-based hash, so a pair's random score never depends on the
-    order or chunking in which pairs are scored."""
-    with np.errstate(over="ignore"):
-        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        return x ^ (x >> np.uint64(31))
+@numba.njit(cache=True, inline="always")
+def _uniform(seed: np.uint64, user: np.uint64, item: np.uint64) -> np.float32:
+    """A uniform number in [0, 1) on a 24-bit grid (exact in float32), a hash of (seed, user, item)."""
+    key = _splitmix(_splitmix(seed * np.uint64(0x9E3779B97F4A7C15) + user) + item)
+    return np.float32(key >> np.uint64(40)) / np.float32(16777216.0)
+
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def _random_pairs(seed, users, items):
+    out = np.empty(len(users), dtype=np.float32)
+    for p in numba.prange(len(users)):
+        out[p] = _uniform(seed, np.uint64(users[p]), np.uint64(items[p]))
+    return out
+
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def _random_block(seed, users, n_items):
+    out = np.empty((len(users), n_items), dtype=np.float32)
+    for r in numba.prange(len(users)):
+        user = np.uint64(users[r])
+        for i in range(n_items):
+            out[r, i] = _uniform(seed, user, np.uint64(i))
+    return out
 
 
 class RandomRecommender(Recommender):
-    """Uniform random scores in [0, 1), a seeded hash of (seed, user, item)."""
+    """Uniform random scores, a counter-based hash of (seed, user, item): a pair's score does not
+    depend on which other pairs are scored with it, or in what chunks."""
 
     def __init__(self, seed: int = 0) -> None:
-        self.seed = int(seed)
+        self.seed = np.uint64(int(seed) % 2**64)
 
     def fit(self, train: Interactions) -> RandomRecommender:
         self.n_items = train.n_items
         return self
 
     def score(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
-        with np.errstate(over="ignore"):
-            key = (np.uint64(self.seed) * _GOLDEN
-                   + np.asarray(users, dtype=np.uint64) * np.uint64(0x100000001B3))
-            key = _mix(_mix(key) + np.asarray(items, dtype=np.uint64))
-        return ((key >> np.uint64(40)).astype(np.float32)) / np.float32(1 << 24)
+        return _random_pairs(self.seed, np.asarray(users, np.int64), np.asarray(items, np.int64))
 
     def score_block(self, users: np.ndarray) -> np.ndarray:
-        users = np.asarray(users)
-        items = np.arange(self.n_items)
-        return self.score(np.repeat(users, self.n_items), np.tile(items, len(users))).reshape(
-            len(users), self.n_items
-        )
+        return _random_block(self.seed, np.asarray(users, np.int64), self.n_items)
 
 
 class PopularRecommender(Recommender):

@@ -3,6 +3,7 @@ internal recommender. Items the run did not list for a user are unranked (score 
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -13,84 +14,168 @@ from recsys_eval.core import Interactions
 from recsys_eval.errors import DataError
 from recsys_eval.recommend.base import Recommender
 
+_READERS = {".csv": ",", ".txt": ",", ".tsv": "\t"}
+
+
+class UnknownIdsWarning(UserWarning):
+    """An external run names users or items that the dataset does not know."""
+
 
 def read_table(path: Path) -> pl.DataFrame:
-    """A CSV or Parquet file as a DataFrame, with a clear error for anything else."""
+    """A CSV (``.csv``, ``.txt``), TSV (``.tsv``) or Parquet (``.parquet``, ``.pq``) file."""
+    suffix = path.suffix.lower()
     if not path.is_file():
         raise DataError(f"{path}: run file not found")
+    if suffix not in _READERS and suffix not in (".parquet", ".pq"):
+        raise DataError(f"{path}: unknown run file type {suffix!r}; expected .csv, .tsv or .parquet")
     try:
-        if path.suffix.lower() == ".parquet":
+        if suffix in (".parquet", ".pq"):
             return pl.read_parquet(path)
-        return pl.read_csv(path, infer_schema_length=10_000)
+        return pl.read_csv(path, separator=_READERS[suffix], infer_schema_length=10_000)
     except (pl.exceptions.PolarsError, OSError) as exc:
-        raise DataError(f"{path}: cannot read as {'Parquet' if path.suffix == '.parquet' else 'CSV'}: {exc}") from None
+        raise DataError(f"{path}: cannot read the run file: {exc}") from None
 
 
 class ExternalRun(Recommender):
-    """Scores from a file with columns ``user``, ``item`` and ``score`` (higher is better) or
-    ``rank`` (1 is best), in the dataset's raw ids.
+    """Scores from a table with columns ``user``, ``item`` and ``score`` (higher is better) or
+    ``rank`` (1 is best) or both (ordered by rank, then score), in the dataset's raw ids.
 
-    Raw ids unknown to the dataset are counted in ``unknown`` (with examples) and left out, never
-    silently: the runner logs them. ``fit`` does nothing: the run was made elsewhere.
+    A unit's ranking is the run's order of that user's listed items (equal scores or ranks tie,
+    broken by item index like every ranking); the items it did not list are unranked. Scores are
+    minus each item's dense rank within its user's list, an exact order key whatever the file's
+    precision. Rows whose user or item the dataset does not know are left out and reported: an
+    :class:`UnknownIdsWarning` and ``unknown`` (row count and examples). ``fit`` does nothing: the
+    run was made elsewhere.
     """
 
     def __init__(self, frame: pl.DataFrame, data: Interactions, source: str = "run") -> None:
-        missing = [c for c in ("user", "item") if c not in frame.columns]
-        value = "score" if "score" in frame.columns else "rank" if "rank" in frame.columns else None
-        if missing or value is None:
-            need = missing + ([] if value else ["score or rank"])
-            raise DataError(f"{source}: missing column(s) {need}; columns are {frame.columns}")
-        values = frame.get_column(value)
-        if not values.dtype.is_numeric():
-            raise DataError(f"{source}: column {value!r} has type {values.dtype}; expected numbers")
-        values = values.cast(pl.Float64)
-        bad = values.is_null() | values.is_nan() | values.is_infinite()
-        if bad.any():
-            row = int(bad.arg_true()[0])
-            raise DataError(f"{source}: {int(bad.sum()):,} NaN, null or infinite {value}s (first at row {row + 1})")
-        dup = frame.select("user", "item").is_duplicated()
-        if dup.any():
-            first = frame.filter(dup).row(0, named=True)
-            raise DataError(
-                f"{source}: {int(dup.sum()):,} rows repeat a (user, item) pair, e.g. user "
-                f"{first['user']!r}, item {first['item']!r}"
-            )
+        self.source = source
+        values = _check_columns(frame, source)
         users = data.user_index(frame.get_column("user"))
         items = data.item_index(frame.get_column("item"))
         known = (users >= 0) & (items >= 0)
         self.unknown = {
             "rows": int((~known).sum()),
-            "users": frame.filter(pl.Series(users < 0)).get_column("user").unique().head(5).to_list(),
-            "items": frame.filter(pl.Series(items < 0)).get_column("item").unique().head(5).to_list(),
+            "users": _examples(frame, users < 0, "user"),
+            "items": _examples(frame, items < 0, "item"),
         }
         if not known.any():
-            raise DataError(f"{source}: no (user, item) of the run is in the dataset's index")
-        scores = values.to_numpy()[known]
-        if value == "rank":
-            scores = -scores
-        # Shift so every listed score is > 0: an explicit zero in the sparse matrix would read as
-        # "not listed".
-        shifted = scores - scores.min() + 1.0
-        self.offset = float(scores.min()) - 1.0
-        self.matrix = sp.csr_matrix(
-            (shifted, (users[known], items[known])), shape=(data.n_users, data.n_items)
-        )
-        self.matrix.sort_indices()
+            raise DataError(
+                f"{source}: none of the run's {frame.height:,} (user, item) rows is in the dataset "
+                f"{data.source!r} (e.g. user {frame[0, 'user']!r}, item {frame[0, 'item']!r}); "
+                "are the ids raw dataset ids?"
+            )
+        if self.unknown["rows"]:
+            warnings.warn(self.unknown_message(), UnknownIdsWarning, stacklevel=2)
+        users, items = users[known], items[known]
+        zeros = np.zeros(frame.height)
+        ranks = _dense_ranks(users, values.get("rank", zeros)[known], values.get("score", zeros)[known])
+        # stored: the dense rank (>= 1), so that an absent entry (0) reads as "not listed"
+        self.ranks = sp.csr_matrix((ranks, (users, items)), shape=(data.n_users, data.n_items))
+        self.ranks.sort_indices()
         self.n_items = data.n_items
-        self.source = source
 
     @classmethod
     def from_file(cls, path: str | Path, data: Interactions) -> ExternalRun:
+        """Read a run file; raw ids are mapped through ``data``'s index."""
         path = Path(path)
         return cls(read_table(path), data, source=str(path))
+
+    def unknown_message(self) -> str:
+        """What was left out for unknown ids, for logs."""
+        u = self.unknown
+        return (
+            f"{self.source}: {u['rows']:,} rows name a user or item the dataset does not know and "
+            f"are left out (unknown users e.g. {u['users']}, unknown items e.g. {u['items']})"
+        )
+
+    def listed_users(self) -> np.ndarray:
+        """Bool mask over user indices: users with at least one listed item."""
+        return np.diff(self.ranks.indptr) > 0
+
+    def check_overlap(self, users: np.ndarray, what: str = "test users") -> None:
+        """Raise a DataError when none of ``users`` has a listed item."""
+        users = np.asarray(users)
+        if len(users) and not self.listed_users()[users].any():
+            raise DataError(f"{self.source}: the run ranks items for none of the {len(np.unique(users)):,} {what}")
 
     def fit(self, train: Interactions) -> ExternalRun:
         return self
 
     def score(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
-        listed = np.asarray(self.matrix[np.asarray(users), np.asarray(items)]).ravel()
-        return np.where(listed > 0, listed + self.offset, -np.inf).astype(np.float32)
+        if len(users) == 0:
+            return np.zeros(0, dtype=np.float32)
+        rank = np.asarray(self.ranks[np.asarray(users), np.asarray(items)], dtype=np.float32).ravel()
+        return np.where(rank > 0, -rank, -np.inf).astype(np.float32)
 
     def score_block(self, users: np.ndarray) -> np.ndarray:
-        block = self.matrix[np.asarray(users)].toarray()
-        return np.where(block > 0, block + self.offset, -np.inf).astype(np.float32)
+        rank = self.ranks[np.asarray(users)].toarray()
+        return np.where(rank > 0, -rank, -np.inf).astype(np.float32)
+
+
+def _check_columns(frame: pl.DataFrame, source: str) -> dict[str, np.ndarray]:
+    """Validate the run table; return its value columns (``rank``, ``score`` or both) as float64."""
+    values = [c for c in ("rank", "score") if c in frame.columns]
+    missing = [c for c in ("user", "item") if c not in frame.columns] + ([] if values else ["score or rank"])
+    if missing:
+        raise DataError(f"{source}: missing column(s) {', '.join(missing)}; columns are {frame.columns}")
+    if frame.height == 0:
+        raise DataError(f"{source}: the run has no rows")
+    for column in ("user", "item"):
+        nulls = frame.get_column(column).null_count()
+        if nulls:
+            row = int(frame.get_column(column).is_null().arg_true()[0])
+            raise DataError(f"{source}: column {column!r} has {nulls:,} empty ids (first at row {row + 1})")
+    numbers = {column: _numbers(frame, column, source) for column in values}
+    dup = frame.select("user", "item").is_duplicated()
+    if dup.any():
+        first = frame.filter(dup).row(0, named=True)
+        raise DataError(
+            f"{source}: {int(dup.sum()):,} rows repeat a (user, item) pair, e.g. user "
+            f"{first['user']!r}, item {first['item']!r}; a run lists each item at most once per user"
+        )
+    return numbers
+
+
+def _numbers(frame: pl.DataFrame, column: str, source: str) -> np.ndarray:
+    """A value column as float64; text (a CSV column holding 'nan') is parsed; NaN, empty or
+    infinite values are errors."""
+    values = frame.get_column(column)
+    if values.dtype == pl.String:
+        parsed = values.str.strip_chars().cast(pl.Float64, strict=False)
+        unparsed = parsed.is_null() & values.is_not_null()
+        if unparsed.any():
+            raise DataError(f"{source}: column {column!r} is not numeric (e.g. {values.filter(unparsed)[0]!r})")
+        values = parsed
+    elif not values.dtype.is_numeric():
+        raise DataError(f"{source}: column {column!r} has type {values.dtype}; expected numbers")
+    values = values.cast(pl.Float64)
+    bad = values.is_null() | values.is_nan() | values.is_infinite()
+    if bad.any():
+        row = int(bad.arg_true()[0])
+        raise DataError(
+            f"{source}: column {column!r} has {int(bad.sum()):,} NaN, empty or infinite values "
+            f"(first at row {row + 1})"
+        )
+    return values.to_numpy()
+
+
+def _dense_ranks(users: np.ndarray, rank: np.ndarray, score: np.ndarray) -> np.ndarray:
+    """Each row's dense rank within its user, 1 = best, as float32: by ``rank`` ascending, then
+    ``score`` descending (the order of ``recsys-eval evaluate`` for a run with both); rows equal
+    on both share a rank."""
+    order = np.lexsort((-score, rank, users))
+    u, r, s = users[order], rank[order], score[order]
+    new_key = np.ones(len(order), dtype=bool)
+    new_key[1:] = (u[1:] != u[:-1]) | (r[1:] != r[:-1]) | (s[1:] != s[:-1])
+    new_user = np.ones(len(order), dtype=bool)
+    new_user[1:] = u[1:] != u[:-1]
+    key = np.cumsum(new_key)
+    first_key_of_user = np.maximum.accumulate(np.where(new_user, key, 0))
+    dense = np.empty(len(order), dtype=np.float32)
+    dense[order] = key - first_key_of_user + 1
+    return dense
+
+
+def _examples(frame: pl.DataFrame, mask: np.ndarray, column: str, n: int = 5) -> list:
+    return frame.filter(pl.Series(mask)).get_column(column).unique(maintain_order=True).head(n).to_list()

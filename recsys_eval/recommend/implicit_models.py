@@ -1,8 +1,12 @@
 """Baselines from the ``implicit`` library: ALS, BPR, logistic MF and item kNN.
 
-Models are fitted on the binary train matrix (every interaction counts as a positive, whatever its
-rating). Scoring reads the learnt factors or similarity directly, so that a block of users is one
-matrix product instead of one library call per user.
+Models are fitted on the binary train matrix (every interaction counts as one positive, whatever
+its rating). Scoring reads the learnt factors or similarity matrix directly, so that a block of
+users is one matrix product instead of one library call per user.
+
+Threads: implicit parallelises fitting over its own threads; OpenBLAS threads on top of them only
+oversubscribe the cores (implicit warns about it), so fitting runs with BLAS limited to one thread.
+Scoring is a plain BLAS product and keeps BLAS's threads.
 """
 
 from __future__ import annotations
@@ -10,52 +14,73 @@ from __future__ import annotations
 import os
 import warnings
 
+import numba
 import numpy as np
 import scipy.sparse as sp
 from implicit.utils import ParameterWarning
 from threadpoolctl import threadpool_limits
 
 from recsys_eval.core import Interactions
-from recsys_eval.recommend.base import Recommender
+from recsys_eval.recommend.base import Recommender, SparseRecommender
 
 
-def _threads(threads: int | None) -> int:
+@numba.njit(cache=True, parallel=True, nogil=True)
+def pair_dots(left, right, rows, cols):
+    """left[rows[p]] . right[cols[p]] for every p, without gathering the factor rows."""
+    out = np.empty(len(rows), dtype=np.float32)
+    for p in numba.prange(len(rows)):
+        a = left[rows[p]]
+        b = right[cols[p]]
+        total = np.float32(0.0)
+        for f in range(len(a)):
+            total += a[f] * b[f]
+        out[p] = total
+    return out
+
+
+def default_threads(threads: int | None) -> int:
+    """The threads to use: the given number, else every core of the machine."""
     return threads or os.cpu_count() or 1
 
 
 class FactorModel(Recommender):
-    """A matrix-factorisation model of implicit: score(u, i) = user_factors[u] . item_factors[i]."""
+    """A matrix-factorisation model of implicit: score(u, i) = user_factors[u] . item_factors[i].
 
-    def __init__(self, model_class: type, params: dict, *, seed: int, threads: int | None) -> None:
-        # implicit checks the BLAS thread count when a model is made; fit runs with BLAS limited to
-        # one thread (implicit's own threads do the work), so the check is satisfied here too.
-        with threadpool_limits(1, "blas"):
-            self.model = model_class(**params, num_threads=_threads(threads), random_state=seed)
+    For BPR and logistic MF, implicit stores the item biases as an extra factor column matched by
+    a column of ones on the user side, so the dot product is the model's full score.
+    """
+
+    def __init__(self, model_class: type, params: dict, *, seed: int, threads: int) -> None:
+        self.params = dict(params)
+        with threadpool_limits(1, "blas"):  # implicit checks the BLAS threads when a model is made
+            self.model = model_class(**params, num_threads=threads, random_state=seed)
 
     def fit(self, train: Interactions) -> FactorModel:
         self.n_items = train.n_items
-        # implicit's own threads do the work; BLAS threads on top of them only oversubscribe.
         with threadpool_limits(1, "blas"):
             self.model.fit(train.csr(), show_progress=False)
-        self.user_factors = np.asarray(self.model.user_factors, dtype=np.float32)
-        self.item_factors = np.asarray(self.model.item_factors, dtype=np.float32)
+        self.user_factors = np.ascontiguousarray(self.model.user_factors, dtype=np.float32)
+        self.item_factors = np.ascontiguousarray(self.model.item_factors, dtype=np.float32)
+        self._item_factors_t = np.ascontiguousarray(self.item_factors.T)  # row-major for the product
         return self
 
     def score(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
-        return np.einsum(
-            "ij,ij->i", self.user_factors[np.asarray(users)], self.item_factors[np.asarray(items)]
-        )
+        return pair_dots(self.user_factors, self.item_factors, np.asarray(users), np.asarray(items))
 
     def score_block(self, users: np.ndarray) -> np.ndarray:
-        return self.user_factors[np.asarray(users)] @ self.item_factors.T
+        return self.user_factors[np.asarray(users)] @ self._item_factors_t
+
+    def factors(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.user_factors, self._item_factors_t
 
 
-class ItemKNN(Recommender):
-    """implicit's item-item kNN: score(u, i) = sum over u's training items j of sim(j, i), with the
-    K most similar items kept per item (cosine, BM25 or TF-IDF weighting)."""
+class ItemKNN(SparseRecommender):
+    """implicit's item-item kNN: score(u, i) = sum over u's training items j of sim(j, i), where
+    sim keeps the K most similar items of every item (cosine, BM25 or TF-IDF weighting)."""
 
-    def __init__(self, model_class: type, params: dict, *, threads: int | None) -> None:
-        self.model = model_class(**params, num_threads=_threads(threads))
+    def __init__(self, model_class: type, params: dict, *, threads: int) -> None:
+        self.params = dict(params)
+        self.model = model_class(**params, num_threads=threads)
 
     def fit(self, train: Interactions) -> ItemKNN:
         self.n_items = train.n_items
@@ -66,5 +91,5 @@ class ItemKNN(Recommender):
         self.similarity = sp.csr_matrix(self.model.similarity, dtype=np.float32)
         return self
 
-    def score_block(self, users: np.ndarray) -> np.ndarray:
-        return (self.user_items[np.asarray(users)] @ self.similarity).toarray()
+    def sparse_block(self, users: np.ndarray) -> sp.csr_matrix:
+        return self.user_items[users] @ self.similarity

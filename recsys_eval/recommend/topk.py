@@ -1,10 +1,9 @@
-"""Top-k selection over a block of scores in one pass per row (numba, parallel over rows).
+"""Top-k selection kernels (numba): a bounded min-heap per row, and a per-unit sort.
 
-Each row keeps a min-heap of its best k (score, item) pairs. Items are scanned in index order and
-must beat the heap's worst strictly, so among equal scores the smaller item index wins: the same
-ranking as sorting by (score desc, item asc). The user's training items (a sorted CSR row) and
-blocked items are skipped during the scan, so they never need to be written into the block; they
-are looked up (binary search in the sorted train row) only for items good enough to enter the heap.
+Order everywhere is (score descending, index ascending). The heap keeps the best k (score, index)
+pairs seen so far; its root is the worst of them. Candidates are offered in index order and must
+beat the root strictly, so among equal scores the smaller index stays: the same result as a full
+sort by (score desc, index asc), without sorting.
 """
 
 from __future__ import annotations
@@ -18,87 +17,134 @@ def _worse(s_a: float, i_a: int, s_b: float, i_b: int) -> bool:
     return s_a < s_b or (s_a == s_b and i_a > i_b)
 
 
-@numba.njit(cache=True, inline="always")
-def _contains(sorted_values, lo, hi, value) -> bool:
-    """Binary search of ``value`` in ``sorted_values[lo:hi]``."""
-    end = hi
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if sorted_values[mid] < value:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo < end and sorted_values[lo] == value
+@numba.njit(cache=True)
+def _sift_down(heap_s, heap_i, pos, size):
+    while True:
+        child = 2 * pos + 1
+        if child >= size:
+            return
+        if child + 1 < size and _worse(heap_s[child + 1], heap_i[child + 1], heap_s[child], heap_i[child]):
+            child += 1
+        if not _worse(heap_s[child], heap_i[child], heap_s[pos], heap_i[pos]):
+            return
+        heap_s[pos], heap_s[child] = heap_s[child], heap_s[pos]
+        heap_i[pos], heap_i[child] = heap_i[child], heap_i[pos]
+        pos = child
 
 
 @numba.njit(cache=True)
-def _sift_down(heap_s, heap_i, start, size):
-    pos = start
-    while True:
-        left = 2 * pos + 1
-        if left >= size:
-            return
-        child = left
-        right = left + 1
-        if right < size and _worse(heap_s[right], heap_i[right], heap_s[left], heap_i[left]):
-            child = right
-        if _worse(heap_s[child], heap_i[child], heap_s[pos], heap_i[pos]):
-            heap_s[pos], heap_s[child] = heap_s[child], heap_s[pos]
-            heap_i[pos], heap_i[child] = heap_i[child], heap_i[pos]
-            pos = child
-        else:
-            return
+def heap_offer(heap_s, heap_i, size, s, j):
+    """Offer (s, j) to a heap of capacity len(heap_s) holding ``size`` pairs; return the new size.
+    Offers must come in ascending j for ties to keep the smaller index."""
+    if size < len(heap_s):
+        pos = size
+        heap_s[pos] = s
+        heap_i[pos] = j
+        while pos > 0:
+            parent = (pos - 1) // 2
+            if not _worse(heap_s[pos], heap_i[pos], heap_s[parent], heap_i[parent]):
+                break
+            heap_s[pos], heap_s[parent] = heap_s[parent], heap_s[pos]
+            heap_i[pos], heap_i[parent] = heap_i[parent], heap_i[pos]
+            pos = parent
+        return size + 1
+    if s > heap_s[0]:
+        heap_s[0] = s
+        heap_i[0] = j
+        _sift_down(heap_s, heap_i, 0, size)
+    return size
 
 
-@numba.njit(cache=True, parallel=True)
+@numba.njit(cache=True)
+def heap_drain(heap_s, heap_i, size, out_s, out_i):
+    """Empty the heap into ``out_s``/``out_i`` best first (their first ``size`` entries)."""
+    for pos in range(size - 1, -1, -1):
+        out_s[pos] = heap_s[0]
+        out_i[pos] = heap_i[0]
+        size -= 1
+        heap_s[0] = heap_s[size]
+        heap_i[0] = heap_i[size]
+        _sift_down(heap_s, heap_i, 0, size)
+
+
+@numba.njit(cache=True)
+def _top_k_of_row(row, seen_indices, first, last, blocked, out_s, out_i):
+    """Best len(out_s) columns of ``row`` into ``out_s``/``out_i`` (best first), skipping the
+    columns ``seen_indices[first:last]`` (sorted) and blocked ones; -inf and NaN are never taken.
+    Returns (count, NaNs met)."""
+    k = len(out_s)
+    heap_s = np.empty(k, dtype=np.float32)
+    heap_i = np.empty(k, dtype=np.int32)
+    size = 0
+    nans = 0
+    root = np.float32(-np.inf)  # a score must beat it to enter: -inf until the heap is full, then its worst
+    start = 0
+    for ptr in range(first, last + 1):  # the runs of columns between the seen columns
+        stop = seen_indices[ptr] if ptr < last else len(row)
+        for j in range(start, stop):
+            s = row[j]
+            if not s <= root:  # true for a better score, and for NaN: one compare per cell
+                if s != s:
+                    nans += 1
+                elif not blocked[j]:
+                    size = heap_offer(heap_s, heap_i, size, s, j)
+                    if size == k:
+                        root = heap_s[0]
+        start = stop + 1
+    heap_drain(heap_s, heap_i, size, out_s, out_i)
+    return size, nans
+
+
+@numba.njit(cache=True, parallel=True, nogil=True)
 def top_k_rows(scores, rows, seen_indptr, seen_indices, blocked, k):
-    """Best ``k`` items of every row of ``scores`` (rows x items), skipping the items of
-    ``seen`` row ``rows[r]`` and items with ``blocked[item]``; -inf scores are never taken.
+    """Best ``k`` columns of every row of ``scores`` (rows x columns), skipping the columns of
+    CSR row ``rows[r]`` of ``seen`` (indices sorted) and columns with ``blocked[col]``; -inf
+    scores are never taken.
 
-    Returns items and scores (rows x k, best first) and each row's count (< k when fewer items
-    are allowed)."""
-    n_rows, n_items = scores.shape
+    Returns columns and scores (rows x k, best first), each row's count (< k when fewer columns
+    are allowed) and the number of NaN scores met (NaN is never taken)."""
+    n_rows = scores.shape[0]
     out_i = np.full((n_rows, k), -1, dtype=np.int32)
     out_s = np.full((n_rows, k), -np.inf, dtype=np.float32)
     counts = np.zeros(n_rows, dtype=np.int64)
+    nans = np.zeros(n_rows, dtype=np.int64)
     for r in numba.prange(n_rows):
-        heap_s = np.empty(k, dtype=np.float32)
-        heap_i = np.empty(k, dtype=np.int32)
-        size = 0
-        lo = seen_indptr[rows[r]]
-        hi = seen_indptr[rows[r] + 1]
-        for j in range(n_items):
-            s = scores[r, j]
-            # The common case first: an item that cannot enter the full heap costs one compare.
-            if size == k and not s > heap_s[0]:
-                continue
-            if not s > -np.inf or blocked[j] or _contains(seen_indices, lo, hi, j):
-                continue
-            if size < k:
-                # sift up
-                pos = size
-                heap_s[pos] = s
-                heap_i[pos] = j
-                size += 1
-                while pos > 0:
-                    parent = (pos - 1) // 2
-                    if _worse(heap_s[pos], heap_i[pos], heap_s[parent], heap_i[parent]):
-                        heap_s[pos], heap_s[parent] = heap_s[parent], heap_s[pos]
-                        heap_i[pos], heap_i[parent] = heap_i[parent], heap_i[pos]
-                        pos = parent
-                    else:
-                        break
-            elif s > heap_s[0]:
-                heap_s[0] = s
-                heap_i[0] = j
-                _sift_down(heap_s, heap_i, 0, size)
-        # pop the heap worst-first into the output, filling it from the back
-        counts[r] = size
-        for pos in range(size - 1, -1, -1):
-            out_s[r, pos] = heap_s[0]
-            out_i[r, pos] = heap_i[0]
-            size -= 1
-            heap_s[0] = heap_s[size]
-            heap_i[0] = heap_i[size]
-            _sift_down(heap_s, heap_i, 0, size)
-    return out_i, out_s, counts
+        first, last = seen_indptr[rows[r]], seen_indptr[rows[r] + 1]
+        counts[r], nans[r] = _top_k_of_row(scores[r], seen_indices, first, last, blocked, out_s[r], out_i[r])
+    return out_i, out_s, counts, nans.sum()
+
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def top_k_factors(user_factors, item_factors_t, rows, seen_indptr, seen_indices, blocked, k, tile):
+    """:func:`top_k_rows` of the scores ``user_factors[rows] @ item_factors_t``, computed ``tile``
+    rows at a time by each thread and scanned while they are in cache: no rows x items block.
+    Call with BLAS limited to one thread (the tiles are the parallelism)."""
+    n_rows = len(rows)
+    out_i = np.full((n_rows, k), -1, dtype=np.int32)
+    out_s = np.full((n_rows, k), -np.inf, dtype=np.float32)
+    counts = np.zeros(n_rows, dtype=np.int64)
+    nans = np.zeros(n_rows, dtype=np.int64)
+    for t in numba.prange((n_rows + tile - 1) // tile):
+        lo, hi = t * tile, min((t + 1) * tile, n_rows)
+        scores = np.dot(user_factors[rows[lo:hi]], item_factors_t)
+        for r in range(lo, hi):
+            first, last = seen_indptr[rows[r]], seen_indptr[rows[r] + 1]
+            counts[r], nans[r] = _top_k_of_row(scores[r - lo], seen_indices, first, last, blocked, out_s[r], out_i[r])
+    return out_i, out_s, counts, nans.sum()
+
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def sort_units(offsets, items, scores):
+    """Positions of every unit's slice ordered by (score desc, item asc): a permutation of
+    ``0..len(items)-1`` that keeps each unit's positions inside its slice."""
+    order = np.empty(len(items), dtype=np.int64)
+    for u in numba.prange(len(offsets) - 1):
+        lo, hi = offsets[u], offsets[u + 1]
+        unit_items = items[lo:hi]
+        if np.all(unit_items[1:] > unit_items[:-1]):  # the usual case: listed in item order
+            by_item = np.arange(hi - lo)
+        else:
+            by_item = np.argsort(unit_items, kind="mergesort")
+        by_score = np.argsort(-scores[lo:hi][by_item], kind="mergesort")  # stable: ties keep item order
+        order[lo:hi] = lo + by_item[by_score]
+    return order

@@ -1,46 +1,70 @@
-"""User-based nearest neighbours, for ranking (binary cosine) and for rating prediction
-(mean-centred ratings), with scipy sparse products over blocks of users."""
+"""User-based nearest neighbours, for ranking (binary cosine, one neighbourhood per user) and for
+rating prediction (mean-centred ratings, one neighbourhood per user and item).
+
+Similarities of a block of users to every user are one sparse product; the block is sized so that
+it holds at most ``BLOCK_CELLS`` similarities. Neighbours are users of positive similarity only,
+never the user itself, and ties go to the smaller user index.
+"""
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 import scipy.sparse as sp
 
 from recsys_eval.core import Interactions
-from recsys_eval.recommend.base import Recommender
+from recsys_eval.errors import DataError
+from recsys_eval.recommend.base import BLOCK_CELLS, Recommender, SparseRecommender, user_blocks
+from recsys_eval.recommend.topk import heap_offer, top_k_rows
 
 
-def _row_normalise(matrix: sp.csr_matrix) -> sp.csr_matrix:
+def row_normalised(matrix: sp.csr_matrix) -> sp.csr_matrix:
+    """Rows scaled to unit length (all-zero rows stay zero), so that products are cosines."""
     norms = np.sqrt(np.asarray(matrix.multiply(matrix).sum(axis=1)).ravel())
     scale = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
-    return sp.diags(scale.astype(np.float32)) @ matrix
+    return sp.csr_matrix(sp.diags(scale.astype(np.float32)) @ matrix, dtype=np.float32)
+
+
+def similarity_block(vectors: sp.csr_matrix, users: np.ndarray) -> np.ndarray:
+    """Dense cosines (len(users), n_users) of ``users`` to every user; -inf for a user itself."""
+    sims = (vectors[users] @ vectors.T).toarray().astype(np.float32, copy=False)
+    sims[np.arange(len(users)), users] = -np.inf
+    return sims
+
+
+def _block_users(n_users: int) -> int:
+    return max(1, BLOCK_CELLS // max(n_users, 1))
 
 
 def neighbour_weights(vectors: sp.csr_matrix, users: np.ndarray, k: int) -> sp.csr_matrix:
-    """For each of ``users``, its k most similar other users (cosine of the row vectors) as a
-    sparse (len(users), n_users) matrix of similarities; ties by user index. Users with zero or
-    negative similarity are never neighbours (as in LensKit's default minimum similarity)."""
-    sims = (vectors[users] @ vectors.T).toarray()
-    sims[np.arange(len(users)), users] = -np.inf  # never one's own neighbour
-    n_users = sims.shape[1]
-    k = min(k, n_users - 1)
-    if k <= 0:
-        return sp.csr_matrix((len(users), n_users), dtype=np.float32)
-    # Partition for the k-th value, then pick by (similarity desc, index asc) among those above it.
-    top = np.argpartition(-sims, k - 1, axis=1)[:, :k]
-    kth = sims[np.arange(len(users))[:, None], top].min(axis=1)
-    candidates = sims >= kth[:, None]
-    row, col = np.nonzero(candidates)
-    order = np.lexsort((col, -sims[row, col], row))
-    row, col = row[order], col[order]
-    rank = np.arange(len(row)) - np.searchsorted(row, row)
-    keep = (rank < k) & (sims[row, col] > 0)
-    return sp.csr_matrix((sims[row[keep], col[keep]].astype(np.float32), (row[keep], col[keep])),
-                         shape=(len(users), n_users))
+    """For each of ``users``, its ``k`` most similar users of positive cosine, as a sparse
+    (len(users), n_users) matrix of their similarities."""
+    users = np.asarray(users, dtype=np.int32)
+    n_users = vectors.shape[0]
+    k = max(1, min(k, n_users))
+    step = _block_users(n_users)
+    # top_k_rows skips the columns of a CSR row and blocked columns: here none (the user itself and
+    # non-positive similarities are -inf, which it never takes)
+    empty_indptr = np.zeros(step + 1, dtype=np.int64)
+    empty_indices = np.zeros(0, dtype=np.int32)
+    none_blocked = np.zeros(n_users, dtype=np.bool_)
+    parts = []
+    for start in range(0, len(users), step):
+        block = users[start:start + step]
+        sims = similarity_block(vectors, block)
+        sims[sims <= 0] = -np.inf
+        rows = np.arange(len(block), dtype=np.int32)
+        nbr, sim, count, _ = top_k_rows(sims, rows, empty_indptr, empty_indices, none_blocked, k)
+        keep = np.arange(k)[None, :] < count[:, None]
+        parts.append(sp.csr_matrix(
+            (sim[keep], nbr[keep], np.concatenate([[0], np.cumsum(count)])), shape=(len(block), n_users)
+        ))
+    return sp.vstack(parts, format="csr") if parts else sp.csr_matrix((0, n_users), dtype=np.float32)
 
 
-class UserKNN(Recommender):
-    """score(u, i) = sum of cosine(u, v) over u's k nearest users v who interacted with i."""
+class UserKNN(SparseRecommender):
+    """score(u, i) = sum of cosine(u, v) over u's ``k`` nearest users v that interacted with i
+    (binary interaction vectors)."""
 
     def __init__(self, k: int = 50) -> None:
         self.k = int(k)
@@ -48,19 +72,61 @@ class UserKNN(Recommender):
     def fit(self, train: Interactions) -> UserKNN:
         self.n_items = train.n_items
         self.user_items = train.csr()
-        self.vectors = _row_normalise(self.user_items)
+        self.vectors = row_normalised(self.user_items)
         return self
 
-    def score_block(self, users: np.ndarray) -> np.ndarray:
-        weights = neighbour_weights(self.vectors, np.asarray(users), self.k)
-        return (weights @ self.user_items).toarray()
+    def sparse_block(self, users: np.ndarray) -> sp.csr_matrix:
+        return neighbour_weights(self.vectors, users, self.k) @ self.user_items
+
+
+@numba.njit(cache=True)
+def _resnick_offset(sims_row, item, indptr, raters, centred, heap_s, heap_i):
+    """sum_v w(u, v) c_vi / sum_v w(u, v) over the len(heap_s) raters v of ``item`` most similar
+    to u (positive similarity only); 0 when there is none. c_vi: v's mean-centred rating."""
+    size = 0
+    for ptr in range(indptr[item], indptr[item + 1]):  # raters in ascending user index
+        s = sims_row[raters[ptr]]
+        if s > 0 and (size < len(heap_s) or s > heap_s[0]):
+            size = heap_offer(heap_s, heap_i, size, s, ptr)
+    numerator = 0.0
+    denominator = 0.0
+    for h in range(size):
+        numerator += heap_s[h] * centred[heap_i[h]]
+        denominator += heap_s[h]
+    return numerator / denominator if denominator > 0 else 0.0
+
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def _resnick_pairs(sims, rows, items, indptr, raters, centred, k):
+    out = np.empty(len(rows), dtype=np.float32)
+    for p in numba.prange(len(rows)):
+        heap_s = np.empty(k, dtype=np.float32)
+        heap_i = np.empty(k, dtype=np.int64)
+        out[p] = _resnick_offset(sims[rows[p]], items[p], indptr, raters, centred, heap_s, heap_i)
+    return out
+
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def _resnick_block(sims, indptr, raters, centred, k):
+    n_items = len(indptr) - 1
+    out = np.empty((sims.shape[0], n_items), dtype=np.float32)
+    for r in numba.prange(sims.shape[0]):
+        heap_s = np.empty(k, dtype=np.float32)
+        heap_i = np.empty(k, dtype=np.int64)
+        for i in range(n_items):
+            out[r, i] = _resnick_offset(sims[r], i, indptr, raters, centred, heap_s, heap_i)
+    return out
 
 
 class UserKNNRating(Recommender):
-    """Mean-centred user kNN rating prediction (Resnick):
-    r(u, i) = mean_u + sum_v w(u, v) (r_vi - mean_v) / sum_v |w(u, v)| over u's k nearest users
-    (cosine of mean-centred rating vectors, positive similarities only) that rated i; mean_u
-    where none did."""
+    """Mean-centred user kNN rating prediction (Resnick et al. 1994, as LensKit's UserUser):
+
+    r(u, i) = mean_u + sum_v w(u, v) (r_vi - mean_v) / sum_v w(u, v)
+
+    over the ``k`` users v most similar to u among those who rated i, w the cosine of mean-centred
+    rating vectors, positive similarities only; mean_u when no such user exists (the overall mean
+    for a user without training ratings).
+    """
 
     predicts_ratings = True
 
@@ -68,27 +134,50 @@ class UserKNNRating(Recommender):
         self.k = int(k)
 
     def fit(self, train: Interactions) -> UserKNNRating:
+        if not train.has_rating:
+            raise DataError(f"{train.source}: the user kNN rating predictor needs ratings")
         self.n_items = train.n_items
-        ratings = train.csr("rating").astype(np.float32)
+        ratings = train.csr("rating").astype(np.float64)
         counts = np.diff(ratings.indptr)
         sums = np.asarray(ratings.sum(axis=1)).ravel()
         overall = float(sums.sum() / max(counts.sum(), 1))
         self.means = np.where(counts > 0, sums / np.maximum(counts, 1), overall).astype(np.float32)
         centred = ratings.copy()
-        centred.data -= np.repeat(self.means, counts)
-        self.centred = centred
-        self.rated = ratings.copy()
-        self.rated.data[:] = 1.0
-        self.vectors = _row_normalise(centred)
+        centred.data -= np.repeat(self.means.astype(np.float64), counts)
+        self.vectors = row_normalised(centred)
+        by_item = centred.tocsc()  # keeps centred ratings of exactly 0: the rater still counts
+        by_item.sort_indices()
+        self.item_indptr = by_item.indptr.astype(np.int64)
+        self.item_raters = by_item.indices.astype(np.int32)
+        self.item_centred = by_item.data.astype(np.float32)
         return self
 
+    def score(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
+        items = np.asarray(items, dtype=np.int64)
+        out = np.empty(len(items), dtype=np.float32)
+        for block, positions, rows in user_blocks(users, _block_users(len(self.means))):
+            sims = similarity_block(self.vectors, block)
+            out[positions] = self.means[block[rows]] + _resnick_pairs(
+                sims, rows, items[positions], self.item_indptr, self.item_raters, self.item_centred,
+                self._heap_size(),
+            )
+        return out
+
     def score_block(self, users: np.ndarray) -> np.ndarray:
-        users = np.asarray(users)
-        weights = neighbour_weights(self.vectors, users, self.k)
-        numerator = (weights @ self.centred).toarray()
-        denominator = (abs(weights) @ self.rated).toarray()
-        offset = np.divide(numerator, denominator, out=np.zeros_like(numerator), where=denominator > 0)
-        return self.means[users][:, None] + offset
+        users = np.asarray(users, dtype=np.int32)
+        out = np.empty((len(users), self.n_items), dtype=np.float32)
+        step = _block_users(len(self.means))
+        for start in range(0, len(users), step):
+            block = users[start:start + step]
+            offset = _resnick_block(
+                similarity_block(self.vectors, block),
+                self.item_indptr, self.item_raters, self.item_centred, self._heap_size(),
+            )
+            out[start:start + len(block)] = self.means[block][:, None] + offset
+        return out
 
     def predict(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
         return self.score(users, items)
+
+    def _heap_size(self) -> int:
+        return max(1, min(self.k, len(self.means)))

@@ -1,0 +1,169 @@
+"""Each recommender's scores against an independent computation: implicit's own recommend, slow
+loops, closed forms and hand-worked cases; determinism under a seed."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+from recommend_data import ALL_MODELS, all_scores, per_unit, random_data
+
+from recsys_eval.core import Interactions
+from recsys_eval.errors import DataError
+from recsys_eval.recommend import make_recommender, recommend_top_k
+
+
+def test_popular_ranks_by_train_counts_with_index_ties():
+    data = Interactions.from_frame(pl.DataFrame({"user": [0, 1, 2, 0, 1, 3, 3], "item": [5, 5, 5, 6, 7, 7, 8]}))
+    model = make_recommender("popular", {}).fit(data)
+    # user 2 saw item 5; items 7 (2 users), then 6 and 8 (1 user each: by index)
+    assert per_unit(recommend_top_k(model, data, np.array([2]), 3)) == [[2, 1, 3]]
+
+
+def test_random_scores_are_uniform_and_independent_of_the_pairs_scored_with_them():
+    data = random_data(0, n_users=200, n_items=500)
+    model = make_recommender("random", {}, seed=7).fit(data)
+    block = model.score_block(np.arange(200))
+    assert 0.0 <= block.min() and block.max() < 1.0
+    assert abs(block.mean() - 0.5) < 0.01 and abs(block.var() - 1 / 12) < 0.005
+    assert np.array_equal(model.score_block(np.array([150, 3]))[1], block[3])
+    assert np.array_equal(model.score(np.array([3, 3]), np.array([499, 0])), block[3, [499, 0]])
+
+
+@pytest.mark.parametrize("name,params", [
+    ("als", {"factors": 8, "iterations": 4}), ("bpr", {"factors": 8, "iterations": 10}),
+    ("lmf", {"factors": 8, "iterations": 4}), ("item_knn", {"similarity": "cosine", "k": 10}),
+    ("item_knn", {"similarity": "bm25", "k": 10}), ("item_knn", {"similarity": "tfidf", "k": 10}),
+])
+def test_implicit_models_rank_like_implicits_own_recommend(name, params):
+    data = random_data(8, n_users=60, n_items=80)
+    model = make_recommender(name, params, seed=4, threads=1).fit(data)
+    users = np.arange(data.n_users)
+    k = 10
+    ours = recommend_top_k(model, data, users, k)
+    ids, scores = model.model.recommend(users, data.csr()[users], N=k, filter_already_liked_items=True)
+    for u in users:
+        mine = ours.scores[ours.offsets[u]:ours.offsets[u + 1]]
+        theirs = scores[u][ids[u] >= 0]
+        n = len(theirs)  # implicit's kNN lists only items of non-zero score
+        np.testing.assert_allclose(mine[:n], theirs, rtol=1e-4, atol=1e-5)
+        assert (mine[n:] == 0).all()
+        # same items wherever the score is not tied with the k-th one
+        above = mine[:n] > mine[n - 1] + 1e-5
+        items = ours.items[ours.offsets[u]:ours.offsets[u + 1]]
+        assert set(items[:n][above]) == set(ids[u][:n][theirs > theirs[-1] + 1e-5])
+
+
+def test_user_knn_equals_a_slow_reference():
+    data = random_data(5, n_users=15, n_items=12, density=0.35)
+    k = 4
+    model = make_recommender("user_knn", {"k": k}).fit(data)
+    dense = data.csr().toarray()
+    norms = np.linalg.norm(dense, axis=1)
+    cos = dense @ dense.T / np.outer(norms, norms)
+    expected = np.zeros_like(dense)
+    for u in range(data.n_users):
+        others = [v for v in range(data.n_users) if v != u and cos[u, v] > 0]
+        for v in sorted(others, key=lambda v: (-cos[u, v], v))[:k]:
+            expected[u] += cos[u, v] * dense[v]
+    np.testing.assert_allclose(all_scores(model, data.n_users), expected, rtol=1e-5, atol=1e-6)
+
+
+def slow_user_knn_rating(data: Interactions, k: int) -> np.ndarray:
+    """Resnick's prediction for every (user, item), neighbours chosen per item, by loops."""
+    rated = data.csr().toarray() > 0
+    ratings = data.csr("rating").toarray()
+    means = np.array([ratings[u, rated[u]].mean() for u in range(data.n_users)])
+    centred = np.where(rated, ratings - means[:, None], 0.0)
+    norms = np.linalg.norm(centred, axis=1)
+    out = np.zeros(rated.shape)
+    for u in range(data.n_users):
+        for i in range(data.n_items):
+            sims = {v: centred[u] @ centred[v] / (norms[u] * norms[v])
+                    for v in range(data.n_users) if v != u and rated[v, i] and norms[u] * norms[v] > 0}
+            nearest = sorted((v for v in sims if sims[v] > 0), key=lambda v: (-sims[v], v))[:k]
+            weight = sum(sims[v] for v in nearest)
+            out[u, i] = means[u] + (sum(sims[v] * centred[v, i] for v in nearest) / weight if nearest else 0.0)
+    return out
+
+
+@pytest.mark.parametrize("k", [1, 3, 50])
+def test_user_knn_rating_equals_a_slow_reference(k):
+    data = random_data(6, n_users=14, n_items=10, density=0.45)
+    model = make_recommender("user_knn_rating", {"k": k}).fit(data)
+    expected = slow_user_knn_rating(data, k)
+    np.testing.assert_allclose(model.score_block(np.arange(data.n_users)), expected, rtol=1e-5, atol=1e-5)
+    users, items = np.nonzero(np.ones_like(expected))
+    np.testing.assert_allclose(model.predict(users, items), expected[users, items], rtol=1e-5, atol=1e-5)
+
+
+def test_user_knn_rating_by_hand():
+    # users 0 and 1 agree, user 2 is their reverse; item 2 is unrated by user 0
+    frame = pl.DataFrame({
+        "user": [0, 0, 1, 1, 1, 2, 2, 2], "item": [0, 1, 0, 1, 2, 0, 1, 2],
+        "rating": [5.0, 1.0, 4.0, 2.0, 5.0, 1.0, 5.0, 2.0],
+    })
+    model = make_recommender("user_knn_rating", {"k": 2}).fit(Interactions.from_frame(frame))
+    c0, c1 = np.array([2.0, -2.0, 0.0]), np.array([4.0, 2.0, 5.0]) - 11 / 3
+    w01 = c0 @ c1 / np.linalg.norm(c0) / np.linalg.norm(c1)
+    # user 2 is dissimilar to user 0 (negative cosine) and is not a neighbour: only user 1 counts
+    assert model.predict(np.array([0]), np.array([2]))[0] == pytest.approx(3.0 + w01 * c1[2] / w01, rel=1e-5)
+
+
+def test_bias_predictor_one_pass_equals_a_loop():
+    data = random_data(7)
+    model = make_recommender("bias", {"reg_item": 3.0, "reg_user": 2.0}).fit(data)
+    rows = data.frame.to_dicts()
+    mu = sum(r["rating"] for r in rows) / len(rows)
+    b_i = {i: sum(r["rating"] - mu for r in rows if r["item"] == i) / (3.0 + sum(r["item"] == i for r in rows))
+           for i in range(data.n_items)}
+    for u in range(data.n_users):
+        residuals = [r["rating"] - mu - b_i[r["item"]] for r in rows if r["user"] == u]
+        b_u = sum(residuals) / (2.0 + len(residuals))
+        assert model.predict(np.array([u]), np.array([4]))[0] == pytest.approx(mu + b_u + b_i[4], rel=1e-5)
+
+
+def test_bias_predictor_converges_to_the_regularised_least_squares_solution():
+    data = random_data(9, n_users=8, n_items=6, density=0.5)
+    reg_user, reg_item = 2.0, 3.0
+    model = make_recommender("bias", {"reg_item": reg_item, "reg_user": reg_user, "iterations": 300}).fit(data)
+    mu = data.ratings.mean()
+    n_u, n_i = data.n_users, data.n_items
+    design = np.zeros((len(data), n_u + n_i))
+    design[np.arange(len(data)), data.users] = 1
+    design[np.arange(len(data)), n_u + data.items] = 1
+    penalty = np.diag(np.r_[np.full(n_u, np.sqrt(reg_user)), np.full(n_i, np.sqrt(reg_item))])
+    solution = np.linalg.lstsq(np.vstack([design, penalty]), np.r_[data.ratings - mu, np.zeros(n_u + n_i)],
+                               rcond=None)[0]
+    np.testing.assert_allclose(model.user_bias, solution[:n_u], atol=1e-6)
+    np.testing.assert_allclose(model.item_bias, solution[n_u:], atol=1e-6)
+
+
+def test_bias_predictor_recovers_exact_additive_ratings():
+    user_effect, item_effect = np.array([-1.0, 0.0, 1.0]), np.array([0.5, -0.5, 1.0, -1.0])
+    users, items = np.meshgrid(np.arange(3), np.arange(4), indexing="ij")
+    frame = pl.DataFrame({"user": users.ravel(), "item": items.ravel(),
+                          "rating": (3.0 + user_effect[users] + item_effect[items]).ravel()})
+    model = make_recommender("bias", {"reg_item": 0.0, "reg_user": 0.0}).fit(Interactions.from_frame(frame))
+    np.testing.assert_allclose(model.user_bias, user_effect, atol=1e-12)
+    np.testing.assert_allclose(model.item_bias, item_effect, atol=1e-12)
+    assert model.predict(np.array([2]), np.array([2]))[0] == pytest.approx(5.0)
+
+
+@pytest.mark.parametrize("name", ["bias", "user_knn_rating"])
+def test_rating_predictors_need_ratings(name):
+    data = Interactions.from_frame(pl.DataFrame({"user": [0, 1], "item": [0, 1]}))
+    with pytest.raises(DataError, match="needs ratings"):
+        make_recommender(name, {}).fit(data)
+
+
+@pytest.mark.parametrize("name,params", ALL_MODELS)
+def test_same_seed_gives_the_same_scores(name, params):
+    data = random_data(3)
+
+    def scores(seed):
+        return make_recommender(name, params, seed=seed, threads=2).fit(data).score_block(np.arange(data.n_users))
+
+    np.testing.assert_array_equal(scores(11), scores(11))
+    if name in ("random", "als", "bpr", "lmf"):
+        assert not np.array_equal(scores(11), scores(12))
