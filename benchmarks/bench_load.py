@@ -30,7 +30,14 @@ import pandas as pd
 import polars as pl
 
 from recsys_eval.core import Interactions
-from recsys_eval.data import data_home, dataset_path, get_descriptor, list_datasets, load_dataset, presence
+from recsys_eval.data import (
+    data_home,
+    dataset_path,
+    get_descriptor,
+    list_datasets,
+    load_dataset,
+    presence,
+)
 from recsys_eval.data.home import derived_folder
 from recsys_eval.data.movielens import read_ratings
 from recsys_eval.data.sources import locate

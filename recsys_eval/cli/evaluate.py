@@ -18,7 +18,13 @@ from recsys_eval.measure import measure, rating_metrics, summarize
 from recsys_eval.measure.api import concat_per_unit
 from recsys_eval.measure.beyond import genre_matrix
 from recsys_eval.measure.names import (
-    ALL_METRICS, GAINS, N_RELEVANT, RATING_METRICS, TIES, UNDEFINED_POLICIES, check_cutoffs,
+    ALL_METRICS,
+    GAINS,
+    N_RELEVANT,
+    RATING_METRICS,
+    TIES,
+    UNDEFINED_POLICIES,
+    check_cutoffs,
     check_metrics,
 )
 from recsys_eval.measure.runfile import load_run, read_table

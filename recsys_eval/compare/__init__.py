@@ -4,7 +4,12 @@ Everything starts from the per-unit results table (``recsys_eval.core.results``)
 averages a user's units, and every other function works on that per-user frame or on summaries.
 """
 
-from recsys_eval.compare.agreement import ordering_agreement, pair_agreement, protocol_agreement, swapped_pairs
+from recsys_eval.compare.agreement import (
+    ordering_agreement,
+    pair_agreement,
+    protocol_agreement,
+    swapped_pairs,
+)
 from recsys_eval.compare.audit import (
     AggregationAudit,
     aggregation_audit,
@@ -13,9 +18,23 @@ from recsys_eval.compare.audit import (
     ordering_changes,
 )
 from recsys_eval.compare.corrections import CORRECTIONS, adjust_pvalues
-from recsys_eval.compare.intervals import confidence_intervals, fold_confidence_intervals, per_user
-from recsys_eval.compare.paired import TESTS, fold_paired_tests, paired_tests, system_pairs
-from recsys_eval.compare.sampled import corrected_values, rank_distribution, rank_metric, sampled_correction
+from recsys_eval.compare.intervals import (
+    confidence_intervals,
+    fold_confidence_intervals,
+    per_user,
+)
+from recsys_eval.compare.paired import (
+    TESTS,
+    fold_paired_tests,
+    paired_tests,
+    system_pairs,
+)
+from recsys_eval.compare.sampled import (
+    corrected_values,
+    rank_distribution,
+    rank_metric,
+    sampled_correction,
+)
 
 __all__ = [
     "CORRECTIONS",

@@ -12,7 +12,11 @@ import polars as pl
 from scipy import stats
 
 from recsys_eval.compare.frames import check_per_user, mask_groups, partitions
-from recsys_eval.compare.resampling import bootstrap_interval, bootstrap_means, mean_acceleration
+from recsys_eval.compare.resampling import (
+    bootstrap_interval,
+    bootstrap_means,
+    mean_acceleration,
+)
 from recsys_eval.core.results import check_per_unit
 from recsys_eval.errors import ConfigError, check_choice
 

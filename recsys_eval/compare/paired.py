@@ -19,7 +19,12 @@ import polars as pl
 from scipy import stats
 
 from recsys_eval.compare.corrections import CORRECTIONS, adjust_pvalues
-from recsys_eval.compare.frames import Partition, check_per_user, mask_groups, partitions
+from recsys_eval.compare.frames import (
+    Partition,
+    check_per_user,
+    mask_groups,
+    partitions,
+)
 from recsys_eval.compare.resampling import permutation_pvalues, sign_flip_means
 from recsys_eval.errors import ConfigError, DataError, check_choice, closest
 

@@ -12,7 +12,13 @@ from pathlib import Path
 
 from recsys_eval.data import home as _home
 from recsys_eval.data.descriptors import Descriptor, get_descriptor
-from recsys_eval.data.fetch import ZIP_ERRORS, download_archive, extract_archive, open_archive, verify_archive
+from recsys_eval.data.fetch import (
+    ZIP_ERRORS,
+    download_archive,
+    extract_archive,
+    open_archive,
+    verify_archive,
+)
 from recsys_eval.errors import DataError
 
 

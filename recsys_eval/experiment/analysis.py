@@ -16,7 +16,12 @@ import numpy as np
 import polars as pl
 
 from recsys_eval.errors import DataError
-from recsys_eval.experiment.folder import FORMAT_VERSION, MANIFEST, write_csv_atomic, write_parquet_atomic
+from recsys_eval.experiment.folder import (
+    FORMAT_VERSION,
+    MANIFEST,
+    write_csv_atomic,
+    write_parquet_atomic,
+)
 
 REQUIRED = ("manifest.json", "config.toml", "per_unit.parquet", "summary.parquet")
 # Per-unit rows that are not metrics of their own: left out of tests and agreement.

@@ -7,9 +7,9 @@ fold are saved at once, so that ``resume`` skips it after an interruption.
 
 from __future__ import annotations
 
-import json
 import platform
 import time
+import warnings
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -20,7 +20,11 @@ from rich.console import Console
 
 from recsys_eval.core import Interactions, Split, Targets
 from recsys_eval.core.results import check_per_unit
-from recsys_eval.experiment.config import ExperimentConfig, ProtocolConfig, RecommenderConfig
+from recsys_eval.experiment.config import (
+    ExperimentConfig,
+    ProtocolConfig,
+    RecommenderConfig,
+)
 from recsys_eval.experiment.folder import (
     WorkFolder,
     config_hash,
@@ -30,6 +34,7 @@ from recsys_eval.experiment.folder import (
     write_parquet_atomic,
 )
 from recsys_eval.experiment.progress import Progress
+from recsys_eval.recommend.external import ExternalRun, UnknownIdsWarning
 
 _VERSIONED = ("recsys-eval", "polars", "numpy", "scipy", "numba", "implicit", "pydantic")
 
@@ -112,7 +117,12 @@ def build_protocol_targets(
     config: ExperimentConfig, protocol: ProtocolConfig, split: Split
 ) -> list[ProtocolTargets]:
     """The target sets of one protocol entry on one fold (one per bin for a percentile design)."""
-    from recsys_eval.targets import Protocol, build_targets, popularity_bins, uniform_test
+    from recsys_eval.targets import (
+        Protocol,
+        build_targets,
+        popularity_bins,
+        uniform_test,
+    )
 
     seed = derive_seed(config.seed, "targets", split.name, protocol.display)
     threshold = config.metrics.relevance_threshold
@@ -141,10 +151,12 @@ def build_protocol_targets(
 
 def make_model(config: ExperimentConfig, rec: RecommenderConfig, data: Interactions, fold: str):
     """A fresh, unfitted recommender for one fold (an external run reads its file)."""
-    from recsys_eval.recommend import ExternalRun, make_recommender
+    from recsys_eval.recommend import make_recommender
 
     if rec.path is not None:
-        return ExternalRun.from_file(rec.path, data)
+        with warnings.catch_warnings():  # the runner logs unknown ids itself
+            warnings.simplefilter("ignore", UnknownIdsWarning)
+            return ExternalRun.from_file(rec.path, data)
     return make_recommender(
         rec.name,
         rec.params,
@@ -192,7 +204,7 @@ def evaluate_fold(
 ) -> pl.DataFrame:
     """Per-unit results of every recommender under every protocol on one fold; the popularity-bin
     exposure of every full ranking is appended to ``exposure``."""
-    from recsys_eval.measure import measure, rating_metrics
+    from recsys_eval.measure import measure
 
     with progress.step(f"[{split.name}] targets", total=len(config.protocols)) as advance:
         protocol_targets: list[ProtocolTargets] = []
@@ -213,14 +225,10 @@ def evaluate_fold(
             for key, train in trains.items():
                 start = time.perf_counter()
                 models[key] = make_model(config, rec, data, split.name).fit(train)
-                unknown = getattr(models[key], "unknown", None)
-                if unknown and unknown["rows"]:
-                    progress.log(
-                        f"[yellow]{rec.display}: {unknown['rows']:,} rows of the run name ids the dataset "
-                        f"does not know (users e.g. {unknown['users']}, items e.g. {unknown['items']}); "
-                        "they are left out[/]"
-                    )
-                timings.append(_timing(split.name, rec.display, "fit", start))
+                if isinstance(models[key], ExternalRun):
+                    models[key].check_overlap(np.unique(split.test.users))
+                    if models[key].unknown["rows"]:
+                        progress.log(f"[yellow]{rec.display}: {models[key].unknown_message()}[/]")
                 advance()
             for target in protocol_targets:
                 model = models[id(target.train)]

@@ -12,8 +12,16 @@ from recsys_eval.core.units import Rankings, Targets
 from recsys_eval.errors import ConfigError, DataError, check_choice
 from recsys_eval.measure import kernels
 from recsys_eval.measure.names import (
-    AP_DENOMINATORS, BEYOND_METRICS, CUTOFF_METRICS, GAINS, N_RELEVANT, RANKING_METRICS,
-    RATING_METRICS, TIES, check_cutoffs, check_metrics,
+    AP_DENOMINATORS,
+    BEYOND_METRICS,
+    CUTOFF_METRICS,
+    GAINS,
+    N_RELEVANT,
+    RANKING_METRICS,
+    RATING_METRICS,
+    TIES,
+    check_cutoffs,
+    check_metrics,
 )
 from recsys_eval.measure.ties import check_scores, order_ties, tie_flags
 

@@ -82,7 +82,11 @@ def _implicit_factor(kind: str) -> Callable[[dict, int, int], Recommender]:
 
 
 def _item_knn(params: dict, seed: int, threads: int) -> Recommender:
-    from implicit.nearest_neighbours import BM25Recommender, CosineRecommender, TFIDFRecommender
+    from implicit.nearest_neighbours import (
+        BM25Recommender,
+        CosineRecommender,
+        TFIDFRecommender,
+    )
 
     params = dict(params)
     similarity = params.pop("similarity", "cosine")

@@ -14,7 +14,12 @@ import scipy.sparse as sp
 
 from recsys_eval.core import Interactions
 from recsys_eval.errors import DataError
-from recsys_eval.recommend.base import BLOCK_CELLS, Recommender, SparseRecommender, user_blocks
+from recsys_eval.recommend.base import (
+    BLOCK_CELLS,
+    Recommender,
+    SparseRecommender,
+    user_blocks,
+)
 from recsys_eval.recommend.topk import heap_offer, top_k_rows
 
 

@@ -18,7 +18,12 @@ from pathlib import Path
 import polars as pl
 
 from recsys_eval.report import figures
-from recsys_eval.report.tables import metric_label, summary_blocks, to_latex, to_markdown
+from recsys_eval.report.tables import (
+    metric_label,
+    summary_blocks,
+    to_latex,
+    to_markdown,
+)
 
 CSS = """
 body { font-family: system-ui, -apple-system, 'Segoe UI', sans-serif; max-width: 1100px;

@@ -6,7 +6,13 @@ import numpy as np
 
 from recsys_eval.core.interactions import Interactions
 from recsys_eval.core.split import Split
-from recsys_eval.split.common import DropUnknown, build_split, check_fraction, options, round_half_up
+from recsys_eval.split.common import (
+    DropUnknown,
+    build_split,
+    check_fraction,
+    options,
+    round_half_up,
+)
 from recsys_eval.split.order import rank_within
 
 

@@ -8,7 +8,11 @@ built Targets with the closed-form expectations of a random recommender; ``save_
 """
 
 from recsys_eval.targets.build import build_targets, iter_targets
-from recsys_eval.targets.designs import item_popularity_bins, popularity_bins, uniform_test
+from recsys_eval.targets.designs import (
+    item_popularity_bins,
+    popularity_bins,
+    uniform_test,
+)
 from recsys_eval.targets.io import load_targets, save_targets
 from recsys_eval.targets.protocol import Protocol
 from recsys_eval.targets.relevance import Qrels, qrels

@@ -2,7 +2,12 @@ import polars as pl
 import pytest
 from scipy import stats
 
-from recsys_eval.compare import ordering_agreement, pair_agreement, protocol_agreement, swapped_pairs
+from recsys_eval.compare import (
+    ordering_agreement,
+    pair_agreement,
+    protocol_agreement,
+    swapped_pairs,
+)
 from recsys_eval.errors import ConfigError, DataError
 
 

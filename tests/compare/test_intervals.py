@@ -6,8 +6,16 @@ import polars as pl
 import pytest
 from scipy import stats
 
-from recsys_eval.compare import confidence_intervals, fold_confidence_intervals, per_user
-from recsys_eval.compare.resampling import bootstrap_interval, bootstrap_means, mean_acceleration
+from recsys_eval.compare import (
+    confidence_intervals,
+    fold_confidence_intervals,
+    per_user,
+)
+from recsys_eval.compare.resampling import (
+    bootstrap_interval,
+    bootstrap_means,
+    mean_acceleration,
+)
 from recsys_eval.errors import ConfigError, DataError
 
 from .conftest import user_frame

@@ -4,7 +4,11 @@ import numpy as np
 import pytest
 
 from recsys_eval.compare import (
-    corrected_values, ordering_agreement, rank_distribution, rank_metric, sampled_correction,
+    corrected_values,
+    ordering_agreement,
+    rank_distribution,
+    rank_metric,
+    sampled_correction,
 )
 from recsys_eval.compare import sampled as sampled_module
 from recsys_eval.errors import ConfigError, DataError

@@ -14,7 +14,13 @@ import pandas as pd
 import polars as pl
 import pytest
 
-from recsys_eval.data import dataset_path, list_datasets, load_dataset, movielens, presence
+from recsys_eval.data import (
+    dataset_path,
+    list_datasets,
+    load_dataset,
+    movielens,
+    presence,
+)
 from recsys_eval.data.home import is_writable
 from recsys_eval.errors import DataError
 

@@ -266,9 +266,11 @@ def test_external_run_with_unknown_ids_is_reported(tmp_path):
     frame = pl.DataFrame({"user": [1, 1, 99999], "item": [1, 424242, 2], "score": [1.0, 2.0, 3.0]})
     from recsys_eval.recommend import ExternalRun
 
-    run_ = ExternalRun(frame, data, source="run.csv")
-    assert run_.unknown == {"rows": 2, "users": [99999], "items": [424242]}
-    with pytest.raises(DataError, match="no \\(user, item\\)"):
+    with pytest.warns(UserWarning, match="2"):
+        run_ = ExternalRun(frame, data, source="run.csv")
+    assert run_.unknown["rows"] == 2
+    assert "99999" in run_.unknown_message() and "424242" in run_.unknown_message()
+    with pytest.raises(DataError, match="none of the run's"):
         ExternalRun(frame.filter(pl.col("user") == 99999), data)
 
 

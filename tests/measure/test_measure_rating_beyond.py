@@ -14,7 +14,13 @@ from measure_build import rankings_of, targets_of, values
 
 from recsys_eval.errors import ConfigError, DataError
 from recsys_eval.measure import (
-    average_pr, average_roc, beyond_accuracy, measure, pr_points, rating_metrics, roc_points,
+    average_pr,
+    average_roc,
+    beyond_accuracy,
+    measure,
+    pr_points,
+    rating_metrics,
+    roc_points,
 )
 from recsys_eval.measure.beyond import entropy, gini
 

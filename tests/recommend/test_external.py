@@ -9,7 +9,13 @@ from recommend_data import per_unit, random_data, random_targets
 
 from recsys_eval.core import Interactions, Targets
 from recsys_eval.errors import DataError
-from recsys_eval.recommend import ExternalRun, UnknownIdsWarning, make_recommender, rank_targets, recommend_top_k
+from recsys_eval.recommend import (
+    ExternalRun,
+    UnknownIdsWarning,
+    make_recommender,
+    rank_targets,
+    recommend_top_k,
+)
 
 
 def raw_data(seed: int = 4) -> Interactions:

@@ -6,11 +6,24 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from recommend_data import ALL_MODELS, all_scores, brute_top_k, per_unit, random_data, random_targets
+from recommend_data import (
+    ALL_MODELS,
+    all_scores,
+    brute_top_k,
+    per_unit,
+    random_data,
+    random_targets,
+)
 
 from recsys_eval.core import Targets
 from recsys_eval.errors import ConfigError, DataError
-from recsys_eval.recommend import Recommender, base, make_recommender, rank_targets, recommend_top_k
+from recsys_eval.recommend import (
+    Recommender,
+    base,
+    make_recommender,
+    rank_targets,
+    recommend_top_k,
+)
 
 
 @pytest.mark.parametrize("name,params", ALL_MODELS)

@@ -11,7 +11,13 @@ import pytest
 from recommend_data import per_unit, random_data
 
 from recsys_eval.errors import ConfigError
-from recsys_eval.recommend import REGISTRY, Recommender, check_recommender, make_recommender, recommend_top_k
+from recsys_eval.recommend import (
+    REGISTRY,
+    Recommender,
+    check_recommender,
+    make_recommender,
+    recommend_top_k,
+)
 
 
 def test_every_registered_name_builds_and_fits():

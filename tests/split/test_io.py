@@ -7,7 +7,14 @@ import pytest
 
 from recsys_eval.core import Interactions
 from recsys_eval.errors import ConfigError, DataError
-from recsys_eval.split import holdout, kfold, load_split, load_splits, save_split, save_splits
+from recsys_eval.split import (
+    holdout,
+    kfold,
+    load_split,
+    load_splits,
+    save_split,
+    save_splits,
+)
 
 from .helpers import random_interactions
 

@@ -6,7 +6,13 @@ import pytest
 from recsys_eval.errors import ConfigError
 from recsys_eval.split import kfold
 
-from .helpers import assert_partition, in_test, ml100k, per_user_counts, random_interactions
+from .helpers import (
+    assert_partition,
+    in_test,
+    ml100k,
+    per_user_counts,
+    random_interactions,
+)
 
 
 @pytest.mark.parametrize("per_user", [False, True])

@@ -8,7 +8,13 @@ import pytest
 
 from recsys_eval.split import all_but_n, given_n, leave_last_n
 
-from .helpers import assert_partition, interactions, ml100k, per_user_counts, random_interactions
+from .helpers import (
+    assert_partition,
+    interactions,
+    ml100k,
+    per_user_counts,
+    random_interactions,
+)
 
 
 @pytest.mark.parametrize("order", ["random", "latest"])

@@ -10,7 +10,13 @@ import polars as pl
 from recsys_eval.core import Interactions
 from recsys_eval.split import time_split, user_time_split
 
-from .helpers import assert_partition, interactions, ml100k, per_user_counts, random_interactions
+from .helpers import (
+    assert_partition,
+    interactions,
+    ml100k,
+    per_user_counts,
+    random_interactions,
+)
 
 
 def test_global_split_at_a_timestamp_has_no_leakage():
