@@ -19,8 +19,8 @@ from recsys_eval.compare.resampling import (
 )
 from recsys_eval.core.results import check_per_unit
 from recsys_eval.errors import ConfigError, check_choice
+from recsys_eval.measure.names import UNDEFINED_POLICIES
 
-UNDEFINED_POLICIES = ("skip", "zero")
 INTERVAL_METHODS = ("t", "bootstrap")
 BOOTSTRAP_METHODS = ("bca", "percentile", "basic")
 SUMMARY_KEYS = ("system", "protocol", "fold", "metric", "k")

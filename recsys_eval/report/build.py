@@ -19,6 +19,7 @@ import polars as pl
 
 from recsys_eval.report import figures
 from recsys_eval.report.tables import (
+    label_filter,
     metric_label,
     summary_blocks,
     to_latex,
@@ -158,13 +159,11 @@ def build_sections(folder: Path) -> list[Section]:
         figs.figures.append((f"System ranks across protocols by {main_label}", figures.to_png_base64(fig)))
     agreement = _read(folder, "agreement.parquet")
     if agreement is not None and agreement.height:
-        metric, _, k = main_label.partition("@")
-        part = agreement.filter((pl.col("metric") == metric) & (pl.col("k") == int(k) if k else pl.col("k").is_null()))
+        part = agreement.filter(label_filter(main_label))
         fig = figures.agreement_matrix(part if part.height else agreement, main_label)
         if fig is not None:
             figs.figures.append(("Protocol agreement", figures.to_png_base64(fig)))
-    metric, _, k = main_label.partition("@")
-    at_main = (pl.col("metric") == metric) & (pl.col("k").is_null() if not k else pl.col("k") == int(k))
+    at_main = label_filter(main_label)
     sampled = _read(folder, "sampled_correction.parquet")
     if sampled is not None and sampled.height:
         part = sampled.filter(at_main)

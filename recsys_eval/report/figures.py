@@ -17,6 +17,8 @@ import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+from recsys_eval.report.tables import label_filter  # noqa: E402
+
 STYLE = {
     "figure.dpi": 100,
     "savefig.dpi": 110,
@@ -73,10 +75,7 @@ def metric_against_k(summary: pl.DataFrame, metric: str, fold: str = "all") -> F
 
 def systems_with_intervals(summary: pl.DataFrame, label: str, fold: str = "all") -> Figure | None:
     """One panel per protocol: every system's mean of ``metric@k`` with its confidence interval."""
-    metric, _, k = label.partition("@")
-    cond = (pl.col("metric") == metric) & (pl.col("fold") == fold)
-    cond &= pl.col("k") == int(k) if k else pl.col("k").is_null()
-    data = summary.filter(cond)
+    data = summary.filter(label_filter(label) & (pl.col("fold") == fold))
     if data.is_empty():
         return None
     protocols = data.get_column("protocol").unique(maintain_order=True).to_list()
@@ -136,10 +135,7 @@ def agreement_matrix(agreement: pl.DataFrame, label: str) -> Figure | None:
 
 def ranks_across_protocols(summary: pl.DataFrame, label: str, fold: str = "all") -> Figure | None:
     """Each system's rank (1 = best) under every protocol, as lines across protocols."""
-    metric, _, k = label.partition("@")
-    cond = (pl.col("metric") == metric) & (pl.col("fold") == fold)
-    cond &= pl.col("k") == int(k) if k else pl.col("k").is_null()
-    data = summary.filter(cond)
+    data = summary.filter(label_filter(label) & (pl.col("fold") == fold))
     protocols = data.get_column("protocol").unique(maintain_order=True).to_list()
     if len(protocols) < 2:
         return None

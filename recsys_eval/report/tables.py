@@ -21,6 +21,12 @@ def metric_label(metric: str, k: int | None) -> str:
     return metric if k is None else f"{metric}@{k}"
 
 
+def label_filter(label: str) -> pl.Expr:
+    """Rows of ``metric@k`` (or of a metric without a cutoff): the inverse of :func:`metric_label`."""
+    metric, _, k = label.partition("@")
+    return (pl.col("metric") == metric) & (pl.col("k") == int(k) if k else pl.col("k").is_null())
+
+
 @dataclass(frozen=True)
 class Cell:
     mean: float
