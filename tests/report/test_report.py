@@ -210,3 +210,37 @@ def test_report_renders_in_headless_chromium_without_console_errors(folder, tmp_
         assert section in dom.ids
     console = [line for line in result.stderr.splitlines() if "CONSOLE" in line and "ERROR" in line.upper()]
     assert console == []
+
+
+@needs_ml100k
+def test_compare_and_report_commands(folder, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["compare", str(folder), "--test", "t,sign", "--correction", "bonferroni"])
+    assert exit_info.value.code in (0, None)
+    out = folder / "comparisons" / "baseline-popular_t-sign_bonferroni_alpha-0.05"
+    tests = pl.read_parquet(out / "paired_tests.parquet")
+    assert set(tests["test"].unique()) == {"t", "sign"}
+    assert "Paired tests" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exit_info:  # never overwritten without --force
+        main(["compare", str(folder), "--test", "t,sign", "--correction", "bonferroni"])
+    assert exit_info.value.code == 1
+    for args, message in ((["--baseline", "nobody"], "nobody"), (["--test", "wilcoxn"], "did you mean 'wilcoxon'"),
+                          (["--correction", "holmes"], "did you mean 'holm'")):
+        with pytest.raises(SystemExit) as exit_info:
+            main(["compare", str(folder), *args])
+        assert exit_info.value.code == 1
+        err = capsys.readouterr().err
+        assert message in err and "Traceback" not in err
+    with pytest.raises(SystemExit) as exit_info:
+        main(["report", str(folder)])
+    assert exit_info.value.code == 1  # the run wrote its report already
+    with pytest.raises(SystemExit) as exit_info:
+        main(["report", str(folder), "--force"])
+    assert exit_info.value.code in (0, None)
+
+
+def test_report_of_an_incomplete_folder_is_a_clear_error(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["report", str(tmp_path)])
+    assert exit_info.value.code == 1
+    assert "missing manifest.json" in capsys.readouterr().err
