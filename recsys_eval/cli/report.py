@@ -28,8 +28,10 @@ def compare(
     out: Path = typer.Option(None, "--out", help="Folder for the tables (default: a subfolder named after the options)."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing output folder."),
 ) -> None:
-    """Paired tests, protocol agreement and sampled-metric correction for a results folder, written
-    as CSV and Parquet; the tests against the baseline are printed."""
+    """Paired tests, protocol agreement and sampled-metric correction of a results folder.
+
+    The tables are written as CSV and Parquet; the tests against the baseline are printed.
+    """
     from recsys_eval.compare import CORRECTIONS, TESTS
     from recsys_eval.errors import check_choice
     from recsys_eval.experiment.analysis import analyse, read_manifest
