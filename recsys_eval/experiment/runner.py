@@ -229,6 +229,7 @@ def evaluate_fold(
                     models[key].check_overlap(np.unique(split.test.users))
                     if models[key].unknown["rows"]:
                         progress.log(f"[yellow]{rec.display}: {models[key].unknown_message()}[/]")
+                timings.append(_timing(split.name, rec.display, "fit", start))
                 advance()
             for target in protocol_targets:
                 model = models[id(target.train)]

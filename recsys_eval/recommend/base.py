@@ -156,6 +156,14 @@ def rank_targets(model: Recommender, targets: Targets, *, chunk_size: int = 2048
     _check_chunk(chunk_size)
     offsets = targets.offsets
     pair_user = np.repeat(targets.unit_user, np.diff(offsets))
+    if _dense_targets(model, targets):
+        # Most items listed for every user (e.g. 1R+AN): one score block per user beats gathering
+        # pair by pair, so use the block-gathering scorer even where the model has a pair scorer.
+        scores = _checked_scores(model, Recommender.score(model, pair_user, targets.items),
+                                 (len(targets.items),), "score_block")
+        if np.isnan(scores).any():
+            raise _nan_scores(model, "score_block")
+        return _sorted_rankings(targets, scores)
     scores = np.empty(len(targets.items), dtype=np.float32)
     start = 0
     while start < targets.n_units:
@@ -168,6 +176,20 @@ def rank_targets(model: Recommender, targets: Targets, *, chunk_size: int = 2048
         start = stop
     if np.isnan(scores).any():
         raise _nan_scores(model, "score")
+    return _sorted_rankings(targets, scores)
+
+
+def _dense_targets(model: Recommender, targets: Targets) -> bool:
+    """Whether the listed pairs cover at least 1/16 of the items per distinct user, and the model
+    has a score block of its own."""
+    has_block = type(model).score_block is not Recommender.score_block
+    users = len(np.unique(targets.unit_user))
+    return has_block and users > 0 and len(targets.items) / users >= max(model.n_items, 1) / 16
+
+
+def _sorted_rankings(targets: Targets, scores: np.ndarray) -> Rankings:
+    """Each unit's items by (score desc, item asc), items scored -inf left out."""
+    offsets = targets.offsets
     order = sort_units(offsets, targets.items, scores)
     ranked = scores[order] > -np.inf
     order = order[ranked]
