@@ -19,8 +19,8 @@ from recsys_eval.measure.api import concat_per_unit
 from recsys_eval.measure.beyond import genre_matrix
 from recsys_eval.measure.names import (
     ALL_METRICS,
+    AUXILIARY_METRICS,
     GAINS,
-    N_RELEVANT,
     RATING_METRICS,
     TIES,
     UNDEFINED_POLICIES,
@@ -140,7 +140,7 @@ def _print_summary(console: Console, summary: pl.DataFrame, out: Path) -> None:
     table = Table(title=f"summary ({summary['undefined'][0]} undefined values)" if summary.height else "summary")
     for column in ("system", "fold", "metric", "mean", "micro mean", "users", "left out"):
         table.add_column(column, justify="right" if column not in ("system", "fold", "metric") else "left")
-    for row in summary.filter(pl.col("metric") != N_RELEVANT).iter_rows(named=True):
+    for row in summary.filter(~pl.col("metric").is_in(AUXILIARY_METRICS)).iter_rows(named=True):
         table.add_row(
             row["system"], row["fold"], row["name"], _fmt(row["mean"]), _fmt(row["micro_mean"]),
             "" if row["users_counted"] is None else f"{row['users_counted']:,}",

@@ -1,9 +1,10 @@
 """Everything computed from a complete results folder after the run: paired tests against the
-baseline, protocol agreement, the sampled-metric correction, popularity bins and learning curves.
+baseline, protocol agreement, the sampled-metric correction, popularity bins, learning curves and
+the aggregation audit of cross-validated runs.
 
 Each table is written into the folder as Parquet and CSV (``paired_tests``, ``agreement``,
-``sampled_correction``, ``popularity_bins``, ``exposure``, ``learning_curve``); the report reads
-them. Options default to the run's config as recorded in its manifest.
+``sampled_correction``, ``popularity_bins``, ``exposure``, ``learning_curve``, ``aggregation_f``,
+``aggregation_auc``, ``aggregation_audit``); the report reads them. Options default to the run's config as recorded in its manifest.
 """
 
 from __future__ import annotations
@@ -22,10 +23,9 @@ from recsys_eval.experiment.folder import (
     write_csv_atomic,
     write_parquet_atomic,
 )
+from recsys_eval.measure.names import AUXILIARY_METRICS as AUXILIARY
 
 REQUIRED = ("manifest.json", "config.toml", "per_unit.parquet", "summary.parquet")
-# Per-unit rows that are not metrics of their own: left out of tests and agreement.
-AUXILIARY = ("n_relevant",)
 
 
 def read_manifest(folder: Path) -> dict[str, Any]:
@@ -75,8 +75,9 @@ def _comparable_groups(users: pl.DataFrame, baseline: str | None) -> list[pl.Dat
 
 
 def _summary_of_run(summary: pl.DataFrame, folds: list[str]) -> pl.DataFrame:
-    """The summary rows that describe the whole run: fold ``all``, or the single fold."""
-    return summary.filter(pl.col("fold") == ("all" if len(folds) > 1 else folds[0]))
+    """The summary rows that describe the whole run (fold ``all``, or the single fold), metrics only."""
+    return summary.filter((pl.col("fold") == ("all" if len(folds) > 1 else folds[0]))
+                          & ~pl.col("metric").is_in(AUXILIARY))
 
 
 def agreement_table(summary: pl.DataFrame, folds: list[str]) -> pl.DataFrame:
@@ -190,6 +191,38 @@ def learning_curve_table(folder: Path, undefined: str) -> pl.DataFrame:
     return pl.concat(tables)
 
 
+def aggregation_tables(folder: Path, manifest: dict, summary: pl.DataFrame) -> dict[str, pl.DataFrame]:
+    """The aggregation audit of a cross-validated run (Forman & Scholz): the F-measure variants over
+    folds (from the ``f1`` rows), the AUC reported (per user, then folds) beside AUC_avg (each
+    fold's pooled scores) and AUC_merge (all folds pooled), and the system pairs each variant
+    orders unlike the reported value."""
+    from recsys_eval.compare.audit import audit_changes
+    from recsys_eval.measure import f_counts, f_measure_variants
+
+    folds = manifest["folds"]
+    if len(folds) < 2:
+        return {}
+    tables = {}
+    scan = pl.scan_parquet(folder / "per_unit.parquet")
+    if summary.filter(pl.col("metric") == "f1").height:
+        sums = [
+            f_counts(scan.filter((pl.col("fold") == fold) & pl.col("metric").is_in(["f1", *AUXILIARY])).collect())
+            .group_by("system", "protocol", "fold", "k").agg(pl.col("tp", "fp", "fn").sum())
+            for fold in folds
+        ]
+        tables["aggregation_f"] = f_measure_variants(pl.concat(sums), over="folds")
+    if (folder / "auc_pooling.parquet").is_file():
+        reported = summary.filter((pl.col("fold") == "all") & (pl.col("metric") == "auc")).select(
+            "system", "protocol", pl.col("mean").alias("auc"))
+        tables["aggregation_auc"] = reported.join(
+            pl.read_parquet(folder / "auc_pooling.parquet"), on=["system", "protocol"], how="inner"
+        ).sort("protocol", "system")
+    changes = audit_changes(tables.get("aggregation_f"), tables.get("aggregation_auc"), auc_reference="auc")
+    if changes.height:
+        tables["aggregation_audit"] = changes
+    return tables
+
+
 def analyse(
     folder: str | Path,
     *,
@@ -245,6 +278,7 @@ def analyse(
                               .group_by("system", "protocol", "bin", maintain_order=True)
                               .agg(pl.col("share").mean()))
     tables["learning_curve"] = learning_curve_table(folder, undefined)
+    tables.update(aggregation_tables(folder, manifest, summary))
     target = Path(out) if out is not None else folder
     for name, table in tables.items():
         if table.is_empty():

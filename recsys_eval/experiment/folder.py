@@ -90,7 +90,7 @@ class WorkFolder:
 
     def finish(self, manifest: dict[str, Any]) -> Path:
         """Write the manifest and rename the work folder to its final, timestamped name."""
-        for scratch in ("folds", "exposure"):
+        for scratch in ("folds", "exposure", "auc_scores"):
             if (self.path / scratch).exists():
                 shutil.rmtree(self.path / scratch)
         self.write_json(MANIFEST, {"format": FORMAT_VERSION, **manifest})

@@ -201,9 +201,11 @@ def evaluate_fold(
     progress: Progress,
     timings: list[dict],
     exposure: list[pl.DataFrame],
+    scored: list[pl.DataFrame] | None = None,
 ) -> pl.DataFrame:
     """Per-unit results of every recommender under every protocol on one fold; the popularity-bin
-    exposure of every full ranking is appended to ``exposure``."""
+    exposure of every full ranking is appended to ``exposure``, and with ``scored`` a bounded
+    sample of each ranking's scored targets (for AUC pooled across folds, :func:`pooled_auc_table`)."""
     from recsys_eval.measure import measure
 
     with progress.step(f"[{split.name}] targets", total=len(config.protocols)) as advance:
@@ -247,12 +249,37 @@ def evaluate_fold(
                 frames.append(frame)
                 if target.targets.all_candidates:
                     exposure.append(_exposure_rows(config, rankings, target, rec.display, split.name))
+                if scored is not None and "auc" in ranking_names and rankings.scores is not None:
+                    scored.append(_scored_rows(config, rankings, target, rec.display, split.name))
                 timings.append(_timing(split.name, rec.display, f"measure {target.label}", start))
                 advance()
             rating = _rating_rows(models[id(split.train)], split, rec.display, rating_names, data)
             if rating is not None:
                 frames.append(rating)
     return pl.concat([check_per_unit(f) for f in frames], how="vertical_relaxed")
+
+
+# Scored targets kept per label, system, protocol and fold for the pooled AUC: a seeded uniform
+# sample bounds memory; its standard error is about 0.5 / sqrt(folds x sample).
+AUC_POOL_SAMPLE = 10_000
+
+
+def _scored_rows(config: ExperimentConfig, rankings, target: ProtocolTargets, system: str, fold: str) -> pl.DataFrame:
+    from recsys_eval.measure.auc import scored_targets
+
+    seed = derive_seed(config.seed, "auc-pool", fold, system, target.label)
+    rows = scored_targets(rankings, target.targets, sample=AUC_POOL_SAMPLE, seed=seed)
+    return rows.with_columns(system=pl.lit(system), protocol=pl.lit(target.label), fold=pl.lit(fold))
+
+
+def pooled_auc_table(files: list[Path]) -> pl.DataFrame:
+    """Per system and protocol, AUC of each fold's pooled scores averaged over folds (``auc_avg``)
+    and AUC of every fold's scores pooled (``auc_merge``), Forman & Scholz's two cross-validation
+    AUCs, from the folds' scored-target samples."""
+    from recsys_eval.compare import auc_aggregation
+
+    scored = pl.concat([pl.read_parquet(f) for f in files])
+    return auc_aggregation(scored.select("system", "protocol", "fold", "score", "label", "weight"))
 
 
 def _timing(fold: str, system: str, step: str, start: float) -> dict:
@@ -430,6 +457,7 @@ def run_experiment(
         splits = make_splits(config, data)
         timings.append(_timing("", "", "split", start))
         fold_summaries, f_sums = [], []
+        pool_auc = "auc" in config.metrics.names and len(splits) >= 2
         for split in splits:
             if work.fold_done(split.name):
                 progress.log(f"[{split.name}] done in an earlier attempt: reused")
@@ -439,9 +467,12 @@ def run_experiment(
                 f_sums += [sums] if sums is not None else []
                 continue
             fold_exposure: list[pl.DataFrame] = []
-            fold_frame = evaluate_fold(config, data, split, progress, timings, fold_exposure)
+            fold_scored: list[pl.DataFrame] | None = [] if pool_auc else None
+            fold_frame = evaluate_fold(config, data, split, progress, timings, fold_exposure, fold_scored)
             if fold_exposure:
                 write_parquet_atomic(pl.concat(fold_exposure), work.path / "exposure" / f"{split.name}.parquet")
+            if fold_scored:
+                write_parquet_atomic(pl.concat(fold_scored), work.path / "auc_scores" / f"{split.name}.parquet")
             work.save_fold(split.name, fold_frame)
             if config.output.save_splits:
                 from recsys_eval.split import save_split
@@ -465,6 +496,9 @@ def run_experiment(
     if exposure_files:
         write_parquet_atomic(pl.concat([pl.read_parquet(f) for f in exposure_files]),
                              work.path / "exposure_bins.parquet")
+    scored_files = sorted((work.path / "auc_scores").glob("*.parquet"))
+    if len(scored_files) >= 2:
+        write_parquet_atomic(pooled_auc_table(scored_files), work.path / "auc_pooling.parquet")
     write_parquet_atomic(summary, work.path / "summary.parquet")
     write_csv_atomic(summary, work.path / "summary.csv")
     write_csv_atomic(pl.DataFrame(timings), work.path / "timings.csv")

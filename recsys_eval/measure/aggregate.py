@@ -22,6 +22,8 @@ from recsys_eval.errors import DataError, check_choice
 from recsys_eval.measure.names import N_RELEVANT, UNDEFINED_POLICIES
 
 F_MEASURES = ("tp_fp", "avg", "pr_re")
+F_VARIANTS = ("F_tp_fp", "F_avg", "F_avg_skip", "F_pr_re", "F_pr_re_skip")
+F_AGGREGATIONS = ("users", "units", "folds")
 ALL_FOLDS = "all"
 _RUN = ["system", "protocol"]
 _GROUP = ["system", "protocol", "fold", "metric", "k"]
@@ -97,44 +99,53 @@ def summarize(
     )
 
 
-def f_measure_variants(per_unit: pl.DataFrame, *, across: str = "users") -> pl.DataFrame:
-    """Forman & Scholz's F-measure variants from the ``f1`` and ``n_relevant`` per-unit rows.
+def f_measure_variants(counts: pl.DataFrame, *, over: str = "users") -> pl.DataFrame:
+    """Forman & Scholz's five F-measure aggregates side by side, from per-unit counts (the frame
+    :func:`f_counts` gives, or any with system, protocol, fold, k, tp, fp, fn; ``user`` for
+    ``over="users"``).
 
-    Per unit: TP = hits@k, FP = k - TP, FN = R - TP (precision is TP/k, recall TP/R, undefined
-    when R = 0). ``across="users"`` aggregates the users of each fold; ``"folds"`` the folds of
-    each system and protocol, each fold being one test set whose TP, FP, FN are its units' sums.
-    Columns ``f_avg`` (mean F, undefined counting 0), ``f_avg_skip`` (undefined left out),
-    ``f_pr_re`` (F of the mean precision and mean recall), ``f_pr_re_skip``, ``f_tp_fp`` (F of the
-    summed TP, FP, FN: 2 TP / (2 TP + FP + FN)), and ``n`` / ``n_undefined`` (users or folds).
+    The aggregated items are the users of each fold (``"users"``: a user's P, R, F are the means
+    over the user's units, TP, FP, FN their sums), the units of each fold (``"units"``), or the folds
+    of each system and protocol (``"folds"``: each fold one test set whose TP, FP, FN are its units'
+    sums). With P_i = TP/(TP+FP), R_i = TP/(TP+FN), F_i = 2 TP/(2 TP+FP+FN) and V_i = both P_i and R_i
+    defined: F_tp_fp = F of the summed counts (the unbiased one); F_avg = mean F_i (F_i = 0 where not
+    V_i); F_avg_skip = mean F_i over V_i; F_pr_re = F(mean P, mean R), undefined P, R as 0;
+    F_pr_re_skip = F(mean P, mean R) over V_i. Also ``n_items`` and ``n_undefined`` (items not V_i).
     """
-    check_choice("F-measure aggregation", across, ("users", "folds"))
-    counts = f_counts(check_per_unit(per_unit))
-    if across == "users":
-        cases = counts.group_by([*_RUN, "fold", "k", "user"]).agg(
-            pl.col("tp").sum(), pl.col("fp").sum(), pl.col("fn").sum(),
-            (pl.col("tp") / pl.col("k")).mean().alias("p"),
-            pl.col("r").mean().alias("r"), pl.col("f").mean().alias("f"),
+    check_choice("F-measure aggregation", over, F_AGGREGATIONS)
+    needed = [*_RUN, "fold", "k", "tp", "fp", "fn"] + (["user"] if over == "users" else [])
+    missing = [c for c in needed if c not in counts.columns]
+    if missing:
+        raise DataError(
+            f"F-measure counts: missing columns {missing}; expected {needed}, one row per unit "
+            "(f_counts(per_unit) gives them)"
         )
-        keys = [*_RUN, "fold", "k"]
+    tp, fp, fn = pl.col("tp"), pl.col("fp"), pl.col("fn")
+    units = counts.select(needed).with_columns(tp.cast(pl.Float64), fp.cast(pl.Float64), fn.cast(pl.Float64))
+    if units.select(pl.any_horizontal((tp < 0).any(), (fp < 0).any(), (fn < 0).any())).item():
+        raise DataError("F-measure counts: tp, fp and fn must be non-negative")
+    rates = [_ratio(tp, tp + fp).alias("p"), _ratio(tp, tp + fn).alias("r"),
+             _f_from_counts(tp, fp, fn).alias("f")]
+    keys = [*_RUN, "fold", "k"]
+    if over == "users":
+        items = units.with_columns(rates).group_by([*keys, "user"]).agg(
+            tp.sum(), fp.sum(), fn.sum(), pl.col("p").mean(), pl.col("r").mean(), pl.col("f").mean()
+        )
+    elif over == "units":
+        items = units.with_columns(rates)
     else:
-        cases = counts.group_by([*_RUN, "fold", "k"]).agg(
-            pl.col("tp").sum(), pl.col("fp").sum(), pl.col("fn").sum()
-        ).with_columns(
-            _ratio(pl.col("tp"), pl.col("tp") + pl.col("fp")).alias("p"),
-            _ratio(pl.col("tp"), pl.col("tp") + pl.col("fn")).alias("r"),
-        ).with_columns(_f(pl.col("p"), pl.col("r")).alias("f"))
+        items = units.group_by(keys).agg(tp.sum(), fp.sum(), fn.sum()).with_columns(rates)
         keys = [*_RUN, "k"]
     defined = pl.col("p").is_not_null() & pl.col("r").is_not_null()
-    out = cases.group_by(keys).agg(
-        pl.col("f").fill_null(0.0).mean().alias("f_avg"),
-        pl.col("f").filter(defined).mean().alias("f_avg_skip"),
-        _f(pl.col("p").fill_null(0.0).mean(), pl.col("r").fill_null(0.0).mean()).alias("f_pr_re"),
-        _f(pl.col("p").filter(defined).mean(), pl.col("r").filter(defined).mean()).alias("f_pr_re_skip"),
-        _f_from_counts(pl.col("tp").sum(), pl.col("fp").sum(), pl.col("fn").sum()).alias("f_tp_fp"),
-        pl.len().cast(pl.Int64).alias("n"),
+    return items.group_by(keys).agg(
+        _f_from_counts(tp.sum(), fp.sum(), fn.sum()).alias("F_tp_fp"),
+        pl.when(defined).then(pl.col("f")).otherwise(0.0).mean().alias("F_avg"),
+        pl.col("f").filter(defined).mean().alias("F_avg_skip"),
+        _f(pl.col("p").fill_null(0.0).mean(), pl.col("r").fill_null(0.0).mean()).alias("F_pr_re"),
+        _f(pl.col("p").filter(defined).mean(), pl.col("r").filter(defined).mean()).alias("F_pr_re_skip"),
+        pl.len().cast(pl.Int64).alias("n_items"),
         (~defined).sum().cast(pl.Int64).alias("n_undefined"),
-    )
-    return out.sort(keys)
+    ).sort(keys)
 
 
 # -- helpers ------------------------------------------------------------------------------------
@@ -171,7 +182,7 @@ def _f_from_counts(tp: pl.Expr, fp: pl.Expr, fn: pl.Expr) -> pl.Expr:
 def f_counts(per_unit: pl.DataFrame) -> pl.DataFrame:
     """Per unit and cutoff, from the ``f1`` and ``n_relevant`` rows: ``tp`` (hits@k), ``fp``
     (k - tp), ``fn`` (R - tp), recall ``r`` and F1 ``f`` (null where R = 0); the counts frame that
-    ``recsys_eval.compare.f_measure_variants`` also takes."""
+    :func:`f_measure_variants` takes."""
     f1 = per_unit.filter(pl.col("metric") == "f1")
     rel = per_unit.filter(pl.col("metric") == N_RELEVANT)
     if not f1.height:
@@ -217,8 +228,8 @@ def _replace_f1(folds: pl.DataFrame, per_unit: pl.DataFrame, f_measure: str) -> 
             pl.lit(0, pl.Int64).alias("users_left_out"),
         ]
     else:
-        f = f_measure_variants(per_unit, across="users").select(
-            *keys, pl.col("f_pr_re").alias("f_value")
+        f = f_measure_variants(f_counts(per_unit), over="users").select(
+            *keys, pl.col("F_pr_re").alias("f_value")
         )
         update = [pl.col("f_value").alias("mean"), pl.lit(None, pl.Float64).alias("micro_mean")]
     is_f1 = pl.col("metric") == "f1"

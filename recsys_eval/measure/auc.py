@@ -4,7 +4,7 @@
 fold, then the mean of the fold means. ``AUC_merge`` pools the scored (relevant, non-relevant) pairs
 of every unit of every fold into one Mann-Whitney count, as if all scores were on one calibrated
 scale; it is offered only to show the difference, never as the default. Target items a truncated
-ranking left out tie below every ranked score (one pooled last group).
+ranking left out tie below every ranked score (one pooled last group, kept as score -inf).
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from recsys_eval.core.units import Rankings, Targets
 from recsys_eval.errors import ConfigError
 from recsys_eval.measure.aggregate import summarize
 from recsys_eval.measure.api import measure, target_roles
+
+SCORED_SCHEMA = {"score": pl.Float64, "label": pl.Int8, "weight": pl.Float64}
 
 
 def auc_variants(folds: Sequence[tuple[Rankings, Targets]], *, undefined: str = "skip") -> pl.DataFrame:
@@ -37,22 +39,52 @@ def auc_variants(folds: Sequence[tuple[Rankings, Targets]], *, undefined: str = 
 
 def pooled_auc(folds: Sequence[tuple[Rankings, Targets]]) -> float:
     """AUC_merge: one Mann-Whitney count over the scored pairs of every unit of every fold."""
-    rel_scores, non_scores = [], []
-    rel_left = non_left = 0
-    for rankings, targets in folds:
-        if rankings.scores is None:
-            raise ConfigError("pooled AUC compares scores across units: the rankings need scores")
-        role, n_rel, n_non, _ = target_roles(rankings, targets)
-        rel_scores.append(rankings.scores[role == 1])
-        non_scores.append(rankings.scores[role == 0])
-        rel_left += int(n_rel.sum()) - len(rel_scores[-1])
-        non_left += int(n_non.sum()) - len(non_scores[-1])
-    rel = np.concatenate(rel_scores).astype(np.float64)
-    non = np.sort(np.concatenate(non_scores).astype(np.float64))
-    n_rel, n_non = len(rel) + rel_left, len(non) + non_left
-    if n_rel == 0 or n_non == 0:
+    frame = pl.concat([scored_targets(rankings, targets) for rankings, targets in folds])
+    return weighted_auc(frame)
+
+
+def scored_targets(
+    rankings: Rankings, targets: Targets, *, sample: int | None = None, seed: int = 0
+) -> pl.DataFrame:
+    """The scored targets of one fold as rows ``score, label (1/0), weight``: every ranked target
+    with weight 1, and per label one row at score -inf weighing the targets the ranking left out.
+
+    With ``sample``, a label with more ranked targets than that is represented by a seeded uniform
+    sample of ``sample`` of them, each weighing (ranked count) / sample: an unbiased estimate of the
+    pooled count at bounded memory.
+    """
+    if rankings.scores is None:
+        raise ConfigError("pooled AUC compares scores across units: the rankings need scores")
+    role, n_rel, n_non, _ = target_roles(rankings, targets)
+    rng = np.random.default_rng(seed)
+    parts = []
+    for label, total in ((1, int(n_rel.sum())), (0, int(n_non.sum()))):
+        scores = rankings.scores[role == label].astype(np.float64)
+        weight = 1.0
+        if sample is not None and len(scores) > sample:
+            weight = len(scores) / sample
+            scores = scores[np.sort(rng.choice(len(scores), sample, replace=False))]
+        left = total - int((role == label).sum())
+        parts.append(pl.DataFrame({"score": scores, "label": label, "weight": weight}, schema=SCORED_SCHEMA))
+        if left:
+            parts.append(pl.DataFrame({"score": [-np.inf], "label": [label], "weight": [float(left)]},
+                                      schema=SCORED_SCHEMA))
+    return pl.concat(parts)
+
+
+def weighted_auc(scored: pl.DataFrame) -> float:
+    """Mann-Whitney AUC of rows ``score, label[, weight]``: the weighted share of (relevant,
+    non-relevant) pairs the relevant one wins, ties counting one half; NaN without both labels."""
+    weight = scored.get_column("weight").to_numpy() if "weight" in scored.columns else np.ones(scored.height)
+    score = scored.get_column("score").to_numpy().astype(np.float64)
+    positive = scored.get_column("label").to_numpy() == 1
+    rel, rel_w = score[positive], weight[positive]
+    order = np.argsort(score[~positive], kind="stable")
+    non, non_w = score[~positive][order], weight[~positive][order]
+    total_rel, total_non = rel_w.sum(), non_w.sum()
+    if total_rel == 0 or total_non == 0:
         return float("nan")
-    below = np.searchsorted(non, rel, side="left")
-    tied = np.searchsorted(non, rel, side="right") - below
-    correct = (below + 0.5 * tied).sum() + len(rel) * non_left + 0.5 * rel_left * non_left
-    return float(correct / (n_rel * n_non))
+    below_w = np.concatenate([[0.0], np.cumsum(non_w)])
+    below = below_w[np.searchsorted(non, rel, side="left")]
+    tied = below_w[np.searchsorted(non, rel, side="right")] - below
+    return float((rel_w * (below + 0.5 * tied)).sum() / (total_rel * total_non))

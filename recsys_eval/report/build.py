@@ -17,6 +17,7 @@ from pathlib import Path
 
 import polars as pl
 
+from recsys_eval.measure.names import AUXILIARY_METRICS
 from recsys_eval.report import figures
 from recsys_eval.report.tables import (
     label_filter,
@@ -124,6 +125,7 @@ def build_sections(folder: Path) -> list[Section]:
     summary = _read(folder, "summary.parquet")
     if summary is None:
         return sections
+    summary = summary.filter(~pl.col("metric").is_in(AUXILIARY_METRICS))
     folds = summary.get_column("fold").unique(maintain_order=True).to_list()
     fold = "all" if "all" in folds else folds[0]
     # Significance marks: the paired t over fold means for cross-validated runs, else the first test.
@@ -204,8 +206,7 @@ def build_sections(folder: Path) -> list[Section]:
     for name, title in (("paired_tests.parquet", "Significance against the baseline"),
                         ("fold_paired_tests.parquet", "Paired t over fold means"),
                         ("agreement.parquet", "Protocol agreement"),
-                        ("sampled_ordering.parquet", "Sampled-metric correction: orderings"),
-                        ("aggregation_audit.parquet", "Aggregation audit")):
+                        ("sampled_ordering.parquet", "Sampled-metric correction: orderings")):
         frame = _read(folder, name)
         if frame is not None and frame.height:
             if name.endswith("paired_tests.parquet"):
@@ -215,7 +216,43 @@ def build_sections(folder: Path) -> list[Section]:
             elif name == "agreement.parquet":
                 frame = frame.filter(at_main).with_columns(pl.col("swaps").list.join("; "))
             sections.append(Section(name.split(".")[0], title, markdown=_md_table(frame), html=_html_table(frame)))
+    audit = _aggregation_section(folder, main_label)
+    if audit is not None:
+        sections.append(audit)
     return sections
+
+
+def _aggregation_section(folder: Path, main_label: str) -> Section | None:
+    """Forman & Scholz's aggregation variants of a cross-validated run, with the system pairs each
+    variant would order differently from the reported value."""
+    f_table, auc_table = _read(folder, "aggregation_f.parquet"), _read(folder, "aggregation_auc.parquet")
+    if f_table is None and auc_table is None:
+        return None
+    changes = _read(folder, "aggregation_audit.parquet")
+    swaps = changes.filter(pl.col("n_swaps") > 0) if changes is not None and changes.height else None
+    if swaps is not None and swaps.height:
+        verdict = (f"{swaps.height} variant(s) would change a conclusion: they order at least one pair of "
+                   "systems unlike the reported value (listed below).")
+    else:
+        verdict = "No variant orders any pair of systems unlike the reported value."
+    note = ("Cross-validated runs only. F1 is reported as F_tp,fp (F of the true and false positives and "
+            "negatives summed over folds, the unbiased aggregate); the other four F variants average per "
+            "fold. AUC is reported per user, averaged over users, then folds; AUC_avg averages each "
+            "fold's pooled AUC and AUC_merge pools every fold's scores (estimated from a seeded sample of "
+            "scored targets), which assumes scores comparable across users and folds. " + verdict)
+    parts: list[tuple[str, pl.DataFrame]] = []
+    if f_table is not None:
+        _, _, k = main_label.partition("@")
+        shown = f_table.filter(pl.col("k") == int(k)) if k and f_table.filter(pl.col("k") == int(k)).height else f_table
+        parts.append(("F-measure variants over folds", shown))
+    if auc_table is not None:
+        parts.append(("AUC variants", auc_table))
+    if swaps is not None and swaps.height:
+        parts.append(("Variants that reorder systems", swaps.with_columns(pl.col("swaps").list.join("; "))))
+    markdown = note + "\n\n" + "".join(f"**{caption}**\n\n{_md_table(frame)}\n" for caption, frame in parts)
+    body = f'<p class="note">{html.escape(note)}</p>' + "".join(
+        f"<h3>{html.escape(caption)}</h3>{_html_table(frame)}" for caption, frame in parts)
+    return Section("aggregation_audit", "Aggregation audit", markdown=markdown, html=body)
 
 
 def write_report(folder: str | Path) -> dict[str, Path]:

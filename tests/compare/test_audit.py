@@ -17,7 +17,7 @@ B_FOLDS = [("b", "p", str(f), 10, 2, 2, 2) for f in range(3)]  # P = R = F = 0.5
 
 
 def test_f_measure_variants_worked_by_hand():
-    table = f_measure_variants(counts(A_FOLDS + B_FOLDS))
+    table = f_measure_variants(counts(A_FOLDS + B_FOLDS), over="folds")
     a = table.filter(pl.col("system") == "a").row(0, named=True)
     assert a["F_tp_fp"] == pytest.approx(8 / 15)  # 2*4 / (2*4 + 4 + 3)
     assert a["F_avg"] == pytest.approx((0.75 + 0.4 + 0) / 3)
@@ -35,7 +35,7 @@ def test_units_level_sums_nothing_and_folds_level_sums_units():
     per_fold = f_measure_variants(units, over="units").sort("fold")
     assert per_fold["F_avg"].to_list() == pytest.approx([(1 + 0) / 2, 0.4])
     assert per_fold["F_tp_fp"].to_list() == pytest.approx([6 / 8, 0.4])
-    across = f_measure_variants(units).row(0, named=True)
+    across = f_measure_variants(units, over="folds").row(0, named=True)
     assert across["F_avg"] == pytest.approx((6 / 8 + 0.4) / 2)
 
 
@@ -70,9 +70,9 @@ def test_auc_with_ties_matches_mann_whitney(rng):
 
 def test_bad_input():
     with pytest.raises(DataError, match="missing columns \\['fn'\\]"):
-        f_measure_variants(counts(A_FOLDS).drop("fn"))
+        f_measure_variants(counts(A_FOLDS).drop("fn"), over="folds")
     with pytest.raises(DataError, match="non-negative"):
-        f_measure_variants(counts([("a", "p", "0", 10, -1, 0, 0)]))
+        f_measure_variants(counts([("a", "p", "0", 10, -1, 0, 0)]), over="folds")
     with pytest.raises(DataError, match="give per-unit counts"):
         aggregation_audit()
-    assert np.isfinite(f_measure_variants(counts(A_FOLDS))["F_tp_fp"].item())
+    assert np.isfinite(f_measure_variants(counts(A_FOLDS), over="folds")["F_tp_fp"].item())

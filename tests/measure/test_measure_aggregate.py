@@ -9,7 +9,7 @@ import pytest
 from measure_build import rankings_of, targets_of
 
 from recsys_eval.errors import ConfigError, DataError
-from recsys_eval.measure import auc_variants, f_measure_variants, measure, summarize
+from recsys_eval.measure import auc_variants, f_counts, f_measure_variants, measure, summarize
 
 
 def _rows(values_by_user: dict, metric: str = "ap", fold: str = "0", k: int | None = 10) -> pl.DataFrame:
@@ -81,25 +81,25 @@ def _f(p, r):
 
 
 def test_f_measure_variants_across_users():
-    v = f_measure_variants(_cross_validation(), across="users")
+    v = f_measure_variants(f_counts(_cross_validation()), over="users")
     one, two = v.row(0, named=True), v.row(1, named=True)
-    assert one["f_avg"] == pytest.approx(0.5) and one["f_pr_re"] == pytest.approx(0.5)
-    assert one["f_tp_fp"] == pytest.approx(4 / 7)
-    assert two["f_avg"] == pytest.approx(1 / 6)  # (0 + 1/3) / 2, the undefined user as 0
-    assert two["f_avg_skip"] == pytest.approx(1 / 3)
-    assert two["f_pr_re"] == pytest.approx(_f(0.25, 0.125))
-    assert two["f_pr_re_skip"] == pytest.approx(_f(0.5, 0.25))
-    assert two["f_tp_fp"] == pytest.approx(2 / 8)
-    assert (two["n"], two["n_undefined"]) == (2, 1)
+    assert one["F_avg"] == pytest.approx(0.5) and one["F_pr_re"] == pytest.approx(0.5)
+    assert one["F_tp_fp"] == pytest.approx(4 / 7)
+    assert two["F_avg"] == pytest.approx(1 / 6)  # (0 + 1/3) / 2, the undefined user as 0
+    assert two["F_avg_skip"] == pytest.approx(1 / 3)
+    assert two["F_pr_re"] == pytest.approx(_f(0.25, 0.125))
+    assert two["F_pr_re_skip"] == pytest.approx(_f(0.5, 0.25))
+    assert two["F_tp_fp"] == pytest.approx(2 / 8)
+    assert (two["n_items"], two["n_undefined"]) == (2, 1)
 
 
 def test_f_measure_variants_across_folds_differ():
-    v = f_measure_variants(_cross_validation(), across="folds").row(0, named=True)
+    v = f_measure_variants(f_counts(_cross_validation()), over="folds").row(0, named=True)
     f1, f2 = _f(0.5, 2 / 3), _f(0.25, 0.25)
-    assert v["f_avg"] == pytest.approx((f1 + f2) / 2)
-    assert v["f_pr_re"] == pytest.approx(_f((0.5 + 0.25) / 2, (2 / 3 + 0.25) / 2))
-    assert v["f_tp_fp"] == pytest.approx(2 * 3 / (2 * 3 + 5 + 4))
-    assert len({round(v[c], 6) for c in ("f_avg", "f_pr_re", "f_tp_fp")}) == 3
+    assert v["F_avg"] == pytest.approx((f1 + f2) / 2)
+    assert v["F_pr_re"] == pytest.approx(_f((0.5 + 0.25) / 2, (2 / 3 + 0.25) / 2))
+    assert v["F_tp_fp"] == pytest.approx(2 * 3 / (2 * 3 + 5 + 4))
+    assert len({round(v[c], 6) for c in ("F_avg", "F_pr_re", "F_tp_fp")}) == 3
 
 
 def test_summary_f1_is_f_tp_fp_by_default():
@@ -112,7 +112,7 @@ def test_summary_f1_is_f_tp_fp_by_default():
 def test_f_measure_needs_relevant_counts():
     frame = _cross_validation().filter(pl.col("metric") == "f1")
     with pytest.raises(DataError, match="n_relevant"):
-        f_measure_variants(frame)
+        f_counts(frame)
 
 
 def test_averaged_and_pooled_auc_differ_for_uncalibrated_folds():
@@ -130,15 +130,54 @@ def test_summary_options_are_checked():
     assert math.isnan(summarize(_rows({1: [float("nan")]})).row(0, named=True)["mean"] or float("nan"))
 
 
-def test_counts_feed_the_compare_stage_variants():
-    compare = pytest.importorskip("recsys_eval.compare")
-    from recsys_eval.measure import f_counts
-
-    theirs = compare.f_measure_variants(f_counts(_cross_validation()), over="folds").row(0, named=True)
-    ours = f_measure_variants(_cross_validation(), across="folds").row(0, named=True)
-    for a, b in (("F_tp_fp", "f_tp_fp"), ("F_avg", "f_avg"), ("F_pr_re", "f_pr_re")):
-        assert theirs[a] == pytest.approx(ours[b])
-
-
 def test_no_metric_gives_an_empty_table():
     assert measure(rankings_of([[0]]), targets_of([{0: 1.0}], 2), metrics=[], k=1).height == 0
+
+
+def test_weighted_auc_equals_the_replicated_rows():
+    import numpy as np
+    from scipy import stats
+
+    from recsys_eval.measure.auc import weighted_auc
+
+    rng = np.random.default_rng(3)
+    score = rng.integers(0, 6, 60).astype(float)
+    label = (rng.random(60) < 0.4).astype(np.int8)
+    weight = rng.integers(1, 4, 60)
+    frame = pl.DataFrame({"score": score, "label": label, "weight": weight.astype(float)})
+    rel, non = np.repeat(score[label == 1], weight[label == 1]), np.repeat(score[label == 0], weight[label == 0])
+    u = stats.mannwhitneyu(rel, non).statistic
+    assert weighted_auc(frame) == pytest.approx(u / (len(rel) * len(non)))
+    assert math.isnan(weighted_auc(frame.filter(pl.col("label") == 1)))
+
+
+def test_scored_targets_keep_left_out_items_and_sample_without_bias():
+    import numpy as np
+
+    from recsys_eval.measure.auc import scored_targets, weighted_auc
+
+    targets = targets_of([{0: 1.0, 1: 0.0, 2: 0.0, 3: 0.0}], 10)
+    truncated = rankings_of([[1, 0]], [[5.0, 4.0]])  # items 2 and 3 left out: tied below
+    rows = scored_targets(truncated, targets)
+    assert rows.filter(pl.col("score") == -np.inf).rows() == [(-np.inf, 0, 2.0)]
+    assert weighted_auc(rows) == pytest.approx(2 / 3)
+    assert weighted_auc(rows) == pytest.approx(pooled_auc_of([(truncated, targets)]))
+
+    rng = np.random.default_rng(0)
+    n = 3000
+    relevant = [{int(i): 1.0 for i in rng.choice(200, 5, replace=False)} for _ in range(n // 10)]
+    scores = rng.random((n // 10, 200))
+    order = np.argsort(-scores, axis=1)
+    big_targets = targets_of(relevant, 200, n_candidates=[200] * (n // 10))
+    big = rankings_of(order.tolist(), np.take_along_axis(scores, order, axis=1).tolist())
+    exact = weighted_auc(scored_targets(big, big_targets))
+    estimates = [weighted_auc(scored_targets(big, big_targets, sample=2000, seed=s)) for s in range(20)]
+    assert len(scored_targets(big, big_targets, sample=2000)) == 1500 + 2000  # every relevant, sampled rest
+    assert np.mean(estimates) == pytest.approx(exact, abs=0.01)
+    assert np.std(estimates) > 0
+
+
+def pooled_auc_of(folds):
+    from recsys_eval.measure import pooled_auc
+
+    return pooled_auc(folds)

@@ -61,7 +61,7 @@ name = "item_knn"
 params = { k = 50 }
 
 [metrics]
-names = ["precision", "recall", "ndcg", "auc"]
+names = ["precision", "recall", "f1", "ndcg", "auc"]
 k = [5, 10]
 relevance_threshold = 4
 
@@ -127,6 +127,31 @@ def test_analysis_tables(folder):
     assert sorted(curve["fraction"].unique().to_list()) == [0.5, 1.0]
 
 
+@needs_ml100k
+def test_aggregation_audit_of_the_cross_validated_run(folder):
+    summary = pl.read_parquet(folder / "summary.parquet").filter(pl.col("fold") == "all")
+    f_variants = pl.read_parquet(folder / "aggregation_f.parquet")
+    reported = summary.filter(pl.col("metric") == "f1").select("system", "protocol", "k", "mean")
+    both = f_variants.join(reported, on=["system", "protocol", "k"])
+    assert both.height == f_variants.height == reported.height
+    assert both["F_tp_fp"].to_list() == pytest.approx(both["mean"].to_list())  # the reported F1
+    assert (both["n_items"] == 2).all()
+    auc = pl.read_parquet(folder / "aggregation_auc.parquet")
+    assert set(auc["protocol"]) == {"AI+AR+AN", "AI+1R+AN", "AI+1R+NN50", "AI+AR+AN+pct3/bin1",
+                                    "AI+AR+AN+pct3/bin2", "AI+AR+AN+pct3/bin3"}
+    random = auc.filter(pl.col("system") == "random")
+    for column in ("auc", "auc_avg", "auc_merge"):
+        assert random[column].to_list() == pytest.approx([0.5] * random.height, abs=0.03), column
+    # a unit's AUC against a uniform sample of its non-relevant items estimates its full AUC without bias
+    full = auc.filter(pl.col("protocol") == "AI+1R+AN").sort("system")
+    sampled = auc.filter(pl.col("protocol") == "AI+1R+NN50").sort("system")
+    assert sampled["auc"].to_list() == pytest.approx(full["auc"].to_list(), abs=0.01)
+    assert (auc["auc_merge"] - auc["auc_avg"]).abs().max() < 0.02  # same scale in both folds
+    changes = pl.read_parquet(folder / "aggregation_audit.parquet")
+    assert set(changes["table"]) == {"f_measure", "auc"}
+    assert (changes["n_swaps"] == changes["swaps"].list.len()).all()
+
+
 class _Collect(HTMLParser):
     def __init__(self):
         super().__init__()
@@ -147,7 +172,8 @@ def test_report_has_every_section_and_loads_nothing_from_the_network(folder):
     page = (folder / "report.html").read_text()
     parser = _Collect()
     parser.feed(page)
-    for section in ("config", "data", "summary", "figures", "paired_tests", "fold_paired_tests", "agreement"):
+    for section in ("config", "data", "summary", "figures", "paired_tests", "fold_paired_tests", "agreement",
+                    "aggregation_audit"):
         assert section in parser.ids, section
     assert parser.images >= 5
     assert not [s for s in parser.srcs if re.match(r"(?i)(https?:)?//", s)]
