@@ -211,7 +211,9 @@ def test_validate_and_init(tmp_path, capsys):
     assert exit_info.value.code == 1  # never overwritten without --force
 
 
-@pytest.mark.parametrize("name", ["quickstart", "ml100k-protocols", "ml1m-protocols"])
+@pytest.mark.parametrize(
+    "name", sorted(p.stem for p in (Path(__file__).parents[2] / "experiments").glob("*.toml"))
+)
 def test_shipped_configs_validate(name):
     from recsys_eval.experiment.checks import check_names
 
