@@ -57,17 +57,18 @@ def summarize(
     check_choice("F-measure variant", f_measure, F_MEASURES)
     per_unit = check_per_unit(per_unit)
     value = _policy_value(undefined)
-    users = per_unit.filter(pl.col("user").is_not_null())
+    # One lazy plan: polars runs the per-user and the micro group-bys in parallel.
+    users = per_unit.lazy().filter(pl.col("user").is_not_null())
     per_user = users.group_by([*_GROUP, "user"]).agg(value.mean().alias("value"))
     folds = per_user.group_by(_GROUP).agg(
         pl.col("value").mean().alias("mean"),
         pl.col("value").count().cast(pl.Int64).alias("users_counted"),
         pl.col("value").null_count().cast(pl.Int64).alias("users_left_out"),
     ).join(users.group_by(_GROUP).agg(value.mean().alias("micro_mean")), on=_GROUP, nulls_equal=True)
-    run_values = per_unit.filter(pl.col("user").is_null()).group_by(_GROUP).agg(
+    run_values = per_unit.lazy().filter(pl.col("user").is_null()).group_by(_GROUP).agg(
         pl.col("value").first().alias("run_value")
     )
-    folds = folds.join(run_values, on=_GROUP, how="full", coalesce=True, nulls_equal=True)
+    folds = folds.join(run_values, on=_GROUP, how="full", coalesce=True, nulls_equal=True).collect()
     folds = folds.with_columns(
         pl.coalesce("mean", "run_value").alias("mean"),
         pl.when(pl.col("users_counted").is_null())
