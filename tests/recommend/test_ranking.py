@@ -209,3 +209,46 @@ def test_a_factor_model_ranks_the_same_through_its_factors_and_its_blocks():
     model.user_factors[3, 0] = np.nan
     with pytest.raises(DataError, match="NaN"):
         recommend_top_k(model, data, users, 9)
+
+
+class TiedBlocks(Recommender):
+    """Scores with many ties, some items not ranked (-inf), one user's row NaN where asked."""
+
+    def __init__(self, scores: np.ndarray):
+        self.table, self.n_items = scores, scores.shape[1]
+
+    def fit(self, train):
+        return self
+
+    def score_block(self, users):
+        return self.table[np.asarray(users)]
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), block_cells=st.sampled_from([1, 7, 64, 8_000_000]))
+def test_dense_target_sets_are_ranked_like_a_full_sort(seed, block_cells):
+    rng = np.random.default_rng(seed)
+    n_users, n_items = 6, 25
+    table = rng.integers(0, 4, (n_users, n_items)).astype(np.float32)
+    table[rng.random((n_users, n_items)) < 0.1] = -np.inf
+    # units of repeated users in any order, each listing most items (the 1R+AN shape)
+    n_units = 15
+    unit_user = rng.integers(0, n_users, n_units).astype(np.int32)
+    lists = [np.sort(rng.choice(n_items, rng.integers(n_items // 2, n_items + 1), replace=False)) for _ in range(n_units)]
+    sizes = [len(x) for x in lists]
+    targets = Targets(unit_user, np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
+                      np.concatenate(lists).astype(np.int32), np.zeros(sum(sizes), np.float32), n_items, "t")
+    model = TiedBlocks(table)
+    assert base._dense_targets(model, targets)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(base, "BLOCK_CELLS", block_cells)
+        ranked = rank_targets(model, targets)
+    for i, listed in enumerate(lists):
+        u = unit_user[i]
+        expected = sorted((j for j in listed.tolist() if table[u, j] > -np.inf), key=lambda j: (-table[u, j], j))
+        assert per_unit(ranked)[i] == expected
+        lo, hi = ranked.offsets[i], ranked.offsets[i + 1]
+        assert ranked.scores[lo:hi].tolist() == [table[u, j] for j in expected]
+    table[unit_user[0], lists[0][0]] = np.nan
+    with pytest.raises(DataError, match="NaN"):
+        rank_targets(model, targets)
