@@ -25,7 +25,13 @@ from threadpoolctl import threadpool_limits
 
 from recsys_eval.core import Interactions, Rankings, Targets
 from recsys_eval.errors import ConfigError, DataError
-from recsys_eval.recommend.topk import rank_units_by_row_order, sort_units, top_k_factors, top_k_rows
+from recsys_eval.recommend.topk import (
+    compact_units,
+    rank_units_by_row_order,
+    sort_units,
+    top_k_factors,
+    top_k_rows,
+)
 
 # Cells (users x columns) of one dense block computed at once where the caller did not choose a
 # chunk: 8M float32 = 32 MB.
@@ -185,26 +191,23 @@ def _dense_rankings(model: Recommender, targets: Targets) -> Rankings:
     """Rankings of units that list most items (e.g. 1R+AN): one score block per user, its items
     sorted once, and each unit's items read off in that order (the units of a user share it)."""
     n_items = max(model.n_items, 1)
-    offsets = targets.offsets
-    items = targets.items.astype(np.int64)
-    out_items = np.empty(len(items), dtype=np.int32)
-    out_scores = np.empty(len(items), dtype=np.float32)
+    offsets = targets.offsets.astype(np.int64, copy=False)
+    out_items = np.empty(len(targets.items), dtype=np.int32)
+    out_scores = np.empty(len(targets.items), dtype=np.float32)
     kept = np.zeros(targets.n_units, dtype=np.int64)
     mark = np.zeros(n_items, dtype=np.bool_)
     units = np.arange(targets.n_units)
     for block, positions, rows in user_blocks(targets.unit_user, max(1, BLOCK_CELLS // n_items)):
         scores = _checked_scores(model, model.score_block(block), (len(block), model.n_items), "score_block")
         order = np.argsort(-scores, axis=1, kind="stable")  # ties keep item order
-        if rank_units_by_row_order(units[positions], rows, offsets, items, order, scores,
+        if rank_units_by_row_order(units[positions], rows, offsets, targets.items, order, scores,
                                    out_items, out_scores, kept, mark):
             raise _nan_scores(model, "score_block")
-    sizes = np.diff(offsets)
-    within = np.arange(len(items)) - np.repeat(offsets[:-1], sizes)
-    keep = within < np.repeat(kept, sizes)
-    return Rankings(
-        targets.unit_user.astype(np.int32), np.concatenate([[0], np.cumsum(kept)]).astype(np.int64),
-        out_items[keep], out_scores[keep],
-    )
+    new_offsets = compact_units(offsets, kept, out_items, out_scores)
+    total = int(new_offsets[-1])
+    if total < len(out_items):  # items scored -inf were left out
+        out_items, out_scores = out_items[:total].copy(), out_scores[:total].copy()
+    return Rankings(targets.unit_user.astype(np.int32), new_offsets, out_items, out_scores)
 
 
 def _sorted_rankings(targets: Targets, scores: np.ndarray) -> Rankings:

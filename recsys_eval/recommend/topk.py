@@ -181,3 +181,19 @@ def rank_units_by_row_order(units, unit_rows, offsets, items, order, scores, out
         for p in range(lo, hi):
             mark[items[p]] = False
     return found_nan
+
+
+@numba.njit(cache=True, nogil=True)
+def compact_units(offsets, kept, out_items, out_scores):
+    """Move each unit's first ``kept[u]`` entries (written at ``offsets[u]``) left so that the units
+    are contiguous, in place; returns the new offsets. Safe in place: no unit moves right."""
+    new_offsets = np.empty(len(offsets), dtype=np.int64)
+    new_offsets[0] = 0
+    for u in range(len(offsets) - 1):
+        start, dest = offsets[u], new_offsets[u]
+        if dest != start:
+            for p in range(kept[u]):
+                out_items[dest + p] = out_items[start + p]
+                out_scores[dest + p] = out_scores[start + p]
+        new_offsets[u + 1] = dest + kept[u]
+    return new_offsets
