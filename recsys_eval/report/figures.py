@@ -162,7 +162,9 @@ def ranks_across_protocols(summary: pl.DataFrame, label: str, fold: str = "all")
 
 def grouped_bars(frame: pl.DataFrame, *, group: str, series: str, value: str, title: str,
                  ylabel: str) -> Figure | None:
-    """Bars of ``value`` for every ``group`` (x axis), one bar per ``series`` value."""
+    """Bars of ``value`` for every ``group`` (x axis), one bar per ``series`` value; rows without a
+    value (e.g. the full-ranking value of a run without AI+1R+AN) are left out."""
+    frame = frame.drop_nulls(value)
     if frame.is_empty():
         return None
     groups = frame.get_column(group).unique(maintain_order=True).to_list()

@@ -270,3 +270,26 @@ def test_report_of_an_incomplete_folder_is_a_clear_error(tmp_path, capsys):
         main(["report", str(tmp_path)])
     assert exit_info.value.code == 1
     assert "missing manifest.json" in capsys.readouterr().err
+
+
+def test_bars_leave_out_missing_values():
+    from recsys_eval.report import figures
+
+    frame = pl.DataFrame({"system": ["a", "a", "b", "b"], "estimate": ["sampled", "full"] * 2,
+                          "value": [0.5, None, 0.4, None]})
+    fig = figures.grouped_bars(frame, group="system", series="estimate", value="value", title="t", ylabel="y")
+    assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == ["sampled"]
+    assert figures.grouped_bars(frame.filter(pl.col("estimate") == "full"), group="system", series="estimate",
+                                value="value", title="t", ylabel="y") is None
+
+
+@needs_ml100k
+def test_the_readme_main_job_runs_with_its_report(tmp_path):
+    """`uv run recsys-eval run experiments/quickstart.toml`: a sampled protocol without its full
+    counterpart, so the sampled-correction figure has no full-ranking bars."""
+    config = HERE.parents[1] / "experiments" / "quickstart.toml"
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", str(config), "--out", str(tmp_path), "--quiet"])
+    assert exit_info.value.code in (0, None)
+    folder = next(p for p in (tmp_path / "quickstart").iterdir() if not p.name.startswith("."))
+    assert (folder / "report.html").is_file() and (folder / "tables.tex").is_file()
