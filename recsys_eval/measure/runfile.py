@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from recsys_eval.core.columns import check_unique, numeric_column
 from recsys_eval.core.units import Rankings, Targets
 from recsys_eval.errors import ConfigError, DataError
 
@@ -162,44 +163,11 @@ def _check_ids(frame: pl.DataFrame, name: str, required: tuple[str, ...]) -> pl.
     return frame
 
 
-def _numeric(frame: pl.DataFrame, col: str, name: str) -> pl.Series:
-    column = frame.get_column(col)
-    if column.dtype == pl.String:  # e.g. a CSV column holding "nan" or "inf" is read as text
-        parsed = column.str.strip_chars().cast(pl.Float64, strict=False)
-        unparsed = parsed.is_null() & column.is_not_null()
-        if unparsed.any():
-            raise DataError(
-                f"{name}: column {col!r} is not numeric (e.g. value {column.filter(unparsed)[0]!r})"
-            )
-        column = parsed
-    elif not column.dtype.is_numeric():
-        raise DataError(f"{name}: column {col!r} is not numeric (type {column.dtype})")
-    values = column.cast(pl.Float64)
-    bad = values.is_null() | values.is_nan() | values.is_infinite()
-    if bad.any():
-        row = frame.filter(bad).row(0, named=True)
-        raise DataError(
-            f"{name}: column {col!r} has {int(bad.sum()):,} empty, NaN or infinite values "
-            f"(e.g. user {row['user']!r}, item {row['item']!r})"
-        )
-    return values
-
-
-def _duplicates(frame: pl.DataFrame, key: list[str], name: str, hint: str) -> None:
-    dup = frame.select(key).is_duplicated()
-    if dup.any():
-        row = frame.filter(dup).row(0, named=True)
-        shown = ", ".join(f"{c} {row[c]!r}" for c in key)
-        raise DataError(
-            f"{name}: {int(dup.sum()):,} rows repeat a ({', '.join(key)}) pair, e.g. {shown}; {hint}"
-        )
-
-
 def _test_gains(test: pl.DataFrame, name: str, threshold: float | None, gain: str) -> pl.DataFrame:
-    _duplicates(test, ["user", "item"], name, "expected one row per test interaction")
+    check_unique(test, ["user", "item"], name, "expected one row per test interaction")
     has_rating = "rating" in test.columns
     if has_rating:
-        test = test.with_columns(_numeric(test, "rating", name).alias("rating"))
+        test = test.with_columns(numeric_column(test, "rating", name).alias("rating"))
     if threshold is not None and not has_rating:
         raise ConfigError(f"a threshold needs ratings, but {name} has no 'rating' column")
     relevant = pl.col("rating") >= threshold if threshold is not None else pl.lit(True)
@@ -223,17 +191,17 @@ def _run_order(run: pl.DataFrame, name: str) -> pl.DataFrame:
             f"{name}: missing column 'score' or 'rank'; expected user, item and score (higher is "
             f"better) or rank (1 is best); the columns are {run.columns}"
         )
-    _duplicates(run, ["user", "item"], name, "a ranking lists each item once per user")
+    check_unique(run, ["user", "item"], name, "a ranking lists each item once per user")
     columns = ["user", "item"]
     if has_score:
-        run = run.with_columns(_numeric(run, "score", name).alias("score"))
+        run = run.with_columns(numeric_column(run, "score", name).alias("score"))
         columns.append("score")
     if has_rank:
-        ranks = _numeric(run, "rank", name)
+        ranks = numeric_column(run, "rank", name)
         if (ranks != ranks.round()).any():
             raise DataError(f"{name}: column 'rank' holds non-integer values; expected ranks 1..L per user")
         run = run.with_columns(ranks.cast(pl.Int64).alias("rank"))
-        _duplicates(run, ["user", "rank"], name, "each rank appears once per user")
+        check_unique(run, ["user", "rank"], name, "each rank appears once per user")
         wrong = run.group_by("user").agg(
             pl.col("rank").min().alias("low"), pl.col("rank").max().alias("high"), pl.len().alias("n")
         ).filter((pl.col("low") != 1) | (pl.col("high") != pl.col("n")))

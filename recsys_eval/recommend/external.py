@@ -11,6 +11,7 @@ import polars as pl
 import scipy.sparse as sp
 
 from recsys_eval.core import Interactions
+from recsys_eval.core.columns import check_unique, numeric_column
 from recsys_eval.errors import DataError
 from recsys_eval.recommend.base import Recommender
 
@@ -126,38 +127,9 @@ def _check_columns(frame: pl.DataFrame, source: str) -> dict[str, np.ndarray]:
         if nulls:
             row = int(frame.get_column(column).is_null().arg_true()[0])
             raise DataError(f"{source}: column {column!r} has {nulls:,} empty ids (first at row {row + 1})")
-    numbers = {column: _numbers(frame, column, source) for column in values}
-    dup = frame.select("user", "item").is_duplicated()
-    if dup.any():
-        first = frame.filter(dup).row(0, named=True)
-        raise DataError(
-            f"{source}: {int(dup.sum()):,} rows repeat a (user, item) pair, e.g. user "
-            f"{first['user']!r}, item {first['item']!r}; a run lists each item at most once per user"
-        )
+    numbers = {column: numeric_column(frame, column, source).to_numpy() for column in values}
+    check_unique(frame, ["user", "item"], source, "a run lists each item at most once per user")
     return numbers
-
-
-def _numbers(frame: pl.DataFrame, column: str, source: str) -> np.ndarray:
-    """A value column as float64; text (a CSV column holding 'nan') is parsed; NaN, empty or
-    infinite values are errors."""
-    values = frame.get_column(column)
-    if values.dtype == pl.String:
-        parsed = values.str.strip_chars().cast(pl.Float64, strict=False)
-        unparsed = parsed.is_null() & values.is_not_null()
-        if unparsed.any():
-            raise DataError(f"{source}: column {column!r} is not numeric (e.g. {values.filter(unparsed)[0]!r})")
-        values = parsed
-    elif not values.dtype.is_numeric():
-        raise DataError(f"{source}: column {column!r} has type {values.dtype}; expected numbers")
-    values = values.cast(pl.Float64)
-    bad = values.is_null() | values.is_nan() | values.is_infinite()
-    if bad.any():
-        row = int(bad.arg_true()[0])
-        raise DataError(
-            f"{source}: column {column!r} has {int(bad.sum()):,} NaN, empty or infinite values "
-            f"(first at row {row + 1})"
-        )
-    return values.to_numpy()
 
 
 def _dense_ranks(users: np.ndarray, rank: np.ndarray, score: np.ndarray) -> np.ndarray:

@@ -100,6 +100,22 @@ def _fmt(value: float | None, digits: int) -> str:
     return f"{value:.{digits}f}"
 
 
+def _cell_text(cell: Cell | None, digits: int, *, missing: str, bold: str, mark: str,
+               interval: str | None = None) -> str:
+    """A summary cell as text: the mean (``bold`` pattern when best), ``mark`` when significant,
+    and the ``interval`` pattern filled with the bounds when given and known."""
+    if cell is None:
+        return missing
+    text = _fmt(cell.mean, digits)
+    if cell.best:
+        text = bold.format(text)
+    if cell.significant:
+        text += mark
+    if interval and cell.lower is not None and cell.lower == cell.lower:
+        text += interval.format(_fmt(cell.lower, digits), _fmt(cell.upper, digits))
+    return text
+
+
 def to_markdown(blocks: list[Block], *, digits: int = 4, intervals: bool = True) -> str:
     """Pipe tables, one per protocol; best value bold, ``*`` for significant vs the baseline."""
     out = []
@@ -108,20 +124,8 @@ def to_markdown(blocks: list[Block], *, digits: int = 4, intervals: bool = True)
         out.append("| system | " + " | ".join(block.columns) + " |")
         out.append("|---|" + "---:|" * len(block.columns))
         for system, cells in block.rows.items():
-            shown = []
-            for col in block.columns:
-                cell = cells.get(col)
-                if cell is None:
-                    shown.append("–")
-                    continue
-                text = _fmt(cell.mean, digits)
-                if cell.best:
-                    text = f"**{text}**"
-                if cell.significant:
-                    text += "\\*"
-                if intervals and cell.lower is not None and cell.lower == cell.lower:
-                    text += f" ({_fmt(cell.lower, digits)}–{_fmt(cell.upper, digits)})"
-                shown.append(text)
+            shown = [_cell_text(cells.get(col), digits, missing="–", bold="**{}**", mark="\\*",
+                                interval=" ({}–{})" if intervals else None) for col in block.columns]
             out.append(f"| {system} | " + " | ".join(shown) + " |")
         out.append("")
     return "\n".join(out)
@@ -152,18 +156,8 @@ def to_latex(blocks: list[Block], *, digits: int = 4, caption: str = "", label: 
             rf"\multicolumn{{{len(columns) + 1}}}{{l}}{{\textit{{{latex_escape(block.protocol)}}}}} \\"
         )
         for system, cells in block.rows.items():
-            shown = []
-            for col in columns:
-                cell = cells.get(col)
-                if cell is None:
-                    shown.append("--")
-                    continue
-                text = _fmt(cell.mean, digits)
-                if cell.best:
-                    text = rf"\textbf{{{text}}}"
-                if cell.significant:
-                    text += r"$^{\dagger}$"
-                shown.append(text)
+            shown = [_cell_text(cells.get(col), digits, missing="--", bold=r"\textbf{{{}}}",
+                                mark=r"$^{\dagger}$") for col in columns]
             lines.append(f"{latex_escape(system)} & " + " & ".join(shown) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}"]
     if caption:

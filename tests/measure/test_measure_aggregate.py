@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import polars as pl
 import pytest
+from scipy import stats
 from measure_build import rankings_of, targets_of
 
 from recsys_eval.errors import ConfigError, DataError
-from recsys_eval.measure import auc_variants, f_counts, f_measure_variants, measure, summarize
+from recsys_eval.measure import auc_variants, f_counts, f_measure_variants, measure, pooled_auc, summarize
+from recsys_eval.measure.auc import scored_targets, weighted_auc
 
 
 def _rows(values_by_user: dict, metric: str = "ap", fold: str = "0", k: int | None = 10) -> pl.DataFrame:
@@ -135,11 +138,6 @@ def test_no_metric_gives_an_empty_table():
 
 
 def test_weighted_auc_equals_the_replicated_rows():
-    import numpy as np
-    from scipy import stats
-
-    from recsys_eval.measure.auc import weighted_auc
-
     rng = np.random.default_rng(3)
     score = rng.integers(0, 6, 60).astype(float)
     label = (rng.random(60) < 0.4).astype(np.int8)
@@ -152,16 +150,12 @@ def test_weighted_auc_equals_the_replicated_rows():
 
 
 def test_scored_targets_keep_left_out_items_and_sample_without_bias():
-    import numpy as np
-
-    from recsys_eval.measure.auc import scored_targets, weighted_auc
-
     targets = targets_of([{0: 1.0, 1: 0.0, 2: 0.0, 3: 0.0}], 10)
     truncated = rankings_of([[1, 0]], [[5.0, 4.0]])  # items 2 and 3 left out: tied below
     rows = scored_targets(truncated, targets)
     assert rows.filter(pl.col("score") == -np.inf).rows() == [(-np.inf, 0, 2.0)]
     assert weighted_auc(rows) == pytest.approx(2 / 3)
-    assert weighted_auc(rows) == pytest.approx(pooled_auc_of([(truncated, targets)]))
+    assert weighted_auc(rows) == pytest.approx(pooled_auc([(truncated, targets)]))
 
     rng = np.random.default_rng(0)
     n = 3000
@@ -175,9 +169,3 @@ def test_scored_targets_keep_left_out_items_and_sample_without_bias():
     assert len(scored_targets(big, big_targets, sample=2000)) == 1500 + 2000  # every relevant, sampled rest
     assert np.mean(estimates) == pytest.approx(exact, abs=0.01)
     assert np.std(estimates) > 0
-
-
-def pooled_auc_of(folds):
-    from recsys_eval.measure import pooled_auc
-
-    return pooled_auc(folds)
