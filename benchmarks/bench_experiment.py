@@ -16,7 +16,7 @@ from pathlib import Path
 import polars as pl
 from rich.console import Console
 
-from recsys_eval.experiment.analysis import analyse
+from recsys_eval.compare.study import analyse
 from recsys_eval.experiment.config import load_config
 from recsys_eval.experiment.runner import run_experiment
 from recsys_eval.report import write_report

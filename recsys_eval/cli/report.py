@@ -34,9 +34,10 @@ def compare(
     """
     from recsys_eval.compare import CORRECTIONS, TESTS
     from recsys_eval.errors import check_choice
-    from recsys_eval.experiment.analysis import analyse, read_manifest
+    from recsys_eval.compare.study import analyse
+    from recsys_eval.core.results import ResultsFolder
 
-    manifest = read_manifest(results)
+    manifest = ResultsFolder.open(results).manifest
     tests = _csv(test)
     for name in tests or []:
         check_choice("test", name, TESTS)
@@ -72,10 +73,11 @@ def report(
     force: bool = typer.Option(False, "--force", help="Rewrite an existing report."),
 ) -> None:
     """Write report.md, a self-contained report.html with figures, and tables.tex."""
-    from recsys_eval.experiment.analysis import analyse, read_manifest
+    from recsys_eval.compare.study import analyse
+    from recsys_eval.core.results import ResultsFolder
     from recsys_eval.report import write_report
 
-    read_manifest(results)
+    ResultsFolder.open(results)
     if (results / "report.html").exists() and not force:
         raise ConfigError(f"{results / 'report.html'} exists; pass --force to rewrite the report")
     if not (results / "paired_tests.parquet").exists():

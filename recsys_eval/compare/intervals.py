@@ -17,34 +17,12 @@ from recsys_eval.compare.resampling import (
     bootstrap_means,
     mean_acceleration,
 )
-from recsys_eval.core.results import check_per_unit
 from recsys_eval.errors import ConfigError, check_choice
-from recsys_eval.measure.names import UNDEFINED_POLICIES
+from recsys_eval.measure.aggregate import group_stats, per_user
 
 INTERVAL_METHODS = ("t", "bootstrap")
 BOOTSTRAP_METHODS = ("bca", "percentile", "basic")
 SUMMARY_KEYS = ("system", "protocol", "fold", "metric", "k")
-
-
-def per_user(per_unit: pl.DataFrame, *, undefined: str = "skip") -> pl.DataFrame:
-    """Mean over each user's units: (system, protocol, fold, user, metric, k, value).
-
-    ``undefined="skip"`` leaves NaN units out of the mean (NaN if the user has no defined unit);
-    ``"zero"`` counts them as 0.
-    """
-    check_choice("undefined-value policy", undefined, UNDEFINED_POLICIES)
-    frame = check_per_unit(per_unit)
-    value = pl.col("value").cast(pl.Float64)
-    value = value.fill_nan(None) if undefined == "skip" else value.fill_nan(0.0)
-    # Lazy: the planner fuses the group-by and the sort (4x faster than eager on 20M rows).
-    return (
-        frame.lazy()
-        .group_by(["system", "protocol", "fold", "user", "metric", "k"])
-        .agg(value.mean())
-        .with_columns(pl.col("value").fill_null(float("nan")))
-        .sort(["system", "protocol", "fold", "metric", "k", "user"], nulls_last=True)
-        .collect()
-    )
 
 
 def confidence_intervals(
@@ -106,27 +84,18 @@ def fold_confidence_intervals(per_user_frame: pl.DataFrame, *, level: float = 0.
 
     A fold mean is the mean over the fold's users with a defined value; folds without one are left
     out. Columns: system, protocol, fold ("all"), metric, k, mean (of fold means), lower, upper,
-    n_folds. The folds share training data, so the
-    interval understates the variance (Mooney; Forman & Scholz).
+    n_folds. The folds share training data, so the interval understates the variance (Mooney;
+    Forman & Scholz). Sums run in a fixed order (bit-reproducible).
     """
     _check_level(level)
-    folds = (
-        check_per_user(per_user_frame)
-        .with_columns(pl.col("value").fill_nan(None))
-        .group_by(list(SUMMARY_KEYS))
-        .agg(pl.col("value").mean())
-        .drop_nulls("value")
-    )
-    summary = (
-        folds.group_by(["system", "protocol", "metric", "k"])
-        .agg(mean=pl.col("value").mean(), sd=pl.col("value").std(ddof=1), n_folds=pl.len().cast(pl.Int64))
-        .sort(["protocol", "metric", "k", "system"], nulls_last=True)
-    )
-    n = summary["n_folds"].to_numpy()
-    mean = summary["mean"].to_numpy()
-    sd = summary["sd"].fill_null(float("nan")).to_numpy()
-    lower, upper = _t_bounds(mean, sd, n, level)
-    return summary.with_columns(lower=lower, upper=upper, fold=pl.lit("all")).select(
+    frame = check_per_user(per_user_frame)
+    folds = group_stats(frame, list(SUMMARY_KEYS)).filter(pl.col("n") > 0)
+    stats_ = group_stats(folds.rename({"mean": "value"}), ["system", "protocol", "metric", "k"])
+    n = stats_["n"].to_numpy()
+    lower, upper = _t_bounds(stats_["mean"].to_numpy(), stats_["sd"].to_numpy(), n, level)
+    return stats_.with_columns(
+        lower=lower, upper=upper, fold=pl.lit("all"), n_folds=pl.col("n").cast(pl.Int64)
+    ).sort(["protocol", "metric", "k", "system"], nulls_last=True, maintain_order=True).select(
         "system", "protocol", "fold", "metric", "k", "mean", "lower", "upper", "n_folds"
     )
 

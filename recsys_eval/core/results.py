@@ -1,4 +1,5 @@
-"""The per-unit results table every summary, test and plot is computed from (DESIGN.md section 2).
+"""The per-unit results table every summary, test and plot is computed from, and the results folder
+that holds it (docs/CONVENTIONS.md#results).
 
 One row per (system, protocol, fold, user, unit, metric, k). ``user`` holds the raw user id (integer
 or string, as in the data); ``unit`` numbers the evaluation units of one (system, protocol, fold)
@@ -9,9 +10,18 @@ so that the averaging policy, not the kernel, decides what to do with it.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
 import polars as pl
 
-from recsys_eval.errors import DataError
+from recsys_eval.errors import ConfigError, DataError
 
 PER_UNIT_SCHEMA: dict[str, pl.DataType] = {
     "system": pl.String,
@@ -32,3 +42,238 @@ def check_per_unit(frame: pl.DataFrame, source: str = "per-unit results") -> pl.
     if missing:
         raise DataError(f"{source}: missing columns {missing}; expected {list(PER_UNIT_COLUMNS)}")
     return frame.select(PER_UNIT_COLUMNS)
+
+
+# -- the results folder -------------------------------------------------------------------------
+FORMAT_VERSION = 2
+CONFIG = "config.toml"
+MANIFEST = "manifest.json"
+PER_UNIT = "per_unit"
+SUMMARY = "summary"
+TIMINGS = "timings.csv"
+DATA_STATS = "data_stats"
+LOG = "log.txt"
+EXPOSURE = "exposure_bins"
+AUC_POOLING = "auc_pooling"
+LEARNING_CURVE = "per_unit_learning_curve"
+SPLITS = "splits"
+#: Scratch folders of a run in progress, removed when it completes.
+SCRATCH = ("folds", "exposure", "auc_scores")
+#: Tables the compare stage writes into a folder (Parquet, with a CSV beside each).
+ANALYSIS_TABLES = (
+    "paired_tests", "fold_paired_tests", "agreement", "sampled_correction", "sampled_ordering",
+    "popularity_bins", "exposure", "learning_curve", "aggregation_f", "aggregation_auc",
+    "aggregation_audit",
+)
+_KEY_COLUMNS = ("fold", "system", "protocol")
+
+
+def config_hash(config_text: str) -> str:
+    """A short hash of the config as run, to match a resumable work folder to its config."""
+    return hashlib.sha256(config_text.encode()).hexdigest()[:12]
+
+
+class ResultsFolder:
+    """A run's results folder: the one owner of its file names, its manifest and its per-unit files.
+
+    A run writes into a hidden work folder ``<root>/<experiment>/.partial-<config hash>-<time>-*``
+    that is renamed to ``<root>/<experiment>/<UTC time>/`` only when every file is written, so an
+    interrupted run never leaves a folder that looks complete, and ``--resume`` picks the newest
+    work folder of the same config. An existing results folder is never overwritten.
+
+    Per-unit values are written per (fold, system, protocol) as they are produced, one Parquet file
+    each (``per_unit/f<i>/s<j>-p<k>.parquet``, indices into the manifest's ``folds``, ``systems``
+    and ``protocols``), and read back as one table by :meth:`scan_per_unit` (or by
+    ``pl.scan_parquet("<folder>/per_unit/**/*.parquet")``). The manifest lists every partition; a
+    partition missing from the folder is an error naming it, never a silently partial mean.
+    """
+
+    def __init__(self, path: Path, root: Path | None = None) -> None:
+        self.path = Path(path)
+        self.root = root if root is not None else self.path.parent
+        self._manifest: dict[str, Any] | None = None
+
+    # -- a run in progress --------------------------------------------------------------------
+    @classmethod
+    def create(cls, out_root: Path, experiment: str, cfg_hash: str, *, resume: bool) -> ResultsFolder:
+        """The work folder of a new run, or with ``resume`` the newest one of the same config."""
+        root = Path(out_root) / experiment
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(f"cannot create results folder {root}: {exc.strerror}") from None
+        if not os.access(root, os.W_OK):
+            raise ConfigError(f"results folder {root} is not writable")
+        if resume:
+            previous = sorted(root.glob(f".partial-{cfg_hash}-*"))
+            if previous:
+                return cls(previous[-1], root)
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        return cls(Path(tempfile.mkdtemp(prefix=f".partial-{cfg_hash}-{stamp}-", dir=root)), root)
+
+    def set_layout(self, folds: list[str], systems: list[str], protocols: list[str]) -> None:
+        """Fix the partition keys of the run (the indices in partition file names)."""
+        layout = {"folds": folds, "systems": systems, "protocols": protocols}
+        known = self.path / "layout.json"
+        if known.is_file() and json.loads(known.read_text()) != layout:
+            raise ConfigError(f"{self.path}: the work folder was written for other folds, systems or protocols")
+        self.write_json("layout.json", layout)
+        self._layout = layout
+
+    def partition_file(self, fold: str, system: str, protocol: str) -> Path:
+        layout = self._layout_keys()
+        try:
+            i, j, k = (layout[f"{key}s"].index(name) for key, name in zip(_KEY_COLUMNS, (fold, system, protocol), strict=True))
+        except ValueError:
+            raise DataError(
+                f"{self.path}: no partition for fold {fold!r}, system {system!r}, protocol {protocol!r}"
+            ) from None
+        return self.path / PER_UNIT / f"f{i}" / f"s{j}-p{k}.parquet"
+
+    def write_partition(self, per_unit: pl.DataFrame) -> Path:
+        """Write the per-unit rows of one (fold, system, protocol) as its own file."""
+        keys = per_unit.select(*_KEY_COLUMNS).unique()
+        if keys.height != 1:
+            raise DataError(f"a per-unit partition holds one fold, system and protocol; got {keys.height} combinations")
+        fold, system, protocol = keys.row(0)
+        target = self.partition_file(fold, system, protocol)
+        write_parquet_atomic(check_per_unit(per_unit), target)
+        return target
+
+    def fold_done(self, fold: str) -> bool:
+        return (self._fold_folder(fold) / "complete.json").is_file()
+
+    def mark_fold_done(self, fold: str, partitions: list[Path]) -> None:
+        names = [str(p.relative_to(self.path)) for p in partitions]
+        self.write_json(str((self._fold_folder(fold) / "complete.json").relative_to(self.path)), names)
+
+    def fold_partitions(self, fold: str) -> list[Path]:
+        """The partitions of a fold marked complete, in the order they were written."""
+        marker = self._fold_folder(fold) / "complete.json"
+        return [self.path / name for name in json.loads(marker.read_text())]
+
+    def _fold_folder(self, fold: str) -> Path:
+        return self.path / PER_UNIT / f"f{self._layout_keys()['folds'].index(fold)}"
+
+    @property
+    def layout(self) -> dict[str, list[str]]:
+        """The run's folds, systems and protocols, whose indices name the partition files."""
+        return self._layout_keys()
+
+    def _layout_keys(self) -> dict[str, list[str]]:
+        layout = getattr(self, "_layout", None)
+        if layout is None:
+            source = self.path / "layout.json"
+            layout = json.loads(source.read_text()) if source.is_file() else {
+                f"{key}s": self.manifest[f"{key}s"] for key in _KEY_COLUMNS}
+            self._layout = layout
+        return layout
+
+    def finish(self, manifest: dict[str, Any]) -> Path:
+        """Write the manifest and rename the work folder to its final, timestamped name."""
+        for scratch in SCRATCH:
+            if (self.path / scratch).exists():
+                shutil.rmtree(self.path / scratch)
+        self.write_json(MANIFEST, {"format": FORMAT_VERSION, **manifest})
+        (self.path / "layout.json").unlink(missing_ok=True)
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        for attempt in range(1000):
+            final = self.root / (stamp if attempt == 0 else f"{stamp}-{attempt + 1}")
+            try:
+                os.rename(self.path, final)  # fails if `final` exists and is not empty
+            except OSError:
+                if final.exists():
+                    continue
+                raise
+            self.path = final
+            return final
+        raise ConfigError(f"could not find a free results folder name under {self.root}")
+
+    # -- a complete folder --------------------------------------------------------------------
+    @classmethod
+    def open(cls, path: str | Path) -> ResultsFolder:
+        """A complete results folder; a clear error naming what is missing or too old."""
+        folder = cls(Path(path))
+        if not folder.path.is_dir():
+            raise DataError(f"{folder.path}: no such results folder")
+        missing = [name for name in (MANIFEST, CONFIG, PER_UNIT, f"{SUMMARY}.parquet")
+                   if not (folder.path / name).exists()]
+        if missing:
+            raise DataError(
+                f"{folder.path}: not a complete results folder (missing {', '.join(missing)}); an "
+                "interrupted run can be finished with `recsys-eval run CONFIG --resume`"
+            )
+        manifest = folder.manifest
+        if manifest.get("format") != FORMAT_VERSION:
+            raise DataError(
+                f"{folder.path}: results format {manifest.get('format')!r}, this version reads format "
+                f"{FORMAT_VERSION}; rerun the experiment with this version"
+            )
+        return folder
+
+    @property
+    def manifest(self) -> dict[str, Any]:
+        if self._manifest is None:
+            self._manifest = json.loads((self.path / MANIFEST).read_text())
+        return self._manifest
+
+    def partitions(self) -> list[Path]:
+        """Every per-unit partition the manifest lists; a missing one is an error naming it."""
+        files = [self.path / name for name in self.manifest["partitions"]]
+        absent = [f for f in files if not f.is_file()]
+        if absent:
+            raise DataError(
+                f"{self.path}: per-unit partition {absent[0].relative_to(self.path)} is missing "
+                f"({len(absent)} of {len(files)} missing); the folder is incomplete, rerun the experiment"
+            )
+        return files
+
+    def scan_per_unit(self, *, fold: str | None = None) -> pl.LazyFrame:
+        """The per-unit table (one fold's, with ``fold``) as a lazy scan over its partitions."""
+        files = self.partitions()
+        if fold is not None:
+            prefix = f"{PER_UNIT}/f{self.manifest['folds'].index(fold)}/"
+            files = [f for f in files if str(f.relative_to(self.path)).startswith(prefix)]
+        if not files:
+            return pl.LazyFrame(schema=PER_UNIT_SCHEMA)
+        return pl.scan_parquet(files)
+
+    def table(self, name: str) -> pl.DataFrame | None:
+        """A table of the folder by name (``summary``, ``paired_tests``, ...), None if absent."""
+        path = self.path / f"{name}.parquet"
+        return pl.read_parquet(path) if path.is_file() else None
+
+    # -- writing ------------------------------------------------------------------------------
+    def write_table(self, name: str, frame: pl.DataFrame, *, csv: bool = True) -> None:
+        """``<name>.parquet`` and, with ``csv``, ``<name>.csv`` (list columns joined by "; ")."""
+        write_parquet_atomic(frame, self.path / f"{name}.parquet")
+        if csv:
+            flat = frame.with_columns(pl.col(pl.List(pl.String)).list.join("; "))
+            write_csv_atomic(flat, self.path / f"{name}.csv")
+
+    def write_text(self, name: str, text: str) -> Path:
+        target = self.path / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, target)
+        return target
+
+    def write_json(self, name: str, data: Any) -> Path:
+        return self.write_text(name, json.dumps(data, indent=2, default=str) + "\n")
+
+
+def write_parquet_atomic(frame: pl.DataFrame, target: Path) -> None:
+    """Write a Parquet file through a temporary name, so no reader sees half a file."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.tmp")
+    frame.write_parquet(tmp)
+    os.replace(tmp, target)
+
+
+def write_csv_atomic(frame: pl.DataFrame, target: Path) -> None:
+    """Write a CSV file through a temporary name."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.tmp")
+    frame.write_csv(tmp)
+    os.replace(tmp, target)

@@ -13,7 +13,7 @@ from rich.table import Table
 from recsys_eval.report.tables import summary_blocks
 
 SHORT = {
-    "precision": "P", "recall": "R", "f1": "F1", "ap": "MAP", "ndcg": "nDCG", "rr": "MRR",
+    "precision": "P", "recall": "R", "f1": "F1", "f1_pooled": "F1pool", "ap": "MAP", "ndcg": "nDCG", "rr": "MRR",
     "hit": "HR", "half_life": "HLU", "auc": "AUC", "mae": "MAE", "rmse": "RMSE", "kendall": "tau",
     "spearman": "rho", "ndpm": "NDPM", "catalog_coverage": "Cov", "user_coverage": "UCov",
     "prediction_coverage": "PCov", "novelty": "Nov", "gini": "Gini", "entropy": "Ent", "ild": "ILD",

@@ -1,30 +1,43 @@
-"""Per-unit values to summaries: the averaging rules of DESIGN.md section 6.
+"""The one home of averaging: per-unit values -> per-user values -> fold means -> the mean of the fold
+means, and the pooled variants beside them (docs/CONVENTIONS.md#averaging).
 
-- A unit's values become a user's value by the mean over the user's units (one unit under AR, one
-  per relevant item under 1R); the summary is the mean over users (macro), with the mean over all
-  units (micro) beside it.
-- Undefined values (NaN) are left out (``undefined="skip"``, the number of users left out is
-  reported) or count as 0 (``"zero"``); the policy is recorded in every summary row.
-- Folds: means within each fold, then the mean of the fold means (the ``all`` row).
-- Rows with a null ``user`` are values of a whole run (e.g. catalog coverage, micro MAE): they are
-  reported as they are (as the mean when the metric has no per-user rows, else as the micro mean).
-- F-measure (Forman & Scholz 2010): the summary of ``f1`` is F_tp,fp by default, the F of the
-  summed true positives, false positives and false negatives; :func:`f_measure_variants` gives
-  F_avg, F_pr,re, F_tp,fp and the skip-undefined F~avg, F~pr,re side by side.
+- A user's value is the mean over the user's units (one unit under AR, one per relevant item under
+  1R); a fold's value is the mean over its users (macro), with the mean over all units (micro) beside
+  it; a run's value over several folds is the mean of the fold means (the ``all`` rows).
+- Undefined values (NaN) are left out (``undefined="skip"``; the users left out are counted) or count
+  as 0 (``"zero"``); the policy is recorded in every summary row.
+- Rows with a null ``user`` are values of a whole run (catalog coverage, micro MAE): reported as they
+  are (as the mean when the metric has no per-user rows, else as the micro mean).
+- F-measure (Forman & Scholz 2010): ``f1`` is averaged like every other metric (per user, then
+  folds), so that it stands beside precision and recall under the same rule; ``f1_pooled`` is
+  F_tp,fp, the F of the true positives, false positives and false negatives summed over the units of
+  a fold (and of all folds in the ``all`` row), Forman & Scholz's unbiased aggregate. Every summary
+  row names its rule in the ``rule`` column. :func:`f_measure_variants` gives F_avg, F_pr,re,
+  F_tp,fp and the skip-undefined variants side by side.
+
+Bit-reproducible: every sum runs over a fixed order of rows (the table's own order when each group's
+rows are contiguous, as :func:`recsys_eval.measure.measure` writes them; else a stable sort by the
+keys), with numpy's ``reduceat``, never a parallel hash aggregation, so the same per-unit table
+gives the same bits in every run and on every thread count.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 
 from recsys_eval.core.results import check_per_unit
 from recsys_eval.errors import DataError, check_choice
-from recsys_eval.measure.names import N_RELEVANT, UNDEFINED_POLICIES
+from recsys_eval.measure.names import AUXILIARY_METRICS, N_RELEVANT, UNDEFINED_POLICIES
 
-F_MEASURES = ("tp_fp", "avg", "pr_re")
 F_VARIANTS = ("F_tp_fp", "F_avg", "F_avg_skip", "F_pr_re", "F_pr_re_skip")
 F_AGGREGATIONS = ("users", "units", "folds")
+F_POOLED = "f1_pooled"
 ALL_FOLDS = "all"
+#: How a summary row was computed (the ``rule`` column).
+RULE_USER_MEAN = "user mean"
+RULE_POOLED = "pooled"
+RULE_RUN = "run value"
 _RUN = ["system", "protocol"]
 _GROUP = ["system", "protocol", "fold", "metric", "k"]
 SUMMARY_SCHEMA: dict[str, pl.DataType] = {
@@ -34,42 +47,114 @@ SUMMARY_SCHEMA: dict[str, pl.DataType] = {
     "metric": pl.String,
     "k": pl.Int32,
     "name": pl.String,
+    "rule": pl.String,
     "mean": pl.Float64,
     "micro_mean": pl.Float64,
     "users_counted": pl.Int64,
     "users_left_out": pl.Int64,
     "undefined": pl.String,
 }
+PER_USER_SCHEMA: dict[str, pl.DataType] = {
+    "system": pl.String, "protocol": pl.String, "fold": pl.String, "user": pl.Int64,
+    "metric": pl.String, "k": pl.Int32, "value": pl.Float64,
+}
 
 
-def summarize(
-    per_unit: pl.DataFrame, *, undefined: str = "skip", f_measure: str = "tp_fp"
-) -> pl.DataFrame:
-    """One row per (system, protocol, fold, metric, k): mean over users, micro mean over units,
-    users counted and left out; plus a fold ``all`` row (mean of the fold means) wherever a system
-    and protocol have more than one fold.
+# -- per unit -> per user ----------------------------------------------------------------------
+def per_user(per_unit: pl.DataFrame, *, undefined: str = "skip") -> pl.DataFrame:
+    """Mean over each user's units: (system, protocol, fold, user, metric, k, value).
 
-    ``f_measure`` chooses what the ``f1`` rows report: ``tp_fp`` (F_tp,fp over the units of the
-    fold, and over all folds' units in the ``all`` row), ``avg`` (the mean of per-user F1, as any
-    other metric) or ``pr_re`` (F of the mean precision and mean recall).
+    ``undefined="skip"`` leaves NaN units out of the mean (NaN if the user has no defined unit);
+    ``"zero"`` counts them as 0. Rows of a whole run (null user) are left out. The rows come in the
+    order of the input's groups (deterministic; see the module docstring).
     """
+    users, _, _ = _user_values(per_unit, undefined)
+    return users
+
+
+def _user_values(per_unit: pl.DataFrame, undefined: str) -> tuple[pl.DataFrame, np.ndarray, np.ndarray]:
+    """The per-user frame, and per user the sum and the count of the units that enter the micro mean."""
     check_choice("undefined-value policy", undefined, UNDEFINED_POLICIES)
-    check_choice("F-measure variant", f_measure, F_MEASURES)
+    keys = ["system", "protocol", "fold", "metric", "k", "user"]
+    frame = check_per_unit(per_unit).filter(pl.col("user").is_not_null())
+    frame, starts = grouped(frame, keys, then="unit")
+    value = frame.get_column("value").cast(pl.Float64).to_numpy()
+    defined = ~np.isnan(value)
+    if undefined == "zero":
+        value = np.where(defined, value, 0.0)
+        defined = np.ones(len(value), dtype=bool)
+    sums = _reduce(np.where(defined, value, 0.0), starts)
+    counts = _reduce(defined.astype(np.int64), starts)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+    users = frame[starts].select(["system", "protocol", "fold", "user", "metric", "k"])
+    return users.with_columns(pl.Series("value", mean, dtype=pl.Float64)), sums, counts
+
+
+# -- per user -> fold ---------------------------------------------------------------------------
+def summarize(per_unit: pl.DataFrame, *, undefined: str = "skip") -> pl.DataFrame:
+    """One row per (system, protocol, fold, metric, k): mean over users, micro mean over units,
+    users counted and left out, and the ``rule`` that made the value; an ``f1_pooled`` row (F_tp,fp)
+    beside every ``f1``; and a fold ``all`` row (mean of the fold means, pooled F over all folds'
+    units) wherever a system and protocol have more than one fold.
+    """
+    folds = fold_summary(per_unit, undefined=undefined)
+    counts = f_count_sums(per_unit) if _has_f1(per_unit) else None
+    return with_all_folds(folds, counts)
+
+
+def fold_summary(per_unit: pl.DataFrame, *, undefined: str = "skip") -> pl.DataFrame:
+    """The per-fold rows of :func:`summarize` (no ``all`` rows): what a run computes for each
+    (fold, system, protocol) partition as it is written, so that the whole table is never held."""
     per_unit = check_per_unit(per_unit)
-    value = _policy_value(undefined)
-    # One lazy plan: polars runs the per-user and the micro group-bys in parallel.
-    users = per_unit.lazy().filter(pl.col("user").is_not_null())
-    per_user = users.group_by([*_GROUP, "user"]).agg(value.mean().alias("value"))
-    folds = per_user.group_by(_GROUP).agg(
-        pl.col("value").mean().alias("mean"),
-        pl.col("value").count().cast(pl.Int64).alias("users_counted"),
-        pl.col("value").null_count().cast(pl.Int64).alias("users_left_out"),
-    ).join(users.group_by(_GROUP).agg(value.mean().alias("micro_mean")), on=_GROUP, nulls_equal=True)
-    run_values = per_unit.lazy().filter(pl.col("user").is_null()).group_by(_GROUP).agg(
-        pl.col("value").first().alias("run_value")
-    )
-    folds = folds.join(run_values, on=_GROUP, how="full", coalesce=True, nulls_equal=True).collect()
-    folds = folds.with_columns(
+    metrics = per_unit.filter(~pl.col("metric").is_in(AUXILIARY_METRICS))
+    users, sums, counts = _user_values(metrics, undefined)
+    rows = _fold_rows(users, sums, counts)
+    run_rows = _run_rows(metrics)
+    if run_rows.height:
+        rows = _merge_run_rows(rows, run_rows)
+    if _has_f1(per_unit):
+        rows = pl.concat([rows, _pooled_f_rows(f_count_sums(per_unit))], how="vertical_relaxed")
+    order = _metric_order(per_unit)
+    return _finish(rows, undefined, order)
+
+
+def _fold_rows(users: pl.DataFrame, sums: np.ndarray, counts: np.ndarray) -> pl.DataFrame:
+    schema = {c: SUMMARY_SCHEMA[c] for c in (*_GROUP, "mean", "micro_mean", "users_counted", "users_left_out")}
+    if not users.height:
+        return pl.DataFrame(schema=schema)
+    users, starts, order = _grouped_with_order(users, _GROUP)
+    value = users.get_column("value").to_numpy()
+    sums, counts = sums[order], counts[order]
+    defined = ~np.isnan(value)
+    n_users = _reduce(defined.astype(np.int64), starts)
+    user_sum = _reduce(np.where(defined, value, 0.0), starts)
+    unit_sum = _reduce(sums, starts)
+    unit_n = _reduce(counts, starts)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(n_users > 0, user_sum / np.maximum(n_users, 1), np.nan)
+        micro = np.where(unit_n > 0, unit_sum / np.maximum(unit_n, 1), np.nan)
+    left_out = _reduce(np.ones(len(value), dtype=np.int64), starts) - n_users
+    return users[starts].select(_GROUP).with_columns(
+        pl.Series("mean", mean), pl.Series("micro_mean", micro),
+        pl.Series("users_counted", n_users, dtype=pl.Int64),
+        pl.Series("users_left_out", left_out, dtype=pl.Int64),
+    ).cast(schema)
+
+
+def _run_rows(per_unit: pl.DataFrame) -> pl.DataFrame:
+    """Values of a whole run (null user): the first row of each group, as it is."""
+    run = per_unit.filter(pl.col("user").is_null())
+    if not run.height:
+        return run.select(*_GROUP, pl.col("value").alias("run_value"))
+    run, starts = grouped(run, _GROUP)
+    return run[starts].select(*_GROUP, pl.col("value").alias("run_value"))
+
+
+def _merge_run_rows(rows: pl.DataFrame, run_rows: pl.DataFrame) -> pl.DataFrame:
+    """A run value is the mean where the metric has no per-user rows, else the micro mean."""
+    merged = rows.join(run_rows, on=_GROUP, how="full", coalesce=True, nulls_equal=True, maintain_order="left_right")
+    return merged.with_columns(
         pl.coalesce("mean", "run_value").alias("mean"),
         pl.when(pl.col("users_counted").is_null())
         .then(pl.col("run_value"))
@@ -77,27 +162,113 @@ def summarize(
         .alias("micro_mean"),
     ).drop("run_value")
 
-    if f_measure != "avg" and folds.filter(pl.col("metric") == "f1").height:
-        folds = _replace_f1(folds, per_unit, f_measure)
-    all_folds = _all_folds(folds, per_unit, f_measure)
-    out = pl.concat([folds.select(_summary_columns()), all_folds.select(_summary_columns())])
-    out = out.with_columns(
-        pl.when(pl.col("k").is_null())
-        .then(pl.col("metric"))
-        .otherwise(pl.format("{}@{}", pl.col("metric"), pl.col("k")))
-        .alias("name"),
-        pl.lit(undefined).alias("undefined"),
+
+def _pooled_f_rows(sums: pl.DataFrame) -> pl.DataFrame:
+    """F_tp,fp per (system, protocol, fold, k) from the summed counts; every user with a unit counts."""
+    return sums.select(
+        *_RUN, "fold", pl.lit(F_POOLED).alias("metric"), "k",
+        _f_from_counts(pl.col("tp"), pl.col("fp"), pl.col("fn")).alias("mean"),
+        pl.lit(None, pl.Float64).alias("micro_mean"),
+        pl.col("users").alias("users_counted"),
+        pl.lit(0, pl.Int64).alias("users_left_out"),
     )
-    order = _metric_order(per_unit)
-    return (
-        out.with_columns(
-            pl.col("metric").replace_strict(order, default=len(order)).alias("_m"),
-            (pl.col("fold") == ALL_FOLDS).alias("_all"),
+
+
+# -- folds -> all --------------------------------------------------------------------------------
+def with_all_folds(folds: pl.DataFrame, f_sums: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Fold rows and, for every (system, protocol, metric, k) with two or more folds, an ``all`` row:
+    the mean of the fold means (folds without a defined mean left out), the mean of the fold micro
+    means, users summed; ``f1_pooled`` is F_tp,fp of the counts summed over every fold's units
+    (``f_sums``: per system, protocol, fold, k the summed tp, fp, fn and users)."""
+    if not folds.height:
+        return folds
+    key = [*_RUN, "metric", "k"]
+    folds, starts, _ = _grouped_with_order(folds.filter(pl.col("fold") != ALL_FOLDS), key)
+    n_folds = np.diff(np.append(starts, folds.height))
+    multi = n_folds > 1
+    if not multi.any():
+        return folds
+    mean = folds.get_column("mean").fill_null(float("nan")).to_numpy()
+    micro = folds.get_column("micro_mean").fill_null(float("nan")).to_numpy()
+    counted = folds.get_column("users_counted").fill_null(0).to_numpy()
+    left = folds.get_column("users_left_out").fill_null(0).to_numpy()
+    has_users = folds.get_column("users_counted").is_not_null().to_numpy()
+    first = folds[starts]
+    rows = first.select(*key, "name", "rule", "undefined").with_columns(
+        pl.lit(ALL_FOLDS).alias("fold"),
+        pl.Series("mean", _nan_group_mean(mean, starts)),
+        pl.Series("micro_mean", _nan_group_mean(micro, starts)),
+        pl.Series("users_counted", _reduce(counted, starts), dtype=pl.Int64),
+        pl.Series("users_left_out", _reduce(left, starts), dtype=pl.Int64),
+        pl.Series("_has_users", _reduce(has_users.astype(np.int64), starts) > 0),
+    ).filter(pl.Series(multi))
+    rows = rows.with_columns(
+        pl.when(pl.col("_has_users")).then(pl.col("users_counted")).alias("users_counted"),
+        pl.when(pl.col("_has_users")).then(pl.col("users_left_out")).alias("users_left_out"),
+    ).drop("_has_users")
+    if f_sums is not None and f_sums.height:
+        rows = _pooled_over_folds(rows, f_sums)
+    return _sorted_summary(pl.concat([folds, rows], how="diagonal_relaxed"))
+
+
+def _pooled_over_folds(rows: pl.DataFrame, f_sums: pl.DataFrame) -> pl.DataFrame:
+    sums, starts = grouped(f_sums.sort([*_RUN, "k", "fold"], maintain_order=True), [*_RUN, "k"])
+    totals = sums[starts].select(*_RUN, "k").with_columns(
+        *[pl.Series(c, _reduce(sums.get_column(c).cast(pl.Float64).to_numpy(), starts)) for c in ("tp", "fp", "fn")],
+        pl.lit(F_POOLED).alias("metric"),
+    ).select(*_RUN, "metric", "k", _f_from_counts(pl.col("tp"), pl.col("fp"), pl.col("fn")).alias("pooled"))
+    joined = rows.join(totals, on=[*_RUN, "metric", "k"], how="left", nulls_equal=True, maintain_order="left")
+    return joined.with_columns(pl.coalesce("pooled", "mean").alias("mean")).drop("pooled")
+
+
+# -- F-measure ----------------------------------------------------------------------------------
+def f_counts(per_unit: pl.DataFrame) -> pl.DataFrame:
+    """Per unit and cutoff, from the ``f1`` and ``n_relevant`` rows: ``tp`` (hits@k), ``fp``
+    (k - tp), ``fn`` (R - tp), recall ``r`` and F1 ``f`` (null where R = 0); the counts frame that
+    :func:`f_measure_variants` takes."""
+    f1 = per_unit.filter(pl.col("metric") == "f1")
+    rel = per_unit.filter(pl.col("metric") == N_RELEVANT)
+    if not f1.height:
+        raise DataError("per-unit results hold no 'f1' rows: measure metric 'f1' first")
+    unit_key = [*_RUN, "fold", "unit"]
+    joined = f1.join(
+        rel.select([*unit_key, pl.col("value").alias("n_rel")]), on=unit_key, how="left",
+        nulls_equal=True, maintain_order="left",
+    )
+    if joined.get_column("n_rel").null_count():
+        raise DataError(
+            f"per-unit results have 'f1' rows without '{N_RELEVANT}' rows for the same units: the "
+            "F-measure variants need each unit's relevant count (measure() adds it with 'f1')"
         )
-        .sort(["system", "protocol", "_all", "fold", "_m", "k"], nulls_last=False)
-        .select(list(SUMMARY_SCHEMA))
-        .cast(SUMMARY_SCHEMA)
+    k = pl.col("k").cast(pl.Float64)
+    tp = pl.when(pl.col("value").is_nan()).then(0.0).otherwise(pl.col("value") * (k + pl.col("n_rel")) / 2)
+    return joined.with_columns(tp.alias("tp")).select(
+        *[*_RUN, "fold", "user", "unit"], pl.col("k"),
+        pl.col("tp"),
+        (k - pl.col("tp")).alias("fp"),
+        (pl.col("n_rel") - pl.col("tp")).alias("fn"),
+        _ratio(pl.col("tp"), pl.col("n_rel")).alias("r"),
+        pl.col("value").fill_nan(None).alias("f"),
     )
+
+
+def f_count_sums(per_unit: pl.DataFrame) -> pl.DataFrame:
+    """Per (system, protocol, fold, k): tp, fp, fn summed over the units and the users with a unit,
+    summed in a fixed order (the pooled F of a fold, and of all folds once summed again)."""
+    counts = f_counts(per_unit)
+    counts, starts = grouped(counts, [*_RUN, "fold", "k"], then="unit")
+    n_users = _users_per_group(counts, starts)
+    return counts[starts].select(*_RUN, "fold", "k").with_columns(
+        *[pl.Series(c, _reduce(counts.get_column(c).to_numpy(), starts)) for c in ("tp", "fp", "fn")],
+        pl.Series("users", n_users, dtype=pl.Int64),
+    )
+
+
+def _users_per_group(frame: pl.DataFrame, starts: np.ndarray) -> np.ndarray:
+    """Distinct users in each group of contiguous rows."""
+    group = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, frame.height)))
+    pairs = pl.DataFrame({"g": group, "user": frame.get_column("user")}).unique()
+    return np.bincount(pairs.get_column("g").to_numpy(), minlength=len(starts))
 
 
 def f_measure_variants(counts: pl.DataFrame, *, over: str = "users") -> pl.DataFrame:
@@ -129,16 +300,16 @@ def f_measure_variants(counts: pl.DataFrame, *, over: str = "users") -> pl.DataF
              _f_from_counts(tp, fp, fn).alias("f")]
     keys = [*_RUN, "fold", "k"]
     if over == "users":
-        items = units.with_columns(rates).group_by([*keys, "user"]).agg(
+        items = units.with_columns(rates).group_by([*keys, "user"], maintain_order=True).agg(
             tp.sum(), fp.sum(), fn.sum(), pl.col("p").mean(), pl.col("r").mean(), pl.col("f").mean()
         )
     elif over == "units":
         items = units.with_columns(rates)
     else:
-        items = units.group_by(keys).agg(tp.sum(), fp.sum(), fn.sum()).with_columns(rates)
+        items = units.group_by(keys, maintain_order=True).agg(tp.sum(), fp.sum(), fn.sum()).with_columns(rates)
         keys = [*_RUN, "k"]
     defined = pl.col("p").is_not_null() & pl.col("r").is_not_null()
-    return items.group_by(keys).agg(
+    return items.group_by(keys, maintain_order=True).agg(
         _f_from_counts(tp.sum(), fp.sum(), fn.sum()).alias("F_tp_fp"),
         pl.when(defined).then(pl.col("f")).otherwise(0.0).mean().alias("F_avg"),
         pl.col("f").filter(defined).mean().alias("F_avg_skip"),
@@ -149,21 +320,118 @@ def f_measure_variants(counts: pl.DataFrame, *, over: str = "users") -> pl.DataF
     ).sort(keys)
 
 
+# -- deterministic grouping ---------------------------------------------------------------------
+def grouped(frame: pl.DataFrame, keys: list[str], *, then: str | None = None) -> tuple[pl.DataFrame, np.ndarray]:
+    """``frame`` with the rows of each ``keys`` group contiguous, and the groups' start offsets.
+
+    The table's own order is kept when its groups are already contiguous (as measure() writes them);
+    otherwise it is stably sorted by the keys (and ``then``), so the order, and every sum over it,
+    is the same in every run.
+    """
+    starts = _starts(frame, keys)
+    if len(starts) and frame[starts].select(keys).is_duplicated().any():
+        frame = frame.sort([*keys, *([then] if then else [])], maintain_order=True, nulls_last=True)
+        starts = _starts(frame, keys)
+    return frame, starts
+
+
+def group_stats(frame: pl.DataFrame, keys: list[str], value: str = "value") -> pl.DataFrame:
+    """Per ``keys`` group, over its defined (non-NaN, non-null) values: ``n``, ``mean`` and the
+    sample standard deviation ``sd`` (NaN below two values), summed in a fixed order."""
+    frame, starts = grouped(frame, keys)
+    values = frame.get_column(value).cast(pl.Float64).fill_null(float("nan")).to_numpy()
+    defined = ~np.isnan(values)
+    n = _reduce(defined.astype(np.int64), starts)
+    mean = _nan_group_mean(values, starts)
+    sizes = np.diff(np.append(starts, len(values)))
+    deviation = np.where(defined, values - np.repeat(mean, sizes), 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        sd = np.where(n > 1, np.sqrt(_reduce(deviation**2, starts) / np.maximum(n - 1, 1)), np.nan)
+    return frame[starts].select(keys).with_columns(
+        pl.Series("n", n, dtype=pl.Int64), pl.Series("mean", mean), pl.Series("sd", sd))
+
+
+def _grouped_with_order(frame: pl.DataFrame, keys: list[str]) -> tuple[pl.DataFrame, np.ndarray, np.ndarray]:
+    """Like :func:`grouped`, also returning the row permutation applied (for aligned arrays)."""
+    indexed = frame.with_row_index("_row")
+    indexed, starts = grouped(indexed, keys)
+    order = indexed.get_column("_row").to_numpy()
+    return indexed.drop("_row"), starts, order
+
+
+def _starts(frame: pl.DataFrame, keys: list[str]) -> np.ndarray:
+    if not frame.height:
+        return np.zeros(0, dtype=np.int64)
+    changed = frame.select(
+        pl.any_horizontal([pl.col(c).ne_missing(pl.col(c).shift(1)) for c in keys])
+    ).to_series().to_numpy().copy()
+    changed[0] = True
+    return np.flatnonzero(changed)
+
+
+def _reduce(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Sums of consecutive runs starting at ``starts``, in row order."""
+    if not len(starts):
+        return np.zeros(0, dtype=values.dtype)
+    return np.add.reduceat(values, starts)
+
+
+def _nan_group_mean(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    defined = ~np.isnan(values)
+    n = _reduce(defined.astype(np.int64), starts)
+    total = _reduce(np.where(defined, values, 0.0), starts)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(n > 0, total / np.maximum(n, 1), np.nan)
+
+
 # -- helpers ------------------------------------------------------------------------------------
-def _policy_value(undefined: str) -> pl.Expr:
-    """The value column with NaN (undefined) as null (skip) or 0 (zero)."""
-    if undefined == "zero":
-        return pl.col("value").fill_nan(0.0)
-    return pl.col("value").fill_nan(None)
+def _has_f1(per_unit: pl.DataFrame) -> bool:
+    return bool(per_unit.select((pl.col("metric") == "f1").any()).item())
 
 
-def _summary_columns() -> list[str]:
-    return [*_GROUP, "mean", "micro_mean", "users_counted", "users_left_out"]
+def _finish(rows: pl.DataFrame, undefined: str, order: dict[str, int]) -> pl.DataFrame:
+    rule = (
+        pl.when(pl.col("metric") == F_POOLED).then(pl.lit(RULE_POOLED))
+        .when(pl.col("users_counted").is_null()).then(pl.lit(RULE_RUN))
+        .otherwise(pl.lit(RULE_USER_MEAN))
+    )
+    out = rows.with_columns(
+        pl.when(pl.col("k").is_null())
+        .then(pl.col("metric"))
+        .otherwise(pl.format("{}@{}", pl.col("metric"), pl.col("k")))
+        .alias("name"),
+        rule.alias("rule"),
+        pl.lit(undefined).alias("undefined"),
+        pl.col("mean").fill_nan(None),
+        pl.col("micro_mean").fill_nan(None),
+    )
+    return _sorted_summary(out, order)
+
+
+def _sorted_summary(out: pl.DataFrame, order: dict[str, int] | None = None) -> pl.DataFrame:
+    """Summary rows in a fixed order: system, protocol, the folds then ``all``, metric (in the order
+    first measured; f1_pooled right after f1), k."""
+    if order is None:
+        order = {m: i for i, m in enumerate(out.get_column("metric").unique(maintain_order=True).to_list())}
+    order = {m: float(i) for m, i in order.items()}
+    extras = [c for c in out.columns if c not in SUMMARY_SCHEMA]
+    if "f1" in order:
+        order[F_POOLED] = order["f1"] + 0.5
+    return (
+        out.with_columns(
+            pl.col("metric").replace_strict(order, default=len(order), return_dtype=pl.Float64).alias("_m"),
+            (pl.col("fold") == ALL_FOLDS).alias("_all"),
+        )
+        .sort(["system", "protocol", "_all", "fold", "_m", "k"], nulls_last=False, maintain_order=True)
+        .select([*SUMMARY_SCHEMA, *extras])
+        .cast(SUMMARY_SCHEMA)
+        .with_columns(pl.col("mean", "micro_mean").fill_nan(None))
+    )
 
 
 def _metric_order(per_unit: pl.DataFrame) -> dict[str, int]:
     names = per_unit.get_column("metric").unique(maintain_order=True).to_list()
-    return {name: i for i, name in enumerate(names)}
+    return {name: i for i, name in enumerate(names) if name != N_RELEVANT}
 
 
 def _ratio(num: pl.Expr, den: pl.Expr) -> pl.Expr:
@@ -178,81 +446,3 @@ def _f(p: pl.Expr, r: pl.Expr) -> pl.Expr:
 def _f_from_counts(tp: pl.Expr, fp: pl.Expr, fn: pl.Expr) -> pl.Expr:
     den = 2 * tp + fp + fn
     return pl.when(den > 0).then(2 * tp / den).otherwise(0.0)
-
-
-def f_counts(per_unit: pl.DataFrame) -> pl.DataFrame:
-    """Per unit and cutoff, from the ``f1`` and ``n_relevant`` rows: ``tp`` (hits@k), ``fp``
-    (k - tp), ``fn`` (R - tp), recall ``r`` and F1 ``f`` (null where R = 0); the counts frame that
-    :func:`f_measure_variants` takes."""
-    f1 = per_unit.filter(pl.col("metric") == "f1")
-    rel = per_unit.filter(pl.col("metric") == N_RELEVANT)
-    if not f1.height:
-        raise DataError("per-unit results hold no 'f1' rows: measure metric 'f1' first")
-    unit_key = [*_RUN, "fold", "unit"]
-    joined = f1.join(
-        rel.select([*unit_key, pl.col("value").alias("n_rel")]), on=unit_key, how="left",
-        nulls_equal=True,
-    )
-    if joined.get_column("n_rel").null_count():
-        raise DataError(
-            f"per-unit results have 'f1' rows without '{N_RELEVANT}' rows for the same units: the "
-            "F-measure variants need each unit's relevant count (measure() adds it with 'f1')"
-        )
-    k = pl.col("k").cast(pl.Float64)
-    tp = pl.when(pl.col("value").is_nan()).then(0.0).otherwise(pl.col("value") * (k + pl.col("n_rel")) / 2)
-    return joined.with_columns(tp.alias("tp")).select(
-        *[*_RUN, "fold", "user", "unit"], pl.col("k"),
-        pl.col("tp"),
-        (k - pl.col("tp")).alias("fp"),
-        (pl.col("n_rel") - pl.col("tp")).alias("fn"),
-        _ratio(pl.col("tp"), pl.col("n_rel")).alias("r"),
-        pl.col("value").fill_nan(None).alias("f"),
-    )
-
-
-def _f_tp_fp(per_unit: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
-    counts = f_counts(per_unit)
-    return counts.group_by(keys).agg(
-        _f_from_counts(pl.col("tp").sum(), pl.col("fp").sum(), pl.col("fn").sum()).alias("f_tp_fp"),
-        pl.col("user").n_unique().cast(pl.Int64).alias("users"),
-    )
-
-
-def _replace_f1(folds: pl.DataFrame, per_unit: pl.DataFrame, f_measure: str) -> pl.DataFrame:
-    keys = [*_RUN, "fold", "k"]
-    if f_measure == "tp_fp":
-        f = _f_tp_fp(per_unit, keys).rename({"f_tp_fp": "f_value"})
-        update = [
-            pl.col("f_value").alias("mean"),
-            pl.lit(None, pl.Float64).alias("micro_mean"),
-            pl.col("users").alias("users_counted"),
-            pl.lit(0, pl.Int64).alias("users_left_out"),
-        ]
-    else:
-        f = f_measure_variants(f_counts(per_unit), over="users").select(
-            *keys, pl.col("F_pr_re").alias("f_value")
-        )
-        update = [pl.col("f_value").alias("mean"), pl.lit(None, pl.Float64).alias("micro_mean")]
-    is_f1 = pl.col("metric") == "f1"
-    f1 = folds.filter(is_f1).join(f, on=keys, how="left", nulls_equal=True).with_columns(update)
-    return pl.concat([folds.filter(~is_f1), f1.select(folds.columns)])
-
-
-def _all_folds(folds: pl.DataFrame, per_unit: pl.DataFrame, f_measure: str) -> pl.DataFrame:
-    key = [*_RUN, "metric", "k"]
-    multi = folds.group_by(key).agg(pl.col("fold").n_unique().alias("n_folds")).filter(
-        pl.col("n_folds") > 1
-    )
-    rows = folds.join(multi, on=key, nulls_equal=True).group_by(key).agg(
-        pl.col("mean").mean(),
-        pl.col("micro_mean").mean(),
-        pl.col("users_counted").sum(),
-        pl.col("users_left_out").sum(),
-    ).with_columns(pl.lit(ALL_FOLDS).alias("fold"))
-    if f_measure == "tp_fp" and rows.filter(pl.col("metric") == "f1").height:
-        pooled = _f_tp_fp(per_unit, [*_RUN, "k"])
-        is_f1 = pl.col("metric") == "f1"
-        f1 = rows.filter(is_f1).join(pooled, on=[*_RUN, "k"], how="left", nulls_equal=True)
-        f1 = f1.with_columns(pl.col("f_tp_fp").alias("mean"), pl.lit(None, pl.Float64).alias("micro_mean"))
-        rows = pl.concat([rows.filter(~is_f1), f1.select(rows.columns)])
-    return rows

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import base64
 import html
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
+
+from recsys_eval.core.results import MANIFEST, ResultsFolder
 
 from recsys_eval.measure.names import AUXILIARY_METRICS
 from recsys_eval.report import figures
@@ -57,8 +58,8 @@ class Section:
 
 
 def _read(folder: Path, name: str) -> pl.DataFrame | None:
-    path = folder / name
-    return pl.read_parquet(path) if path.is_file() else None
+    """A table of the results folder by name (``summary``, ``paired_tests``...), None if absent."""
+    return ResultsFolder(folder).table(name)
 
 
 def _html_table(frame: pl.DataFrame, digits: int = 4) -> str:
@@ -108,7 +109,7 @@ def _blocks_html(blocks, digits: int = 4) -> str:
 def build_sections(folder: Path) -> list[Section]:
     """Collect every section the results folder has data for."""
     sections: list[Section] = []
-    manifest = json.loads((folder / "manifest.json").read_text()) if (folder / "manifest.json").is_file() else {}
+    manifest = ResultsFolder(folder).manifest if (folder / MANIFEST).is_file() else {}
     config_text = (folder / "config.toml").read_text() if (folder / "config.toml").is_file() else ""
     alpha = manifest.get("alpha", 0.05)
 
@@ -118,18 +119,18 @@ def build_sections(folder: Path) -> list[Section]:
         html=f"<pre>{html.escape(config_text)}</pre>",
     ))
 
-    stats = _read(folder, "data_stats.parquet")
+    stats = _read(folder, "data_stats")
     if stats is not None:
         sections.append(Section("data", "Data and splits", markdown=_md_table(stats), html=_html_table(stats)))
 
-    summary = _read(folder, "summary.parquet")
+    summary = _read(folder, "summary")
     if summary is None:
         return sections
     summary = summary.filter(~pl.col("metric").is_in(AUXILIARY_METRICS))
     folds = summary.get_column("fold").unique(maintain_order=True).to_list()
     fold = "all" if "all" in folds else folds[0]
     # Significance marks: the paired t over fold means for cross-validated runs, else the first test.
-    paired = _read(folder, "fold_paired_tests.parquet" if fold == "all" else "paired_tests.parquet")
+    paired = _read(folder, "fold_paired_tests" if fold == "all" else "paired_tests")
     significance = None
     if paired is not None and paired.height:
         significance = paired.filter(pl.col("test") == paired.get_column("test")[0])
@@ -159,14 +160,14 @@ def build_sections(folder: Path) -> list[Section]:
     fig = figures.ranks_across_protocols(summary, main_label, fold)
     if fig is not None:
         figs.figures.append((f"System ranks across protocols by {main_label}", figures.to_png_base64(fig)))
-    agreement = _read(folder, "agreement.parquet")
+    agreement = _read(folder, "agreement")
     if agreement is not None and agreement.height:
         part = agreement.filter(label_filter(main_label))
         fig = figures.agreement_matrix(part if part.height else agreement, main_label)
         if fig is not None:
             figs.figures.append(("Protocol agreement", figures.to_png_base64(fig)))
     at_main = label_filter(main_label)
-    sampled = _read(folder, "sampled_correction.parquet")
+    sampled = _read(folder, "sampled_correction")
     if sampled is not None and sampled.height:
         part = sampled.filter(at_main)
         for protocol in part.get_column("protocol").unique(maintain_order=True).to_list():
@@ -176,14 +177,14 @@ def build_sections(folder: Path) -> list[Section]:
                                        ylabel=main_label)
             if fig is not None:
                 figs.figures.append((f"Sampled vs corrected vs full ranking ({protocol})", figures.to_png_base64(fig)))
-    popularity = _read(folder, "popularity_bins.parquet")
+    popularity = _read(folder, "popularity_bins")
     if popularity is not None and popularity.height:
         fig = figures.grouped_bars(popularity.filter(at_main), group="bin", series="system", value="value",
                                    title=f"{main_label} per item-popularity bin (1 = least popular)",
                                    ylabel=main_label)
         if fig is not None:
             figs.figures.append(("Popularity bins", figures.to_png_base64(fig)))
-    exposure = _read(folder, "exposure.parquet")
+    exposure = _read(folder, "exposure")
     if exposure is not None and exposure.height:
         first = exposure.get_column("protocol")[0]
         fig = figures.grouped_bars(exposure.filter(pl.col("protocol") == first), group="bin", series="system",
@@ -191,7 +192,7 @@ def build_sections(folder: Path) -> list[Section]:
                                    ylabel="share of recommendations")
         if fig is not None:
             figs.figures.append(("Exposure per popularity bin", figures.to_png_base64(fig)))
-    curve = _read(folder, "learning_curve.parquet")
+    curve = _read(folder, "learning_curve")
     if curve is not None and curve.height:
         part = curve.filter(at_main)
         first = part.get_column("protocol")[0] if part.height else None
@@ -203,19 +204,19 @@ def build_sections(folder: Path) -> list[Section]:
     if figs.figures:
         sections.append(figs)
 
-    for name, title in (("paired_tests.parquet", "Significance against the baseline"),
-                        ("fold_paired_tests.parquet", "Paired t over fold means"),
-                        ("agreement.parquet", "Protocol agreement"),
-                        ("sampled_ordering.parquet", "Sampled-metric correction: orderings")):
+    for name, title in (("paired_tests", "Significance against the baseline"),
+                        ("fold_paired_tests", "Paired t over fold means"),
+                        ("agreement", "Protocol agreement"),
+                        ("sampled_ordering", "Sampled-metric correction: orderings")):
         frame = _read(folder, name)
         if frame is not None and frame.height:
-            if name.endswith("paired_tests.parquet"):
+            if name.endswith("paired_tests"):
                 frame = frame.filter(at_main).select(
                     "protocol", "fold", "system", "baseline", "test", "mean_diff", "p_value", "p_adjusted",
                     "cohens_d", "n")
-            elif name == "agreement.parquet":
+            elif name == "agreement":
                 frame = frame.filter(at_main).with_columns(pl.col("swaps").list.join("; "))
-            sections.append(Section(name.split(".")[0], title, markdown=_md_table(frame), html=_html_table(frame)))
+            sections.append(Section(name, title, markdown=_md_table(frame), html=_html_table(frame)))
     audit = _aggregation_section(folder, main_label)
     if audit is not None:
         sections.append(audit)
@@ -225,10 +226,10 @@ def build_sections(folder: Path) -> list[Section]:
 def _aggregation_section(folder: Path, main_label: str) -> Section | None:
     """Forman & Scholz's aggregation variants of a cross-validated run, with the system pairs each
     variant would order differently from the reported value."""
-    f_table, auc_table = _read(folder, "aggregation_f.parquet"), _read(folder, "aggregation_auc.parquet")
+    f_table, auc_table = _read(folder, "aggregation_f"), _read(folder, "aggregation_auc")
     if f_table is None and auc_table is None:
         return None
-    changes = _read(folder, "aggregation_audit.parquet")
+    changes = _read(folder, "aggregation_audit")
     swaps = changes.filter(pl.col("n_swaps") > 0) if changes is not None and changes.height else None
     if swaps is not None and swaps.height:
         verdict = (f"{swaps.height} variant(s) would change a conclusion: they order at least one pair of "
@@ -259,7 +260,7 @@ def write_report(folder: str | Path) -> dict[str, Path]:
     """Write ``report.md``, ``report.html`` (self-contained) and ``tables.tex`` into the folder."""
     folder = Path(folder)
     sections = build_sections(folder)
-    manifest = json.loads((folder / "manifest.json").read_text()) if (folder / "manifest.json").is_file() else {}
+    manifest = ResultsFolder(folder).manifest if (folder / MANIFEST).is_file() else {}
     title = f"recsys_eval report: {manifest.get('experiment', folder.parent.name)}"
     if manifest.get("created"):
         title += f" ({manifest['created'].replace('T', ' ')[:16]} UTC)"

@@ -1,10 +1,10 @@
-"""The experiment runner end to end on ML-100K with small settings: results folder, determinism,
-resume after an interruption, bad configs, a user plugin, and external runs."""
+"""The experiment runner end to end on a small synthetic dataset (built by the tests, so nothing
+skips): results folder, determinism, resume after an interruption, bad configs, a user plugin, and
+external runs."""
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import numpy as np
@@ -12,23 +12,19 @@ import polars as pl
 import pytest
 
 from recsys_eval.cli import main
-from recsys_eval.data import load_dataset
+from recsys_eval.core.results import ResultsFolder
 from recsys_eval.errors import DataError
 from recsys_eval.experiment import runner
 from recsys_eval.experiment.config import load_config
 from recsys_eval.recommend import Recommender, make_recommender
-
-pytestmark = pytest.mark.skipif(
-    not (Path(os.environ.get("RECSYS_EVAL_DATA", "")) / "ml-100k" / "u.data").is_file(),
-    reason="ML-100K not in RECSYS_EVAL_DATA",
-)
 
 SMALL = """
 name = "small"
 seed = 7
 
 [dataset]
-name = "ml-100k"
+path = "{data}"
+columns = {{ user = "userId", item = "movieId", rating = "rating", timestamp = "timestamp" }}
 
 [split]
 method = "{method}"
@@ -62,11 +58,27 @@ name = "bias"
 """
 
 
+@pytest.fixture(autouse=True)
+def _data(synthetic_ratings):
+    global DATA
+    DATA = synthetic_ratings
+
+
 def write_config(tmp_path: Path, *, method="holdout", params="{ fraction = 0.2, per_user = true }",
                  recommenders=RECS, extra="") -> Path:
     path = tmp_path / "small.toml"
-    path.write_text(SMALL.format(method=method, params=params, recommenders=recommenders) + extra)
+    path.write_text(SMALL.format(method=method, params=params, recommenders=recommenders, data=DATA) + extra)
     return path
+
+
+def per_unit_of(folder: Path) -> pl.DataFrame:
+    return ResultsFolder.open(folder).scan_per_unit().collect()
+
+
+def load_data():
+    from recsys_eval.data import load_file
+
+    return load_file(DATA, {"user": "userId", "item": "movieId", "rating": "rating", "timestamp": "timestamp"})
 
 
 def run(config_path: Path, out: Path, *args: str) -> Path:
@@ -79,16 +91,19 @@ def run(config_path: Path, out: Path, *args: str) -> Path:
 
 def test_end_to_end_results_folder(tmp_path):
     folder = run(write_config(tmp_path), tmp_path / "results")
-    for name in ("config.toml", "manifest.json", "per_unit.parquet", "summary.parquet", "summary.csv",
+    for name in ("config.toml", "manifest.json", "summary.parquet", "summary.csv",
                  "timings.csv", "data_stats.parquet", "exposure_bins.parquet", "log.txt"):
         assert (folder / name).is_file(), name
+    # one per-unit file per (fold, system, protocol), listed in the manifest
+    assert len(list((folder / "per_unit").rglob("*.parquet"))) == 3 * 2 + 1
     assert (folder / "splits" / "holdout").is_dir()
     manifest = json.loads((folder / "manifest.json").read_text())
     assert manifest["systems"] == ["popular", "random", "bias"]
-    assert set(manifest["protocols"]) == {"AI+AR+AN", "AI+1R+NN50"}
+    assert manifest["protocols"] == ["AI+AR+AN", "AI+1R+NN50", "ratings"]  # config order
     assert manifest["versions"]["polars"] == pl.__version__
     assert manifest["seed"] == 7 and manifest["seeds"]["split"] > 0
-    per_unit = pl.read_parquet(folder / "per_unit.parquet")
+    per_unit = per_unit_of(folder)
+    assert pl.scan_parquet(folder / "per_unit" / "**" / "*.parquet").collect().height == per_unit.height
     assert per_unit.columns == ["system", "protocol", "fold", "user", "unit", "metric", "k", "value"]
     summary = pl.read_parquet(folder / "summary.parquet")
     row = summary.filter((pl.col("system") == "popular") & (pl.col("protocol") == "AI+AR+AN")
@@ -101,15 +116,17 @@ def test_end_to_end_results_folder(tmp_path):
     # a random recommender under 1R+NN50 has E[hit@10] = 10/51, so E[recall@10] is that too
     rand = summary.filter((pl.col("system") == "random") & (pl.col("protocol") == "AI+1R+NN50")
                           & (pl.col("metric") == "recall") & (pl.col("k") == 10))
-    assert rand["mean"][0] == pytest.approx(10 / 51, abs=0.03)
-    # the sampled rank of every 1R unit is recorded (rr over the whole ranking)
-    ranks = per_unit.filter((pl.col("protocol") == "AI+1R+NN50") & (pl.col("metric") == "rr")
-                            & pl.col("k").is_null())
-    assert ranks.height > 0 and ranks["value"].min() >= 1 / 51
+    assert rand["mean"][0] == pytest.approx(10 / 51, abs=0.05)
+    # the sampled rank of every 1R unit is recorded as an exact integer in 1..51
+    ranks = per_unit.filter((pl.col("protocol") == "AI+1R+NN50") & (pl.col("metric") == "sampled_rank"))
+    assert ranks.height > 0 and ranks["value"].min() >= 1 and ranks["value"].max() <= 51
+    assert (ranks["value"] == ranks["value"].round()).all()
+    assert "sampled_rank" not in set(summary["metric"])
     # rating prediction only for the rating predictor
     assert set(per_unit.filter(pl.col("metric") == "rmse")["system"].unique()) == {"bias"}
     bias_rmse = summary.filter((pl.col("system") == "bias") & (pl.col("metric") == "rmse"))["mean"][0]
-    assert 0.8 < bias_rmse < 1.1
+    ratings = load_data().ratings
+    assert 0.5 * ratings.std() < bias_rmse < 1.2 * ratings.std()  # ratings here are uniform noise
 
 
 def test_same_config_same_per_unit_rows(tmp_path):
@@ -117,17 +134,20 @@ def test_same_config_same_per_unit_rows(tmp_path):
     a = run(config, tmp_path / "a")
     b = run(config, tmp_path / "b")
     key = ["system", "protocol", "fold", "user", "unit", "metric", "k"]
-    frame_a = pl.read_parquet(a / "per_unit.parquet").sort(key, nulls_last=True)
-    frame_b = pl.read_parquet(b / "per_unit.parquet").sort(key, nulls_last=True)
+    frame_a = per_unit_of(a).sort(key, nulls_last=True)
+    frame_b = per_unit_of(b).sort(key, nulls_last=True)
     assert frame_a.equals(frame_b)
+    for name in ("summary.csv", "paired_tests.csv"):
+        if (a / name).is_file():
+            assert (a / name).read_bytes() == (b / name).read_bytes(), name
 
 
 def test_a_second_run_never_overwrites_the_first(tmp_path):
     config = write_config(tmp_path)
     first = run(config, tmp_path / "r")
-    stamp = (first / "per_unit.parquet").stat().st_mtime_ns
+    stamp = (first / "summary.parquet").stat().st_mtime_ns
     second = run(config, tmp_path / "r")
-    assert first != second and (first / "per_unit.parquet").stat().st_mtime_ns == stamp
+    assert first != second and (first / "summary.parquet").stat().st_mtime_ns == stamp
 
 
 def test_interrupted_run_leaves_no_complete_folder_and_resume_reuses_folds(tmp_path, monkeypatch):
@@ -158,8 +178,9 @@ def test_interrupted_run_leaves_no_complete_folder_and_resume_reuses_folds(tmp_p
     assert len(calls) == 1  # the first fold was reused
     fresh = run(config_path, tmp_path / "fresh")
     key = ["system", "protocol", "fold", "user", "unit", "metric", "k"]
-    assert pl.read_parquet(folder / "per_unit.parquet").sort(key, nulls_last=True).equals(
-        pl.read_parquet(fresh / "per_unit.parquet").sort(key, nulls_last=True))
+    assert per_unit_of(folder).sort(key, nulls_last=True).equals(per_unit_of(fresh).sort(key, nulls_last=True))
+    assert (folder / "summary.csv").read_bytes() == (fresh / "summary.csv").read_bytes()
+    assert sorted(p.name for p in (folder / "splits").iterdir()) == sorted(p.name for p in (fresh / "splits").iterdir())
 
 
 @pytest.mark.parametrize("change,message", [
@@ -168,7 +189,7 @@ def test_interrupted_run_leaves_no_complete_folder_and_resume_reuses_folds(tmp_p
     (('name = "AI+1R+NN50"', 'name = "AI+1R+NN0"'), "n"),
     (('"precision"', '"precison"'), "did you mean 'precision'"),
     (('name = "popular"', 'name = "popularr"'), "did you mean 'popular'"),
-    (('name = "ml-100k"', 'name = "ml-100"'), "unknown dataset"),
+    (('path = "', 'path = "missing-'), "missing-"),
     (("k = [5, 10]", "k = [0, 10]"), "k > 0"),
     (('method = "holdout"', 'method = "holdot"'), "holdout"),
     (('name = "popular"', 'name = "no_such_module_abc:Model"'), "cannot import"),
@@ -244,8 +265,8 @@ def test_plugin_recommender_by_import_path(tmp_path):
 def test_external_run_equals_the_internal_recommender(tmp_path):
     # The popular recommender fitted on the run's own train side (the same seed gives the same
     # split): its every score, written as a file of raw ids, evaluated as a run.
-    data = load_dataset("ml-100k")
-    train = runner.make_splits(load_config(write_config(tmp_path)), data)[0].train
+    data = load_data()
+    train = runner.jobs.make_splits(load_config(write_config(tmp_path)), data)[0].train
     model = make_recommender("popular", {}).fit(train)
     users = np.repeat(np.arange(data.n_users), data.n_items)
     items = np.tile(np.arange(data.n_items), data.n_users)
@@ -256,7 +277,7 @@ def test_external_run_equals_the_internal_recommender(tmp_path):
     recs = RECS.split("[[recommenders]]\nname = \"random\"")[0]
     recs += f'[[recommenders]]\nname = "external"\nlabel = "file"\npath = "{path}"\n'
     folder = run(write_config(tmp_path, recommenders=recs), tmp_path / "r")
-    per_unit = pl.read_parquet(folder / "per_unit.parquet").filter(pl.col("metric") != "rmse")
+    per_unit = per_unit_of(folder).filter(pl.col("metric") != "rmse")
     key = ["protocol", "fold", "user", "unit", "metric", "k"]
     internal = per_unit.filter(pl.col("system") == "popular").drop("system").sort(key, nulls_last=True)
     external = per_unit.filter(pl.col("system") == "file").drop("system").sort(key, nulls_last=True)
@@ -264,8 +285,8 @@ def test_external_run_equals_the_internal_recommender(tmp_path):
 
 
 def test_external_run_with_unknown_ids_is_reported(tmp_path):
-    data = load_dataset("ml-100k")
-    frame = pl.DataFrame({"user": [1, 1, 99999], "item": [1, 424242, 2], "score": [1.0, 2.0, 3.0]})
+    data = load_data()
+    frame = pl.DataFrame({"user": [1, 1, 99999], "item": [1001, 424242, 1002], "score": [1.0, 2.0, 3.0]})
     from recsys_eval.recommend import ExternalRun
 
     with pytest.warns(UserWarning, match="2"):

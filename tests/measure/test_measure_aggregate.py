@@ -105,11 +105,18 @@ def test_f_measure_variants_across_folds_differ():
     assert len({round(v[c], 6) for c in ("F_avg", "F_pr_re", "F_tp_fp")}) == 3
 
 
-def test_summary_f1_is_f_tp_fp_by_default():
-    s = summarize(_cross_validation()).filter(pl.col("metric") == "f1")
-    assert s.get_column("mean").to_list() == pytest.approx([4 / 7, 2 / 8, 6 / 15])
-    avg = summarize(_cross_validation(), f_measure="avg").filter(pl.col("metric") == "f1")
-    assert avg.get_column("mean").to_list() == pytest.approx([0.5, 1 / 3, (0.5 + 1 / 3) / 2])
+def test_summary_shows_f1_as_user_mean_and_pooled_f_tp_fp_separately():
+    s = summarize(_cross_validation())
+    pooled = s.filter(pl.col("metric") == "f1_pooled")
+    assert pooled.get_column("mean").to_list() == pytest.approx([4 / 7, 2 / 8, 6 / 15])
+    assert set(pooled.get_column("rule")) == {"pooled"}
+    assert pooled.get_column("users_counted").to_list() == [2, 2, 4]  # every user with a unit counts
+    mean = s.filter(pl.col("metric") == "f1")
+    # fold 2's user 0 has no relevant item: F1 undefined, left out and counted as left out
+    assert mean.get_column("mean").to_list() == pytest.approx([0.5, 1 / 3, (0.5 + 1 / 3) / 2])
+    assert mean.get_column("users_left_out").to_list() == [0, 1, 1]
+    assert set(mean.get_column("rule")) == {"user mean"}
+    assert "n_relevant" not in set(s.get_column("metric"))
 
 
 def test_f_measure_needs_relevant_counts():

@@ -16,7 +16,7 @@ from scipy import stats
 
 from recsys_eval.cli import main
 from recsys_eval.errors import DataError
-from recsys_eval.experiment.analysis import analyse
+from recsys_eval.compare.study import analyse
 from recsys_eval.report.tables import Block, Cell, to_latex
 
 HERE = Path(__file__).parent

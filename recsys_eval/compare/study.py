@@ -1,0 +1,276 @@
+"""The comparison of a study: everything computed from a complete results folder after the run:
+paired tests against the baseline, protocol agreement, the sampled-metric correction, popularity
+bins, learning curves and the aggregation audit of cross-validated runs.
+
+Every number set beside another is computed through the same rule as the summary: per-unit values
+-> per-user means -> fold means -> the mean of the fold means (recsys_eval.measure.aggregate;
+docs/CONVENTIONS.md#averaging). Each table is written into the folder as Parquet and CSV (the names
+in ``recsys_eval.core.results.ANALYSIS_TABLES``); the report reads them. Options default to the
+run's config as recorded in its manifest.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from recsys_eval.core.results import AUC_POOLING, EXPOSURE, LEARNING_CURVE, SUMMARY, ResultsFolder
+from recsys_eval.measure.aggregate import ALL_FOLDS, fold_summary, per_user, with_all_folds
+from recsys_eval.measure.names import AUXILIARY_METRICS as AUXILIARY
+
+SAMPLED_RANK = "sampled_rank"
+
+
+def per_user_values(folder: ResultsFolder, undefined: str) -> pl.DataFrame:
+    """Per-user values of every (system, protocol, fold, metric, k), read one fold at a time."""
+    frames = []
+    for fold in folder.manifest["folds"]:
+        part = folder.scan_per_unit(fold=fold).filter(
+            pl.col("user").is_not_null() & ~pl.col("metric").is_in(AUXILIARY)
+        ).collect()
+        frames.append(per_user(part, undefined=undefined))
+    return pl.concat(frames)
+
+
+def _comparable_groups(users: pl.DataFrame, baseline: str | None) -> list[pl.DataFrame]:
+    """The per-user values split by the set of systems that have each (protocol, metric, k): e.g.
+    MAE only for rating predictors. Groups without the baseline, or with one system, are left out."""
+    key = ["protocol", "metric", "k"]
+    members = users.group_by(key).agg(pl.col("system").unique().sort().alias("members"))
+    members = members.filter(pl.col("members").list.len() >= 2)
+    if baseline is not None:
+        members = members.filter(pl.col("members").list.contains(baseline))
+    tagged = users.join(members.with_columns(pl.col("members").list.join("\x1f")), on=key,
+                        how="inner", nulls_equal=True, maintain_order="left")
+    return [part.drop("members") for part in tagged.partition_by("members", maintain_order=True)]
+
+
+def run_rows(summary: pl.DataFrame, folds: list[str]) -> pl.DataFrame:
+    """The summary rows that describe the whole run (fold ``all``, or the single fold), per-user
+    means only (the rule every side-by-side table uses)."""
+    return summary.filter((pl.col("fold") == (ALL_FOLDS if len(folds) > 1 else folds[0]))
+                          & (pl.col("rule") == "user mean"))
+
+
+def agreement_table(summary: pl.DataFrame, folds: list[str]) -> pl.DataFrame:
+    """Kendall's tau between the protocols' system orderings, for every metric and cutoff."""
+    from recsys_eval.compare import protocol_agreement
+
+    run = run_rows(summary, folds).filter(pl.col("protocol") != "ratings")
+    if run.get_column("protocol").n_unique() < 2 or run.get_column("system").n_unique() < 2:
+        return pl.DataFrame()
+    tables = []
+    for metric, k in run.select("metric", "k").unique(maintain_order=True).iter_rows():
+        part = run.filter((pl.col("metric") == metric) & (pl.col("k").is_null() if k is None else pl.col("k") == k))
+        if part.get_column("protocol").n_unique() >= 2 and part.drop_nulls("mean").height:
+            tables.append(protocol_agreement(part, metric=metric, k=k))
+    return pl.concat(tables, how="diagonal_relaxed") if tables else pl.DataFrame()
+
+
+def sampled_table(folder: ResultsFolder, summary: pl.DataFrame, undefined: str) -> pl.DataFrame:
+    """For every 1R+NN protocol: per system and metric@k, the sampled value, its rank-rescaled and
+    bias-variance corrected estimates of the full-ranking value (Krichene & Rendle), and the
+    full-ranking value where AI+1R+AN ran.
+
+    Each estimate is a per-unit value (a function of the unit's sampled rank) averaged exactly like
+    the summary: per user, then per fold, then over folds; so ``sampled`` equals the summary's
+    value of the same protocol and metric, and ``full`` is the summary's AI+1R+AN value."""
+    from recsys_eval.compare.sampled import SAMPLED_METRICS, sampled_correction
+
+    manifest = folder.manifest
+    definitions = manifest["protocol_definitions"]
+    sampled = [p for p, info in definitions.items()
+               if info["relevant"] == "1R" and info["nonrelevant"] == "NN" and info["design"] == "standard"]
+    if not sampled:
+        return pl.DataFrame()
+    # The full-ranking counterpart of a 1R+NN protocol is AI+1R+AN (one relevant item against every
+    # unseen item); AI+AR+AN ranks all relevant items together and is a different quantity.
+    full_label = "AI+1R+AN" if "AI+1R+AN" in definitions else None
+    folds = manifest["folds"]
+    run = run_rows(summary, folds)
+    metrics = [(m, k) for m, k in run.select("metric", "k").unique(maintain_order=True).iter_rows()
+               if m in SAMPLED_METRICS and m != "auc"]
+    n_items = manifest["items"]
+    rows = []
+    for label in sampled:
+        n = definitions[label]["n"]
+        fold_rows = []
+        for fold in folds:
+            ranks = (
+                folder.scan_per_unit(fold=fold)
+                .filter((pl.col("protocol") == label) & (pl.col("metric") == SAMPLED_RANK))
+                .collect()
+            )
+            rank = ranks.get_column("value").to_numpy()
+            ranked = rank > 0
+            for method in ("sampled", "rescale", "bias_variance"):
+                for metric, k in metrics:
+                    value = np.zeros(len(rank))  # a unit whose relevant item was not ranked scores 0
+                    value[ranked] = sampled_correction(rank[ranked].astype(np.int64), n, n_items, metric, k,
+                                                       method=method)
+                    per_unit = ranks.with_columns(
+                        pl.lit(metric).alias("metric"), pl.lit(k, pl.Int32).alias("k"),
+                        pl.Series("value", value), pl.lit(f"{label}\x1f{method}").alias("protocol"),
+                    )
+                    fold_rows.append(fold_summary(per_unit, undefined=undefined))
+        if not fold_rows:
+            continue
+        estimates = run_rows(with_all_folds(pl.concat(fold_rows)), folds)
+        estimates = estimates.with_columns(
+            pl.col("protocol").str.split_exact("\x1f", 1).struct.rename_fields(["protocol", "estimate"])
+        ).unnest("protocol")
+        for system, metric, k, estimate, value in estimates.select(
+                "system", "metric", "k", "estimate", "mean").iter_rows():
+            rows.append({"system": system, "protocol": label, "full_protocol": full_label,
+                         "metric": metric, "k": k, "estimate": estimate, "value": value})
+        if full_label is not None:
+            full = run.filter(pl.col("protocol") == full_label)
+            for system, metric, k, value in full.select("system", "metric", "k", "mean").iter_rows():
+                if (metric, k) in metrics and system in set(estimates.get_column("system")):
+                    rows.append({"system": system, "protocol": label, "full_protocol": full_label,
+                                 "metric": metric, "k": k, "estimate": "full", "value": value})
+    return pl.DataFrame(rows, schema_overrides={"k": pl.Int32, "value": pl.Float64}) if rows else pl.DataFrame()
+
+
+def sampled_ordering(table: pl.DataFrame) -> pl.DataFrame:
+    """Share of system pairs the sampled and the corrected values order like the full ranking."""
+    from recsys_eval.compare import ordering_agreement
+
+    if table.is_empty() or table.filter(pl.col("estimate") == "full")["value"].null_count() == table.filter(pl.col("estimate") == "full").height:
+        return pl.DataFrame()
+    rows = []
+    for (protocol, metric, k), part in table.group_by("protocol", "metric", "k", maintain_order=True):
+        values = {e: dict(part.filter(pl.col("estimate") == e).select("system", "value").iter_rows())
+                  for e in ("sampled", "bias_variance", "full")}
+        if None in values["full"].values() or len(values["full"]) < 2:
+            continue
+        shares = ordering_agreement(values["full"], values["sampled"], values["bias_variance"])
+        rows.append({"protocol": protocol, "metric": metric, "k": k,
+                     "sampled_orders_like_full": shares["sampled"],
+                     "corrected_orders_like_full": shares["corrected"]})
+    return pl.DataFrame(rows, schema_overrides={"k": pl.Int32})
+
+
+def popularity_table(summary: pl.DataFrame, folds: list[str], definitions: dict[str, dict]) -> pl.DataFrame:
+    """Metrics per item-popularity bin of every percentile design (bins from the manifest)."""
+    run = run_rows(summary, folds)
+    binned = {label: info for label, info in definitions.items() if info.get("bin") is not None}
+    if not binned:
+        return pl.DataFrame()
+    design = pl.DataFrame({
+        "protocol": list(binned), "design": [info["name"] for info in binned.values()],
+        "bin": [info["bin"] for info in binned.values()],
+    }, schema={"protocol": pl.String, "design": pl.String, "bin": pl.Int32})
+    return run.join(design, on="protocol", how="inner", maintain_order="left").select(
+        "system", "design", "bin", "metric", "k", pl.col("mean").alias("value"))
+
+
+def learning_curve_table(folder: ResultsFolder, undefined: str) -> pl.DataFrame:
+    """Every metric at each training fraction, averaged like the summary (per user, then users)."""
+    path = folder.path / f"{LEARNING_CURVE}.parquet"
+    if not path.is_file():
+        return pl.DataFrame()
+    frame = pl.read_parquet(path)
+    tables = [
+        fold_summary(part.drop("fraction"), undefined=undefined)
+        .filter(pl.col("rule") == "user mean")
+        .select("system", "protocol", "metric", "k", pl.col("mean").alias("value"))
+        .with_columns(pl.lit(fraction).alias("fraction"))
+        for (fraction,), part in frame.partition_by("fraction", as_dict=True, maintain_order=True).items()
+    ]
+    return pl.concat(tables)
+
+
+def aggregation_tables(folder: ResultsFolder, summary: pl.DataFrame) -> dict[str, pl.DataFrame]:
+    """The aggregation audit of a cross-validated run (Forman & Scholz): the F-measure variants over
+    folds (from the ``f1`` rows), the AUC reported (per user, then folds) beside AUC_avg (each
+    fold's pooled scores) and AUC_merge (all folds pooled), and the system pairs each variant
+    orders unlike the reported value."""
+    from recsys_eval.compare.audit import audit_changes
+    from recsys_eval.measure.aggregate import f_count_sums, f_measure_variants
+
+    folds = folder.manifest["folds"]
+    if len(folds) < 2:
+        return {}
+    tables = {}
+    if summary.filter(pl.col("metric") == "f1").height:
+        sums = [
+            f_count_sums(folder.scan_per_unit(fold=fold).filter(pl.col("metric").is_in(["f1", *AUXILIARY])).collect())
+            for fold in folds
+        ]
+        tables["aggregation_f"] = f_measure_variants(pl.concat(sums), over="folds")
+    pooling = folder.table(AUC_POOLING)
+    if pooling is not None:
+        reported = summary.filter((pl.col("fold") == ALL_FOLDS) & (pl.col("metric") == "auc")).select(
+            "system", "protocol", pl.col("mean").alias("auc"))
+        tables["aggregation_auc"] = reported.join(pooling, on=["system", "protocol"], how="inner").sort(
+            "protocol", "system")
+    changes = audit_changes(tables.get("aggregation_f"), tables.get("aggregation_auc"), auc_reference="auc")
+    if changes.height:
+        tables["aggregation_audit"] = changes
+    return tables
+
+
+def analyse(
+    folder: str | Path | ResultsFolder,
+    *,
+    baseline: str | None = None,
+    tests: list[str] | None = None,
+    correction: str | None = None,
+    alpha: float | None = None,
+    undefined: str | None = None,
+    resamples: int | None = None,
+    seed: int | None = None,
+    out: str | Path | None = None,
+) -> dict[str, pl.DataFrame]:
+    """Compute the comparison tables of a results folder and write them to ``out`` (default: the
+    folder itself). Returns the tables by name."""
+    from recsys_eval.compare import fold_paired_tests, paired_tests
+    from recsys_eval.errors import check_choice
+
+    folder = folder if isinstance(folder, ResultsFolder) else ResultsFolder.open(folder)
+    manifest = folder.manifest
+    systems = manifest["systems"]
+    baseline = baseline if baseline is not None else manifest.get("baseline")
+    if baseline is not None:
+        check_choice("baseline system", baseline, systems)
+    options = dict(
+        baseline=baseline,
+        tests=tests or manifest.get("tests", ["t", "wilcoxon"]),
+        correction=correction or manifest.get("correction", "holm"),
+        alpha=alpha if alpha is not None else manifest.get("alpha", 0.05),
+        n_resamples=resamples or manifest.get("resamples", 1000),
+        seed=seed if seed is not None else manifest.get("seed", 0),
+    )
+    undefined = undefined or manifest.get("undefined", "skip")
+    folds = manifest["folds"]
+    summary = folder.table(SUMMARY)
+    users = per_user_values(folder, undefined)
+    tables: dict[str, pl.DataFrame] = {}
+    paired, fold_paired = [], []
+    for group in _comparable_groups(users, baseline):
+        paired.append(paired_tests(group, **options))
+        if len(folds) >= 2:
+            fold_paired.append(fold_paired_tests(
+                group, baseline=baseline, correction=options["correction"], alpha=options["alpha"]))
+    if paired:
+        tables["paired_tests"] = pl.concat(paired)
+    if fold_paired:
+        tables["fold_paired_tests"] = pl.concat(fold_paired)
+    tables["agreement"] = agreement_table(summary, folds)
+    tables["sampled_correction"] = sampled_table(folder, summary, undefined)
+    tables["sampled_ordering"] = sampled_ordering(tables["sampled_correction"])
+    tables["popularity_bins"] = popularity_table(summary, folds, manifest["protocol_definitions"])
+    exposure = folder.table(EXPOSURE)
+    if exposure is not None:
+        tables["exposure"] = (exposure.group_by("system", "protocol", "bin", maintain_order=True)
+                              .agg(pl.col("share").mean()))
+    tables["learning_curve"] = learning_curve_table(folder, undefined)
+    tables.update(aggregation_tables(folder, summary))
+    target = ResultsFolder(Path(out)) if out is not None else folder
+    for name, table in tables.items():
+        if not table.is_empty():
+            target.write_table(name, table)
+    return tables

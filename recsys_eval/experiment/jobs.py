@@ -1,0 +1,282 @@
+"""The jobs of a run, from a config: load and prepare the data, split it, build each protocol's
+targets on a fold, make each recommender, rank, and the side outputs of a ranking (exposure per
+popularity bin, a sample of scored targets for pooled AUC, the sampled rank of 1R units).
+
+Every random choice takes a seed derived from the run's seed and the definition of what it
+randomises (recsys_eval.core.rng; docs/CONVENTIONS.md#seeds).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import polars as pl
+
+from recsys_eval.core import Interactions, Split, Targets
+from recsys_eval.core.rng import derive_seed
+from recsys_eval.experiment.config import ExperimentConfig, ProtocolConfig, RecommenderConfig
+from recsys_eval.recommend.external import ExternalRun, UnknownIdsWarning
+
+#: The per-unit metric holding a 1R+NN unit's sampled rank: the relevant item's position among the
+#: n + 1 ranked targets (0 when the ranking left it out), an exact integer stored as a float.
+SAMPLED_RANK = "sampled_rank"
+#: Scored targets kept per system, protocol and fold for the pooled AUC: a seeded uniform sample
+#: bounds memory; its standard error is about 0.5 / sqrt(folds x sample).
+AUC_POOL_SAMPLE = 10_000
+
+
+@dataclass
+class ProtocolTargets:
+    """One evaluated target set of a fold: a protocol, or one bin of a percentile design."""
+
+    label: str
+    targets: Targets
+    train: Interactions
+    info: dict = field(default_factory=dict)
+
+
+def load_data(config: ExperimentConfig) -> Interactions:
+    """The dataset of the config: a MovieLens name, or a file with a column mapping."""
+    from recsys_eval.data import load_dataset, load_file
+
+    ds = config.dataset
+    if ds.name is not None:
+        return load_dataset(ds.name, ds.data_home)
+    return load_file(
+        ds.path, ds.columns, timestamp_format=ds.timestamp_format, separator=ds.separator
+    )
+
+
+def prepare_data(config: ExperimentConfig, data: Interactions) -> tuple[Interactions, list[dict]]:
+    """Apply the preparation steps in order; return the data and what each step removed."""
+    from recsys_eval.data import prepare
+
+    p = config.prepare
+    steps: list[dict] = []
+    if p.threshold is not None:
+        data, removed = prepare.apply_threshold(data, p.threshold, binarize=p.binarize)
+        steps.append({"step": f"threshold {p.threshold}", **_removed(removed)})
+    if p.min_user_interactions or p.min_item_interactions:
+        data, removed = prepare.min_counts(
+            data, min_user=p.min_user_interactions, min_item=p.min_item_interactions
+        )
+        steps.append({"step": "minimum counts", **_removed(removed)})
+    if p.k_core:
+        data, removed = prepare.k_core(data, p.k_core)
+        steps.append({"step": f"{p.k_core}-core", **_removed(removed)})
+    return data, steps
+
+
+def _removed(removed) -> dict:
+    return {k: getattr(removed, k) for k in ("users", "items", "interactions")}
+
+
+def split_seed(config: ExperimentConfig) -> int:
+    return derive_seed(config.seed, "split")
+
+
+def make_splits(config: ExperimentConfig, data: Interactions) -> list[Split]:
+    """The folds of the config's splitter (one Split for a holdout)."""
+    from recsys_eval.split import make_split
+
+    params = dict(config.split.params)
+    params.setdefault("seed", split_seed(config))
+    if config.split.method == "official" and config.dataset.data_home:
+        params.setdefault("data_home", config.dataset.data_home)
+    made = make_split(data, config.split.method, **params)
+    return made if isinstance(made, list) else [made]
+
+
+def targets_seed(config: ExperimentConfig, fold: str, protocol: ProtocolConfig) -> int:
+    return derive_seed(config.seed, "targets", fold, protocol.display)
+
+
+def recommender_seed(config: ExperimentConfig, fold: str, rec: RecommenderConfig) -> int:
+    return derive_seed(config.seed, "recommender", fold, rec.display)
+
+
+def protocol_labels(protocol: ProtocolConfig) -> list[str]:
+    """The labels a protocol entry's results carry: its display name, or one per popularity bin."""
+    if protocol.design == "percentiles":
+        return [f"{protocol.name}+pct{protocol.bins}/bin{b}" for b in range(1, protocol.bins + 1)]
+    return [protocol.display]
+
+
+def build_protocol_targets(
+    config: ExperimentConfig, protocol: ProtocolConfig, split: Split
+) -> list[ProtocolTargets]:
+    """The target sets of one protocol entry on one fold (one per bin for a percentile design)."""
+    from recsys_eval.targets import Protocol, build_targets, popularity_bins, uniform_test
+
+    seed = targets_seed(config, split.name, protocol)
+    threshold = config.metrics.relevance_threshold
+    options = dict(
+        threshold=threshold,
+        seed=seed,
+        fresh_negatives=protocol.fresh_negatives,
+        sampling=protocol.sampling,
+        chunk_size=config.run.chunk_size,
+    )
+    parsed = Protocol.parse(protocol.name)
+    if protocol.design == "standard":
+        targets = build_targets(split, parsed, **options)
+        return [ProtocolTargets(protocol.display, targets, split.train)]
+    if protocol.design == "uniform_test":
+        moved_split, report = uniform_test(split, protocol.per_item, threshold=threshold, seed=seed)
+        targets = build_targets(moved_split, parsed, **options)
+        return [ProtocolTargets(protocol.display, targets, moved_split.train, {"uniform_test": report})]
+    labels = protocol_labels(protocol)
+    return [
+        ProtocolTargets(labels[info["bin"] - 1], targets, split.train, {"bin": info})
+        for info, targets in popularity_bins(split, protocol.bins, parsed, **options)
+    ]
+
+
+def make_model(config: ExperimentConfig, rec: RecommenderConfig, data: Interactions, fold: str):
+    """A fresh, unfitted recommender for one fold (an external run reads its file)."""
+    from recsys_eval.recommend import make_recommender
+
+    if rec.path is not None:
+        with warnings.catch_warnings():  # the runner logs unknown ids itself
+            warnings.simplefilter("ignore", UnknownIdsWarning)
+            return ExternalRun.from_file(rec.path, data)
+    return make_recommender(
+        rec.name, rec.params, seed=recommender_seed(config, fold, rec), threads=config.run.threads
+    )
+
+
+def rank(config: ExperimentConfig, model, target: ProtocolTargets):
+    """Rankings of a protocol's units: top-k over all candidates, or the listed targets sorted."""
+    from recsys_eval.recommend import rank_targets, recommend_top_k
+
+    targets = target.targets
+    if targets.all_candidates:
+        return recommend_top_k(
+            model,
+            target.train,
+            targets.unit_user,
+            full_ranking_depth(config),
+            candidates=targets.candidates,
+            chunk_size=config.run.chunk_size,
+        )
+    return rank_targets(model, targets, chunk_size=config.run.chunk_size)
+
+
+def full_ranking_depth(config: ExperimentConfig) -> int:
+    """How many items a full ranking lists: the largest cutoff, at least ``run.depth``."""
+    return max(max(config.metrics.k), config.run.depth)
+
+
+def metric_names(config: ExperimentConfig) -> tuple[list[str], list[str]]:
+    """The config's ranking metrics and its rating-prediction metrics."""
+    from recsys_eval.measure.names import RATING_METRICS
+
+    names = config.metrics.names
+    return [m for m in names if m not in RATING_METRICS], [m for m in names if m in RATING_METRICS]
+
+
+def measure_ranking(config: ExperimentConfig, data: Interactions, rankings, target: ProtocolTargets,
+                    system: str, fold: str) -> pl.DataFrame:
+    """Per-unit values of one ranking: the config's metrics, and a 1R+NN unit's sampled rank."""
+    from recsys_eval.measure import measure
+
+    m = config.metrics
+    frame = measure(
+        rankings, target.targets, metrics=metric_names(config)[0], k=m.k, gain=m.gain, ties=m.ties,
+        system=system, protocol=target.label, fold=fold,
+        user_ids=data.user_ids, train=target.train, genres=data.items_meta,
+    )
+    if is_sampled_1r(target.targets):
+        frame = pl.concat([frame, sampled_rank_rows(rankings, target, frame)])
+    return frame
+
+
+def is_sampled_1r(targets: Targets) -> bool:
+    """True for a 1R+NN protocol, whose relevant item's sampled rank feeds the sampled-metric
+    correction."""
+    parts = targets.protocol.split("+")
+    return not targets.all_candidates and "1R" in parts and any(p.startswith("NN") for p in parts)
+
+
+def sampled_rank_rows(rankings, target: ProtocolTargets, like: pl.DataFrame) -> pl.DataFrame:
+    """``sampled_rank`` rows (k null): the position of each unit's one relevant item among its
+    n + 1 ranked targets, 0 when the ranking left it out."""
+    targets = target.targets
+    relevant = targets.items[targets.gain > 0]  # exactly one per unit under 1R, in unit order
+    unit = np.repeat(np.arange(rankings.n_units), rankings.lengths)
+    position = np.arange(len(rankings.items)) - rankings.offsets[unit] + 1
+    hit = rankings.items == relevant[unit]
+    rank = np.zeros(rankings.n_units)
+    rank[unit[hit]] = position[hit]
+    units = (
+        like.filter(pl.col("unit").is_not_null())
+        .select("system", "protocol", "fold", "user", "unit")
+        .unique("unit", keep="first", maintain_order=True)
+        .sort("unit")
+    )
+    return units.with_columns(
+        pl.lit(SAMPLED_RANK).alias("metric"),
+        pl.lit(None, dtype=pl.Int32).alias("k"),
+        pl.Series("value", rank[units.get_column("unit").to_numpy()]),
+    )
+
+
+def scored_rows(config: ExperimentConfig, rankings, target: ProtocolTargets, system: str, fold: str) -> pl.DataFrame:
+    """A bounded, seeded sample of a ranking's scored targets, for AUC pooled across folds."""
+    from recsys_eval.measure.auc import scored_targets
+
+    seed = derive_seed(config.seed, "auc-pool", fold, system, target.label)
+    rows = scored_targets(rankings, target.targets, sample=AUC_POOL_SAMPLE, seed=seed)
+    return rows.with_columns(system=pl.lit(system), protocol=pl.lit(target.label), fold=pl.lit(fold))
+
+
+def exposure_bins(config: ExperimentConfig) -> int:
+    """Bins of the exposure analysis: those of the first percentile design, else 5."""
+    return next((p.bins for p in config.protocols if p.design == "percentiles"), 5)
+
+
+def exposure_rows(config: ExperimentConfig, rankings, target: ProtocolTargets, system: str,
+                  fold: str) -> pl.DataFrame:
+    """Share of a system's top-k recommendations (k = the largest cutoff) in each item-popularity
+    bin, bins by training ratings as in the percentile design."""
+    from recsys_eval.targets import item_popularity_bins
+
+    m = exposure_bins(config)
+    k = max(config.metrics.k)
+    bins = item_popularity_bins(target.train.item_counts(), m)
+    position = np.arange(len(rankings.items)) - np.repeat(rankings.offsets[:-1], rankings.lengths)
+    listed = rankings.items[position < k]
+    counts = np.bincount(bins[listed], minlength=m + 1)[1:]
+    share = counts / max(counts.sum(), 1)
+    return pl.DataFrame({
+        "system": system, "protocol": target.label, "fold": fold,
+        "bin": np.arange(1, m + 1, dtype=np.int32), "share": share,
+    })
+
+
+def rating_rows(model, split: Split, system: str, names: list[str], data: Interactions) -> pl.DataFrame | None:
+    """Rating-prediction metrics on the fold's test ratings (rating predictors only for MAE/RMSE;
+    rank correlations use any recommender's scores)."""
+    from recsys_eval.measure import rating_metrics
+
+    test = split.test
+    if not getattr(model, "predicts_ratings", False):
+        names = [n for n in names if n not in ("mae", "rmse")]
+    if not names or not test.has_rating:
+        return None
+    if not getattr(model, "predicts_ratings", False):
+        prediction = model.score(test.users, test.items)
+    else:
+        prediction = model.predict(test.users, test.items)
+    frame = pl.DataFrame({
+        "user": test.users, "item": test.items, "rating": test.ratings,
+        "prediction": np.asarray(prediction, dtype=np.float64),
+    })
+    rows = rating_metrics(frame, metrics=names, system=system, protocol=RATINGS, fold=split.name)
+    return rows.with_columns(data.user_ids.gather(rows.get_column("user")).alias("user"))
+
+
+#: The protocol label of rating-prediction rows.
+RATINGS = "ratings"

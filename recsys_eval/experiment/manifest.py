@@ -1,0 +1,110 @@
+"""What a results folder records about its run: the manifest (config hash, seeds, versions, data,
+folds, systems, protocols, partitions, comparison options) and the data statistics of the report."""
+
+from __future__ import annotations
+
+import platform
+from datetime import datetime, timezone
+from importlib.metadata import PackageNotFoundError, version
+
+import numpy as np
+import polars as pl
+
+from recsys_eval.core import Interactions, Split
+from recsys_eval.core.rng import derive_seed
+from recsys_eval.experiment import jobs
+from recsys_eval.experiment.config import ExperimentConfig
+
+_VERSIONED = ("recsys-eval", "polars", "numpy", "scipy", "numba", "implicit", "pydantic")
+
+
+def versions() -> dict[str, str]:
+    """Python's and the libraries' versions that can change a number."""
+    found = {"python": platform.python_version()}
+    for name in _VERSIONED:
+        try:
+            found[name] = version(name)
+        except PackageNotFoundError:
+            found[name] = "not installed"
+    return found
+
+
+def protocol_entries(config: ExperimentConfig) -> dict[str, dict]:
+    """Every result label with its definition: axes, n, design, and the bin of a percentile design."""
+    from recsys_eval.targets import Protocol
+
+    entries = {}
+    for p in config.protocols:
+        parsed = Protocol.parse(p.name)
+        entry = {
+            "name": p.name, "design": p.design, "candidates": parsed.candidates,
+            "relevant": parsed.relevant, "nonrelevant": parsed.nonrelevant, "n": parsed.n,
+        }
+        for b, label in enumerate(jobs.protocol_labels(p), start=1):
+            binned = p.design == "percentiles"
+            entries[label] = {**entry, "bin": b if binned else None, "bins": p.bins if binned else None}
+    return entries
+
+
+def make_manifest(config: ExperimentConfig, cfg_hash: str, data: Interactions, splits: list[Split],
+                  protocols: list[str], partitions: list[str]) -> dict:
+    """The manifest of a run (without the ``format`` key, which the results folder adds)."""
+    c = config.compare
+    return {
+        "experiment": config.name,
+        "description": config.description,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "config_hash": cfg_hash,
+        "seed": config.seed,
+        "seeds": {
+            "split": jobs.split_seed(config),
+            "targets": {f"{s.name}/{p.display}": jobs.targets_seed(config, s.name, p)
+                        for s in splits for p in config.protocols},
+            "recommenders": {f"{s.name}/{r.display}": jobs.recommender_seed(config, s.name, r)
+                             for s in splits for r in config.recommenders},
+            "intervals": {f"{s.name}/{label}": derive_seed(config.seed, "intervals", s.name, label)
+                          for s in splits for label in protocols},
+        },
+        "versions": versions(),
+        "dataset": config.dataset.name or config.dataset.path,
+        "users": data.n_users,
+        "items": data.n_items,
+        "interactions": len(data),
+        "folds": [s.name for s in splits],
+        "systems": [r.display for r in config.recommenders],
+        "protocols": protocols,
+        "protocol_definitions": protocol_entries(config),
+        "partitions": partitions,
+        "metrics": config.metrics.names,
+        "k": config.metrics.k,
+        "relevance_threshold": config.metrics.relevance_threshold,
+        "baseline": c.baseline,
+        "tests": c.tests,
+        "correction": c.correction,
+        "alpha": c.alpha,
+        "undefined": config.metrics.undefined,
+        "interval": c.interval,
+        "resamples": c.resamples,
+    }
+
+
+def data_statistics(data: Interactions, prepared: list[dict], splits: list[Split]) -> pl.DataFrame:
+    """Dataset, preparation and split statistics for the report, as (statistic, value) strings."""
+    rows = [
+        ("users", f"{data.n_users:,}"),
+        ("items", f"{data.n_items:,}"),
+        ("interactions", f"{len(data):,}"),
+        ("density", f"{len(data) / max(data.n_users * data.n_items, 1):.4%}"),
+    ]
+    for step in prepared:
+        rows.append((
+            f"prepare: {step['step']}",
+            f"removed {step['users']:,} users, {step['items']:,} items, {step['interactions']:,} interactions",
+        ))
+    for s in splits:
+        test_users = int(np.count_nonzero(s.test.user_counts()))
+        rows.append((
+            f"split {s.name}",
+            f"train {len(s.train):,}, test {len(s.test):,} interactions, {test_users:,} test users",
+        ))
+    return pl.DataFrame(rows, schema=["statistic", "value"], orient="row")
