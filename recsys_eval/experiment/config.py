@@ -88,6 +88,17 @@ class ProtocolConfig(_Strict):
         return self
 
     @property
+    def definition(self) -> dict[str, Any]:
+        """What the protocol is, whatever it is called: its samples' seed derives from this, so a
+        cosmetic ``label`` never changes them (docs/CONVENTIONS.md#seeds)."""
+        from recsys_eval.targets import Protocol
+
+        return {
+            "protocol": Protocol.parse(self.name).name, "design": self.design, "per_item": self.per_item,
+            "bins": self.bins, "fresh_negatives": self.fresh_negatives, "sampling": self.sampling,
+        }
+
+    @property
     def display(self) -> str:
         """The protocol's name in results: the label, else the name with its design."""
         if self.label:
@@ -106,6 +117,11 @@ class RecommenderConfig(_Strict):
     label: str | None = None
     params: dict[str, Any] = Field(default_factory=dict)
     path: str | None = None
+
+    @property
+    def definition(self) -> dict[str, Any]:
+        """What the recommender is, whatever it is called: its seed derives from this."""
+        return {"name": self.name, "params": self.params, "path": self.path}
 
     @property
     def display(self) -> str:

@@ -35,6 +35,8 @@ class ProtocolTargets:
     targets: Targets
     train: Interactions
     info: dict = field(default_factory=dict)
+    #: The protocol's definition (and bin): what seeds derived for this target set are keyed on.
+    definition: dict = field(default_factory=dict)
 
 
 def load_data(config: ExperimentConfig) -> Interactions:
@@ -90,11 +92,19 @@ def make_splits(config: ExperimentConfig, data: Interactions) -> list[Split]:
 
 
 def targets_seed(config: ExperimentConfig, fold: str, protocol: ProtocolConfig) -> int:
-    return derive_seed(config.seed, "targets", fold, protocol.display)
+    return derive_seed(config.seed, "targets", fold, protocol.definition)
 
 
 def recommender_seed(config: ExperimentConfig, fold: str, rec: RecommenderConfig) -> int:
-    return derive_seed(config.seed, "recommender", fold, rec.display)
+    return derive_seed(config.seed, "recommender", fold, rec.definition)
+
+
+def interval_seed(config: ExperimentConfig, fold: str, label: str) -> int:
+    """The bootstrap seed of a (fold, protocol): keyed on the protocol's definition, so every system
+    of that protocol and fold shares its resamples and a relabelled protocol keeps them."""
+    definitions = {lab: {**p.definition, "bin": b if p.design == "percentiles" else None}
+                   for p in config.protocols for b, lab in enumerate(protocol_labels(p), start=1)}
+    return derive_seed(config.seed, "intervals", fold, definitions.get(label, label))
 
 
 def protocol_labels(protocol: ProtocolConfig) -> list[str]:
@@ -120,16 +130,18 @@ def build_protocol_targets(
         chunk_size=config.run.chunk_size,
     )
     parsed = Protocol.parse(protocol.name)
+    definition = protocol.definition
     if protocol.design == "standard":
         targets = build_targets(split, parsed, **options)
-        return [ProtocolTargets(protocol.display, targets, split.train)]
+        return [ProtocolTargets(protocol.display, targets, split.train, {}, definition)]
     if protocol.design == "uniform_test":
         moved_split, report = uniform_test(split, protocol.per_item, threshold=threshold, seed=seed)
         targets = build_targets(moved_split, parsed, **options)
-        return [ProtocolTargets(protocol.display, targets, moved_split.train, {"uniform_test": report})]
+        return [ProtocolTargets(protocol.display, targets, moved_split.train, {"uniform_test": report}, definition)]
     labels = protocol_labels(protocol)
     return [
-        ProtocolTargets(labels[info["bin"] - 1], targets, split.train, {"bin": info})
+        ProtocolTargets(labels[info["bin"] - 1], targets, split.train, {"bin": info},
+                        {**definition, "bin": info["bin"]})
         for info, targets in popularity_bins(split, protocol.bins, parsed, **options)
     ]
 
@@ -223,11 +235,13 @@ def sampled_rank_rows(rankings, target: ProtocolTargets, like: pl.DataFrame) -> 
     )
 
 
-def scored_rows(config: ExperimentConfig, rankings, target: ProtocolTargets, system: str, fold: str) -> pl.DataFrame:
+def scored_rows(config: ExperimentConfig, rankings, target: ProtocolTargets, rec: RecommenderConfig,
+                fold: str) -> pl.DataFrame:
     """A bounded, seeded sample of a ranking's scored targets, for AUC pooled across folds."""
     from recsys_eval.measure.auc import scored_targets
 
-    seed = derive_seed(config.seed, "auc-pool", fold, system, target.label)
+    seed = derive_seed(config.seed, "auc-pool", fold, rec.definition, target.definition)
+    system = rec.display
     rows = scored_targets(rankings, target.targets, sample=AUC_POOL_SAMPLE, seed=seed)
     return rows.with_columns(system=pl.lit(system), protocol=pl.lit(target.label), fold=pl.lit(fold))
 

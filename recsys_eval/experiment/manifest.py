@@ -11,7 +11,6 @@ import numpy as np
 import polars as pl
 
 from recsys_eval.core import Interactions, Split
-from recsys_eval.core.rng import derive_seed
 from recsys_eval.experiment import jobs
 from recsys_eval.experiment.config import ExperimentConfig
 
@@ -62,7 +61,7 @@ def make_manifest(config: ExperimentConfig, cfg_hash: str, data: Interactions, s
                         for s in splits for p in config.protocols},
             "recommenders": {f"{s.name}/{r.display}": jobs.recommender_seed(config, s.name, r)
                              for s in splits for r in config.recommenders},
-            "intervals": {f"{s.name}/{label}": derive_seed(config.seed, "intervals", s.name, label)
+            "intervals": {f"{s.name}/{label}": jobs.interval_seed(config, s.name, label)
                           for s in splits for label in protocols},
         },
         "versions": versions(),

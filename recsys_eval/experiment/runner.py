@@ -74,8 +74,7 @@ def summarise_partition(config: ExperimentConfig, per_unit: pl.DataFrame) -> tup
         c = config.compare
         protocol, fold = users.row(0, named=True)["protocol"], users.row(0, named=True)["fold"]
         ci = confidence_intervals(
-            users, method=c.interval, n_resamples=c.resamples,
-            seed=derive_seed(config.seed, "intervals", fold, protocol),
+            users, method=c.interval, n_resamples=c.resamples, seed=jobs.interval_seed(config, fold, protocol),
         ).select(*_KEYS, "lower", "upper")
         rows = rows.join(ci, on=_KEYS, how="left", nulls_equal=True, maintain_order="left")
     sums = f_count_sums(per_unit) if "f1" in config.metrics.names and per_unit.filter(pl.col("metric") == "f1").height else None
@@ -135,7 +134,7 @@ def evaluate_fold(
                 if target.targets.all_candidates:
                     exposure.append(jobs.exposure_rows(config, rankings, target, rec.display, split.name))
                 if pool_auc and rankings.scores is not None:
-                    scored.append(jobs.scored_rows(config, rankings, target, rec.display, split.name))
+                    scored.append(jobs.scored_rows(config, rankings, target, rec, split.name))
                 timings.append(_timing(split.name, rec.display, f"measure {target.label}", start))
                 advance()
             rating = jobs.rating_rows(models[id(split.train)], split, rec.display, rating_names, data)

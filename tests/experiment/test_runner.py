@@ -312,3 +312,17 @@ def test_cross_validated_summary_averages_fold_means(tmp_path):
     low, high = stats.t.interval(0.95, 2, loc=folds.mean(), scale=stats.sem(folds))
     assert (everything["lower"][0], everything["upper"][0]) == pytest.approx((low, high))
     assert everything["users_counted"][0] == rows.filter(pl.col("fold") != "all")["users_counted"].sum()
+
+
+def test_a_relabelled_protocol_or_system_keeps_its_samples(tmp_path):
+    config = write_config(tmp_path)
+    plain = per_unit_of(run(config, tmp_path / "a"))
+    text = config.read_text()
+    text = text.replace('name = "AI+1R+NN50"', 'name = "AI+1R+NN50"\nlabel = "sampled"', 1)
+    text = text.replace('name = "random"', 'name = "random"\nlabel = "coin"', 1)
+    config.write_text(text)
+    relabelled = per_unit_of(run(config, tmp_path / "b"))
+    key = ["system", "protocol", "fold", "user", "unit", "metric", "k"]
+    renamed = relabelled.with_columns(
+        pl.col("protocol").replace("sampled", "AI+1R+NN50"), pl.col("system").replace("coin", "random"))
+    assert renamed.sort(key, nulls_last=True).equals(plain.sort(key, nulls_last=True))
