@@ -48,8 +48,13 @@ class DatasetConfig(_Strict):
 
 
 class PrepareConfig(_Strict):
-    """Preparation before splitting (each step reports what it removed)."""
+    """Preparation (each step reports what it removed). ``on = "data"`` (the default, as most
+    papers do) applies the steps to the whole dataset before splitting; ``on = "train"`` applies
+    them to each fold's train side after splitting, so that nothing learned from the data (a
+    k-core, minimum counts) sees the test side; test interactions of users or items the steps
+    removed from train are then dropped and counted."""
 
+    on: Literal["data", "train"] = "data"
     threshold: float | None = None
     binarize: bool = False
     min_user_interactions: int = Field(0, ge=0)

@@ -71,6 +71,24 @@ def prepare_data(config: ExperimentConfig, data: Interactions) -> tuple[Interact
     return data, steps
 
 
+def prepare_splits(config: ExperimentConfig, splits: list[Split]) -> tuple[list[Split], list[dict]]:
+    """With ``prepare.on = "train"``: the steps applied to each fold's train side; test interactions
+    of users or items no longer in train dropped. Returns the folds and what each step removed."""
+    if config.prepare.on != "train":
+        return splits, []
+    out, steps = [], []
+    for split in splits:
+        train, removed = prepare_data(config, split.train)
+        kept = (train.user_counts()[split.test.users] > 0) & (train.item_counts()[split.test.items] > 0)
+        test = split.test.with_frame(split.test.frame.filter(pl.Series(kept)))
+        info = {**split.info, "test_dropped_after_prepare": int((~kept).sum())}
+        out.append(Split(train, test, name=split.name, info=info))
+        steps += [{**step, "step": f"{split.name} train: {step['step']}"} for step in removed]
+        steps.append({"step": f"{split.name} test: users or items not in the prepared train",
+                      "users": 0, "items": 0, "interactions": int((~kept).sum())})
+    return out, steps
+
+
 def _removed(removed) -> dict:
     return {k: getattr(removed, k) for k in ("users", "items", "interactions")}
 

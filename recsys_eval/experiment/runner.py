@@ -207,11 +207,15 @@ def run_experiment(
     log: list[str] = []
     with Progress(console, quiet=quiet) as progress:
         start = time.perf_counter()
-        data, prepared = jobs.prepare_data(config, jobs.load_data(config))
+        data = jobs.load_data(config)
+        prepared: list[dict] = []
+        if config.prepare.on == "data":
+            data, prepared = jobs.prepare_data(config, data)
         timings.append(_timing("", "", "load and prepare", start))
         progress.log(f"data: {data!r}")
         start = time.perf_counter()
-        splits = jobs.make_splits(config, data)
+        splits, on_train = jobs.prepare_splits(config, jobs.make_splits(config, data))
+        prepared += on_train
         timings.append(_timing("", "", "split", start))
         folder.set_layout([s.name for s in splits], [r.display for r in config.recommenders],
                           result_protocols(config))

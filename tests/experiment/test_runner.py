@@ -326,3 +326,24 @@ def test_a_relabelled_protocol_or_system_keeps_its_samples(tmp_path):
     renamed = relabelled.with_columns(
         pl.col("protocol").replace("sampled", "AI+1R+NN50"), pl.col("system").replace("coin", "random"))
     assert renamed.sort(key, nulls_last=True).equals(plain.sort(key, nulls_last=True))
+
+
+def test_prepare_on_train_never_sees_the_test_side(tmp_path):
+    from recsys_eval.data import prepare
+
+    extra = '\n[prepare]\non = "train"\nk_core = 8\n'
+    config = load_config(write_config(tmp_path, extra=extra))
+    data = load_data()
+    raw = runner.jobs.make_splits(config, data)
+    splits, steps = runner.jobs.prepare_splits(config, raw)
+    for before, after in zip(raw, splits, strict=True):
+        expected, _ = prepare.k_core(before.train, 8)  # the k-core of the train side alone
+        assert after.train.frame.equals(expected.frame)
+        assert len(after.test) <= len(before.test)
+        users = np.flatnonzero(after.train.user_counts())
+        assert np.isin(after.test.users, users).all()
+    assert any("8-core" in s["step"] for s in steps)
+    assert sum(len(a.test) for a in splits) < sum(len(b.test) for b in raw)  # some test rows dropped
+    folder = run(write_config(tmp_path, extra=extra), tmp_path / "r")
+    stats = pl.read_parquet(folder / "data_stats.parquet")
+    assert stats.filter(pl.col("statistic").str.contains("not in the prepared train")).height == 1

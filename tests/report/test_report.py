@@ -1,4 +1,5 @@
-"""Analysis and report of a results folder: tables against scipy, every section present, the page
+"""Analysis and report of a results folder (a run on the tests' synthetic dataset): tables against
+scipy, every number set beside another averaged like the summary, every section present, the page
 self-contained, the LaTeX table against a golden file, and the page opened in headless Chromium."""
 
 from __future__ import annotations
@@ -15,26 +16,24 @@ import pytest
 from scipy import stats
 
 from recsys_eval.cli import main
-from recsys_eval.errors import DataError
 from recsys_eval.compare.study import analyse
+from recsys_eval.core.results import ResultsFolder
+from recsys_eval.errors import DataError
 from recsys_eval.report.tables import Block, Cell, to_latex
 
 HERE = Path(__file__).parent
-needs_ml100k = pytest.mark.skipif(
-    not (Path(os.environ.get("RECSYS_EVAL_DATA", "")) / "ml-100k" / "u.data").is_file(),
-    reason="ML-100K not in RECSYS_EVAL_DATA",
-)
 
 CONFIG = """
 name = "reported"
 seed = 3
 
 [dataset]
-name = "ml-100k"
+path = "{data}"
+columns = {{ user = "userId", item = "movieId", rating = "rating", timestamp = "timestamp" }}
 
 [split]
 method = "kfold"
-params = { k = 2, per_user = true }
+params = {{ k = 2, per_user = true }}
 
 [[protocols]]
 name = "AI+AR+AN"
@@ -58,7 +57,7 @@ name = "random"
 
 [[recommenders]]
 name = "item_knn"
-params = { k = 50 }
+params = {{ k = 50 }}
 
 [metrics]
 names = ["precision", "recall", "f1", "ndcg", "auc"]
@@ -75,24 +74,23 @@ fractions = [0.5, 1.0]
 
 
 @pytest.fixture(scope="module")
-def folder(tmp_path_factory) -> Path:
+def folder(tmp_path_factory, synthetic_ratings) -> Path:
     root = tmp_path_factory.mktemp("report")
     config = root / "reported.toml"
-    config.write_text(CONFIG)
+    config.write_text(CONFIG.format(data=synthetic_ratings))
     with pytest.raises(SystemExit) as exit_info:
         main(["run", str(config), "--out", str(root / "results"), "--quiet"])
     assert exit_info.value.code in (0, None)
     return next(p for p in (root / "results" / "reported").iterdir() if not p.name.startswith("."))
 
 
-@needs_ml100k
 def test_paired_tests_equal_scipy_on_the_same_users(folder):
     tests = pl.read_parquet(folder / "paired_tests.parquet")
     row = tests.filter((pl.col("protocol") == "AI+AR+AN") & (pl.col("fold") == "fold1")
                        & (pl.col("metric") == "ndcg") & (pl.col("k") == 10)
                        & (pl.col("system") == "item_knn") & (pl.col("test") == "t"))
     assert row.height == 1 and row["baseline"][0] == "popular"
-    per_unit = pl.read_parquet(folder / "per_unit.parquet").filter(
+    per_unit = ResultsFolder.open(folder).scan_per_unit().collect().filter(
         (pl.col("protocol") == "AI+AR+AN") & (pl.col("fold") == "fold1") & (pl.col("metric") == "ndcg")
         & (pl.col("k") == 10) & pl.col("value").is_not_nan())
     wide = per_unit.pivot(on="system", index="user", values="value").drop_nulls(["item_knn", "popular"])
@@ -106,7 +104,6 @@ def test_paired_tests_equal_scipy_on_the_same_users(folder):
     assert sorted(family["p_adjusted"].to_list())[0] == pytest.approx(min(1.0, 2 * p[0]))
 
 
-@needs_ml100k
 def test_analysis_tables(folder):
     agreement = pl.read_parquet(folder / "agreement.parquet")
     assert {"protocol_a", "protocol_b", "tau", "swaps"} <= set(agreement.columns)
@@ -127,14 +124,13 @@ def test_analysis_tables(folder):
     assert sorted(curve["fraction"].unique().to_list()) == [0.5, 1.0]
 
 
-@needs_ml100k
 def test_aggregation_audit_of_the_cross_validated_run(folder):
     summary = pl.read_parquet(folder / "summary.parquet").filter(pl.col("fold") == "all")
     f_variants = pl.read_parquet(folder / "aggregation_f.parquet")
-    reported = summary.filter(pl.col("metric") == "f1").select("system", "protocol", "k", "mean")
+    reported = summary.filter(pl.col("metric") == "f1_pooled").select("system", "protocol", "k", "mean")
     both = f_variants.join(reported, on=["system", "protocol", "k"])
     assert both.height == f_variants.height == reported.height
-    assert both["F_tp_fp"].to_list() == pytest.approx(both["mean"].to_list())  # the reported F1
+    assert both["F_tp_fp"].to_list() == pytest.approx(both["mean"].to_list())  # the reported pooled F1
     assert (both["n_items"] == 2).all()
     auc = pl.read_parquet(folder / "aggregation_auc.parquet")
     assert set(auc["protocol"]) == {"AI+AR+AN", "AI+1R+AN", "AI+1R+NN50", "AI+AR+AN+pct3/bin1",
@@ -167,7 +163,6 @@ class _Collect(HTMLParser):
         self.images += tag == "img"
 
 
-@needs_ml100k
 def test_report_has_every_section_and_loads_nothing_from_the_network(folder):
     page = (folder / "report.html").read_text()
     parser = _Collect()
@@ -207,12 +202,31 @@ def test_latex_table_matches_golden_file():
 
 
 def test_incomplete_folder_is_a_clear_error(tmp_path):
-    (tmp_path / "manifest.json").write_text('{"format": 1}')
-    with pytest.raises(DataError, match="missing config.toml, per_unit.parquet, summary.parquet"):
+    (tmp_path / "manifest.json").write_text('{"format": 2}')
+    with pytest.raises(DataError, match="missing config.toml, per_unit, summary.parquet"):
         analyse(tmp_path)
 
 
-@needs_ml100k
+def test_a_missing_partition_is_refused_with_its_name(folder, tmp_path):
+    copy = tmp_path / "copy"
+    shutil.copytree(folder, copy)
+    victim = ResultsFolder.open(copy).partitions()[3]
+    victim.unlink()
+    with pytest.raises(DataError, match=re.escape(str(victim.relative_to(copy)))):
+        ResultsFolder.open(copy).scan_per_unit()
+    with pytest.raises(DataError, match="missing"):
+        analyse(copy, out=tmp_path / "tables")
+
+
+def test_sampled_table_averages_like_the_summary(folder):
+    sampled = pl.read_parquet(folder / "sampled_correction.parquet").filter(pl.col("estimate") == "sampled")
+    summary = pl.read_parquet(folder / "summary.parquet").filter(
+        (pl.col("protocol") == "AI+1R+NN50") & (pl.col("fold") == "all") & (pl.col("rule") == "user mean"))
+    both = sampled.join(summary, on=["system", "protocol", "metric", "k"], how="inner")
+    assert both.height == sampled.height > 0
+    assert both["value"].to_list() == pytest.approx(both["mean"].to_list(), rel=1e-12, abs=1e-15)
+
+
 def test_unknown_baseline_is_a_clear_error(folder):
     from recsys_eval.errors import ConfigError
 
@@ -220,7 +234,6 @@ def test_unknown_baseline_is_a_clear_error(folder):
         analyse(folder, baseline="populr", out=folder.parent / "elsewhere")
 
 
-@needs_ml100k
 @pytest.mark.skipif(shutil.which("chromium") is None, reason="Debian's chromium is not installed")
 def test_report_renders_in_headless_chromium_without_console_errors(folder, tmp_path):
     result = subprocess.run(
@@ -238,7 +251,6 @@ def test_report_renders_in_headless_chromium_without_console_errors(folder, tmp_
     assert console == []
 
 
-@needs_ml100k
 def test_compare_and_report_commands(folder, capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["compare", str(folder), "--test", "t,sign", "--correction", "bonferroni"])
@@ -283,7 +295,10 @@ def test_bars_leave_out_missing_values():
                                 value="value", title="t", ylabel="y") is None
 
 
-@needs_ml100k
+@pytest.mark.skipif(
+    not (Path(os.environ.get("RECSYS_EVAL_DATA", "")) / "ml-100k" / "u.data").is_file(),
+    reason="the README's main job runs on ML-100K, not in RECSYS_EVAL_DATA",
+)
 def test_the_readme_main_job_runs_with_its_report(tmp_path):
     """`uv run recsys-eval run experiments/quickstart.toml`: a sampled protocol without its full
     counterpart, so the sampled-correction figure has no full-ranking bars."""
