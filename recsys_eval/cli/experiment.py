@@ -21,6 +21,7 @@ def run(
     resume: bool = typer.Option(False, "--resume", help="Reuse the folds an interrupted run finished."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars or tables."),
     no_report: bool = typer.Option(False, "--no-report", help="Skip the analysis and report."),
+    memory: str = typer.Option(None, "--memory", help="Memory budget, e.g. 4GB (default: the config's run.memory)."),
 ) -> None:
     """Run an experiment: load, split, fit, build targets, rank, measure, compare, report."""
     from recsys_eval.experiment.runner import run_experiment
@@ -29,6 +30,11 @@ def run(
     parsed = load_config(config)
     if no_report:
         parsed = parsed.model_copy(update={"output": parsed.output.model_copy(update={"report": False})})
+    if memory is not None:
+        from recsys_eval.core.memory import parse_size
+
+        parse_size(memory)
+        parsed = parsed.model_copy(update={"run": parsed.run.model_copy(update={"memory": memory})})
     console = Console()
     outcome = run_experiment(
         parsed, config.read_text(encoding="utf-8"), out_root=out, resume=resume, quiet=quiet,

@@ -82,8 +82,8 @@ class ResultsFolder:
     work folder of the same config. An existing results folder is never overwritten.
 
     Per-unit values are written per (fold, system, protocol) as they are produced, one Parquet file
-    each (``per_unit/f<i>/s<j>-p<k>.parquet``, indices into the manifest's ``folds``, ``systems``
-    and ``protocols``), and read back as one table by :meth:`scan_per_unit` (or by
+    per chunk of users (``per_unit/f<i>/s<j>-p<k>-<chunk>.parquet``, indices into the manifest's
+    ``folds``, ``systems`` and ``protocols``), and read back as one table by :meth:`scan_per_unit` (or by
     ``pl.scan_parquet("<folder>/per_unit/**/*.parquet")``). The manifest lists every partition; a
     partition missing from the folder is an error naming it, never a silently partial mean.
     """
@@ -120,7 +120,7 @@ class ResultsFolder:
         self.write_json("layout.json", layout)
         self._layout = layout
 
-    def partition_file(self, fold: str, system: str, protocol: str) -> Path:
+    def partition_file(self, fold: str, system: str, protocol: str, part: int = 0) -> Path:
         layout = self._layout_keys()
         try:
             i, j, k = (layout[f"{key}s"].index(name) for key, name in zip(_KEY_COLUMNS, (fold, system, protocol), strict=True))
@@ -128,15 +128,16 @@ class ResultsFolder:
             raise DataError(
                 f"{self.path}: no partition for fold {fold!r}, system {system!r}, protocol {protocol!r}"
             ) from None
-        return self.path / PER_UNIT / f"f{i}" / f"s{j}-p{k}.parquet"
+        return self.path / PER_UNIT / f"f{i}" / f"s{j}-p{k}-{part:05d}.parquet"
 
-    def write_partition(self, per_unit: pl.DataFrame) -> Path:
-        """Write the per-unit rows of one (fold, system, protocol) as its own file."""
+    def write_partition(self, per_unit: pl.DataFrame, *, part: int = 0) -> Path:
+        """Write the per-unit rows of one (fold, system, protocol), or of its ``part``-th chunk of
+        users, as its own file."""
         keys = per_unit.select(*_KEY_COLUMNS).unique()
         if keys.height != 1:
             raise DataError(f"a per-unit partition holds one fold, system and protocol; got {keys.height} combinations")
         fold, system, protocol = keys.row(0)
-        target = self.partition_file(fold, system, protocol)
+        target = self.partition_file(fold, system, protocol, part)
         write_parquet_atomic(check_per_unit(per_unit), target)
         return target
 

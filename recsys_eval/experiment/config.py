@@ -172,6 +172,22 @@ class RunConfig(_Strict):
 
     threads: int | None = Field(None, ge=1)
     chunk_size: int = Field(2048, ge=1)
+    #: The run's memory budget ("4GB", "1500MB", "8GiB"): each target set is evaluated in chunks of
+    #: users sized to stay under it; results do not depend on it.
+    memory: str = "4GB"
+    #: Users per evaluation chunk, fixed (default: sized from ``memory``).
+    users_per_chunk: int | None = Field(None, ge=1)
+
+    @field_validator("memory")
+    @classmethod
+    def _memory(cls, memory: str) -> str:
+        from recsys_eval.core.memory import parse_size
+
+        try:
+            parse_size(memory)
+        except Exception as exc:  # ConfigError: shown as this key's error
+            raise ValueError(str(exc)) from None
+        return memory
     depth: int = Field(100, ge=1)  # items listed per full ranking (at least the largest cutoff)
 
 

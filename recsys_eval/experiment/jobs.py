@@ -9,6 +9,7 @@ randomises (recsys_eval.core.rng; docs/CONVENTIONS.md#seeds).
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -132,36 +133,79 @@ def protocol_labels(protocol: ProtocolConfig) -> list[str]:
     return [protocol.display]
 
 
-def build_protocol_targets(
-    config: ExperimentConfig, protocol: ProtocolConfig, split: Split
-) -> list[ProtocolTargets]:
+@dataclass
+class TargetSet:
+    """One evaluated target set of a fold (a protocol, or one bin of a percentile design), whose
+    units can be built a chunk of users at a time (bounded memory; the same units in any chunking).
+    ``units_per_user`` and ``listed_per_unit`` are the means the memory budget plans with."""
+
+    label: str
+    train: Interactions
+    definition: dict
+    build: Callable[[int], Iterator[Targets]]
+    users: int
+    units_per_user: float
+    listed_per_unit: float
+    info: dict = field(default_factory=dict)
+
+    def chunks(self, users_per_chunk: int) -> Iterator[ProtocolTargets]:
+        for targets in self.build(users_per_chunk):
+            yield ProtocolTargets(self.label, targets, self.train, self.info, self.definition)
+
+
+def target_sets(config: ExperimentConfig, protocol: ProtocolConfig, split: Split) -> list[TargetSet]:
     """The target sets of one protocol entry on one fold (one per bin for a percentile design)."""
-    from recsys_eval.targets import Protocol, build_targets, popularity_bins, uniform_test
+    from recsys_eval.targets import Protocol, iter_targets, popularity_bins, qrels, uniform_test
 
     seed = targets_seed(config, split.name, protocol)
     threshold = config.metrics.relevance_threshold
-    options = dict(
-        threshold=threshold,
-        seed=seed,
-        fresh_negatives=protocol.fresh_negatives,
-        sampling=protocol.sampling,
-        chunk_size=config.run.chunk_size,
-    )
+    options = dict(threshold=threshold, seed=seed, fresh_negatives=protocol.fresh_negatives,
+                   sampling=protocol.sampling)
     parsed = Protocol.parse(protocol.name)
     definition = protocol.definition
+
+    def plan(source: Split, label: str, info: dict) -> TargetSet:
+        judged = qrels(source, threshold)
+        users = int(np.count_nonzero(np.diff(judged.indptr)))
+        relevant = int((judged.gain > 0).sum())
+        units = relevant / max(users, 1) if parsed.relevant == "1R" else 1.0
+        per_user_relevant = relevant / max(users, 1)
+        n = parsed.n or 0
+        if parsed.full_ranking:
+            listed = per_user_relevant
+        elif parsed.nonrelevant == "NN":
+            listed = n + (1 if parsed.relevant == "1R" else per_user_relevant)
+        else:  # AN listed in full (1R+AN, TI/UT candidates)
+            listed = float(source.train.n_items)
+        return TargetSet(
+            label, source.train, definition,
+            lambda chunk: iter_targets(source, parsed, **options, chunk_size=chunk),
+            users, units, listed, info,
+        )
+
     if protocol.design == "standard":
-        targets = build_targets(split, parsed, **options)
-        return [ProtocolTargets(protocol.display, targets, split.train, {}, definition)]
+        return [plan(split, protocol.display, {})]
     if protocol.design == "uniform_test":
         moved_split, report = uniform_test(split, protocol.per_item, threshold=threshold, seed=seed)
-        targets = build_targets(moved_split, parsed, **options)
-        return [ProtocolTargets(protocol.display, targets, moved_split.train, {"uniform_test": report}, definition)]
+        return [plan(moved_split, protocol.display, {"uniform_test": report})]
     labels = protocol_labels(protocol)
-    return [
-        ProtocolTargets(labels[info["bin"] - 1], targets, split.train, {"bin": info},
-                        {**definition, "bin": info["bin"]})
-        for info, targets in popularity_bins(split, protocol.bins, parsed, **options)
-    ]
+    sets = []
+    for info, targets in popularity_bins(split, protocol.bins, parsed, **options,
+                                         chunk_size=config.run.chunk_size):
+        units = targets.n_units / max(len(np.unique(targets.unit_user)), 1)
+        sets.append(TargetSet(
+            labels[info["bin"] - 1], split.train, {**definition, "bin": info["bin"]},
+            lambda chunk, targets=targets: iter([targets]), len(np.unique(targets.unit_user)), units,
+            float(np.diff(targets.offsets).mean()) if targets.n_units else 0.0, {"bin": info},
+        ))
+    return sets
+
+
+def build_protocol_targets(
+    config: ExperimentConfig, protocol: ProtocolConfig, split: Split
+) -> list[ProtocolTargets]:
+    """The whole target sets of one protocol entry on one fold (every user in one chunk)."""
+    return [next(iter(s.chunks(max(s.users, 1)))) for s in target_sets(config, protocol, split)]
 
 
 def make_model(config: ExperimentConfig, rec: RecommenderConfig, data: Interactions, fold: str):
@@ -254,13 +298,15 @@ def sampled_rank_rows(rankings, target: ProtocolTargets, like: pl.DataFrame) -> 
 
 
 def scored_rows(config: ExperimentConfig, rankings, target: ProtocolTargets, rec: RecommenderConfig,
-                fold: str) -> pl.DataFrame:
-    """A bounded, seeded sample of a ranking's scored targets, for AUC pooled across folds."""
+                fold: str, n_chunks: int = 1) -> pl.DataFrame:
+    """A bounded, seeded, weighted sample of a ranking's scored targets (the ranking of one chunk
+    of ``n_chunks``), for AUC pooled across folds."""
     from recsys_eval.measure.auc import scored_targets
 
-    seed = derive_seed(config.seed, "auc-pool", fold, rec.definition, target.definition)
+    first_user = int(target.targets.unit_user[0]) if target.targets.n_units else 0
+    seed = derive_seed(config.seed, "auc-pool", fold, rec.definition, target.definition, first_user)
     system = rec.display
-    rows = scored_targets(rankings, target.targets, sample=AUC_POOL_SAMPLE, seed=seed)
+    rows = scored_targets(rankings, target.targets, sample=-(-AUC_POOL_SAMPLE // n_chunks), seed=seed)
     return rows.with_columns(system=pl.lit(system), protocol=pl.lit(target.label), fold=pl.lit(fold))
 
 
@@ -271,8 +317,9 @@ def exposure_bins(config: ExperimentConfig) -> int:
 
 def exposure_rows(config: ExperimentConfig, rankings, target: ProtocolTargets, system: str,
                   fold: str) -> pl.DataFrame:
-    """Share of a system's top-k recommendations (k = the largest cutoff) in each item-popularity
-    bin, bins by training ratings as in the percentile design."""
+    """How many of a system's top-k recommendations (k = the largest cutoff) fall in each
+    item-popularity bin, bins by training ratings as in the percentile design (counts, so that
+    chunks of users add up; :func:`exposure_shares` turns them into shares)."""
     from recsys_eval.targets import item_popularity_bins
 
     m = exposure_bins(config)
@@ -281,11 +328,19 @@ def exposure_rows(config: ExperimentConfig, rankings, target: ProtocolTargets, s
     position = np.arange(len(rankings.items)) - np.repeat(rankings.offsets[:-1], rankings.lengths)
     listed = rankings.items[position < k]
     counts = np.bincount(bins[listed], minlength=m + 1)[1:]
-    share = counts / max(counts.sum(), 1)
     return pl.DataFrame({
         "system": system, "protocol": target.label, "fold": fold,
-        "bin": np.arange(1, m + 1, dtype=np.int32), "share": share,
+        "bin": np.arange(1, m + 1, dtype=np.int32), "count": counts.astype(np.int64),
     })
+
+
+def exposure_shares(counts: pl.DataFrame) -> pl.DataFrame:
+    """Per system, protocol, fold and bin: the share of the top-k recommendations in the bin."""
+    keys = ["system", "protocol", "fold"]
+    totals = counts.group_by([*keys, "bin"], maintain_order=True).agg(pl.col("count").sum())
+    return totals.with_columns(
+        (pl.col("count") / pl.col("count").sum().over(keys).clip(lower_bound=1)).alias("share")
+    ).drop("count")
 
 
 def rating_rows(model, split: Split, system: str, names: list[str], data: Interactions) -> pl.DataFrame | None:

@@ -35,11 +35,14 @@ from recsys_eval.core.results import (
     write_csv_atomic,
     write_parquet_atomic,
 )
+from recsys_eval.core.memory import format_size, parse_size, peak_bytes, reset_peak, resident_bytes
 from recsys_eval.core.rng import derive_seed
 from recsys_eval.experiment import jobs
 from recsys_eval.experiment.config import ExperimentConfig
 from recsys_eval.experiment.manifest import data_statistics, make_manifest
+from recsys_eval.errors import ConfigError
 from recsys_eval.experiment.progress import Progress
+from recsys_eval.measure.aggregate import PartitionState, f_count_sums
 from recsys_eval.recommend.external import ExternalRun
 
 _KEYS = ["system", "protocol", "fold", "metric", "k"]
@@ -60,25 +63,22 @@ class FoldSummary:
     partitions: list[Path]
 
 
-def summarise_partition(config: ExperimentConfig, per_unit: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame | None]:
+def partition_rows(config: ExperimentConfig, state: PartitionState) -> tuple[pl.DataFrame, pl.DataFrame | None]:
     """One partition's fold rows (mean over users with its interval, micro mean, users counted and
     left out, the rule) and its summed F-measure counts when ``f1`` is measured."""
     from recsys_eval.compare import confidence_intervals
-    from recsys_eval.measure.aggregate import f_count_sums, fold_summary, per_user
-    from recsys_eval.measure.names import AUXILIARY_METRICS
 
-    undefined = config.metrics.undefined
-    rows = fold_summary(per_unit, undefined=undefined)
-    users = per_user(per_unit.filter(~pl.col("metric").is_in(AUXILIARY_METRICS)), undefined=undefined)
+    rows = state.summary(config.metrics.undefined)
+    users = state.users
     if users.height:
         c = config.compare
         protocol, fold = users.row(0, named=True)["protocol"], users.row(0, named=True)["fold"]
         ci = confidence_intervals(
-            users, method=c.interval, n_resamples=c.resamples, seed=jobs.interval_seed(config, fold, protocol),
+            users.select("system", "protocol", "fold", "user", "metric", "k", "value"),
+            method=c.interval, n_resamples=c.resamples, seed=jobs.interval_seed(config, fold, protocol),
         ).select(*_KEYS, "lower", "upper")
         rows = rows.join(ci, on=_KEYS, how="left", nulls_equal=True, maintain_order="left")
-    sums = f_count_sums(per_unit) if "f1" in config.metrics.names and per_unit.filter(pl.col("metric") == "f1").height else None
-    return rows, sums
+    return rows, f_count_sums(state.f_users) if state.f_users is not None else None
 
 
 def evaluate_fold(
@@ -89,57 +89,89 @@ def evaluate_fold(
     progress: Progress,
     timings: list[dict],
 ) -> FoldSummary:
-    """Every recommender under every protocol on one fold: each partition written and summarised."""
+    """Every recommender under every protocol on one fold. Each target set is evaluated a chunk of
+    users at a time (the chunk sized by the memory budget): the chunk's targets are built once for
+    all recommenders, ranked and measured, its per-unit rows written as their own file and reduced
+    to per-user values; a partition is summarised from its users once all its chunks are done."""
     with progress.step(f"[{split.name}] targets", total=len(config.protocols)) as advance:
-        protocol_targets: list[jobs.ProtocolTargets] = []
+        sets: list[jobs.TargetSet] = []
         for protocol in config.protocols:
             start = time.perf_counter()
-            protocol_targets += jobs.build_protocol_targets(config, protocol, split)
-            timings.append(_timing(split.name, "", f"targets {protocol.display}", start))
+            sets += jobs.target_sets(config, protocol, split)
+            timings.append(_timing(split.name, "", f"plan targets {protocol.display}", start))
             advance()
     # Protocols that moved ratings into train (uniform test) need their own fitted model.
-    trains: dict[int, Interactions] = {id(t.train): t.train for t in protocol_targets}
+    trains: dict[int, Interactions] = {id(t.train): t.train for t in sets}
     ranking_names, rating_names = jobs.metric_names(config)
     pool_auc = "auc" in ranking_names and len(folder.layout["folds"]) >= 2
     out = FoldSummary([], [], [])
-    exposure: list[pl.DataFrame] = []
-    scored: list[pl.DataFrame] = []
-
-    def keep(frame: pl.DataFrame) -> None:
-        out.partitions.append(folder.write_partition(frame))
-        rows, sums = summarise_partition(config, frame)
-        out.rows.append(rows)
-        if sums is not None:
-            out.f_sums.append(sums)
-
-    for rec in config.recommenders:
-        with progress.step(f"[{split.name}] {rec.display}", total=len(trains) + len(protocol_targets)) as advance:
-            models = {}
+    models: dict[tuple[str, int], object] = {}
+    with progress.step(f"[{split.name}] fit", total=len(config.recommenders) * len(trains)) as advance:
+        for rec in config.recommenders:
             for key, train in trains.items():
                 start = time.perf_counter()
-                models[key] = jobs.make_model(config, rec, data, split.name).fit(train)
-                if isinstance(models[key], ExternalRun):
-                    models[key].check_overlap(np.unique(split.test.users))
-                    if models[key].unknown["rows"]:
-                        progress.log(f"[yellow]{rec.display}: {models[key].unknown_message()}[/]")
+                model = jobs.make_model(config, rec, data, split.name).fit(train)
+                if isinstance(model, ExternalRun):
+                    model.check_overlap(np.unique(split.test.users))
+                    if model.unknown["rows"]:
+                        progress.log(f"[yellow]{rec.display}: {model.unknown_message()}[/]")
+                models[rec.display, key] = model
                 timings.append(_timing(split.name, rec.display, "fit", start))
                 advance()
-            for target in protocol_targets:
-                model = models[id(target.train)]
-                start = time.perf_counter()
-                rankings = jobs.rank(config, model, target)
-                timings.append(_timing(split.name, rec.display, f"rank {target.label}", start))
-                start = time.perf_counter()
-                keep(jobs.measure_ranking(config, data, rankings, target, rec.display, split.name))
-                if target.targets.all_candidates:
-                    exposure.append(jobs.exposure_rows(config, rankings, target, rec.display, split.name))
-                if pool_auc and rankings.scores is not None:
-                    scored.append(jobs.scored_rows(config, rankings, target, rec, split.name))
-                timings.append(_timing(split.name, rec.display, f"measure {target.label}", start))
-                advance()
-            rating = jobs.rating_rows(models[id(split.train)], split, rec.display, rating_names, data)
-            if rating is not None:
-                keep(rating)
+    from recsys_eval.measure.beyond import RUN_METRICS, RunExposure, catalogue_of, run_frame
+
+    run_names = [m for m in ranking_names if m in RUN_METRICS]
+    budget = parse_size(config.run.memory)
+    exposure: list[pl.DataFrame] = []
+    scored: list[pl.DataFrame] = []
+    for target_set in sets:
+        users_per_chunk = chunk_users(config, target_set, budget)
+        n_chunks = -(-max(target_set.users, 1) // users_per_chunk)
+        states: dict[str, list[PartitionState]] = {r.display: [] for r in config.recommenders}
+        # run-level metrics (coverage, Gini, entropy) from exposure counts summed over the chunks
+        run_exposure = {r.display: RunExposure(data.n_items, sorted(config.metrics.k),
+                                               catalogue_of(target_set.train, data.n_items))
+                        for r in config.recommenders}
+        units_before = 0
+        with progress.step(f"[{split.name}] {target_set.label}",
+                           total=n_chunks * len(config.recommenders)) as advance:
+            for part, chunk in enumerate(target_set.chunks(users_per_chunk)):
+                for rec in config.recommenders:
+                    model = models[rec.display, id(target_set.train)]
+                    start = time.perf_counter()
+                    rankings = jobs.rank(config, model, chunk)
+                    timings.append(_timing(split.name, rec.display, f"rank {chunk.label}", start))
+                    start = time.perf_counter()
+                    frame = jobs.measure_ranking(config, data, rankings, chunk, rec.display, split.name)
+                    frame = frame.filter(pl.col("user").is_not_null()).with_columns(pl.col("unit") + units_before)
+                    run_exposure[rec.display].add(rankings)
+                    out.partitions.append(folder.write_partition(frame, part=part))
+                    states[rec.display].append(PartitionState.of(frame, undefined=config.metrics.undefined))
+                    del frame
+                    if chunk.targets.all_candidates:
+                        exposure.append(jobs.exposure_rows(config, rankings, chunk, rec.display, split.name))
+                    if pool_auc and rankings.scores is not None:
+                        scored.append(jobs.scored_rows(config, rankings, chunk, rec, split.name, n_chunks))
+                    timings.append(_timing(split.name, rec.display, f"measure {chunk.label}", start))
+                    advance()
+                units_before += chunk.targets.n_units
+        for rec in config.recommenders:
+            if run_names:
+                labels = {"system": rec.display, "protocol": target_set.label, "fold": split.name}
+                user_type = pl.Int64 if data.user_ids.dtype.is_integer() else pl.String
+                frame = run_frame(run_exposure[rec.display].values(run_names), labels, user_type)
+                out.partitions.append(folder.write_partition(frame, part=n_chunks))
+                states[rec.display].append(PartitionState.of(frame, undefined=config.metrics.undefined))
+            rows, sums = partition_rows(config, PartitionState.merge(states.pop(rec.display)))
+            out.rows.append(rows)
+            if sums is not None:
+                out.f_sums.append(sums)
+    for rec in config.recommenders:
+        rating = jobs.rating_rows(models[rec.display, id(split.train)], split, rec.display, rating_names, data)
+        if rating is not None:
+            out.partitions.append(folder.write_partition(rating))
+            rows, sums = partition_rows(config, PartitionState.of(rating, undefined=config.metrics.undefined))
+            out.rows.append(rows)
     if exposure:
         write_parquet_atomic(pl.concat(exposure), folder.path / "exposure" / f"{split.name}.parquet")
     if scored:
@@ -147,11 +179,46 @@ def evaluate_fold(
     return out
 
 
+#: Users of the smallest chunk a memory budget must allow.
+MIN_CHUNK_USERS = 256
+#: Bytes per per-unit row while it is measured, written and reduced (polars frame, its copies).
+_ROW_BYTES = 240
+#: Bytes per listed target (item, gain, scratch) and per ranked item (item, score, order, ties).
+_TARGET_BYTES, _RANKED_BYTES = 16, 24
+
+
+def chunk_users(config: ExperimentConfig, target_set: jobs.TargetSet, budget: int) -> int:
+    """Users per chunk so that the run stays under ``budget`` bytes: what is free of the budget
+    now (data and models are resident) divided by a chunk's cost per user, a planning estimate
+    from the target set's mean units per user, listed targets and per-unit rows per unit."""
+    if config.run.users_per_chunk is not None:
+        return min(config.run.users_per_chunk, max(target_set.users, 1))
+    values = len(config.metrics.k) * len(config.metrics.names) + 2  # + whole-list metrics, aux
+    ranked = jobs.full_ranking_depth(config) if target_set.listed_per_unit == 0 else target_set.listed_per_unit
+    per_unit = values * _ROW_BYTES + target_set.listed_per_unit * _TARGET_BYTES + ranked * _RANKED_BYTES
+    per_user = max(target_set.units_per_user, 1.0) * per_unit
+    free = budget - resident_bytes()
+    smallest = MIN_CHUNK_USERS * per_user
+    if free < smallest:
+        raise ConfigError(
+            f"memory budget {format_size(budget)} is too small for {target_set.label}: the data and "
+            f"models take {format_size(resident_bytes())} and the smallest chunk "
+            f"({MIN_CHUNK_USERS} users) about {format_size(smallest)}; set [run] memory (or --memory) "
+            f"to at least {format_size(resident_bytes() + smallest)}"
+        )
+    return int(min(max(target_set.users, 1), free // per_user))
+
+
 def reuse_fold(config: ExperimentConfig, folder: ResultsFolder, fold: str) -> FoldSummary:
     """The summary of a fold an earlier attempt completed, read back one partition at a time."""
     out = FoldSummary([], [], folder.fold_partitions(fold))
+    states: dict[tuple[str, str], list[PartitionState]] = {}
     for path in out.partitions:
-        rows, sums = summarise_partition(config, pl.read_parquet(path))
+        frame = pl.read_parquet(path)
+        key = frame.row(0, named=True)["system"], frame.row(0, named=True)["protocol"]
+        states.setdefault(key, []).append(PartitionState.of(frame, undefined=config.metrics.undefined))
+    for parts in states.values():
+        rows, sums = partition_rows(config, PartitionState.merge(parts))
         out.rows.append(rows)
         if sums is not None:
             out.f_sums.append(sums)
@@ -271,7 +338,7 @@ def _write_side_tables(folder: ResultsFolder) -> None:
 
     exposure = sorted((folder.path / "exposure").glob("*.parquet"))
     if exposure:
-        write_parquet_atomic(pl.concat([pl.read_parquet(f) for f in exposure]),
+        write_parquet_atomic(jobs.exposure_shares(pl.concat([pl.read_parquet(f) for f in exposure])),
                              folder.path / f"{EXPOSURE}.parquet")
     scored = sorted((folder.path / "auc_scores").glob("*.parquet"))
     if len(scored) >= 2:
@@ -283,7 +350,12 @@ def _write_side_tables(folder: ResultsFolder) -> None:
 
 
 def _timing(fold: str, system: str, step: str, start: float) -> dict:
-    return {"fold": fold, "system": system, "step": step, "seconds": time.perf_counter() - start}
+    """A timings row: the step's wall time, and the process's peak memory since the previous row
+    (so each step's own peak), then a new peak measurement starts."""
+    peak = peak_bytes()
+    reset_peak()
+    return {"fold": fold, "system": system, "step": step, "seconds": time.perf_counter() - start,
+            "peak_rss_mb": round(peak / 1e6)}
 
 
 def learning_curve_rows(

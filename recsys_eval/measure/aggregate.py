@@ -23,6 +23,8 @@ gives the same bits in every run and on every thread count.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import polars as pl
 
@@ -68,12 +70,12 @@ def per_user(per_unit: pl.DataFrame, *, undefined: str = "skip") -> pl.DataFrame
     ``"zero"`` counts them as 0. Rows of a whole run (null user) are left out. The rows come in the
     order of the input's groups (deterministic; see the module docstring).
     """
-    users, _, _ = _user_values(per_unit, undefined)
-    return users
+    users = _user_values(per_unit, undefined)
+    return users.select("system", "protocol", "fold", "user", "metric", "k", "value")
 
 
-def _user_values(per_unit: pl.DataFrame, undefined: str) -> tuple[pl.DataFrame, np.ndarray, np.ndarray]:
-    """The per-user frame, and per user the sum and the count of the units that enter the micro mean."""
+def _user_values(per_unit: pl.DataFrame, undefined: str) -> pl.DataFrame:
+    """The per-user frame, with each user's sum and count of the units that enter the micro mean."""
     check_choice("undefined-value policy", undefined, UNDEFINED_POLICIES)
     keys = ["system", "protocol", "fold", "metric", "k", "user"]
     frame = check_per_unit(per_unit).filter(pl.col("user").is_not_null())
@@ -88,7 +90,10 @@ def _user_values(per_unit: pl.DataFrame, undefined: str) -> tuple[pl.DataFrame, 
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
     users = frame[starts].select(["system", "protocol", "fold", "user", "metric", "k"])
-    return users.with_columns(pl.Series("value", mean, dtype=pl.Float64)), sums, counts
+    return users.with_columns(
+        pl.Series("value", mean, dtype=pl.Float64), pl.Series("unit_sum", sums),
+        pl.Series("unit_count", counts, dtype=pl.Int64),
+    )
 
 
 # -- per user -> fold ---------------------------------------------------------------------------
@@ -103,34 +108,67 @@ def summarize(per_unit: pl.DataFrame, *, undefined: str = "skip") -> pl.DataFram
     return with_all_folds(folds, counts)
 
 
+@dataclass
+class PartitionState:
+    """What the summary of per-unit values needs, per user: a partition (or a chunk of its users)
+    reduced to users x metrics. States of disjoint user chunks merge by concatenation in user order,
+    and the summary of the merged state is bit-identical to that of the whole table: every sum runs
+    over the same users in the same order, however the users were chunked."""
+
+    users: pl.DataFrame  # system, protocol, fold, user, metric, k, value, unit_sum, unit_count
+    run_rows: pl.DataFrame  # system, protocol, fold, metric, k, run_value (null-user rows)
+    f_users: pl.DataFrame | None  # system, protocol, fold, k, user, tp, fp, fn
+    order: dict[str, int]
+
+    @classmethod
+    def of(cls, per_unit: pl.DataFrame, *, undefined: str = "skip") -> PartitionState:
+        per_unit = check_per_unit(per_unit)
+        metrics = per_unit.filter(~pl.col("metric").is_in(AUXILIARY_METRICS))
+        f_users = f_user_counts(per_unit) if _has_f1(per_unit) else None
+        return cls(_user_values(metrics, undefined), _run_rows(metrics), f_users, _metric_order(per_unit))
+
+    @classmethod
+    def merge(cls, states: list[PartitionState]) -> PartitionState:
+        """The state of the concatenated chunks (given in user order)."""
+        f_users = [s.f_users for s in states if s.f_users is not None]
+        order: dict[str, int] = {}
+        for s in states:
+            for name in s.order:
+                order.setdefault(name, len(order))
+        return cls(
+            pl.concat([s.users for s in states], how="vertical_relaxed"),
+            pl.concat([s.run_rows for s in states], how="vertical_relaxed"),
+            pl.concat(f_users, how="vertical_relaxed") if f_users else None,
+            order,
+        )
+
+    def summary(self, undefined: str) -> pl.DataFrame:
+        """The fold rows of these users (see :func:`fold_summary`)."""
+        rows = _fold_rows(self.users)
+        if self.run_rows.height:
+            rows = _merge_run_rows(rows, _first_per_group(self.run_rows))
+        if self.f_users is not None:
+            rows = pl.concat([rows, _pooled_f_rows(f_count_sums(self.f_users))], how="vertical_relaxed")
+        return _finish(rows, undefined, self.order)
+
+
 def fold_summary(per_unit: pl.DataFrame, *, undefined: str = "skip") -> pl.DataFrame:
     """The per-fold rows of :func:`summarize` (no ``all`` rows): what a run computes for each
     (fold, system, protocol) partition as it is written, so that the whole table is never held."""
-    per_unit = check_per_unit(per_unit)
-    metrics = per_unit.filter(~pl.col("metric").is_in(AUXILIARY_METRICS))
-    users, sums, counts = _user_values(metrics, undefined)
-    rows = _fold_rows(users, sums, counts)
-    run_rows = _run_rows(metrics)
-    if run_rows.height:
-        rows = _merge_run_rows(rows, run_rows)
-    if _has_f1(per_unit):
-        rows = pl.concat([rows, _pooled_f_rows(f_count_sums(per_unit))], how="vertical_relaxed")
-    order = _metric_order(per_unit)
-    return _finish(rows, undefined, order)
+    return PartitionState.of(per_unit, undefined=undefined).summary(undefined)
 
 
-def _fold_rows(users: pl.DataFrame, sums: np.ndarray, counts: np.ndarray) -> pl.DataFrame:
+def _fold_rows(users: pl.DataFrame) -> pl.DataFrame:
     schema = {c: SUMMARY_SCHEMA[c] for c in (*_GROUP, "mean", "micro_mean", "users_counted", "users_left_out")}
     if not users.height:
         return pl.DataFrame(schema=schema)
-    users, starts, order = _grouped_with_order(users, _GROUP)
+    users, starts = grouped(users, _GROUP, then="user")
     value = users.get_column("value").to_numpy()
-    sums, counts = sums[order], counts[order]
     defined = ~np.isnan(value)
     n_users = _reduce(defined.astype(np.int64), starts)
     user_sum = _reduce(np.where(defined, value, 0.0), starts)
-    unit_sum = _reduce(sums, starts)
-    unit_n = _reduce(counts, starts)
+    unit_sum = _reduce(users.get_column("unit_sum").to_numpy(), starts)
+    unit_n = _reduce(users.get_column("unit_count").to_numpy(), starts)
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = np.where(n_users > 0, user_sum / np.maximum(n_users, 1), np.nan)
         micro = np.where(unit_n > 0, unit_sum / np.maximum(unit_n, 1), np.nan)
@@ -144,11 +182,14 @@ def _fold_rows(users: pl.DataFrame, sums: np.ndarray, counts: np.ndarray) -> pl.
 
 def _run_rows(per_unit: pl.DataFrame) -> pl.DataFrame:
     """Values of a whole run (null user): the first row of each group, as it is."""
-    run = per_unit.filter(pl.col("user").is_null())
+    return _first_per_group(per_unit.filter(pl.col("user").is_null()).select(*_GROUP, pl.col("value").alias("run_value")))
+
+
+def _first_per_group(run: pl.DataFrame) -> pl.DataFrame:
     if not run.height:
-        return run.select(*_GROUP, pl.col("value").alias("run_value"))
+        return run
     run, starts = grouped(run, _GROUP)
-    return run[starts].select(*_GROUP, pl.col("value").alias("run_value"))
+    return run[starts]
 
 
 def _merge_run_rows(rows: pl.DataFrame, run_rows: pl.DataFrame) -> pl.DataFrame:
@@ -252,23 +293,25 @@ def f_counts(per_unit: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def f_count_sums(per_unit: pl.DataFrame) -> pl.DataFrame:
-    """Per (system, protocol, fold, k): tp, fp, fn summed over the units and the users with a unit,
-    summed in a fixed order (the pooled F of a fold, and of all folds once summed again)."""
-    counts = f_counts(per_unit)
-    counts, starts = grouped(counts, [*_RUN, "fold", "k"], then="unit")
-    n_users = _users_per_group(counts, starts)
-    return counts[starts].select(*_RUN, "fold", "k").with_columns(
-        *[pl.Series(c, _reduce(counts.get_column(c).to_numpy(), starts)) for c in ("tp", "fp", "fn")],
-        pl.Series("users", n_users, dtype=pl.Int64),
+def f_user_counts(per_unit: pl.DataFrame) -> pl.DataFrame:
+    """Per (system, protocol, fold, k, user): tp, fp, fn summed over the user's units."""
+    counts, starts = grouped(f_counts(per_unit), [*_RUN, "fold", "k", "user"], then="unit")
+    return counts[starts].select(*_RUN, "fold", "k", "user").with_columns(
+        *[pl.Series(c, _reduce(counts.get_column(c).to_numpy(), starts)) for c in ("tp", "fp", "fn")]
     )
 
 
-def _users_per_group(frame: pl.DataFrame, starts: np.ndarray) -> np.ndarray:
-    """Distinct users in each group of contiguous rows."""
-    group = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, frame.height)))
-    pairs = pl.DataFrame({"g": group, "user": frame.get_column("user")}).unique()
-    return np.bincount(pairs.get_column("g").to_numpy(), minlength=len(starts))
+def f_count_sums(counts: pl.DataFrame) -> pl.DataFrame:
+    """Per (system, protocol, fold, k): tp, fp, fn summed over the users in user order, and the
+    users counted (the pooled F of a fold, and of all folds once summed again). ``counts`` is a
+    per-unit table (with ``f1`` and ``n_relevant`` rows) or :func:`f_user_counts`' frame."""
+    if "tp" not in counts.columns:
+        counts = f_user_counts(counts)
+    counts, starts = grouped(counts, [*_RUN, "fold", "k"], then="user")
+    return counts[starts].select(*_RUN, "fold", "k").with_columns(
+        *[pl.Series(c, _reduce(counts.get_column(c).to_numpy(), starts)) for c in ("tp", "fp", "fn")],
+        pl.Series("users", np.diff(np.append(starts, counts.height)), dtype=pl.Int64),
+    )
 
 
 def f_measure_variants(counts: pl.DataFrame, *, over: str = "users") -> pl.DataFrame:

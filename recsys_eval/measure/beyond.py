@@ -70,10 +70,7 @@ def beyond_accuracy(
         raise DataError(f"rankings: item index {int(rankings.items.max())} >= n_items {n_items}")
     labels = {"system": system, "protocol": protocol, "fold": str(fold)}
     users_of, items_of = _train_pairs(train, n_items) if train is not None else (None, None)
-    catalogue = np.ones(n_items, dtype=bool)
-    if items_of is not None:
-        catalogue = np.zeros(n_items, dtype=bool)
-        catalogue[items_of] = True
+    catalogue = catalogue_of(train, n_items)
 
     unit = unit_of_position(rankings.offsets)
     position = np.arange(len(rankings.items), dtype=np.int64) - rankings.offsets[unit]
@@ -82,14 +79,11 @@ def beyond_accuracy(
     per_unit_cols: list[np.ndarray] = []
     per_unit_names: list[str] = []
     per_unit_ks: list[int | None] = []
-    run_rows: list[tuple[str, int | None, float]] = []
 
     if "user_coverage" in names:
         per_unit_cols.append((rankings.lengths > 0).astype(np.float64))
         per_unit_names.append("user_coverage")
         per_unit_ks.append(None)
-    if "prediction_coverage" in names:
-        run_rows.append(("prediction_coverage", None, len(np.unique(rankings.items)) / n_items))
     info = None
     if "novelty" in names:
         info = _self_information(users_of, items_of, n_items)
@@ -98,9 +92,6 @@ def beyond_accuracy(
         top = position < cut
         top_items = rankings.items[top]
         top_unit = unit[top]
-        counts = np.bincount(top_items, minlength=n_items)[catalogue]
-        if "catalog_coverage" in names:
-            run_rows.append(("catalog_coverage", cut, float((counts > 0).mean()) if len(counts) else np.nan))
         if "novelty" in names:
             total = np.bincount(top_unit, weights=info[top_items], minlength=n_units)
             listed = np.bincount(top_unit, minlength=n_units)
@@ -113,11 +104,9 @@ def beyond_accuracy(
                                              chunk_bounds(n_units)))
             per_unit_names.append("ild")
             per_unit_ks.append(cut)
-        if "gini" in names:
-            run_rows.append(("gini", cut, gini(counts)))
-        if "entropy" in names:
-            run_rows.append(("entropy", cut, entropy(counts)))
-
+    exposure = RunExposure(n_items, cutoffs, catalogue)
+    exposure.add(rankings)
+    run_rows = exposure.values(names)
     if per_unit_cols:
         order = sorted(range(len(per_unit_names)), key=lambda j: names.index(per_unit_names[j]))
         frames.append(
@@ -128,18 +117,65 @@ def beyond_accuracy(
             )
         )
     if run_rows:
-        run_rows.sort(key=lambda row: (names.index(row[0]), row[1] or 0))
         user_type = frames[0].schema["user"] if frames else PER_UNIT_SCHEMA["user"]
-        frames.append(
-            pl.DataFrame(
-                [
-                    {**labels, "user": None, "unit": None, "metric": m, "k": cut, "value": v}
-                    for m, cut, v in run_rows
-                ],
-                schema={**PER_UNIT_SCHEMA, "user": user_type},
-            )
-        )
+        frames.append(run_frame(run_rows, labels, user_type))
     return concat_per_unit(frames)
+
+
+#: The beyond-accuracy metrics of a whole run, functions of the exposure counts of its lists.
+RUN_METRICS = ("catalog_coverage", "prediction_coverage", "gini", "entropy")
+
+
+class RunExposure:
+    """Exposure counts of a run's lists, added a chunk of units at a time: per cutoff, each item's
+    appearances in the top-k lists, and whether it was ranked at all; the run-level metrics
+    (catalogue and prediction coverage, Gini, entropy) follow from them, so a run measured in
+    chunks of users gets the same values as one measured whole."""
+
+    def __init__(self, n_items: int, cutoffs: list[int], catalogue: np.ndarray) -> None:
+        self.cutoffs = cutoffs
+        self.catalogue = catalogue
+        self.counts = np.zeros((len(cutoffs), n_items), dtype=np.int64)
+        self.ranked = np.zeros(n_items, dtype=bool)
+
+    def add(self, rankings: Rankings) -> None:
+        position = np.arange(len(rankings.items), dtype=np.int64) - rankings.offsets[unit_of_position(rankings.offsets)]
+        for c, cut in enumerate(self.cutoffs):
+            self.counts[c] += np.bincount(rankings.items[position < cut], minlength=self.counts.shape[1])
+        self.ranked[rankings.items] = True
+
+    def values(self, names: Sequence[str]) -> list[tuple[str, int | None, float]]:
+        """(metric, k, value) of every run-level metric in ``names``, in their order, k ascending."""
+        rows = []
+        if "prediction_coverage" in names:
+            rows.append(("prediction_coverage", None, float(self.ranked.mean())))
+        for c, cut in enumerate(self.cutoffs):
+            counts = self.counts[c][self.catalogue]
+            if "catalog_coverage" in names:
+                rows.append(("catalog_coverage", cut, float((counts > 0).mean()) if len(counts) else np.nan))
+            if "gini" in names:
+                rows.append(("gini", cut, gini(counts)))
+            if "entropy" in names:
+                rows.append(("entropy", cut, entropy(counts)))
+        rows.sort(key=lambda row: (list(names).index(row[0]), row[1] or 0))
+        return rows
+
+
+def run_frame(rows: list[tuple[str, int | None, float]], labels: dict[str, str], user_type) -> pl.DataFrame:
+    """Run-level values as per-unit rows (null user and unit)."""
+    return pl.DataFrame(
+        [{**labels, "user": None, "unit": None, "metric": m, "k": cut, "value": v} for m, cut, v in rows],
+        schema={**PER_UNIT_SCHEMA, "user": user_type},
+    )
+
+
+def catalogue_of(train, n_items: int) -> np.ndarray:
+    """The catalogue: the items of train when given, else every item."""
+    if train is None:
+        return np.ones(n_items, dtype=bool)
+    catalogue = np.zeros(n_items, dtype=bool)
+    catalogue[_train_pairs(train, n_items)[1]] = True
+    return catalogue
 
 
 def gini(counts: np.ndarray) -> float:

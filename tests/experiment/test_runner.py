@@ -94,8 +94,11 @@ def test_end_to_end_results_folder(tmp_path):
     for name in ("config.toml", "manifest.json", "summary.parquet", "summary.csv",
                  "timings.csv", "data_stats.parquet", "exposure_bins.parquet", "log.txt"):
         assert (folder / name).is_file(), name
-    # one per-unit file per (fold, system, protocol), listed in the manifest
-    assert len(list((folder / "per_unit").rglob("*.parquet"))) == 3 * 2 + 1
+    # per-unit files per (fold, system, protocol) (the users' values, then the run-level values
+    # such as catalogue coverage), every one listed in the manifest
+    files = sorted(str(p.relative_to(folder)) for p in (folder / "per_unit").rglob("*.parquet"))
+    assert files == sorted(json.loads((folder / "manifest.json").read_text())["partitions"])
+    assert len(files) == 3 * 2 * 2 + 1
     assert (folder / "splits" / "holdout").is_dir()
     manifest = json.loads((folder / "manifest.json").read_text())
     assert manifest["systems"] == ["popular", "random", "bias"]
@@ -347,3 +350,31 @@ def test_prepare_on_train_never_sees_the_test_side(tmp_path):
     folder = run(write_config(tmp_path, extra=extra), tmp_path / "r")
     stats = pl.read_parquet(folder / "data_stats.parquet")
     assert stats.filter(pl.col("statistic").str.contains("not in the prepared train")).height == 1
+
+
+def test_chunked_evaluation_gives_the_same_bits(tmp_path):
+    # 600 users in chunks of 97: every partition written in parts, summaries from merged users
+    config = write_config(tmp_path, method="kfold", params="{ k = 2, per_user = true }",
+                          extra="\n[run]\nusers_per_chunk = 97\n")
+    chunked = run(config, tmp_path / "chunked")
+    config.write_text(config.read_text().replace("users_per_chunk = 97", "users_per_chunk = 100000"))
+    whole = run(config, tmp_path / "whole")
+    assert len(list((chunked / "per_unit").rglob("*.parquet"))) > len(list((whole / "per_unit").rglob("*.parquet")))
+    key = ["system", "protocol", "fold", "user", "unit", "metric", "k"]
+    assert per_unit_of(chunked).sort(key, nulls_last=True).equals(per_unit_of(whole).sort(key, nulls_last=True))
+    for name in ("summary.csv", "exposure_bins.parquet"):
+        assert (chunked / name).read_bytes() == (whole / name).read_bytes(), name
+
+
+def test_a_memory_budget_too_small_names_the_smallest_that_works(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", str(write_config(tmp_path)), "--out", str(tmp_path / "r"), "--quiet", "--memory", "10MB"])
+    assert exit_info.value.code == 1
+    err = capsys.readouterr().err
+    assert "memory budget 10 MB is too small" in err and "at least" in err and "Traceback" not in err
+
+
+def test_timings_record_each_steps_peak_memory(tmp_path):
+    timings = pl.read_csv(run(write_config(tmp_path), tmp_path / "r") / "timings.csv")
+    assert {"step", "seconds", "peak_rss_mb"} <= set(timings.columns)
+    assert (timings["peak_rss_mb"] > 0).all()
