@@ -1,68 +1,129 @@
-"""The ML-100K protocol study end to end: time per stage (load, split, targets, fit, rank and
-measure), the analysis and the report, and peak memory.
+"""Whole studies end to end: time and peak memory of every step, the analysis and the report.
 
-Run:     RECSYS_EVAL_DATA=../shared/datasets uv run python benchmarks/bench_experiment.py
-Or, on a results folder already written:  ... bench_experiment.py --folder results/ml100k-protocols/<stamp>
+Studies (``--study``):
+- ``ml100k``: experiments/ml100k-protocols.toml (needs ML-100K in RECSYS_EVAL_DATA); target < 2 GB.
+- ``ml1m``: experiments/ml1m-protocols.toml on a seeded synthetic input of ML-1M size (6,040 users,
+  3,706 items, 1,000,209 ratings); target < 15 min and < 6 GB.
+- ``ml25m``: a seeded synthetic input of ML-25M size (162,541 users, 59,047 items, 25M ratings),
+  per-user 80/20 holdout, popular and ALS (64 factors, 5 iterations) under AI+AR+AN and
+  AI+1R+NN100, six metrics at k 10 and 100; target < 2 min and < 4 GB.
+
+The study runs in a child process measured from outside (wall time and the peak RSS of the whole
+process, ``/usr/bin/time`` style through ``resource.getrusage(RUSAGE_CHILDREN)``), so the figures
+are what a user of ``recsys-eval run`` sees.
+
+Run:  RECSYS_EVAL_DATA=../shared/datasets uv run python benchmarks/bench_experiment.py --study ml25m
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import resource
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 import polars as pl
-from rich.console import Console
 
-from recsys_eval.compare.study import analyse
-from recsys_eval.experiment.config import load_config
-from recsys_eval.experiment.runner import run_experiment
-from recsys_eval.report import write_report
+from recsys_eval.core.results import ResultsFolder
+from recsys_eval.data.synthetic import synthetic_interactions
 
-CONFIG = Path(__file__).resolve().parents[1] / "experiments" / "ml100k-protocols.toml"
+ROOT = Path(__file__).resolve().parents[1]
+CACHE = Path(os.environ.get("RECSYS_EVAL_BENCH_CACHE", Path(tempfile.gettempdir()) / "recsys-eval-bench"))
+SIZES = {"ml1m": (6_040, 3_706, 1_000_209), "ml25m": (162_541, 59_047, 25_000_095)}
+ML25M_CONFIG = """
+name = "ml25m-two-by-two"
+seed = 1
+
+[dataset]
+path = "{path}"
+columns = {{ user = "userId", item = "movieId", rating = "rating", timestamp = "timestamp" }}
+
+[split]
+method = "holdout"
+params = {{ fraction = 0.2, per_user = true }}
+
+[[protocols]]
+name = "AI+AR+AN"
+
+[[protocols]]
+name = "AI+1R+NN100"
+
+[[recommenders]]
+name = "popular"
+
+[[recommenders]]
+name = "als"
+params = {{ factors = 64, iterations = 5 }}
+
+[metrics]
+names = ["precision", "recall", "ap", "ndcg", "rr", "hit"]
+k = [10, 100]
+relevance_threshold = 4
+
+[output]
+report = false
+"""
 
 
-def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+def synthetic_file(study: str) -> Path:
+    """The study's synthetic ratings as Parquet (written once, then reused)."""
+    users, items, ratings = SIZES[study]
+    path = CACHE / f"{study}-ratings.parquet"
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = synthetic_interactions(users, items, ratings, seed=0)
+        data.frame.select(
+            (pl.col("user") + 1).alias("userId"), (pl.col("item") + 1).alias("movieId"), "rating", "timestamp"
+        ).write_parquet(path)
+    return path
 
 
-def stage_times(folder: Path) -> pl.DataFrame:
-    """Seconds per stage summed over folds and systems, from the run's timings.csv."""
-    timings = pl.read_csv(folder / "timings.csv")
-    stage = pl.col("step").str.extract(r"^(\w+)").replace({"load": "load and prepare"})
-    return (timings.with_columns(stage.alias("stage")).group_by("stage").agg(pl.col("seconds").sum())
-            .sort("seconds", descending=True))
+def study_config(study: str, out: Path) -> Path:
+    if study == "ml100k":
+        return ROOT / "experiments" / "ml100k-protocols.toml"
+    path = synthetic_file(study)
+    if study == "ml25m":
+        text = ML25M_CONFIG.format(path=path)
+    else:
+        text = (ROOT / "experiments" / "ml1m-protocols.toml").read_text().replace(
+            'name = "ml-1m"',
+            f'path = "{path}"\ncolumns = {{ user = "userId", item = "movieId", rating = "rating", '
+            'timestamp = "timestamp" }')
+    config = out / f"{study}.toml"
+    config.write_text(text)
+    return config
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--folder", type=Path, help="an existing results folder of the study")
+    parser.add_argument("--study", choices=["ml100k", "ml1m", "ml25m"], default="ml100k")
+    parser.add_argument("--report", action="store_true", help="also run the analysis and the report")
     args = parser.parse_args()
-    if args.folder is None:
-        out = Path(tempfile.mkdtemp(prefix="bench-experiment-"))
-        config = load_config(CONFIG)
-        config = config.model_copy(update={"output": config.output.model_copy(update={"report": False})})
-        start = time.perf_counter()
-        folder = run_experiment(config, CONFIG.read_text(), out_root=out, quiet=True,
-                                console=Console(stderr=True)).folder
-        print(f"run (no report): {time.perf_counter() - start:8.1f} s   peak RSS {peak_rss_mb():,.0f} MB")
-    else:
-        folder = args.folder
-    print(f"results: {folder}")
-    for stage, seconds in stage_times(folder).iter_rows():
-        print(f"  {stage:<20} {seconds:8.1f} s")
-    per_unit = pl.scan_parquet(folder / "per_unit.parquet").select(pl.len()).collect().item()
-    print(f"  per-unit rows: {per_unit:,}")
+    out = Path(tempfile.mkdtemp(prefix=f"bench-{args.study}-"))
+    config = study_config(args.study, out)
+    command = [sys.executable, "-c", "from recsys_eval.cli import main; main()", "run", str(config),
+               "--out", str(out / "results"), "-q"]
+    if not args.report:
+        command.append("--no-report")
     start = time.perf_counter()
-    analyse(folder)
-    middle = time.perf_counter()
-    write_report(folder)
-    end = time.perf_counter()
-    print(f"analysis (tests, agreement, sampled correction, bins): {middle - start:6.1f} s")
-    print(f"report (Markdown, HTML with figures, LaTeX):           {end - middle:6.1f} s")
-    print(f"peak RSS of this process: {peak_rss_mb():,.0f} MB")
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+    wall = time.perf_counter() - start
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    folder = next(p for p in (out / "results").glob("*/*") if not p.name.startswith("."))
+    rows = ResultsFolder.open(folder).scan_per_unit().select(pl.len()).collect().item()
+    print(f"study {args.study}: {wall:,.1f} s wall, peak RSS {peak:,.0f} MB, {rows:,} per-unit rows "
+          f"(load {os.getloadavg()[0]:.1f})")
+    timings = pl.read_csv(folder / "timings.csv")
+    by_step = (timings.with_columns(pl.col("step").str.extract(r"^(\w+)").alias("stage"))
+               .group_by("stage").agg(pl.col("seconds").sum(), pl.col("peak_rss_mb").max())
+               .sort("seconds", descending=True))
+    for stage, seconds, peak_mb in by_step.iter_rows():
+        print(f"  {stage:<12} {seconds:8.1f} s   step peak {peak_mb:,} MB")
+    print(f"results: {folder}")
 
 
 if __name__ == "__main__":
