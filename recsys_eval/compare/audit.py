@@ -1,4 +1,4 @@
-"""Aggregation audit: how a summary depends on the order of averaging (DESIGN.md section 6).
+"""Aggregation audit: how a summary depends on the order of averaging (docs/CONVENTIONS.md#averaging).
 
 Forman & Scholz ("Apples-to-Apples in Cross-Validation Studies") show that F-measure aggregated
 across folds (or users) differs by method, and that only F_tp,fp is unbiased; AUC averaged over

@@ -1,4 +1,4 @@
-"""Per-user values and confidence intervals around every mean (DESIGN.md sections 6 and 7).
+"""Per-user values and confidence intervals around every mean (docs/CONVENTIONS.md#averaging).
 
 A summary is the mean over users of per-user values; under 1R a user's value is the mean over its
 units. Undefined values (NaN) are skipped or counted as zero, as the named policy says, and the
