@@ -23,6 +23,9 @@ from recsys_eval.recommend.external import ExternalRun, UnknownIdsWarning
 #: The per-unit metric holding a 1R+NN unit's sampled rank: the relevant item's position among the
 #: n + 1 ranked targets (0 when the ranking left it out), an exact integer stored as a float.
 SAMPLED_RANK = "sampled_rank"
+#: The per-unit metric holding a 1R+NN unit's full candidate count N: its relevant item and every
+#: non-relevant candidate a full ranking would rank against it (|C(u)| - |Rel(u)| + 1).
+FULL_CANDIDATES = "full_candidates"
 #: Scored targets kept per system, protocol and fold for the pooled AUC: a seeded uniform sample
 #: bounds memory; its standard error is about 0.5 / sqrt(folds x sample).
 AUC_POOL_SAMPLE = 10_000
@@ -38,6 +41,8 @@ class ProtocolTargets:
     info: dict = field(default_factory=dict)
     #: The protocol's definition (and bin): what seeds derived for this target set are keyed on.
     definition: dict = field(default_factory=dict)
+    #: Per user index, the size of the candidate set C(u) (for a 1R unit's full candidate count).
+    candidates: np.ndarray | None = None
 
 
 def load_data(config: ExperimentConfig) -> Interactions:
@@ -147,10 +152,25 @@ class TargetSet:
     units_per_user: float
     listed_per_unit: float
     info: dict = field(default_factory=dict)
+    candidates: np.ndarray | None = None
 
     def chunks(self, users_per_chunk: int) -> Iterator[ProtocolTargets]:
         for targets in self.build(users_per_chunk):
-            yield ProtocolTargets(self.label, targets, self.train, self.info, self.definition)
+            yield ProtocolTargets(self.label, targets, self.train, self.info, self.definition, self.candidates)
+
+
+def candidate_counts(split: Split, candidates: str) -> np.ndarray:
+    """|C(u)| per user index: AI, every item not in the user's train; TI, the items with a test
+    interaction not in the user's train; UT, the user's own test items."""
+    train, test = split.train, split.test
+    if candidates == "UT":
+        return test.user_counts().astype(np.int64)
+    pool = np.ones(train.n_items, dtype=bool)
+    if candidates == "TI":
+        pool = np.zeros(train.n_items, dtype=bool)
+        pool[test.items] = True
+    in_pool = np.bincount(train.users, weights=pool[train.items], minlength=train.n_users)
+    return (int(pool.sum()) - in_pool).astype(np.int64)
 
 
 def target_sets(config: ExperimentConfig, protocol: ProtocolConfig, split: Split) -> list[TargetSet]:
@@ -180,7 +200,7 @@ def target_sets(config: ExperimentConfig, protocol: ProtocolConfig, split: Split
         return TargetSet(
             label, source.train, definition,
             lambda chunk: iter_targets(source, parsed, **options, chunk_size=chunk),
-            users, units, listed, info,
+            users, units, listed, info, candidate_counts(source, parsed.candidates),
         )
 
     if protocol.design == "standard":
@@ -263,7 +283,7 @@ def measure_ranking(config: ExperimentConfig, data: Interactions, rankings, targ
         user_ids=data.user_ids, train=target.train, genres=data.items_meta,
     )
     if is_sampled_1r(target.targets):
-        frame = pl.concat([frame, sampled_rank_rows(rankings, target, frame)])
+        frame = pl.concat([frame, *sampled_rank_rows(rankings, target, frame)])
     return frame
 
 
@@ -274,9 +294,10 @@ def is_sampled_1r(targets: Targets) -> bool:
     return not targets.all_candidates and "1R" in parts and any(p.startswith("NN") for p in parts)
 
 
-def sampled_rank_rows(rankings, target: ProtocolTargets, like: pl.DataFrame) -> pl.DataFrame:
+def sampled_rank_rows(rankings, target: ProtocolTargets, like: pl.DataFrame) -> list[pl.DataFrame]:
     """``sampled_rank`` rows (k null): the position of each unit's one relevant item among its
-    n + 1 ranked targets, 0 when the ranking left it out."""
+    n + 1 ranked targets, 0 when the ranking left it out; and, where the candidate counts are known,
+    ``full_candidates`` rows: N = |C(u)| - |Rel(u)| + 1, what the sampled-metric correction needs."""
     targets = target.targets
     relevant = targets.items[targets.gain > 0]  # exactly one per unit under 1R, in unit order
     unit = np.repeat(np.arange(rankings.n_units), rankings.lengths)
@@ -290,11 +311,20 @@ def sampled_rank_rows(rankings, target: ProtocolTargets, like: pl.DataFrame) -> 
         .unique("unit", keep="first", maintain_order=True)
         .sort("unit")
     )
-    return units.with_columns(
-        pl.lit(SAMPLED_RANK).alias("metric"),
-        pl.lit(None, dtype=pl.Int32).alias("k"),
-        pl.Series("value", rank[units.get_column("unit").to_numpy()]),
-    )
+    index = units.get_column("unit").to_numpy()
+    rows = [units.with_columns(
+        pl.lit(SAMPLED_RANK).alias("metric"), pl.lit(None, dtype=pl.Int32).alias("k"),
+        pl.Series("value", rank[index]),
+    )]
+    if target.candidates is not None:
+        unit_user = targets.unit_user
+        n_rel = np.bincount(unit_user, minlength=len(target.candidates))  # one unit per relevant item
+        full = (target.candidates[unit_user] - n_rel[unit_user] + 1).astype(np.float64)
+        rows.append(units.with_columns(
+            pl.lit(FULL_CANDIDATES).alias("metric"), pl.lit(None, dtype=pl.Int32).alias("k"),
+            pl.Series("value", full[index]),
+        ))
+    return rows
 
 
 def scored_rows(config: ExperimentConfig, rankings, target: ProtocolTargets, rec: RecommenderConfig,

@@ -20,7 +20,7 @@ WHOLE_METRICS: tuple[str, ...] = ("auc",)
 #: F-measure variants (F_tp,fp needs the summed TP, FP and FN) can be computed from the table.
 N_RELEVANT = "n_relevant"
 #: Per-unit rows that are not metrics of their own: left out of tests, agreement and reports.
-AUXILIARY_METRICS: tuple[str, ...] = (N_RELEVANT, "sampled_rank")
+AUXILIARY_METRICS: tuple[str, ...] = (N_RELEVANT, "sampled_rank", "full_candidates")
 RANKING_METRICS: tuple[str, ...] = CUTOFF_METRICS + WHOLE_METRICS
 RATING_METRICS: tuple[str, ...] = ("mae", "rmse", "kendall", "spearman", "ndpm")
 BEYOND_METRICS: tuple[str, ...] = (

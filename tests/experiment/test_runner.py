@@ -378,3 +378,22 @@ def test_timings_record_each_steps_peak_memory(tmp_path):
     timings = pl.read_csv(run(write_config(tmp_path), tmp_path / "r") / "timings.csv")
     assert {"step", "seconds", "peak_rss_mb"} <= set(timings.columns)
     assert (timings["peak_rss_mb"] > 0).all()
+
+
+def test_1r_units_record_their_full_candidate_count(tmp_path):
+    folder = run(write_config(tmp_path), tmp_path / "r")
+    per_unit = per_unit_of(folder).filter(pl.col("protocol") == "AI+1R+NN50")
+    full = per_unit.filter(pl.col("metric") == "full_candidates")
+    config = load_config(write_config(tmp_path))
+    data = load_data()
+    split = runner.jobs.make_splits(config, data)[0]
+    # N = items not in the user's train, less the user's other relevant items
+    relevant = split.test.frame.filter(pl.col("rating") >= 4).group_by("user").len()
+    index = relevant["user"].to_numpy()
+    expected = pl.DataFrame({
+        "user": data.user_ids.gather(index).cast(pl.Int64),
+        "n": data.n_items - split.train.user_counts()[index] - relevant["len"].to_numpy() + 1,
+    })
+    joined = full.join(expected, on="user", how="left")
+    assert joined.height == per_unit.filter(pl.col("metric") == "sampled_rank").height > 0
+    assert (joined["value"] == joined["n"].cast(pl.Float64)).all()
