@@ -19,7 +19,7 @@ from recsys_eval.compare.resampling import (
 )
 from recsys_eval.core.results import check_per_unit
 from recsys_eval.errors import ConfigError, check_choice
-from recsys_eval.measure.names import UNDEFINED_POLICIES
+from recsys_eval.measure.metrics import UNDEFINED_POLICIES
 
 INTERVAL_METHODS = ("t", "bootstrap")
 BOOTSTRAP_METHODS = ("bca", "percentile", "basic")

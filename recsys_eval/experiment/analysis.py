@@ -23,7 +23,7 @@ from recsys_eval.experiment.folder import (
     write_csv_atomic,
     write_parquet_atomic,
 )
-from recsys_eval.measure.names import AUXILIARY_METRICS as AUXILIARY
+from recsys_eval.measure.metrics import AUXILIARY_METRICS as AUXILIARY
 
 REQUIRED = ("manifest.json", "config.toml", "per_unit.parquet", "summary.parquet")
 

@@ -188,7 +188,7 @@ def full_ranking_depth(config: ExperimentConfig) -> int:
 
 
 def _ranking_metrics(config: ExperimentConfig) -> tuple[list[str], list[str]]:
-    from recsys_eval.measure.names import RATING_METRICS
+    from recsys_eval.measure.metrics import RATING_METRICS
 
     names = config.metrics.names
     return [m for m in names if m not in RATING_METRICS], [m for m in names if m in RATING_METRICS]

@@ -11,12 +11,14 @@ from recsys_eval.measure.api import measure
 from recsys_eval.measure.auc import auc_variants, pooled_auc
 from recsys_eval.measure.beyond import beyond_accuracy, genre_matrix
 from recsys_eval.measure.curves import average_pr, average_roc, pr_points, roc_points
-from recsys_eval.measure.names import ALL_METRICS
+from recsys_eval.measure.metrics import ALL_METRICS, METRICS, MetricSpec
 from recsys_eval.measure.ranking import rank_targets
 from recsys_eval.measure.rating import rating_metrics
 
 __all__ = [
     "ALL_METRICS",
+    "METRICS",
+    "MetricSpec",
     "auc_variants",
     "average_pr",
     "average_roc",

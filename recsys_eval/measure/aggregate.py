@@ -19,7 +19,7 @@ import polars as pl
 
 from recsys_eval.core.results import check_per_unit
 from recsys_eval.errors import DataError, check_choice
-from recsys_eval.measure.names import N_RELEVANT, UNDEFINED_POLICIES
+from recsys_eval.measure.metrics import N_RELEVANT, UNDEFINED_POLICIES
 
 F_MEASURES = ("tp_fp", "avg", "pr_re")
 F_VARIANTS = ("F_tp_fp", "F_avg", "F_avg_skip", "F_pr_re", "F_pr_re_skip")

@@ -97,6 +97,3 @@ class Protocol:
 
     def __str__(self) -> str:
         return self.name
-
-
-FULL_RANKING = Protocol("AI", "AR", "AN")
