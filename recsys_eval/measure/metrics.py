@@ -31,6 +31,20 @@ class Family(StrEnum):
     BEYOND = "beyond"  # over a run's top-k lists (beyond_accuracy)
     AUXILIARY = "auxiliary"  # per-unit counts other metrics' summaries need; not a metric shown
 
+    @property
+    def title(self) -> str:
+        """A heading for listings and glossaries."""
+        return _FAMILY_TITLES[self]
+
+
+_FAMILY_TITLES = {
+    Family.CUTOFF: "Ranking metrics at each cutoff k (per unit, on the top k of its ranking)",
+    Family.WHOLE: "Ranking metrics over the unit's whole target set",
+    Family.RATING: "Rating-prediction metrics (per user, over the user's test ratings)",
+    Family.BEYOND: "Beyond-accuracy metrics (over a run's top-k lists)",
+    Family.AUXILIARY: "Auxiliary per-unit counts",
+}
+
 
 class Direction(StrEnum):
     HIGHER = "higher"

@@ -20,6 +20,14 @@ from recsys_eval.targets.build import DEFAULT_CHUNK_SIZE, check_options, plan_un
 from recsys_eval.targets.protocol import Protocol
 from recsys_eval.targets.relevance import qrels, test_gains
 
+#: One line per design (the protocol's ``design`` in configs), for listings and glossaries.
+DESIGNS = {
+    "uniform_test": "test keeps per_item relevant ratings of every item it keeps (the rest move to "
+                    "train), so that no item is easier to hit for being popular",
+    "percentiles": "items cut into `bins` popularity bins of equal training ratings; each bin's items "
+                   "form a target set of their own, results per bin",
+}
+
 
 def uniform_test(
     split: Split, n_per_item: int, *, threshold: float | None = None, seed: int = 0
