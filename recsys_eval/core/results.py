@@ -1,4 +1,4 @@
-"""The per-unit results table every summary, test and plot is computed from (DESIGN.md section 2).
+"""The per-unit results table every summary, test and plot is computed from (docs/CONVENTIONS.md#notation).
 
 One row per (system, protocol, fold, user, unit, metric, k). ``user`` holds the raw user id (integer
 or string, as in the data); ``unit`` numbers the evaluation units of one (system, protocol, fold)

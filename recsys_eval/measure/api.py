@@ -1,4 +1,4 @@
-"""measure(): rankings and targets in, the long per-unit results table out (DESIGN.md sections 2, 5)."""
+"""measure(): rankings and targets in, the long per-unit results table out (docs/CONVENTIONS.md#metrics)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Beyond accuracy, over all top-k lists of a run (DESIGN.md section 5).
+"""Beyond accuracy, over all top-k lists of a run (docs/CONVENTIONS.md#beyond-accuracy).
 
 Per unit (one row per unit):
 - ``user_coverage``: 1 if the unit's list is non-empty, else 0 (its mean is the share of users

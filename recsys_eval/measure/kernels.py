@@ -1,7 +1,7 @@
 """Numba kernels: every ranking metric at every cutoff, in one pass over each unit's ranking.
 
 The kernels work on the CSR arrays of :class:`~recsys_eval.core.units.Rankings` and
-:class:`~recsys_eval.core.units.Targets` (DESIGN.md sections 2 and 5). Units are split into chunks
+:class:`~recsys_eval.core.units.Targets` (docs/CONVENTIONS.md#ties). Units are split into chunks
 run in parallel; each chunk keeps item-indexed scratch arrays stamped with the unit number, so that
 marking a unit's targets and looking up a ranked item are O(1) with no reset between units.
 

@@ -1,4 +1,4 @@
-"""Popularity-bias neutralising designs (Bellogín's thesis, section 4.6; DESIGN.md section 4).
+"""Popularity-bias neutralising designs (Bellogín's thesis, section 4.6; docs/CONVENTIONS.md#designs).
 
 - Uniform test: every item left in test has the same number of relevant test ratings, so that no
   item is easier to hit for being popular.

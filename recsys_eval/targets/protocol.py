@@ -1,4 +1,4 @@
-"""Protocol names: the three axes of Bellogín, Castells & Cantador (DESIGN.md section 4).
+"""Protocol names: the three axes of Bellogín, Castells & Cantador (docs/CONVENTIONS.md#protocols).
 
 A protocol is written ``<candidates>+<relevant>+<non-relevant>``, e.g. ``AI+AR+AN`` (full ranking) or
 ``AI+1R+NN100`` (the sampled protocol common in papers). ``NN`` alone means ``NN100``.
