@@ -17,7 +17,7 @@ from recsys_eval.errors import ConfigError, DataError, check_choice
 from recsys_eval.measure import measure, rating_metrics, summarize
 from recsys_eval.measure.api import concat_per_unit
 from recsys_eval.measure.beyond import genre_matrix
-from recsys_eval.measure.names import (
+from recsys_eval.measure.metrics import (
     ALL_METRICS,
     AUXILIARY_METRICS,
     GAINS,

@@ -18,7 +18,7 @@ import polars as pl
 
 from recsys_eval.core.results import AUC_POOLING, EXPOSURE, LEARNING_CURVE, SUMMARY, ResultsFolder
 from recsys_eval.measure.aggregate import ALL_FOLDS, fold_summary, per_user, with_all_folds
-from recsys_eval.measure.names import AUXILIARY_METRICS as AUXILIARY
+from recsys_eval.measure.metrics import AUXILIARY_METRICS as AUXILIARY
 
 SAMPLED_RANK = "sampled_rank"
 

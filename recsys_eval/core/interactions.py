@@ -1,4 +1,4 @@
-"""Interactions: the user-item table every stage shares (DESIGN.md section 2).
+"""Interactions: the user-item table every stage shares (docs/CONVENTIONS.md#notation).
 
 Users and items are indexed once, when the data is loaded: the raw ids are sorted and numbered
 0..n-1 (int32). Every later stage (splits, targets, rankings) keeps that index, so that all of them

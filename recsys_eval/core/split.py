@@ -1,4 +1,4 @@
-"""Split: a train and a test side over one shared index (DESIGN.md section 2)."""
+"""Split: a train and a test side over one shared index (docs/CONVENTIONS.md#notation)."""
 
 from __future__ import annotations
 

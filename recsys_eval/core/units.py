@@ -1,4 +1,4 @@
-"""Targets and Rankings: per evaluation unit, in CSR layout (DESIGN.md section 2).
+"""Targets and Rankings: per evaluation unit, in CSR layout (docs/CONVENTIONS.md#notation).
 
 A *unit* is what one ranking is made for: a user (protocols AR) or one relevant item of a user
 (protocols 1R). Unit ``i`` owns the slice ``offsets[i]:offsets[i+1]`` of the flat arrays. A Rankings

@@ -1,4 +1,4 @@
-"""Preparation steps: relevance threshold, minimum counts, iterative k-core (DESIGN.md section 3).
+"""Preparation steps: relevance threshold, minimum counts, iterative k-core (docs/CONVENTIONS.md#preparation-and-splitting).
 
 Each step returns the prepared Interactions, over the original index (``with_frame``), and a
 :class:`Removed` record of what it took out. All steps are vectorised: counts by ``np.bincount``, and

@@ -13,7 +13,7 @@ def check_names(config: ExperimentConfig) -> None:
     """Raise a ConfigError for the first unknown name in ``config``; return None when all are known."""
     from recsys_eval.compare import CORRECTIONS, TESTS
     from recsys_eval.data import get_descriptor
-    from recsys_eval.measure.names import ALL_METRICS, check_metrics
+    from recsys_eval.measure.metrics import ALL_METRICS, check_metrics
     from recsys_eval.recommend import check_recommender
     from recsys_eval.split import check_split
     from recsys_eval.targets import Protocol

@@ -265,7 +265,7 @@ def full_ranking_depth(config: ExperimentConfig) -> int:
 
 def metric_names(config: ExperimentConfig) -> tuple[list[str], list[str]]:
     """The config's ranking metrics and its rating-prediction metrics."""
-    from recsys_eval.measure.names import RATING_METRICS
+    from recsys_eval.measure.metrics import RATING_METRICS
 
     names = config.metrics.names
     return [m for m in names if m not in RATING_METRICS], [m for m in names if m in RATING_METRICS]

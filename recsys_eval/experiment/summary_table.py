@@ -10,21 +10,8 @@ import polars as pl
 from rich.console import Console
 from rich.table import Table
 
+from recsys_eval.measure.metrics import display_label
 from recsys_eval.report.tables import summary_blocks
-
-SHORT = {
-    "precision": "P", "recall": "R", "f1": "F1", "f1_pooled": "F1pool", "ap": "MAP", "ndcg": "nDCG", "rr": "MRR",
-    "hit": "HR", "half_life": "HLU", "auc": "AUC", "mae": "MAE", "rmse": "RMSE", "kendall": "tau",
-    "spearman": "rho", "ndpm": "NDPM", "catalog_coverage": "Cov", "user_coverage": "UCov",
-    "prediction_coverage": "PCov", "novelty": "Nov", "gini": "Gini", "entropy": "Ent", "ild": "ILD",
-}
-
-
-def short_label(label: str) -> str:
-    """``ndcg@10`` -> ``nDCG@10``; ``ap@10`` -> ``MAP@10`` (a summary is a mean over users)."""
-    metric, at, k = label.partition("@")
-    return f"{SHORT.get(metric, metric)}{at}{k}"
-
 
 def print_summary(console: Console, summary: pl.DataFrame, *, digits: int = 4) -> None:
     """Systems as rows, ``metric@k`` as columns, one block per protocol; best in bold green."""
@@ -40,7 +27,7 @@ def print_summary(console: Console, summary: pl.DataFrame, *, digits: int = 4) -
             table = Table(title=title, title_justify="left")
             table.add_column("system", no_wrap=True)
             for column in columns:
-                table.add_column(short_label(column), justify="right", no_wrap=True)
+                table.add_column(display_label(column), justify="right", no_wrap=True)
             for system, cells in block.rows.items():
                 shown = []
                 for column in columns:

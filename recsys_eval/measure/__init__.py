@@ -1,4 +1,4 @@
-"""Measure: per-unit metric values and their summaries (DESIGN.md sections 5 and 6).
+"""Measure: per-unit metric values and their summaries (docs/CONVENTIONS.md#metrics, #averaging).
 
 ``measure`` turns Rankings and Targets into the long per-unit table; ``summarize`` applies the
 averaging rules; ``rating_metrics`` and ``beyond_accuracy`` cover rating prediction and
@@ -11,12 +11,14 @@ from recsys_eval.measure.api import measure
 from recsys_eval.measure.auc import auc_variants, pooled_auc
 from recsys_eval.measure.beyond import beyond_accuracy, genre_matrix
 from recsys_eval.measure.curves import average_pr, average_roc, pr_points, roc_points
-from recsys_eval.measure.names import ALL_METRICS
+from recsys_eval.measure.metrics import ALL_METRICS, METRICS, MetricSpec
 from recsys_eval.measure.ranking import rank_targets
 from recsys_eval.measure.rating import rating_metrics
 
 __all__ = [
     "ALL_METRICS",
+    "METRICS",
+    "MetricSpec",
     "auc_variants",
     "average_pr",
     "average_roc",

@@ -30,7 +30,7 @@ import polars as pl
 
 from recsys_eval.core.results import check_per_unit
 from recsys_eval.errors import DataError, check_choice
-from recsys_eval.measure.names import AUXILIARY_METRICS, N_RELEVANT, UNDEFINED_POLICIES
+from recsys_eval.measure.metrics import AUXILIARY_METRICS, N_RELEVANT, UNDEFINED_POLICIES
 
 F_VARIANTS = ("F_tp_fp", "F_avg", "F_avg_skip", "F_pr_re", "F_pr_re_skip")
 F_AGGREGATIONS = ("users", "units", "folds")

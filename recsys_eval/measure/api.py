@@ -1,4 +1,4 @@
-"""measure(): rankings and targets in, the long per-unit results table out (DESIGN.md sections 2, 5)."""
+"""measure(): rankings and targets in, the long per-unit results table out (docs/CONVENTIONS.md#metrics)."""
 
 from __future__ import annotations
 
@@ -7,21 +7,24 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import polars as pl
 
-from recsys_eval.core.results import PER_UNIT_COLUMNS, PER_UNIT_SCHEMA
 from recsys_eval.core.units import Rankings, Targets
 from recsys_eval.errors import ConfigError, DataError, check_choice
 from recsys_eval.measure import kernels
-from recsys_eval.measure.names import (
+from recsys_eval.measure.beyond import beyond_accuracy
+from recsys_eval.measure.frames import concat_per_unit, long_frame
+from recsys_eval.measure.metrics import (
     AP_DENOMINATORS,
     BEYOND_METRICS,
-    CUTOFF_METRICS,
     GAINS,
+    METRICS,
     N_RELEVANT,
     RANKING_METRICS,
     RATING_METRICS,
     TIES,
     check_cutoffs,
     check_metrics,
+    kernel_column,
+    kernel_width,
 )
 from recsys_eval.measure.ties import check_scores, order_ties, tie_flags
 
@@ -102,23 +105,16 @@ def measure(
         columns, metric_names, ks = [], [], []
         n_cut = len(cutoffs)
         for name in ranking_names:
-            if name == "auc":
-                columns.append(values.shape[1] - 1)
-                metric_names.append(name)
-                ks.append(None)
-            else:
-                m = CUTOFF_METRICS.index(name)
-                columns.extend(range(m * n_cut, (m + 1) * n_cut))
-                metric_names.extend([name] * n_cut)
-                ks.extend(cutoffs)
+            at = cutoffs if METRICS[name].cutoff else [None]
+            columns.extend(kernel_column(name, c, n_cut) for c in range(len(at)))
+            metric_names.extend([name] * len(at))
+            ks.extend(at)
         frames.append(long_frame(values[:, columns], metric_names, ks, targets.unit_user, user_ids, labels))
     if N_RELEVANT in names:
         counts = targets.n_relevant.astype(np.float64)[:, None]
         frames.append(long_frame(counts, [N_RELEVANT], [None], targets.unit_user, user_ids, labels))
     beyond = [m for m in names if m in BEYOND_METRICS]
     if beyond:
-        from recsys_eval.measure.beyond import beyond_accuracy
-
         frames.append(
             beyond_accuracy(
                 rankings, k=cutoffs, n_items=targets.n_items, metrics=beyond, train=train,
@@ -163,34 +159,18 @@ def ranking_values(
     want_ndcg: bool = True,
     want_half_life: bool = True,
 ) -> np.ndarray:
-    """The kernel's matrix: per unit, the cutoff metrics (metric-major) at ``cutoffs``, then AUC."""
+    """The ranking kernel's matrix: per unit, every ranking metric at every cutoff, column
+    :func:`~recsys_eval.measure.metrics.kernel_column` for a metric at a cutoff."""
     check_scores(rankings)
     if ties == "first":
         rankings = order_ties(rankings)
-    n_candidates = (
-        np.asarray(targets.n_candidates, dtype=np.int64)
-        if targets.all_candidates
-        else np.zeros(0, dtype=np.int64)
+    options = kernels.Options(
+        np.asarray(cutoffs, dtype=np.int64), kernels.GAIN_CODES[gain], ap_denominator == "min_rk",
+        float(half_life), float(neutral), ties == "average", want_ndcg, want_half_life,
     )
     values, status = kernels.ranking_kernel(
-        rankings.offsets.astype(np.int64, copy=False),
-        rankings.items.astype(np.int32, copy=False),
-        tie_flags(rankings),
-        targets.offsets.astype(np.int64, copy=False),
-        targets.items.astype(np.int32, copy=False),
-        targets.gain.astype(np.float32, copy=False),
-        n_candidates,
-        bool(targets.all_candidates),
-        np.asarray(cutoffs, dtype=np.int64),
-        int(targets.n_items),
-        kernels.GAIN_CODES[gain],
-        ap_denominator == "min_rk",
-        float(half_life),
-        float(neutral),
-        ties == "average",
-        want_ndcg,
-        want_half_life,
-        kernels.chunk_bounds(targets.n_units),
+        *kernel_arrays(rankings, targets), options, kernels.SLOTS, kernel_width(len(cutoffs)),
+        int(targets.n_items), kernels.chunk_bounds(targets.n_units),
     )
     raise_on_status(status, rankings, targets)
     return values
@@ -201,18 +181,27 @@ def target_roles(rankings: Rankings, targets: Targets):
     its relevant and non-relevant target counts, and the tie flags, in the deterministic order."""
     check_units(rankings, targets)
     check_scores(rankings)
-    rankings = order_ties(rankings)
+    ranked, listed = kernel_arrays(order_ties(rankings), targets)
+    _, role, n_rel, n_non = kernels.label_kernel(
+        ranked, listed, int(targets.n_items), kernels.chunk_bounds(targets.n_units)
+    )
+    return role, n_rel, n_non, ranked.tied
+
+
+def kernel_arrays(rankings: Rankings, targets: Targets) -> tuple[kernels.RankingArrays, kernels.TargetArrays]:
+    """The CSR arrays the kernels take, in the dtypes they are compiled for."""
     n_candidates = (
         np.asarray(targets.n_candidates, dtype=np.int64) if targets.all_candidates
         else np.zeros(0, dtype=np.int64)
     )
-    _, role, n_rel, n_non = kernels.label_kernel(
-        rankings.offsets, rankings.items.astype(np.int32, copy=False), targets.offsets,
-        targets.items.astype(np.int32, copy=False), targets.gain.astype(np.float32, copy=False),
-        n_candidates, bool(targets.all_candidates), int(targets.n_items),
-        kernels.chunk_bounds(targets.n_units),
+    return (
+        kernels.RankingArrays(rankings.offsets.astype(np.int64, copy=False),
+                              rankings.items.astype(np.int32, copy=False), tie_flags(rankings)),
+        kernels.TargetArrays(targets.offsets.astype(np.int64, copy=False),
+                             targets.items.astype(np.int32, copy=False),
+                             targets.gain.astype(np.float32, copy=False), n_candidates,
+                             bool(targets.all_candidates)),
     )
-    return role, n_rel, n_non, tie_flags(rankings)
 
 
 def raise_on_status(status: np.ndarray, rankings: Rankings, targets: Targets) -> None:
@@ -231,56 +220,3 @@ def raise_on_status(status: np.ndarray, rankings: Rankings, targets: Targets) ->
         f"rankings: unit {u} (user {user}) ranks more non-relevant items than its target set holds "
         f"({int(targets.sizes[u]):,} items); rank only the unit's candidates"
     )
-
-
-def long_frame(
-    values: np.ndarray,
-    metrics: Sequence[str],
-    ks: Sequence[int | None],
-    unit_user: np.ndarray,
-    user_ids,
-    labels: dict[str, str],
-) -> pl.DataFrame:
-    """A ``(units x columns)`` matrix as per-unit rows, metric-major; column j is metrics[j]@ks[j]."""
-    n_units, n_cols = values.shape
-    distinct = list(dict.fromkeys(metrics))
-    codes = np.array([distinct.index(m) for m in metrics], dtype=np.uint32)
-    unit = np.arange(n_units, dtype=np.int64)
-    user = _users(unit_user, user_ids)
-    k_col = pl.Series("k", [None if x is None else int(x) for x in ks], dtype=pl.Int32)
-    frame = pl.DataFrame(
-        {
-            "user": pl.concat([user] * n_cols) if n_cols > 1 else user,
-            "unit": np.tile(unit, n_cols),
-            "metric": pl.Series(distinct, dtype=pl.String).gather(np.repeat(codes, n_units)),
-            "k": k_col.gather(np.repeat(np.arange(n_cols), n_units)),
-            "value": np.ascontiguousarray(values.T).ravel(),
-        }
-    )
-    return frame.with_columns(
-        [pl.lit(labels[c], dtype=pl.String).alias(c) for c in ("system", "protocol", "fold")]
-    ).select(PER_UNIT_COLUMNS)
-
-
-def _users(unit_user: np.ndarray, user_ids) -> pl.Series:
-    if user_ids is None:
-        return pl.Series("user", unit_user, dtype=pl.Int64)
-    ids = user_ids if isinstance(user_ids, pl.Series) else pl.Series(user_ids)
-    if len(unit_user) and int(unit_user.max()) >= ids.len():
-        raise DataError(
-            f"user_ids has {ids.len():,} ids but the units reach user index {int(unit_user.max())}"
-        )
-    user = ids.gather(unit_user)
-    if user.dtype.is_integer():
-        user = user.cast(pl.Int64)
-    elif user.dtype != pl.String:
-        user = user.cast(pl.String)
-    return user.rename("user")
-
-
-def concat_per_unit(frames: list[pl.DataFrame]) -> pl.DataFrame:
-    """Concatenate per-unit tables (the user column may be integer or string ids)."""
-    frames = [f for f in frames if f.height or len(frames) == 1]
-    if not frames:
-        return pl.DataFrame(schema=PER_UNIT_SCHEMA)
-    return pl.concat(frames, how="vertical_relaxed")

@@ -1,4 +1,4 @@
-"""Averaged vs pooled AUC across folds (Forman & Scholz 2010; DESIGN.md section 6).
+"""Averaged vs pooled AUC across folds (Forman & Scholz 2010; docs/CONVENTIONS.md#pooled-auc).
 
 ``AUC_avg`` (the default everywhere): per-unit AUC, per-user means, the mean over users within each
 fold, then the mean of the fold means. ``AUC_merge`` pools the scored (relevant, non-relevant) pairs

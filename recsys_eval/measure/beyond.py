@@ -1,4 +1,4 @@
-"""Beyond accuracy, over all top-k lists of a run (DESIGN.md section 5).
+"""Beyond accuracy, over all top-k lists of a run (docs/CONVENTIONS.md#beyond-accuracy).
 
 Per unit (one row per unit):
 - ``user_coverage``: 1 if the unit's list is non-empty, else 0 (its mean is the share of users
@@ -30,9 +30,9 @@ from recsys_eval.core.interactions import Interactions
 from recsys_eval.core.results import PER_UNIT_SCHEMA
 from recsys_eval.core.units import Rankings
 from recsys_eval.errors import ConfigError, DataError
-from recsys_eval.measure.api import concat_per_unit, long_frame
+from recsys_eval.measure.frames import concat_per_unit, long_frame
 from recsys_eval.measure.kernels import chunk_bounds
-from recsys_eval.measure.names import BEYOND_METRICS, check_cutoffs, check_metrics
+from recsys_eval.measure.metrics import BEYOND_METRICS, check_cutoffs, check_metrics
 from recsys_eval.measure.ties import unit_of_position
 
 

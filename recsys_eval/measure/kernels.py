@@ -1,7 +1,7 @@
 """Numba kernels: every ranking metric at every cutoff, in one pass over each unit's ranking.
 
 The kernels work on the CSR arrays of :class:`~recsys_eval.core.units.Rankings` and
-:class:`~recsys_eval.core.units.Targets` (DESIGN.md sections 2 and 5). Units are split into chunks
+:class:`~recsys_eval.core.units.Targets` (docs/CONVENTIONS.md#ties). Units are split into chunks
 run in parallel; each chunk keeps item-indexed scratch arrays stamped with the unit number, so that
 marking a unit's targets and looking up a ranked item are O(1) with no reset between units.
 
@@ -18,14 +18,80 @@ With n = 1 these reduce to the deterministic formulas.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import get_num_threads, njit, prange
 
-GAIN_CODES = {"graded": 0, "binary": 1, "exp": 2}
-N_CUTOFF_METRICS = 8  # precision, recall, f1, ap, ndcg, rr, hit, half_life (names.CUTOFF_METRICS)
+from recsys_eval.measure.metrics import KERNEL_CUTOFF_SLOTS, METRICS
 
-#: Status codes a kernel reports per unit.
-OK, DUPLICATE_ITEM, TOO_MANY_NON_RELEVANT = 0, 1, 2
+GAIN_CODES = {"graded": 0, "binary": 1, "exp": 2}
+
+#: Status codes a kernel reports per unit (0: fine).
+DUPLICATE_ITEM, TOO_MANY_NON_RELEVANT = 1, 2
+
+
+class RankingArrays(NamedTuple):
+    """A Rankings' CSR arrays: ``offsets[int64]``, ``items[int32]``, and ``tied[bool]`` (a
+    position's score equals the previous one's in the same unit)."""
+
+    offsets: np.ndarray
+    items: np.ndarray
+    tied: np.ndarray
+
+
+class TargetArrays(NamedTuple):
+    """A Targets' CSR arrays (``gain[float32]``, 0 for non-relevant) and, under full ranking
+    (``all_candidates``), every unit's candidate count (an empty array otherwise)."""
+
+    offsets: np.ndarray
+    items: np.ndarray
+    gain: np.ndarray
+    n_candidates: np.ndarray
+    all_candidates: bool
+
+
+class Options(NamedTuple):
+    """The metric options: ``cutoffs`` ascending, the nDCG gain code (:data:`GAIN_CODES`), AP over
+    min(R, k), half-life h and neutral gain d, expected values over tied blocks, and whether the
+    nDCG and half-life ideals are needed."""
+
+    cutoffs: np.ndarray
+    gain_mode: int
+    ap_min_rk: bool
+    half_life: float
+    neutral: float
+    average_ties: bool
+    want_ndcg: bool
+    want_hl: bool
+
+
+class Slots(NamedTuple):
+    """Each ranking metric's slot in the output matrix (from the metric registry); passed as an
+    argument rather than read as globals so that a compiled kernel in numba's cache never keeps
+    an old layout."""
+
+    precision: int
+    recall: int
+    f1: int
+    ap: int
+    ndcg: int
+    rr: int
+    hit: int
+    half_life: int
+    auc: int
+    n_cutoff_slots: int
+
+
+SLOTS = Slots(*(METRICS[name].slot for name in Slots._fields[:-1]), KERNEL_CUTOFF_SLOTS)
+
+
+class _Scratch(NamedTuple):
+    """A chunk's item-indexed scratch arrays, stamped with the unit number."""
+
+    stamp: np.ndarray  # the unit whose target the item is
+    seen: np.ndarray  # the unit that listed the item (duplicates)
+    gain_at: np.ndarray  # the item's gain in that unit
 
 
 def chunk_bounds(n_units: int, per_thread: int = 4) -> np.ndarray:
@@ -65,14 +131,18 @@ def _ideal_at_cutoffs(values, weights, cutoffs, out):
 
 
 @njit(cache=True)
-def _score_unit(
-    u, rs, re_, ts, te, n_target, all_candidates,
-    r_items, tied, t_items, t_gain,
-    cutoffs, discount, decay, gain_mode, ap_min_rk, neutral, average_ties, want_ndcg, want_hl,
-    stamp, seen, gain_at, out, status,
-):
+def _score_unit(u, rankings, targets, options, slots, discount, decay, scratch, out, status):
+    """Write unit ``u``'s row of ``out`` (NaN where undefined) and its status."""
+    cutoffs = options.cutoffs
     n_cut = len(cutoffs)
     kmax = cutoffs[n_cut - 1]
+    rs, re_ = rankings.offsets[u], rankings.offsets[u + 1]
+    ts, te = targets.offsets[u], targets.offsets[u + 1]
+    all_candidates = targets.all_candidates
+    n_target = targets.n_candidates[u] if all_candidates else te - ts
+    r_items, t_items, t_gain = rankings.items, targets.items, targets.gain
+    stamp, seen, gain_at = scratch.stamp, scratch.seen, scratch.gain_at
+    gain_mode, neutral = options.gain_mode, options.neutral
     # Mark the unit's targets; count its relevant items.
     n_rel = 0
     for j in range(ts, te):
@@ -84,7 +154,7 @@ def _score_unit(
     n_non = n_target - n_rel
     idcg = np.zeros(n_cut)
     hl_max = np.zeros(n_cut)
-    if n_rel > 0 and want_ndcg:
+    if n_rel > 0 and options.want_ndcg:
         gains = np.empty(n_rel)
         m = 0
         for j in range(ts, te):
@@ -92,7 +162,7 @@ def _score_unit(
                 gains[m] = _transformed_gain(t_gain[j], gain_mode)
                 m += 1
         _ideal_at_cutoffs(gains, discount, cutoffs, idcg)
-    if want_hl:
+    if options.want_hl:
         hl_gains = np.empty(te - ts)
         for j in range(ts, te):
             hl_gains[j - ts] = max(t_gain[j] - neutral, 0.0)
@@ -112,14 +182,14 @@ def _score_unit(
     p = 0
     while p < length:
         q = p + 1
-        while q < length and tied[rs + q]:
+        while q < length and rankings.tied[rs + q]:
             q += 1
         group_rel = 0
         group_non = 0
         for j in range(rs + p, rs + q):
             item = r_items[j]
             if seen[item] == u:
-                status[u] = 1
+                status[u] = DUPLICATE_ITEM
             seen[item] = u
             if stamp[item] == u:
                 if gain_at[item] > 0.0:
@@ -134,7 +204,7 @@ def _score_unit(
         # Ranking metrics over the blocks of this score group that start within the top kmax.
         a = p
         while a < q and a < kmax:
-            b = q if average_ties else a + 1
+            b = q if options.average_ties else a + 1
             n = b - a
             r = 0
             g_dcg = 0.0
@@ -163,82 +233,77 @@ def _score_unit(
                     found += first
                     first = first * (n - t - r) / (n - 1 - t) if n - 1 - t > 0 else 0.0
                 while c < n_cut and cutoffs[c] == i:
-                    _record(out, u, c, n_cut, cutoffs[c], hits + (t + 1) * share, n_rel,
-                            ap, dcg, idcg[c], rr, found, hl, hl_max[c], ap_min_rk)
+                    _record(out[u], slots, c, n_cut, cutoffs[c], n_rel, options.ap_min_rk,
+                            (hits + (t + 1) * share, ap, dcg, rr, found, hl), (idcg[c], hl_max[c]))
                     c += 1
             hits += r
             a = b
         p = q
     while c < n_cut:
-        _record(out, u, c, n_cut, cutoffs[c], hits, n_rel, ap, dcg, idcg[c], rr, found, hl,
-                hl_max[c], ap_min_rk)
+        _record(out[u], slots, c, n_cut, cutoffs[c], n_rel, options.ap_min_rk,
+                (hits, ap, dcg, rr, found, hl), (idcg[c], hl_max[c]))
         c += 1
     if n_rel > 0 and n_non > 0:
         rel_left = n_rel - rel_ranked
         non_left = n_non - non_ranked
         if non_left < 0:
-            status[u] = 2
+            status[u] = TOO_MANY_NON_RELEVANT
         correct += 0.5 * rel_left * non_left  # unranked targets tie below the last ranked item
-        out[u, N_CUTOFF_METRICS * n_cut] = correct / (n_rel * n_non)
+        out[u, slots.n_cutoff_slots * n_cut + slots.auc] = correct / (n_rel * n_non)
 
 
 @njit(cache=True)
-def _record(out, u, c, n_cut, k, hits, n_rel, ap, dcg, idcg, rr, found, hl, hl_max, ap_min_rk):
-    out[u, c] = hits / k
+def _record(row, slots, c, n_cut, k, n_rel, ap_min_rk, sums, ideal):
+    """Write the cutoff metrics at cutoff index ``c`` (k) into a unit's ``row``: ``sums`` are the
+    running (hits, AP sum, DCG, RR, hit probability, half-life utility) at rank k, ``ideal`` the
+    (IDCG, best half-life utility) at k."""
+    hits, ap, dcg, rr, found, hl = sums
+    idcg, hl_max = ideal
+    row[slots.precision * n_cut + c] = hits / k
     if n_rel > 0:
-        out[u, n_cut + c] = hits / n_rel
-        out[u, 2 * n_cut + c] = 2.0 * hits / (k + n_rel)
-        out[u, 3 * n_cut + c] = ap / (min(n_rel, k) if ap_min_rk else n_rel)
+        row[slots.recall * n_cut + c] = hits / n_rel
+        row[slots.f1 * n_cut + c] = 2.0 * hits / (k + n_rel)
+        row[slots.ap * n_cut + c] = ap / (min(n_rel, k) if ap_min_rk else n_rel)
         if idcg > 0.0:
-            out[u, 4 * n_cut + c] = dcg / idcg
-        out[u, 5 * n_cut + c] = rr
-        out[u, 6 * n_cut + c] = found
+            row[slots.ndcg * n_cut + c] = dcg / idcg
+        row[slots.rr * n_cut + c] = rr
+        row[slots.hit * n_cut + c] = found
     else:
-        out[u, 6 * n_cut + c] = 0.0
+        row[slots.hit * n_cut + c] = 0.0
     if hl_max > 0.0:
-        out[u, 7 * n_cut + c] = hl / hl_max
+        row[slots.half_life * n_cut + c] = hl / hl_max
 
 
 @njit(parallel=True, cache=True)
-def ranking_kernel(
-    r_offsets, r_items, tied, t_offsets, t_items, t_gain, n_candidates, all_candidates,
-    cutoffs, n_items, gain_mode, ap_min_rk, half_life, neutral, average_ties, want_ndcg, want_hl,
-    bounds,
-):
-    """Per unit: the 8 cutoff metrics at every cutoff (metric-major columns), then AUC.
+def ranking_kernel(rankings, targets, options, slots, width, n_items, bounds):
+    """Per unit, every ranking metric: the cutoff metrics at every cutoff, then the whole-list ones,
+    at the columns ``slots`` give (:func:`~recsys_eval.measure.metrics.kernel_column`).
 
-    Returns ``(values[n_units, 8 * n_cutoffs + 1], status[n_units])``; NaN marks undefined values.
+    Returns ``(values[n_units, width], status[n_units])``; NaN marks undefined values.
     """
-    n_units = len(t_offsets) - 1
-    n_cut = len(cutoffs)
-    out = np.full((n_units, N_CUTOFF_METRICS * n_cut + 1), np.nan)
+    n_units = len(targets.offsets) - 1
+    out = np.full((n_units, width), np.nan)
     status = np.zeros(n_units, np.int8)
-    kmax = cutoffs[n_cut - 1]
+    cutoffs = options.cutoffs
+    kmax = cutoffs[len(cutoffs) - 1]
     ranks = np.arange(1, kmax + 1).astype(np.float64)
     discount = 1.0 / np.log2(ranks + 1.0)
-    decay = 2.0 ** (-(ranks - 1.0) / (half_life - 1.0))
+    decay = 2.0 ** (-(ranks - 1.0) / (options.half_life - 1.0))
     for chunk in prange(len(bounds) - 1):
-        stamp = np.full(n_items, -1, np.int64)
-        seen = np.full(n_items, -1, np.int64)
-        gain_at = np.zeros(n_items)
+        scratch = _Scratch(np.full(n_items, -1, np.int64), np.full(n_items, -1, np.int64),
+                           np.zeros(n_items))
         for u in range(bounds[chunk], bounds[chunk + 1]):
-            ts, te = t_offsets[u], t_offsets[u + 1]
-            n_target = n_candidates[u] if all_candidates else te - ts
-            _score_unit(
-                u, r_offsets[u], r_offsets[u + 1], ts, te, n_target, all_candidates,
-                r_items, tied, t_items, t_gain,
-                cutoffs, discount, decay, gain_mode, ap_min_rk, neutral, average_ties,
-                want_ndcg, want_hl, stamp, seen, gain_at, out, status,
-            )
+            _score_unit(u, rankings, targets, options, slots, discount, decay, scratch, out, status)
     return out, status
 
 
 @njit(parallel=True, cache=True)
-def label_kernel(r_offsets, r_items, t_offsets, t_items, t_gain, n_candidates, all_candidates,
-                 n_items, bounds):
+def label_kernel(rankings, targets, n_items, bounds):
     """Per ranked item its gain and role (1 relevant, 0 non-relevant target, -1 not a target);
     per unit its relevant count R and non-relevant count N over the whole target set."""
-    n_units = len(t_offsets) - 1
+    n_units = len(targets.offsets) - 1
+    r_offsets, r_items = rankings.offsets, rankings.items
+    t_offsets, t_items, t_gain = targets.offsets, targets.items, targets.gain
     gain = np.zeros(len(r_items))
     role = np.full(len(r_items), -1, np.int8)
     n_rel = np.zeros(n_units, np.int64)
@@ -254,13 +319,13 @@ def label_kernel(r_offsets, r_items, t_offsets, t_items, t_gain, n_candidates, a
                 if t_gain[j] > 0.0:
                     rel += 1
             n_rel[u] = rel
-            size = n_candidates[u] if all_candidates else t_offsets[u + 1] - t_offsets[u]
+            size = targets.n_candidates[u] if targets.all_candidates else t_offsets[u + 1] - t_offsets[u]
             n_non[u] = size - rel
             for j in range(r_offsets[u], r_offsets[u + 1]):
                 item = r_items[j]
                 if stamp[item] == u:
                     gain[j] = gain_at[item]
                     role[j] = 1 if gain_at[item] > 0.0 else 0
-                elif all_candidates:
+                elif targets.all_candidates:
                     role[j] = 0
     return gain, role, n_rel, n_non

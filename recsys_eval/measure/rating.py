@@ -22,9 +22,9 @@ from numba import njit, prange
 
 from recsys_eval.core.results import PER_UNIT_COLUMNS
 from recsys_eval.errors import DataError
-from recsys_eval.measure.api import concat_per_unit, long_frame
+from recsys_eval.measure.frames import concat_per_unit, long_frame
 from recsys_eval.measure.kernels import chunk_bounds
-from recsys_eval.measure.names import RATING_METRICS, check_metrics
+from recsys_eval.measure.metrics import RATING_METRICS, check_metrics
 
 _COLUMNS = ("user", "item", "rating", "prediction")
 

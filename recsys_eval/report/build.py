@@ -17,8 +17,7 @@ from pathlib import Path
 import polars as pl
 
 from recsys_eval.core.results import MANIFEST, ResultsFolder
-
-from recsys_eval.measure.names import AUXILIARY_METRICS
+from recsys_eval.measure.metrics import AUXILIARY_METRICS
 from recsys_eval.report import figures
 from recsys_eval.report.tables import (
     label_filter,

@@ -17,6 +17,7 @@ import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+from recsys_eval.measure.metrics import display_label, lower_is_better  # noqa: E402
 from recsys_eval.report.tables import label_filter  # noqa: E402
 
 STYLE = {
@@ -67,7 +68,7 @@ def metric_against_k(summary: pl.DataFrame, metric: str, fold: str = "all") -> F
                 ax.plot(part["k"], part["mean"], marker="o", ms=3, label=system, color=colors[system])
             ax.set_title(protocol)
             ax.set_xlabel("k")
-            ax.set_ylabel(metric)
+            ax.set_ylabel(display_label(metric))
         axes[0][-1].legend(loc="center left", bbox_to_anchor=(1, 0.5))
         fig.tight_layout()
     return fig
@@ -102,7 +103,7 @@ def systems_with_intervals(summary: pl.DataFrame, label: str, fold: str = "all")
             ax.set_yticks(range(len(systems)), systems)
             ax.invert_yaxis()
             ax.set_title(protocol)
-            ax.set_xlabel(label)
+            ax.set_xlabel(display_label(label))
         fig.tight_layout()
     return fig
 
@@ -127,7 +128,7 @@ def agreement_matrix(agreement: pl.DataFrame, label: str) -> Figure | None:
             for j in range(len(protocols)):
                 ax.text(j, i, f"{tau[i, j]:.2f}", ha="center", va="center", fontsize=8,
                         color="white" if abs(tau[i, j]) > 0.6 else "black")
-        ax.set_title(f"Kendall's tau of system orderings ({label})")
+        ax.set_title(f"Kendall's tau of system orderings ({display_label(label)})")
         fig.colorbar(image, ax=ax, shrink=0.8)
         fig.tight_layout()
     return fig
@@ -140,7 +141,8 @@ def ranks_across_protocols(summary: pl.DataFrame, label: str, fold: str = "all")
     if len(protocols) < 2:
         return None
     data = data.with_columns(
-        pl.col("mean").rank("ordinal", descending=True).over("protocol").alias("rank")
+        pl.col("mean").rank("ordinal", descending=not lower_is_better(label.partition("@")[0]))
+        .over("protocol").alias("rank")
     )
     systems = data.get_column("system").unique(maintain_order=True).to_list()
     colors = _colors(systems)
@@ -154,7 +156,7 @@ def ranks_across_protocols(summary: pl.DataFrame, label: str, fold: str = "all")
         ax.set_xticks(range(len(protocols)), protocols, rotation=30, ha="right")
         ax.set_yticks(range(1, len(systems) + 1))
         ax.invert_yaxis()
-        ax.set_ylabel(f"rank by {label}")
+        ax.set_ylabel(f"rank by {display_label(label)}")
         ax.legend(loc="center left", bbox_to_anchor=(1, 0.5))
         fig.tight_layout()
     return fig

@@ -12,8 +12,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-# Metrics for which a lower value is better; every other metric is better when higher.
-LOWER_IS_BETTER = frozenset({"mae", "rmse", "ndpm", "gini"})
+from recsys_eval.measure.metrics import display_label, lower_is_better
 
 
 def metric_label(metric: str, k: int | None) -> str:
@@ -79,7 +78,7 @@ def summary_blocks(
             metric = col.get_column("metric")[0]
             values = col.get_column("mean").drop_nans().drop_nulls()
             if values.len():
-                best[label] = values.min() if metric in LOWER_IS_BETTER else values.max()
+                best[label] = values.min() if lower_is_better(metric) else values.max()
         rows: dict[str, dict[str, Cell]] = {}
         for r in part.iter_rows(named=True):
             mean = r["mean"]
@@ -121,7 +120,7 @@ def to_markdown(blocks: list[Block], *, digits: int = 4, intervals: bool = True)
     out = []
     for block in blocks:
         out.append(f"**{block.protocol}**\n")
-        out.append("| system | " + " | ".join(block.columns) + " |")
+        out.append("| system | " + " | ".join(map(display_label, block.columns)) + " |")
         out.append("|---|" + "---:|" * len(block.columns))
         for system, cells in block.rows.items():
             shown = [_cell_text(cells.get(col), digits, missing="–", bold="**{}**", mark="\\*",
@@ -148,7 +147,7 @@ def to_latex(blocks: list[Block], *, digits: int = 4, caption: str = "", label: 
         r"\centering",
         r"\begin{tabular}{l" + "r" * len(columns) + "}",
         r"\toprule",
-        "System & " + " & ".join(latex_escape(c) for c in columns) + r" \\",
+        "System & " + " & ".join(latex_escape(display_label(c)) for c in columns) + r" \\",
     ]
     for block in blocks:
         lines.append(r"\midrule")

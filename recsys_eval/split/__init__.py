@@ -1,4 +1,4 @@
-"""Split stage: train/test splits over one shared index (DESIGN.md section 3).
+"""Split stage: train/test splits over one shared index (docs/CONVENTIONS.md#preparation-and-splitting).
 
 Every splitter takes a seed, is deterministic, breaks ties in time by a seeded random order and
 returns :class:`~recsys_eval.core.Split` objects whose ``info`` says what it did and what it

@@ -1,6 +1,6 @@
 """What every splitter shares: argument checks, the common options, and building the Split.
 
-Common options (DESIGN.md section 3):
+Common options (docs/CONVENTIONS.md#preparation-and-splitting):
 
 - ``min_user_interactions``: users with fewer interactions are not split; all their interactions
   stay in train. The users and interactions kept this way are counted in ``info``.

@@ -1,7 +1,7 @@
 """Validation splits: a splitter applied to the train side of a split, for tuning.
 
 The outer test side is neither read nor changed: tuning on (train', validation) and measuring on
-the outer test keeps the test unseen until the end (DESIGN.md section 3).
+the outer test keeps the test unseen until the end (docs/CONVENTIONS.md#preparation-and-splitting).
 """
 
 from __future__ import annotations

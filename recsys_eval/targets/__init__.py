@@ -1,4 +1,4 @@
-"""Target-item protocols of Bellogín, Castells & Cantador (DESIGN.md section 4).
+"""Target-item protocols of Bellogín, Castells & Cantador (docs/CONVENTIONS.md#protocols).
 
 ``Protocol`` names a point of the design space (``AI+1R+NN100``); ``build_targets`` makes the
 Targets of a Split under it (``iter_targets`` chunk by chunk); ``uniform_test`` and

@@ -1,4 +1,4 @@
-"""Targets from a Split and a Protocol (DESIGN.md section 4).
+"""Targets from a Split and a Protocol (docs/CONVENTIONS.md#protocols).
 
 For user u: C(u) the candidates (AI: every item; TI: the items with a test interaction; UT: Te(u)),
 never including Tr(u); Rel(u) the relevant test items; N(u) the non-relevant target items, all of

@@ -1,4 +1,4 @@
-"""Popularity-bias neutralising designs (Bellogín's thesis, section 4.6; DESIGN.md section 4).
+"""Popularity-bias neutralising designs (Bellogín's thesis, section 4.6; docs/CONVENTIONS.md#designs).
 
 - Uniform test: every item left in test has the same number of relevant test ratings, so that no
   item is easier to hit for being popular.
@@ -19,6 +19,14 @@ from recsys_eval.errors import ConfigError, DataError
 from recsys_eval.targets.build import DEFAULT_CHUNK_SIZE, check_options, plan_units
 from recsys_eval.targets.protocol import Protocol
 from recsys_eval.targets.relevance import qrels, test_gains
+
+#: One line per design (the protocol's ``design`` in configs), for listings and glossaries.
+DESIGNS = {
+    "uniform_test": "test keeps per_item relevant ratings of every item it keeps (the rest move to "
+                    "train), so that no item is easier to hit for being popular",
+    "percentiles": "items cut into `bins` popularity bins of equal training ratings; each bin's items "
+                   "form a target set of their own, results per bin",
+}
 
 
 def uniform_test(

@@ -1,4 +1,4 @@
-"""Protocol names: the three axes of Bellogín, Castells & Cantador (DESIGN.md section 4).
+"""Protocol names: the three axes of Bellogín, Castells & Cantador (docs/CONVENTIONS.md#protocols).
 
 A protocol is written ``<candidates>+<relevant>+<non-relevant>``, e.g. ``AI+AR+AN`` (full ranking) or
 ``AI+1R+NN100`` (the sampled protocol common in papers). ``NN`` alone means ``NN100``.
@@ -15,6 +15,16 @@ CANDIDATES = ("AI", "TI", "UT")
 RELEVANT = ("AR", "1R")
 NONRELEVANT = ("AN", "NN")
 DEFAULT_N = 100
+#: One line per axis value, for listings and glossaries.
+MEANINGS = {
+    "AI": "candidates: every item, less the user's training items",
+    "TI": "candidates: the items with a test interaction, less the user's training items",
+    "UT": "candidates: the user's own test items only (overestimates precision; to compare with papers)",
+    "AR": "relevant items: all of the user's relevant test items in one ranking",
+    "1R": "relevant items: one ranking per relevant test item, each with the non-relevant items",
+    "AN": "non-relevant items: every candidate that is not relevant",
+    "NN": f"non-relevant items: a seeded uniform sample of n of them (NNn; NN alone is NN{DEFAULT_N})",
+}
 
 _NN = re.compile(r"NN(\d*)")
 
@@ -97,6 +107,3 @@ class Protocol:
 
     def __str__(self) -> str:
         return self.name
-
-
-FULL_RANKING = Protocol("AI", "AR", "AN")

@@ -1,4 +1,4 @@
-"""Relevance of the test side: Rel(u) and the gains of DESIGN.md section 4.
+"""Relevance of the test side: Rel(u) and the gains (docs/CONVENTIONS.md#relevance-and-gains).
 
 Rel(u) is the set of u's test items whose rating reaches the threshold (every test item when the
 threshold is None or the data has no ratings). A relevant item's gain is its test rating (graded, as

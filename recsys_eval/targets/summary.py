@@ -5,7 +5,7 @@ uniformly random order shows k' = min(k, T) of them, so (hypergeometric)
 
     E[hits@k] = k' R / T,   E[P@k] = k' R / (T k),   E[hit@k] = 1 - C(T - R, k') / C(T, k').
 
-Under 1R+NN(n) (T = n + 1, R = 1) these are 1/(n+1) and k/(n+1) (DESIGN.md section 4). They are the
+Under 1R+NN(n) (T = n + 1, R = 1) these are 1/(n+1) and k/(n+1) (docs/CONVENTIONS.md#random-recommender). They are the
 floor any real recommender should beat, and show how much a protocol inflates or deflates metrics.
 """
 

@@ -13,6 +13,7 @@ from measure_build import rankings_of, targets_of
 from measure_reference import CUTOFF, close, unit_auc, unit_metrics
 
 from recsys_eval.measure.api import ranking_values
+from recsys_eval.measure.metrics import kernel_column
 
 N_ITEMS = 9
 CUTS = [1, 2, 3, 5, 8]
@@ -67,10 +68,12 @@ def test_kernel_matches_reference(data, ties):
         for c, k in enumerate(CUTS):
             expected = unit_metrics(ranked, scores if with_scores else None, targets, k, ties=ties,
                                     **options)
-            for m, name in enumerate(CUTOFF):
-                assert close(got[u, m * n_cut + c], expected[name]), (name, k, u, got[u, m * n_cut + c], expected[name])
+            for name in CUTOFF:
+                value = got[u, kernel_column(name, c, n_cut)]
+                assert close(value, expected[name]), (name, k, u, value, expected[name])
         auc = unit_auc(ranked, scores if with_scores else None, targets, n_target)
-        assert close(got[u, -1], auc), ("auc", u, got[u, -1], auc)
+        value = got[u, kernel_column("auc", 0, n_cut)]
+        assert close(value, auc), ("auc", u, value, auc)
 
 
 @settings(max_examples=200, deadline=None)
@@ -84,7 +87,8 @@ def test_bounds_and_precision_times_k_is_hits(data, ties):
     for u, (ranked, scores, targets, _) in enumerate(units):
         relevant = {i for i, g in targets.items() if g > 0}
         for c, k in enumerate(CUTS):
-            precision, recall = got[u, c], got[u, n_cut + c]
+            precision = got[u, kernel_column("precision", c, n_cut)]
+            recall = got[u, kernel_column("recall", c, n_cut)]
             if ties == "first" or not with_scores:
                 order = ranked if not with_scores else [i for _, i in sorted(zip([-s for s in scores], ranked))]
                 assert math.isclose(precision * k, len(relevant & set(order[:k])), abs_tol=1e-9)
@@ -101,10 +105,10 @@ def test_a_perfect_ranking_scores_one(data):
     ranked = sorted(range(len(gains)), key=lambda i: -gains[i]) + [len(gains) + j for j in range(non)]
     k = len(gains)
     got = ranking_values(rankings_of([ranked]), targets_of([targets], 10), [k])
-    for m, name in enumerate(CUTOFF):
-        assert math.isclose(got[0, m], 1.0), name
+    for name in CUTOFF:
+        assert math.isclose(got[0, kernel_column(name, 0, 1)], 1.0), name
     if non:
-        assert math.isclose(got[0, -1], 1.0)
+        assert math.isclose(got[0, kernel_column("auc", 0, 1)], 1.0)
 
 
 @settings(max_examples=300, deadline=None)
@@ -121,9 +125,8 @@ def test_moving_a_relevant_item_above_a_non_relevant_neighbour_never_hurts(data,
     before = _kernel([(ranked, [], targets, n_target)], full, False, options, "first")
     after = _kernel([(better, [], targets, n_target)], full, False, options, "first")
     n_cut = len(CUTS)
-    for m, name in enumerate(CUTOFF):
-        if name in ("precision", "recall", "ap", "ndcg", "rr", "hit"):
-            for c in range(n_cut):
-                b, a = before[0, m * n_cut + c], after[0, m * n_cut + c]
-                assert np.isnan(b) or a >= b - 1e-12, (name, CUTS[c])
-    assert np.isnan(before[0, -1]) or after[0, -1] >= before[0, -1] - 1e-12
+    for name in ("precision", "recall", "ap", "ndcg", "rr", "hit", "auc"):
+        for c in range(n_cut if name != "auc" else 1):
+            col = kernel_column(name, c, n_cut)
+            b, a = before[0, col], after[0, col]
+            assert np.isnan(b) or a >= b - 1e-12, (name, c)

@@ -1,0 +1,65 @@
+"""Per-unit tables from kernel matrices: the long ``system, protocol, fold, user, unit, metric, k,
+value`` layout every measure function returns."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import polars as pl
+
+from recsys_eval.core.results import PER_UNIT_COLUMNS, PER_UNIT_SCHEMA
+from recsys_eval.errors import DataError
+
+
+def long_frame(
+    values: np.ndarray,
+    metrics: Sequence[str],
+    ks: Sequence[int | None],
+    unit_user: np.ndarray,
+    user_ids,
+    labels: dict[str, str],
+) -> pl.DataFrame:
+    """A ``(units x columns)`` matrix as per-unit rows, metric-major; column j is metrics[j]@ks[j]."""
+    n_units, n_cols = values.shape
+    distinct = list(dict.fromkeys(metrics))
+    codes = np.array([distinct.index(m) for m in metrics], dtype=np.uint32)
+    unit = np.arange(n_units, dtype=np.int64)
+    user = _users(unit_user, user_ids)
+    k_col = pl.Series("k", [None if x is None else int(x) for x in ks], dtype=pl.Int32)
+    frame = pl.DataFrame(
+        {
+            "user": pl.concat([user] * n_cols) if n_cols > 1 else user,
+            "unit": np.tile(unit, n_cols),
+            "metric": pl.Series(distinct, dtype=pl.String).gather(np.repeat(codes, n_units)),
+            "k": k_col.gather(np.repeat(np.arange(n_cols), n_units)),
+            "value": np.ascontiguousarray(values.T).ravel(),
+        }
+    )
+    return frame.with_columns(
+        [pl.lit(labels[c], dtype=pl.String).alias(c) for c in ("system", "protocol", "fold")]
+    ).select(PER_UNIT_COLUMNS)
+
+
+def _users(unit_user: np.ndarray, user_ids) -> pl.Series:
+    if user_ids is None:
+        return pl.Series("user", unit_user, dtype=pl.Int64)
+    ids = user_ids if isinstance(user_ids, pl.Series) else pl.Series(user_ids)
+    if len(unit_user) and int(unit_user.max()) >= ids.len():
+        raise DataError(
+            f"user_ids has {ids.len():,} ids but the units reach user index {int(unit_user.max())}"
+        )
+    user = ids.gather(unit_user)
+    if user.dtype.is_integer():
+        user = user.cast(pl.Int64)
+    elif user.dtype != pl.String:
+        user = user.cast(pl.String)
+    return user.rename("user")
+
+
+def concat_per_unit(frames: list[pl.DataFrame]) -> pl.DataFrame:
+    """Concatenate per-unit tables (the user column may be integer or string ids)."""
+    frames = [f for f in frames if f.height or len(frames) == 1]
+    if not frames:
+        return pl.DataFrame(schema=PER_UNIT_SCHEMA)
+    return pl.concat(frames, how="vertical_relaxed")

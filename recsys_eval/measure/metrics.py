@@ -1,0 +1,266 @@
+"""The metric registry: one :class:`MetricSpec` per metric, the single home of what a metric is.
+
+Per-unit tables, summaries, configs and the CLI name a metric by its registry key (``ndcg``); a
+summary names it at a cutoff (``ndcg@10``); tables and figures print its label (``nDCG@10``).
+Everything else (the ranking kernel's column offsets, which metrics are better when lower, what
+the CLI lists, which metrics the sampled-metric correction covers) is read from :data:`METRICS`.
+
+Adding a metric takes two edits: its spec here, and, for a ranking metric, the lines of
+:mod:`recsys_eval.measure.kernels` that write its kernel slot. The summary, the report tables, the
+LaTeX and terminal tables and ``recsys-eval list metrics`` then pick it up. The formulas are in
+``docs/CONVENTIONS.md#metrics``.
+
+This module imports nothing heavy, so that the CLI can list the metrics at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from enum import StrEnum
+
+from recsys_eval.errors import ConfigError, closest
+
+
+class Family(StrEnum):
+    """What a metric is computed from, and so which function computes it."""
+
+    CUTOFF = "ranking@k"  # per unit, on the top k of its ranking (the ranking kernel)
+    WHOLE = "ranking"  # per unit, over its whole target set (the ranking kernel)
+    RATING = "rating"  # per user, from predicted ratings (rating_metrics)
+    BEYOND = "beyond"  # over a run's top-k lists (beyond_accuracy)
+    AUXILIARY = "auxiliary"  # per-unit counts other metrics' summaries need; not a metric shown
+
+    @property
+    def title(self) -> str:
+        """A heading for listings and glossaries."""
+        return _FAMILY_TITLES[self]
+
+
+_FAMILY_TITLES = {
+    Family.CUTOFF: "Ranking metrics at each cutoff k (per unit, on the top k of its ranking)",
+    Family.WHOLE: "Ranking metrics over the unit's whole target set",
+    Family.RATING: "Rating-prediction metrics (per user, over the user's test ratings)",
+    Family.BEYOND: "Beyond-accuracy metrics (over a run's top-k lists)",
+    Family.AUXILIARY: "Auxiliary per-unit counts",
+}
+
+
+class Direction(StrEnum):
+    HIGHER = "higher"
+    LOWER = "lower"
+    NONE = "none"  # auxiliary counts
+
+
+class Summary(StrEnum):
+    """How per-unit values become the number a table shows (``docs/CONVENTIONS.md#averaging``)."""
+
+    USER_MEAN = "user mean"  # units -> per-user mean -> mean over users per fold -> mean of folds
+    POOLED_F = "pooled F_tp,fp"  # F of the TP, FP, FN summed over units (Forman & Scholz)
+    RUN_VALUE = "run value"  # one value per fold's run, then the mean of the fold values
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One metric: how it is named, read, computed and summarised.
+
+    Attributes:
+        name: the key in per-unit tables, configs and the CLI (``ndcg``).
+        symbol: the label of its summary as papers print it (``nDCG``; ``MAP`` for the mean of
+            ``ap``, ``MRR`` for that of ``rr``).
+        family: what it is computed from (:class:`Family`).
+        direction: whether higher or lower values are better.
+        cutoff: whether it is computed at every cutoff k (``k`` null otherwise).
+        undefined: when a unit's value is undefined (NaN), or ``never``.
+        summary: the summary rule (:class:`Summary`).
+        convention: one line, as ``trec_eval -h`` prints it.
+        slot: for ranking metrics, the ranking kernel's column block: the cutoff metrics' blocks of
+            one column per cutoff come first, in slot order, then one column per whole-list metric
+            in slot order (see :func:`kernel_column`).
+        sampled_correction: whether the metric of a unit with one relevant item is a closed form
+            of that item's rank, so that a sampled value (1R+NN) can be corrected to full ranking
+            (Krichene & Rendle).
+    """
+
+    name: str
+    symbol: str
+    family: Family
+    direction: Direction
+    cutoff: bool
+    undefined: str
+    summary: Summary
+    convention: str
+    slot: int | None = None
+    sampled_correction: bool = False
+
+    def label(self, k: int | None = None) -> str:
+        """The printed label at cutoff ``k``: ``nDCG@10``; ``AUC`` (no cutoff)."""
+        return self.symbol if k is None or not self.cutoff else f"{self.symbol}@{k}"
+
+    @property
+    def lower_is_better(self) -> bool:
+        return self.direction is Direction.LOWER
+
+    def as_dict(self) -> dict:
+        """A JSON-ready record (``recsys-eval list metrics --json``)."""
+        return {key: (str(value) if isinstance(value, StrEnum) else value)
+                for key, value in asdict(self).items()}
+
+
+_C, _W, _RA, _B, _AUX = Family.CUTOFF, Family.WHOLE, Family.RATING, Family.BEYOND, Family.AUXILIARY
+_UP, _DOWN = Direction.HIGHER, Direction.LOWER
+_MEAN, _RUN = Summary.USER_MEAN, Summary.RUN_VALUE
+_NO_REL = "no relevant item (R = 0)"
+
+METRICS: dict[str, MetricSpec] = {
+    spec.name: spec
+    for spec in (
+        MetricSpec("precision", "P", _C, _UP, True, "never", _MEAN,
+                   "relevant items in the top k / k (k even when fewer items are listed)",
+                   slot=0, sampled_correction=True),
+        MetricSpec("recall", "R", _C, _UP, True, _NO_REL, _MEAN,
+                   "relevant items in the top k / R, the unit's relevant items",
+                   slot=1, sampled_correction=True),
+        MetricSpec("f1", "F1", _C, _UP, True, _NO_REL, _MEAN,
+                   "2PR/(P+R) per unit (0 without a hit), averaged like P and R; f1_pooled beside it "
+                   "is the F of the summed TP, FP, FN (Forman & Scholz's F_tp,fp)",
+                   slot=2),
+        MetricSpec("ap", "MAP", _C, _UP, True, _NO_REL, _MEAN,
+                   "sum of precision@i at relevant ranks i <= k, / R (or / min(R, k)); trec_eval map_cut",
+                   slot=3, sampled_correction=True),
+        MetricSpec("ndcg", "nDCG", _C, _UP, True, _NO_REL, _MEAN,
+                   "sum of gain/log2(i+1) over the top k, / the same of the ideal order cut at k",
+                   slot=4, sampled_correction=True),
+        MetricSpec("rr", "MRR", _C, _UP, True, _NO_REL, _MEAN,
+                   "1 / rank of the first relevant item in the top k, 0 if none",
+                   slot=5, sampled_correction=True),
+        MetricSpec("hit", "HR", _C, _UP, True, "never", _MEAN,
+                   "1 if a relevant item is in the top k, else 0 (0 when R = 0)",
+                   slot=6, sampled_correction=True),
+        MetricSpec("half_life", "HLU", _C, _UP, True, "no target gain above the neutral d", _MEAN,
+                   "sum of max(g - d, 0) / 2^((i-1)/(h-1)) over the top k, / its best value (Breese)",
+                   slot=7),
+        MetricSpec("auc", "AUC", _W, _UP, False, "no relevant or no non-relevant target", _MEAN,
+                   "share of (relevant, non-relevant) target pairs ordered right, ties 1/2",
+                   slot=0, sampled_correction=True),
+        MetricSpec("n_relevant", "R", _AUX, Direction.NONE, False, "never", _MEAN,
+                   "the unit's relevant items R, beside f1 for the F-measure variants"),
+        MetricSpec("sampled_rank", "rank", _AUX, Direction.NONE, False, "never", _MEAN,
+                   "a 1R+NN unit's relevant item's position among its n + 1 targets (0: not ranked)"),
+        MetricSpec("full_candidates", "N", _AUX, Direction.NONE, False, "never", _MEAN,
+                   "a 1R+NN unit's full candidate count |C(u)| - |Rel(u)| + 1, for the correction"),
+        MetricSpec("mae", "MAE", _RA, _DOWN, False, "never", _MEAN,
+                   "mean |prediction - rating| per user; micro over all test ratings beside it"),
+        MetricSpec("rmse", "RMSE", _RA, _DOWN, False, "never", _MEAN,
+                   "sqrt of the mean squared error per user; micro over all test ratings beside it"),
+        MetricSpec("kendall", "tau", _RA, _UP, False, "fewer than 2 ratings or a constant side", _MEAN,
+                   "Kendall's tau-b between predicted and true ratings of the user's test items"),
+        MetricSpec("spearman", "rho", _RA, _UP, False, "fewer than 2 ratings or a constant side", _MEAN,
+                   "Spearman's rho (Pearson of average ranks) between predicted and true ratings"),
+        MetricSpec("ndpm", "NDPM", _RA, _DOWN, False, "the user rated every item alike", _MEAN,
+                   "(2 C- + Cu) / 2C over pairs rated differently: C- reversed, Cu tied (Yao)"),
+        MetricSpec("catalog_coverage", "Cov", _B, _UP, True, "never", _RUN,
+                   "distinct catalogue items in the top-k lists / catalogue (train items)"),
+        MetricSpec("user_coverage", "UCov", _B, _UP, False, "never", _MEAN,
+                   "1 if the unit's list is non-empty; its mean is the share of users served"),
+        MetricSpec("prediction_coverage", "PCov", _B, _UP, False, "never", _RUN,
+                   "distinct items ranked anywhere in the lists / all items"),
+        MetricSpec("novelty", "Nov", _B, _UP, True, "an empty list", _MEAN,
+                   "mean -log2 p(i) of the top-k items, p(i) the share of train users with i"),
+        MetricSpec("gini", "Gini", _B, _DOWN, True, "no item listed", _RUN,
+                   "Gini index of catalogue items' exposure in the top-k lists (0: equal exposure)"),
+        MetricSpec("entropy", "Ent", _B, _UP, True, "no item listed", _RUN,
+                   "Shannon entropy (bits) of catalogue items' exposure in the top-k lists"),
+        MetricSpec("ild", "ILD", _B, _UP, True, "fewer than 2 listed items", _MEAN,
+                   "mean Jaccard distance of genre sets over pairs of top-k items"),
+    )
+}
+
+
+def names_of(*families: Family) -> tuple[str, ...]:
+    """The registry keys of the given families, in registry order."""
+    return tuple(name for name, spec in METRICS.items() if spec.family in families)
+
+
+RANKING_METRICS = names_of(Family.CUTOFF, Family.WHOLE)
+RATING_METRICS = names_of(Family.RATING)
+BEYOND_METRICS = names_of(Family.BEYOND)
+#: Per-unit rows that are not metrics of their own: left out of tests, agreement and reports.
+AUXILIARY_METRICS = names_of(Family.AUXILIARY)
+#: The relevant count R emitted beside ``f1``: F_tp,fp needs the summed TP, FP and FN.
+N_RELEVANT = "n_relevant"
+#: Every metric a user can ask for.
+ALL_METRICS = names_of(Family.CUTOFF, Family.WHOLE, Family.RATING, Family.BEYOND)
+
+#: Blocks of the ranking kernel's matrix: one per cutoff metric, then one column per whole metric.
+KERNEL_CUTOFF_SLOTS = len(names_of(Family.CUTOFF))
+KERNEL_WHOLE_SLOTS = len(names_of(Family.WHOLE))
+
+GAINS = ("graded", "binary", "exp")
+TIES = ("first", "average")
+AP_DENOMINATORS = ("relevant", "min_rk")
+UNDEFINED_POLICIES = ("skip", "zero")
+
+
+def kernel_column(name: str, c: int, n_cut: int) -> int:
+    """The ranking kernel's column of metric ``name`` at cutoff index ``c`` of ``n_cut``:
+    ``slot * n_cut + c`` for a cutoff metric, ``KERNEL_CUTOFF_SLOTS * n_cut + slot`` for a
+    whole-list one."""
+    spec = METRICS[name]
+    if spec.family is Family.CUTOFF:
+        return spec.slot * n_cut + c
+    if spec.family is Family.WHOLE:
+        return KERNEL_CUTOFF_SLOTS * n_cut + spec.slot
+    raise ConfigError(f"metric {name!r} is not computed by the ranking kernel")
+
+
+def kernel_width(n_cut: int) -> int:
+    """Columns of the ranking kernel's matrix for ``n_cut`` cutoffs."""
+    return KERNEL_CUTOFF_SLOTS * n_cut + KERNEL_WHOLE_SLOTS
+
+
+def display_label(name: str) -> str:
+    """A summary name as printed: ``ndcg@10`` -> ``nDCG@10``, ``ap@5`` -> ``MAP@5``; a name the
+    registry does not know is returned as it is."""
+    metric, _, k = name.partition("@")
+    if metric == "f1_pooled":  # a summary row of its own: F_tp,fp beside the per-user mean F1
+        return f"F1pool@{k}" if k else "F1pool"
+    spec = METRICS.get(metric)
+    if spec is None:
+        return name
+    return spec.label(int(k) if k else None)
+
+
+def lower_is_better(metric: str) -> bool:
+    """True for metrics whose lower values are better (errors, NDPM, Gini); unknown names: False."""
+    spec = METRICS.get(metric)
+    return spec is not None and spec.lower_is_better
+
+
+def check_metrics(metrics: str | Iterable[str], allowed: Sequence[str] = ALL_METRICS) -> list[str]:
+    """The metric names as a list without repeats; an unknown name raises with the closest one."""
+    names = [metrics] if isinstance(metrics, str) else list(metrics)
+    if not names:
+        raise ConfigError("no metric given: " + closest("", allowed))
+    out: list[str] = []
+    for name in names:
+        if not isinstance(name, str) or name not in allowed:
+            raise ConfigError(f"unknown metric {name!r}: {closest(str(name), allowed)}")
+        if name not in out:
+            out.append(name)
+    return out
+
+
+def check_cutoffs(k: int | Iterable[int]) -> list[int]:
+    """Cutoffs as a sorted list of distinct positive ints; k <= 0 or a non-integer raises."""
+    values = [k] if hasattr(k, "__index__") else list(k)
+    if not values:
+        raise ConfigError("no cutoff k given: expected positive integers such as 1, 5, 10")
+    out = set()
+    for value in values:
+        if isinstance(value, bool) or not hasattr(value, "__index__"):
+            raise ConfigError(f"cutoff k must be a positive integer, got {value!r}")
+        if int(value) <= 0:
+            raise ConfigError(f"cutoff k must be a positive integer, got {int(value)}")
+        out.add(int(value))
+    return sorted(out)
