@@ -15,11 +15,17 @@
 
 The "after" per-unit values are checked equal to the "before" ones (popularity: bit for bit; ALS
 scores a factor tile where the old path scored a block, so to 1e-12 where ranks agree).
+Part ``q`` checks the quick start instead (experiments/quickstart.toml: ML-100K, its split, seeds,
+protocols and five systems, built by the runner's own functions): per-unit values of the runner's
+path today (``rank`` + ``measure``) against the fast paths (``recommend_top_k(..., targets=)``,
+``rank_one_relevant`` on one-relevant targets), every ranking metric compared bit for bit, and
+AUC of the full-ranking protocols shown beside the depth-truncated value it replaces.
+
 Each measurement runs in a fresh process (peak RSS is the process's); numba kernels are compiled
 or loaded from the cache by a warm-up call on tiny data first, outside the timings.
 Prints seconds, the after/before ratio, peak RSS and the machine's load (``uptime``).
 
-Run: RECSYS_EVAL_DATA=../shared/datasets uv run python benchmarks/bench_one_relevant.py [--parts 1 2 3]
+Run: RECSYS_EVAL_DATA=../shared/datasets uv run python benchmarks/bench_one_relevant.py [--parts 1 2 3 | q]
 """
 
 from __future__ import annotations
@@ -138,6 +144,56 @@ def run_part(part: str, mode: str, system: str) -> dict:
     return out
 
 
+def check_quickstart() -> None:
+    """Part q (module docstring)."""
+    import polars as pl
+
+    from recsys_eval.experiment import runner
+    from recsys_eval.experiment.config import load_config
+    from recsys_eval.measure import measure
+    from recsys_eval.recommend import rank_one_relevant, recommend_top_k
+    from recsys_eval.targets import build_targets
+
+    path = Path(__file__).resolve().parents[1] / "experiments" / "quickstart.toml"
+    config = load_config(path)
+    data, _ = runner.prepare_data(config, runner.load_data(config))
+    split = runner.make_splits(config, data)[0]
+    m = config.metrics
+    names = [n for n in runner._ranking_metrics(config)[0] if n not in ("catalog_coverage", "novelty")]
+    for rec in config.recommenders:
+        model = runner.make_model(config, rec, data, split.name).fit(split.train)
+        for protocol in config.protocols:
+            target = runner.build_protocol_targets(config, protocol, split)[0]
+            targets = target.targets
+            options = dict(metrics=names, k=m.k, gain=m.gain, ties=m.ties, system=rec.display, fold=split.name)
+            old = measure(runner.rank(config, model, target), targets, **options)
+            if targets.all_candidates:
+                ranked = recommend_top_k(model, split.train, targets.unit_user, runner.full_ranking_depth(config),
+                                         candidates=targets.candidates, targets=targets)
+                new_targets = targets
+            elif "1R" in protocol.name:
+                seed = runner.derive_seed(config.seed, "targets", split.name, protocol.display)
+                new_targets = build_targets(split, protocol.name, threshold=m.relevance_threshold, seed=seed,
+                                            one_relevant=True)
+                ranked = rank_one_relevant(model, split.train, new_targets)
+            else:
+                continue  # AR+NN: the listed path is the fast path
+            new = measure(ranked, new_targets, **options)
+            key = ["metric", "k", "unit"]
+            joined = old.join(new, on=key, how="full", suffix="_new", nulls_equal=True)
+            same = (pl.col("value") == pl.col("value_new")) | (pl.col("value").is_nan() & pl.col("value_new").is_nan())
+            differ = joined.filter(~same)
+            other = differ.filter(pl.col("metric") != "auc").height
+            line = f"  {rec.display:>9} {protocol.name:<12} {old.height:>7,} values: {other} differ"
+            if targets.all_candidates:
+                auc = joined.filter(pl.col("metric") == "auc")
+                line += (f"; AUC exact {auc.get_column('value_new').fill_nan(None).mean():.4f} "
+                         f"(was {auc.get_column('value').fill_nan(None).mean():.4f} at depth {runner.full_ranking_depth(config)})")
+            else:
+                line += f"; AUC identical: {differ.filter(pl.col('metric') == 'auc').height == 0}"
+            print(line)
+
+
 def measure_in_process(part: str, mode: str, system: str) -> dict:
     result = subprocess.run(
         [sys.executable, __file__, "--child", part, mode, system], capture_output=True, text=True, check=True,
@@ -163,6 +219,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.child:
         print(json.dumps(run_part(*args.child)))
+        return
+    if args.parts == ["q"]:
+        check_quickstart()
         return
     print(f"load before: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
     for part in args.parts:  # make the splits once, outside the timed children

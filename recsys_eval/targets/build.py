@@ -97,9 +97,7 @@ def _plan(split, protocol, threshold, seed, fresh_negatives, sampling, chunk_siz
             f"split {split.name!r}: protocol {protocol.name} needs relevant test items, and none "
             f"reaches the threshold {threshold}"
         )
-    plan = plan_units(split, protocol, judged, seed, fresh_negatives, sampling, chunk_size)
-    plan.one_relevant = one_relevant and protocol.relevant == "1R"
-    return plan
+    return plan_units(split, protocol, judged, seed, fresh_negatives, sampling, chunk_size, one_relevant=one_relevant)
 
 
 def check_options(protocol: Protocol, fresh_negatives: bool, sampling: str, chunk_size: int) -> None:
@@ -125,9 +123,12 @@ def plan_units(
     sampling: str = "uniform",
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     item_pool: np.ndarray | None = None,
+    *,
+    one_relevant: bool = False,
 ) -> _Plan:
     """Units, sizes and sampling inputs of a protocol; ``item_pool`` (a bool mask over items)
-    restricts candidates and test items to a subset (a popularity bin)."""
+    restricts candidates and test items to a subset (a popularity bin); ``one_relevant``: 1R
+    targets in their compact form."""
     n_items = split.n_items
     tr_ptr, tr_idx = train_rows(split.train)
     check_disjoint(split, tr_ptr, tr_idx, judged)
@@ -175,7 +176,7 @@ def plan_units(
         protocol, n_items, users, judged, candidates=candidates, m=m.astype(np.int64), avail=avail.astype(np.int64),
         n_rel=n_rel[users], fresh=fresh_negatives, seed=seed, weighted=weighted, weight=weight,
         pool_items=pool_items, prob=prob, alias=alias, tr_ptr=tr_ptr,
-        tr_idx=tr_idx, chunk_size=chunk_size,
+        tr_idx=tr_idx, chunk_size=chunk_size, one_relevant=one_relevant and protocol.relevant == "1R",
     )
 
 

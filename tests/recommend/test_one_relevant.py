@@ -217,3 +217,40 @@ def test_exact_auc_of_models_at_depth_10_and_all_items(name, params):
     assert_same(listed, measure(depth10, targets, metrics="auc", k=1))
     truncated = measure(recommend_top_k(model, split.train, targets.unit_user, 10), targets, metrics="auc", k=1)
     assert not np.allclose(truncated.get_column("value").to_numpy(), listed.get_column("value").to_numpy())
+
+
+def test_hand_worked_closed_forms():
+    from recsys_eval.core.units import RelevantRanks
+    from recsys_eval.core import Targets
+
+    # unit 0: rank 3 of 6; unit 1: two ties, one of smaller index; unit 2: not ranked; unit 3: no negative
+    ranks = RelevantRanks(np.array([0, 0, 1, 2], np.int32), np.array([2, 1, 3, 0]), np.array([0, 2, 2, 0]),
+                          np.array([0, 1, 0, 0]), np.array([5, 4, 5, 0]), np.array([4.0, 1.0, 5.0, 2.0], np.float32),
+                          np.array([True, True, False, True]))
+    targets = Targets(ranks.unit_user, np.arange(5, dtype=np.int64), np.array([1, 2, 3, 4], np.int32),
+                      ranks.gain, 10, "AI+1R+NN5", one_relevant=True, unit_group=np.arange(4),
+                      negative_offsets=np.array([0, 5, 9, 14, 14]), negatives=np.zeros(14, np.int32))
+    assert ranks.sampled_rank.tolist() == [3, 3, 0, 1]
+
+    def values(ties):
+        frame = measure(ranks, targets, metrics=["precision", "rr", "ndcg", "hit", "auc"], k=[2, 3, 10], ties=ties)
+        return {(m, k, u): v for m, k, u, v in frame.select("metric", "k", "unit", "value").iter_rows()}
+
+    first, average = values("first"), values("average")
+    assert first["precision", 2, 0] == 0 and first["precision", 3, 0] == pytest.approx(1 / 3)
+    assert first["rr", 10, 0] == pytest.approx(1 / 3) and first["ndcg", 10, 0] == pytest.approx(0.5)
+    assert first["auc", None, 0] == pytest.approx(0.6) and first["auc", None, 1] == pytest.approx(0.5)
+    assert average["rr", 10, 1] == pytest.approx((1 / 2 + 1 / 3 + 1 / 4) / 3)
+    assert average["ndcg", 10, 1] == pytest.approx((1 / np.log2(3) + 1 / np.log2(4) + 1 / np.log2(5)) / 3)
+    assert average["hit", 2, 1] == pytest.approx(1 / 3) and average["precision", 3, 1] == pytest.approx(2 / 9)
+    for ties in (first, average):
+        assert ties["hit", 10, 2] == 0 and ties["ndcg", 10, 2] == 0 and ties["auc", None, 2] == pytest.approx(0.2)
+        assert ties["rr", 2, 3] == 1 and np.isnan(ties["auc", None, 3])
+
+
+def test_one_relevant_targets_are_not_saved_as_lists(tmp_path):
+    from recsys_eval.targets import save_targets
+
+    targets = build_targets(random_split(6), "AI+1R+AN", threshold=3, one_relevant=True)
+    with pytest.raises(ConfigError, match="one-relevant"):
+        save_targets(targets, tmp_path / "t.parquet")
