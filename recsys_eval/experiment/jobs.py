@@ -254,6 +254,7 @@ def rank(config: ExperimentConfig, model, target: ProtocolTargets):
             full_ranking_depth(config),
             candidates=targets.candidates,
             chunk_size=config.run.chunk_size,
+            targets=targets,  # exact AUC: each relevant item's rank among all the user's candidates
         )
     return rank_targets(model, targets, chunk_size=config.run.chunk_size)
 

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import polars as pl
 
-from recsys_eval.core.units import Rankings, Targets
+from recsys_eval.core.units import Rankings, RelevantRanks, Targets
 from recsys_eval.errors import ConfigError, DataError, check_choice
 from recsys_eval.measure import kernels
 from recsys_eval.measure.beyond import beyond_accuracy
@@ -26,11 +26,12 @@ from recsys_eval.measure.metrics import (
     kernel_column,
     kernel_width,
 )
+from recsys_eval.measure.single import check_one_relevant, one_relevant_values
 from recsys_eval.measure.ties import check_scores, order_ties, tie_flags
 
 
 def measure(
-    rankings: Rankings,
+    rankings: Rankings | RelevantRanks,
     targets: Targets,
     *,
     metrics: str | Iterable[str] = ("precision", "recall", "ap", "ndcg", "rr", "hit", "auc"),
@@ -52,6 +53,8 @@ def measure(
     Args:
         rankings: ranked items per unit, best first; the same units, in the same order, as
             ``targets``. Scores, when given, must not increase along a ranking; they define ties.
+            Under 1R, the RelevantRanks of ``rank_one_relevant`` instead: the metrics in closed
+            form (:mod:`recsys_eval.measure.single`), equal to those of the ranked lists.
         targets: the items each unit is to rank, with gains (0 = non-relevant).
         metrics: names among ``precision, recall, f1, ap, ndcg, rr, hit, half_life, auc`` and the
             beyond-accuracy ones. ``f1`` brings ``n_relevant`` rows (k null), the unit's relevant
@@ -88,7 +91,11 @@ def measure(
         raise ConfigError(f"half_life must be greater than 1 (rank of half utility), got {half_life}")
     if not neutral >= 0:
         raise ConfigError(f"neutral gain must be >= 0, got {neutral}")
-    check_units(rankings, targets)
+    one_relevant = isinstance(rankings, RelevantRanks)
+    if one_relevant:
+        check_one_relevant(rankings, targets, names, BEYOND_METRICS)
+    else:
+        check_units(rankings, targets)
     protocol = targets.protocol if protocol is None else protocol
     labels = {"system": system, "protocol": protocol, "fold": str(fold)}
 
@@ -97,11 +104,12 @@ def measure(
     if "f1" in ranking_names and N_RELEVANT not in names:
         names.append(N_RELEVANT)
     if ranking_names:
-        values = ranking_values(
-            rankings, targets, cutoffs, gain=gain, ties=ties, ap_denominator=ap_denominator,
-            half_life=half_life, neutral=neutral,
-            want_ndcg="ndcg" in names, want_half_life="half_life" in names,
-        )
+        options = dict(gain=gain, ties=ties, ap_denominator=ap_denominator, half_life=half_life, neutral=neutral)
+        if one_relevant:
+            values = one_relevant_values(rankings, cutoffs, **options)
+        else:
+            values = ranking_values(rankings, targets, cutoffs, **options, want_ndcg="ndcg" in names,
+                                    want_half_life="half_life" in names)
         columns, metric_names, ks = [], [], []
         n_cut = len(cutoffs)
         for name in ranking_names:
@@ -160,7 +168,9 @@ def ranking_values(
     want_half_life: bool = True,
 ) -> np.ndarray:
     """The ranking kernel's matrix: per unit, every ranking metric at every cutoff, column
-    :func:`~recsys_eval.measure.metrics.kernel_column` for a metric at a cutoff."""
+    :func:`~recsys_eval.measure.metrics.kernel_column` for a metric at a cutoff; AUC is the exact
+    AUC the Rankings carry when they were made by scoring every candidate."""
+    exact_auc = rankings.auc
     check_scores(rankings)
     if ties == "first":
         rankings = order_ties(rankings)
@@ -173,6 +183,8 @@ def ranking_values(
         int(targets.n_items), kernels.chunk_bounds(targets.n_units),
     )
     raise_on_status(status, rankings, targets)
+    if exact_auc is not None:
+        values[:, -1] = exact_auc
     return values
 
 

@@ -4,6 +4,7 @@ candidate items)."""
 from recsys_eval.recommend.base import (
     Recommender,
     SparseRecommender,
+    rank_one_relevant,
     rank_targets,
     recommend_top_k,
 )
@@ -17,5 +18,5 @@ from recsys_eval.recommend.user_knn import UserKNN, UserKNNRating
 __all__ = [
     "REGISTRY", "BiasPredictor", "ExternalRun", "FactorModel", "ItemKNN", "PopularRecommender",
     "RandomRecommender", "Recommender", "SparseRecommender", "UnknownIdsWarning", "UserKNN",
-    "UserKNNRating", "check_recommender", "make_recommender", "rank_targets", "recommend_top_k",
+    "UserKNNRating", "check_recommender", "make_recommender", "rank_one_relevant", "rank_targets", "recommend_top_k",
 ]

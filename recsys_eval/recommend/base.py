@@ -6,7 +6,16 @@ better. Two rankings are built from scores, in chunks so that no users x items m
 - :func:`rank_targets` scores only the listed target items of every unit (a sampled protocol costs
   ``n + 1`` scores per unit, not a full ranking) and sorts each unit's items;
 - :func:`recommend_top_k` scores every item for a chunk of users and keeps the top k of the items
-  that are candidates and not in the user's train row.
+  that are candidates and not in the user's train row; given the targets, it also places each
+  unit's relevant items among all of its candidates in the same pass, for an exact AUC.
+
+Under 1R, :func:`rank_one_relevant` gives what every metric of a unit is a function of, the place
+of its one relevant item among its non-relevant targets (:class:`RelevantRanks`), without a
+ranking per unit: listed targets are scored and counted, not sorted; "every candidate" targets
+(1R+AN) are counted in one scoring pass per user.
+
+A model whose score does not depend on the user (:meth:`Recommender.item_scores`, e.g. popularity)
+is ranked from one global order: each user's top k is the head of that order less its train items.
 
 Ties are broken by item index ascending, everywhere. A score of ``-inf`` means "not ranked" (e.g.
 an item an external run did not list): such items are left out of rankings, and the metrics count
@@ -24,12 +33,17 @@ import scipy.sparse as sp
 from threadpoolctl import threadpool_limits
 
 from recsys_eval.core import Interactions, Rankings, Targets
+from recsys_eval.core.units import RelevantRanks
 from recsys_eval.errors import ConfigError, DataError
 from recsys_eval.recommend.topk import (
     compact_units,
+    no_places,
+    place_global,
+    place_listed,
     rank_units_by_row_order,
     sort_units,
     top_k_factors,
+    top_k_global,
     top_k_rows,
 )
 
@@ -65,11 +79,7 @@ class Recommender(ABC):
         """float32 scores of the pairs (users[i], items[i]); by default gathered from score blocks
         of the distinct users, a bounded number of them at a time."""
         self._require_override("score_block")
-        items = np.asarray(items, dtype=np.int64)
-        out = np.empty(len(items), dtype=np.float32)
-        for block, positions, rows in user_blocks(users, max(1, BLOCK_CELLS // max(self.n_items, 1))):
-            out[positions] = self.score_block(block)[rows, items[positions]]
-        return out
+        return block_scores(self, users, items)
 
     def score_block(self, users: np.ndarray) -> np.ndarray:
         """float32 scores of every item for each of ``users``: shape (len(users), n_items); by
@@ -88,6 +98,12 @@ class Recommender(ABC):
         """For a model whose score is a dot product: ``(user_factors, item_factors_t)``, float32,
         row-major, score = user_factors[u] @ item_factors_t[:, i]. Top-k then computes the scores
         a few rows at a time per thread and scans them while they are in cache. None otherwise."""
+        return None
+
+    def item_scores(self) -> np.ndarray | None:
+        """For a model whose score of an item does not depend on the user (popularity): the
+        float32 score of every item. Rankings are then read off one global order of the items
+        instead of a score block per user. None otherwise."""
         return None
 
     def _require_override(self, method: str) -> None:
@@ -135,6 +151,16 @@ def user_blocks(users: np.ndarray, block_size: int) -> Iterator[tuple[np.ndarray
         yield unique[first:first + block_size].astype(np.int32), positions, inverse[positions] - first
 
 
+def block_scores(model: Recommender, users: np.ndarray, items: np.ndarray) -> np.ndarray:
+    """float32 scores of the pairs (users[i], items[i]) gathered from ``model.score_block`` of the
+    distinct users, ``BLOCK_CELLS // n_items`` of them at a time (ascending)."""
+    items = np.asarray(items, dtype=np.int64)
+    out = np.empty(len(items), dtype=np.float32)
+    for block, positions, rows in user_blocks(users, max(1, BLOCK_CELLS // max(model.n_items, 1))):
+        out[positions] = model.score_block(block)[rows, items[positions]]
+    return out
+
+
 def _checked_scores(model: Recommender, scores: np.ndarray, shape: tuple[int, ...], method: str) -> np.ndarray:
     scores = np.ascontiguousarray(scores, dtype=np.float32)
     if scores.shape != shape:
@@ -160,31 +186,47 @@ def rank_targets(model: Recommender, targets: Targets, *, chunk_size: int = 2048
     if targets.all_candidates:
         raise ConfigError("full-ranking targets are ranked with recommend_top_k, not rank_targets")
     _check_chunk(chunk_size)
-    if _dense_targets(model, targets):
+    if targets.one_relevant:
+        raise ConfigError("one-relevant targets are ranked with rank_one_relevant, not rank_targets")
+    if _dense_targets(model, len(targets.items), targets.unit_user):
         return _dense_rankings(model, targets)
-    offsets = targets.offsets
-    pair_user = np.repeat(targets.unit_user, np.diff(offsets))
-    scores = np.empty(len(targets.items), dtype=np.float32)
-    start = 0
-    while start < targets.n_units:
-        stop = min(start + chunk_size, targets.n_units)
-        stop = max(stop, min(int(np.searchsorted(offsets, offsets[start] + MIN_PAIRS)), targets.n_units))
-        lo, hi = offsets[start], offsets[stop]
-        scores[lo:hi] = _checked_scores(
-            model, model.score(pair_user[lo:hi], targets.items[lo:hi]), (hi - lo,), "score"
-        )
-        start = stop
-    if np.isnan(scores).any():
-        raise _nan_scores(model, "score")
+    scores = score_units(model, targets.unit_user, targets.offsets, targets.items, chunk_size)
     return _sorted_rankings(targets, scores)
 
 
-def _dense_targets(model: Recommender, targets: Targets) -> bool:
-    """Whether the listed pairs cover at least 1/16 of the items per distinct user, and the model
-    has a score block of its own."""
+def score_units(model: Recommender, unit_user: np.ndarray, offsets: np.ndarray, items: np.ndarray,
+                chunk_size: int, dense: bool = False) -> np.ndarray:
+    """float32 scores of the listed items of every unit (CSR ``offsets``/``items``) for the unit's
+    user, ``chunk_size`` units and at least ``MIN_PAIRS`` pairs per call to ``model.score``, so
+    that units of a few items do not pay one call each; ``dense``: gathered from score blocks
+    of the distinct users instead (the scores :func:`rank_targets` ranks dense targets by).
+    NaN raises."""
+    pair_user = np.repeat(unit_user, np.diff(offsets))
+    if dense:
+        scores = block_scores(model, pair_user, items)
+        if np.isnan(scores).any():
+            raise _nan_scores(model, "score_block")
+        return scores
+    scores = np.empty(len(items), dtype=np.float32)
+    n_units = len(unit_user)
+    start = 0
+    while start < n_units:
+        stop = min(start + chunk_size, n_units)
+        stop = max(stop, min(int(np.searchsorted(offsets, offsets[start] + MIN_PAIRS)), n_units))
+        lo, hi = offsets[start], offsets[stop]
+        scores[lo:hi] = _checked_scores(model, model.score(pair_user[lo:hi], items[lo:hi]), (hi - lo,), "score")
+        start = stop
+    if np.isnan(scores).any():
+        raise _nan_scores(model, "score")
+    return scores
+
+
+def _dense_targets(model: Recommender, n_pairs: int, unit_user: np.ndarray) -> bool:
+    """Whether ``n_pairs`` listed pairs cover at least 1/16 of the items per distinct user, and
+    the model has a score block of its own."""
     has_block = type(model).score_block is not Recommender.score_block
-    users = len(np.unique(targets.unit_user))
-    return has_block and users > 0 and len(targets.items) / users >= max(model.n_items, 1) / 16
+    users = len(np.unique(unit_user))
+    return has_block and users > 0 and n_pairs / users >= max(model.n_items, 1) / 16
 
 
 def _dense_rankings(model: Recommender, targets: Targets) -> Rankings:
@@ -223,24 +265,102 @@ def _sorted_rankings(targets: Targets, scores: np.ndarray) -> Rankings:
     )
 
 
-def _top_k_chunk(
+def _blocked(candidates: np.ndarray | None, n_items: int) -> np.ndarray:
+    """The complement of a candidate mask (None: every item is a candidate), checked."""
+    if candidates is None:
+        return np.zeros(n_items, dtype=np.bool_)
+    candidates = np.asarray(candidates)
+    if candidates.dtype != np.bool_ or candidates.shape != (n_items,):
+        raise DataError(
+            f"candidates must be a bool mask over the {n_items:,} items, got "
+            f"{candidates.dtype} of shape {candidates.shape}"
+        )
+    return ~candidates
+
+
+def _scan_candidates(
     model: Recommender,
-    factors: tuple[np.ndarray, np.ndarray] | None,
-    chunk: np.ndarray,
-    seen: sp.csr_matrix,
-    blocked: np.ndarray,
+    train: Interactions,
+    rows: np.ndarray,
     k: int,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Top-k items, scores (chunk x k) and counts of one chunk of users."""
-    if factors is not None:
-        tile = max(1, TILE_CELLS // max(len(blocked), 1))
-        item, score, count, nans = top_k_factors(*factors, chunk, seen.indptr, seen.indices, blocked, k, tile)
+    blocked: np.ndarray,
+    place_ptr: np.ndarray,
+    placed: np.ndarray,
+    chunk_size: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Score every item for ``rows`` (user indices), ``chunk_size`` rows at a time, keeping each
+    row's top ``k`` candidates (k = 0: none) and placing its items ``placed[place_ptr[r]:
+    place_ptr[r + 1]]`` among its other candidates (counts above, tied, tied before, per placed
+    item). Returns ``(offsets, items, scores, above, tied, before)``."""
+    seen = train.csr()
+    n_placed = len(placed)
+    above = np.zeros(n_placed, dtype=np.int64)
+    tied = np.zeros(n_placed, dtype=np.int64)
+    before = np.zeros(n_placed, dtype=np.int64)
+    placed = np.ascontiguousarray(placed, dtype=np.int32)
+    items_out, scores_out = [], []
+    lengths = np.zeros(len(rows), dtype=np.int64)
+    item_scores = model.item_scores() if callable(getattr(model, "item_scores", None)) else None
+    if item_scores is not None:
+        chunk_rows = _global_order_chunks(model, item_scores, seen, rows, k, blocked, place_ptr, placed,
+                                          above, tied, before, chunk_size)
     else:
-        scores = _checked_scores(model, model.score_block(chunk), (len(chunk), len(blocked)), "score_block")
-        item, score, count, nans = top_k_rows(scores, chunk, seen.indptr, seen.indices, blocked, k)
-    if nans:
-        raise _nan_scores(model, "factors" if factors is not None else "score_block")
-    return item, score, count
+        chunk_rows = _score_block_chunks(model, seen, rows, k, blocked, place_ptr, placed, above, tied,
+                                         before, chunk_size)
+    for start, item, score, count in chunk_rows:
+        keep = np.arange(k)[None, :] < count[:, None]
+        items_out.append(item[keep])
+        scores_out.append(score[keep])
+        lengths[start:start + len(count)] = count
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    items = np.concatenate(items_out) if items_out else np.zeros(0, np.int32)
+    scores = np.concatenate(scores_out) if scores_out else np.zeros(0, np.float32)
+    return offsets, items, scores, above, tied, before
+
+
+def _score_block_chunks(model, seen, rows, k, blocked, place_ptr, placed, above, tied, before, chunk_size):
+    """Per chunk of rows: ``(start, items, scores, counts)`` of the top k, from a score block (or
+    a factor model's cached tiles); the placed items' counts are written as a side effect."""
+    factors = model.factors() if callable(getattr(model, "factors", None)) else None
+    # a factor model's tiles are the parallelism: BLAS threads on top would oversubscribe
+    with threadpool_limits(1, "blas") if factors is not None else nullcontext():
+        for start in range(0, len(rows), chunk_size):
+            chunk = rows[start:start + chunk_size]
+            a, b = place_ptr[start], place_ptr[start + len(chunk)]
+            ptr = place_ptr[start:start + len(chunk) + 1] - a
+            place = (ptr, placed[a:b], above[a:b], tied[a:b], before[a:b])
+            if factors is not None:
+                tile = max(1, TILE_CELLS // max(len(blocked), 1))
+                item, score, count, nans = top_k_factors(*factors, chunk, seen.indptr, seen.indices, blocked, k,
+                                                         tile, *place)
+            else:
+                scores = _checked_scores(model, model.score_block(chunk), (len(chunk), len(blocked)), "score_block")
+                item, score, count, nans = top_k_rows(scores, chunk, seen.indptr, seen.indices, blocked, k, *place)
+            if nans:
+                raise _nan_scores(model, "factors" if factors is not None else "score_block")
+            yield start, item, score, count
+
+
+def _global_order_chunks(model, item_scores, seen, rows, k, blocked, place_ptr, placed, above, tied, before,
+                         chunk_size):
+    """:func:`_score_block_chunks` for a model whose scores do not depend on the user: one order of
+    the candidate items by (score desc, item asc), walked per row past its train items."""
+    scores = _checked_scores(model, item_scores, (len(blocked),), "item_scores")
+    if np.isnan(scores).any():
+        raise _nan_scores(model, "item_scores")
+    pool = np.flatnonzero(~blocked)
+    order = pool[np.argsort(-scores[pool], kind="stable")].astype(np.int32)  # ties keep item order
+    position = np.full(len(blocked), -1, dtype=np.int64)
+    position[order] = np.arange(len(order))
+    finite = order[scores[order] > -np.inf]
+    bounds = np.linspace(0, len(rows), min(len(rows), 64) + 1).astype(np.int64)
+    place_global(-scores[order], position, scores, rows, seen.indptr, seen.indices, place_ptr, placed, above,
+                 tied, before, bounds)
+    for start in range(0, len(rows) if k else 0, chunk_size):
+        chunk = rows[start:start + chunk_size]
+        chunk_bounds = np.linspace(0, len(chunk), min(len(chunk), 64) + 1).astype(np.int64)
+        item, count = top_k_global(finite, chunk, seen.indptr, seen.indices, len(blocked), k, chunk_bounds)
+        yield start, item, scores[item], count
 
 
 def recommend_top_k(
@@ -251,46 +371,117 @@ def recommend_top_k(
     *,
     candidates: np.ndarray | None = None,
     chunk_size: int = 2048,
+    targets: Targets | None = None,
 ) -> Rankings:
     """The top ``k`` items of every user among the candidate items not in its train row.
 
     One ranking per entry of ``users`` (repeats allowed), in order; ``candidates`` is a bool mask
     over items (None: every item). Scores are computed ``chunk_size`` users at a time, so memory
     is bounded by ``chunk_size`` x n_items scores plus the output (for a model with
-    :meth:`Recommender.factors`, by a few cached tiles per thread).
+    :meth:`Recommender.factors`, by a few cached tiles per thread; for one with
+    :meth:`Recommender.item_scores`, by the output: no score block at all).
+
+    With ``targets`` (full-ranking Targets whose units are ``users``), each unit's relevant items
+    are placed among all of its N = n_candidates - R non-relevant candidates while the scores are
+    at hand, and the Rankings carry the exact AUC of every unit, whatever ``k``:
+    sum over relevant r of (N - above_r - tied_r / 2) / (R N), tied pairs counting one half
+    (NaN when R = 0 or N = 0).
     """
     if k <= 0:
         raise ConfigError(f"k must be a positive integer, got {k}")
     _check_chunk(chunk_size)
     users = np.asarray(users, dtype=np.int32)
-    seen = train.csr()
-    n_items = train.n_items
-    if candidates is None:
-        blocked = np.zeros(n_items, dtype=np.bool_)
+    blocked = _blocked(candidates, train.n_items)
+    if targets is None:
+        place_ptr, placed = no_places(len(users))[:2]
     else:
-        candidates = np.asarray(candidates)
-        if candidates.dtype != np.bool_ or candidates.shape != (n_items,):
-            raise DataError(
-                f"candidates must be a bool mask over the {n_items:,} items, got "
-                f"{candidates.dtype} of shape {candidates.shape}"
+        _check_full_ranking_targets(targets, users)
+        place_ptr, placed = targets.offsets, targets.items
+    offsets, items, scores, above, tied, _ = _scan_candidates(
+        model, train, users, k, blocked, place_ptr, placed, chunk_size
+    )
+    auc = None if targets is None else _exact_auc(targets, above, tied)
+    return Rankings(users, offsets, items, scores, auc=auc)
+
+
+def _check_full_ranking_targets(targets: Targets, users: np.ndarray) -> None:
+    if not targets.all_candidates or targets.one_relevant:
+        raise ConfigError(
+            f"recommend_top_k places the relevant items of full-ranking targets (AR+AN), not of "
+            f"{targets!r}"
+        )
+    if len(users) != targets.n_units or np.any(users != targets.unit_user):
+        raise DataError("recommend_top_k: users must be targets.unit_user (one ranking per unit, in order)")
+
+
+def _exact_auc(targets: Targets, above: np.ndarray, tied: np.ndarray) -> np.ndarray:
+    """Per unit, the share of (relevant, non-relevant candidate) pairs ordered right, ties one half."""
+    n_rel = np.diff(targets.offsets)
+    n_non = np.asarray(targets.n_candidates, dtype=np.int64) - n_rel
+    unit = np.repeat(np.arange(targets.n_units), n_rel)
+    right = np.bincount(unit, n_non[unit] - above - 0.5 * tied, minlength=targets.n_units)
+    defined = (n_rel > 0) & (n_non > 0)
+    return np.divide(right, n_rel * n_non, out=np.full(targets.n_units, np.nan), where=defined)
+
+
+def rank_one_relevant(
+    model: Recommender,
+    train: Interactions,
+    targets: Targets,
+    *,
+    chunk_size: int = 2048,
+) -> RelevantRanks:
+    """Where each 1R unit's relevant item falls among its non-relevant targets, without ranking
+    any unit: everything its metrics need (:func:`recsys_eval.measure.single.measure_one_relevant`).
+
+    ``targets`` is either 1R Targets as :func:`~recsys_eval.targets.build_targets` lists them
+    (every unit holds exactly one relevant item), or their one-relevant form
+    (``build_targets(..., one_relevant=True)``): a shared or per-unit sample of non-relevant items
+    is scored once and counted against the relevant item of every unit that uses it; "every
+    candidate" targets (1R+AN) are counted in one pass over each user's scores of every item, all
+    of its relevant items at once. Ties and ``-inf`` scores are as in :func:`rank_targets`: a
+    relevant item scored ``-inf`` is not ranked; NaN raises.
+    """
+    _check_chunk(chunk_size)
+    if targets.one_relevant and targets.all_candidates:
+        starts = np.flatnonzero(np.r_[True, targets.unit_user[1:] != targets.unit_user[:-1]])
+        place_ptr = np.r_[starts, targets.n_units].astype(np.int64)
+        rows = targets.unit_user[starts].astype(np.int32)
+        if len(np.unique(rows)) != len(rows) or np.any(np.diff(targets.items)[np.diff(targets.unit_user) == 0] <= 0):
+            raise DataError("one-relevant targets: a user's units must be contiguous and in item order")
+        _, _, _, above, tied, before = _scan_candidates(
+            model, train, rows, 0, _blocked(targets.candidates, train.n_items), place_ptr, targets.items, chunk_size
+        )
+        rel_scores = score_units(model, targets.unit_user, targets.offsets, targets.items, chunk_size)
+        n_non = np.asarray(targets.n_candidates, dtype=np.int64) - 1
+        relevant, gain = targets.items, targets.gain
+    else:
+        if targets.one_relevant:
+            unit_group, neg_offsets, negatives = targets.unit_group, targets.negative_offsets, targets.negatives
+            group_user = np.zeros(len(neg_offsets) - 1, dtype=np.int32)
+            group_user[unit_group] = targets.unit_user
+            n_non = np.diff(neg_offsets)[unit_group]
+            # one call scores the relevant items (a unit each) and the groups: the scores of the
+            # listed 1R targets, each pair once
+            offsets = np.concatenate([np.arange(targets.n_units), targets.n_units + neg_offsets]).astype(np.int64)
+            scores = score_units(
+                model, np.concatenate([targets.unit_user, group_user]), offsets,
+                np.concatenate([targets.items, negatives]), chunk_size,
+                _dense_targets(model, int((1 + n_non).sum()), targets.unit_user),
             )
-        blocked = ~candidates
-    factors = model.factors() if callable(getattr(model, "factors", None)) else None
-    items_out, scores_out = [], []
-    lengths = np.zeros(len(users), dtype=np.int64)
-    # a factor model's tiles are the parallelism: BLAS threads on top would oversubscribe
-    with threadpool_limits(1, "blas") if factors is not None else nullcontext():
-        for start in range(0, len(users), chunk_size):
-            chunk = users[start:start + chunk_size]
-            item, score, count = _top_k_chunk(model, factors, chunk, seen, blocked, k)
-            keep = np.arange(k)[None, :] < count[:, None]
-            items_out.append(item[keep])
-            scores_out.append(score[keep])
-            lengths[start:start + len(chunk)] = count
-    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    return Rankings(
-        users,
-        offsets,
-        np.concatenate(items_out) if items_out else np.zeros(0, np.int32),
-        np.concatenate(scores_out) if scores_out else np.zeros(0, np.float32),
+            rel_scores, neg_scores = scores[:targets.n_units], scores[targets.n_units:]
+            relevant, gain = targets.items, targets.gain
+        else:  # listed 1R targets: a unit's own list holds its negatives and, skipped, its relevant item
+            if targets.all_candidates or np.any(targets.n_relevant != 1):
+                raise ConfigError(f"rank_one_relevant needs 1R targets (one relevant item per unit), not {targets!r}")
+            unit_group, neg_offsets, negatives = np.arange(targets.n_units), targets.offsets, targets.items
+            n_non = np.diff(neg_offsets) - 1
+            neg_scores = score_units(model, targets.unit_user, neg_offsets, negatives, chunk_size,
+                                     _dense_targets(model, len(negatives), targets.unit_user))
+            rel_pos = np.flatnonzero(targets.gain > 0)
+            relevant, gain, rel_scores = targets.items[rel_pos], targets.gain[rel_pos], neg_scores[rel_pos]
+        above, tied, before = place_listed(relevant, rel_scores, unit_group, neg_offsets, negatives, neg_scores)
+    return RelevantRanks(
+        targets.unit_user.astype(np.int32), above, tied, before, n_non.astype(np.int64), gain.astype(np.float32),
+        rel_scores > -np.inf,
     )

@@ -1,9 +1,17 @@
-"""Top-k selection kernels (numba): a bounded min-heap per row, and a per-unit sort.
+"""Top-k selection kernels (numba): a bounded min-heap per row, a walk of one global order, and a
+per-unit sort; and the counts that place given items among all of a row's candidates.
 
 Order everywhere is (score descending, index ascending). The heap keeps the best k (score, index)
 pairs seen so far; its root is the worst of them. Candidates are offered in index order and must
 beat the root strictly, so among equal scores the smaller index stays: the same result as a full
 sort by (score desc, index asc), without sorting.
+
+Placing items (a user's relevant items) among the candidates: while a row's scores are at hand,
+each candidate column j scoring at least the lowest of the placed items is located among their
+sorted scores by binary search, lo(j) = #placed scores < s_j and hi(j) = #placed scores <= s_j;
+the placed item of sorted position q is then beaten by the columns with lo > q and tied with those
+with lo <= q < hi, two suffix sums of the histograms of lo and hi. A column below every placed
+item costs one comparison, so the pass costs about what the top-k scan costs.
 """
 
 from __future__ import annotations
@@ -95,11 +103,82 @@ def _top_k_of_row(row, seen_indices, first, last, blocked, out_s, out_i):
     return size, nans
 
 
+@numba.njit(cache=True)
+def _place_in_row(row, seen_indices, first, last, blocked, placed, above, tied, before):
+    """Add to ``above[p]``, ``tied[p]`` and ``before[p]`` the candidate columns of ``row`` (not in
+    ``seen_indices[first:last]``, not blocked, not one of ``placed``) scoring higher than column
+    ``placed[p]``, the same, and the same with a smaller index. ``placed`` is ascending and holds
+    candidates. Returns the NaN scores met (NaN columns are never counted)."""
+    n = len(placed)
+    placed_s = np.empty(n, dtype=np.float32)
+    for p in range(n):
+        placed_s[p] = row[placed[p]]
+    order = np.argsort(placed_s, kind="mergesort")
+    sorted_s = placed_s[order]
+    lowest = sorted_s[0]
+    n_lo = np.zeros(n + 1, dtype=np.int64)  # columns with lo(j) = q, and with hi(j) = q
+    n_hi = np.zeros(n + 1, dtype=np.int64)
+    nans = 0
+    nxt = 0  # next placed column at or after j
+    start = 0
+    for ptr in range(first, last + 1):
+        stop = seen_indices[ptr] if ptr < last else len(row)
+        for j in range(start, stop):
+            s = row[j]
+            if s >= lowest:
+                if blocked[j]:
+                    continue
+                while nxt < n and placed[nxt] < j:
+                    nxt += 1
+                if nxt < n and placed[nxt] == j:
+                    continue
+                lo = np.searchsorted(sorted_s, s, side="left")
+                hi = np.searchsorted(sorted_s, s, side="right")
+                n_lo[lo] += 1
+                n_hi[hi] += 1
+                for q in range(lo, hi):
+                    if j < placed[order[q]]:
+                        before[order[q]] += 1
+            elif s != s:
+                nans += 1
+        start = stop + 1
+    gt = 0
+    ge = 0
+    for q in range(n - 1, -1, -1):
+        gt += n_lo[q + 1]
+        ge += n_hi[q + 1]
+        above[order[q]] += gt
+        tied[order[q]] += ge - gt
+    return nans
+
+
+def no_places(n_rows: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The ``place_ptr, placed, above, tied, before`` arguments of rows that place nothing."""
+    empty = np.zeros(0, dtype=np.int64)
+    return np.zeros(n_rows + 1, dtype=np.int64), np.zeros(0, dtype=np.int32), empty, empty, empty
+
+
+@numba.njit(cache=True)
+def _scan_row(row, seen_indices, first, last, blocked, out_s, out_i, placed, above, tied, before):
+    """Top-k of the row (when ``out_s`` has room) and the places of ``placed`` (when any);
+    returns (count, NaNs met)."""
+    count, nans = 0, 0
+    if len(out_s):
+        count, nans = _top_k_of_row(row, seen_indices, first, last, blocked, out_s, out_i)
+    if len(placed):
+        nans += _place_in_row(row, seen_indices, first, last, blocked, placed, above, tied, before)
+    return count, nans
+
+
 @numba.njit(cache=True, parallel=True, nogil=True)
-def top_k_rows(scores, rows, seen_indptr, seen_indices, blocked, k):
+def top_k_rows(scores, rows, seen_indptr, seen_indices, blocked, k, place_ptr, placed, above, tied, before):
     """Best ``k`` columns of every row of ``scores`` (rows x columns), skipping the columns of
     CSR row ``rows[r]`` of ``seen`` (indices sorted) and columns with ``blocked[col]``; -inf
-    scores are never taken.
+    scores are never taken. With ``k = 0`` no top-k is kept.
+
+    Row r also places its columns ``placed[place_ptr[r]:place_ptr[r + 1]]`` (ascending) among its
+    other candidates, into the same slices of ``above``, ``tied`` and ``before``
+    (:func:`_place_in_row`).
 
     Returns columns and scores (rows x k, best first), each row's count (< k when fewer columns
     are allowed) and the number of NaN scores met (NaN is never taken)."""
@@ -110,12 +189,15 @@ def top_k_rows(scores, rows, seen_indptr, seen_indices, blocked, k):
     nans = np.zeros(n_rows, dtype=np.int64)
     for r in numba.prange(n_rows):
         first, last = seen_indptr[rows[r]], seen_indptr[rows[r] + 1]
-        counts[r], nans[r] = _top_k_of_row(scores[r], seen_indices, first, last, blocked, out_s[r], out_i[r])
+        a, b = place_ptr[r], place_ptr[r + 1]
+        counts[r], nans[r] = _scan_row(scores[r], seen_indices, first, last, blocked, out_s[r], out_i[r],
+                                       placed[a:b], above[a:b], tied[a:b], before[a:b])
     return out_i, out_s, counts, nans.sum()
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)
-def top_k_factors(user_factors, item_factors_t, rows, seen_indptr, seen_indices, blocked, k, tile):
+def top_k_factors(user_factors, item_factors_t, rows, seen_indptr, seen_indices, blocked, k, tile,
+                  place_ptr, placed, above, tied, before):
     """:func:`top_k_rows` of the scores ``user_factors[rows] @ item_factors_t``, computed ``tile``
     rows at a time by each thread and scanned while they are in cache: no rows x items block.
     Call with BLAS limited to one thread (the tiles are the parallelism)."""
@@ -129,8 +211,102 @@ def top_k_factors(user_factors, item_factors_t, rows, seen_indptr, seen_indices,
         scores = np.dot(user_factors[rows[lo:hi]], item_factors_t)
         for r in range(lo, hi):
             first, last = seen_indptr[rows[r]], seen_indptr[rows[r] + 1]
-            counts[r], nans[r] = _top_k_of_row(scores[r - lo], seen_indices, first, last, blocked, out_s[r], out_i[r])
+            a, b = place_ptr[r], place_ptr[r + 1]
+            counts[r], nans[r] = _scan_row(scores[r - lo], seen_indices, first, last, blocked, out_s[r],
+                                           out_i[r], placed[a:b], above[a:b], tied[a:b], before[a:b])
     return out_i, out_s, counts, nans.sum()
+
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def top_k_global(order, rows, seen_indptr, seen_indices, n_items, k, bounds):
+    """Top ``k`` of every row when the scores do not depend on the row: the first ``k`` items of
+    ``order`` (every allowed item with a finite score, best first) not in CSR row ``rows[r]`` of
+    ``seen``. A walk of the order's head per row, with the row's seen items stamped.
+
+    Returns items (rows x k) and each row's count; ``bounds`` are the parallel chunks of rows."""
+    n_rows = len(rows)
+    out_i = np.full((n_rows, k), -1, dtype=np.int32)
+    counts = np.zeros(n_rows, dtype=np.int64)
+    for chunk in numba.prange(len(bounds) - 1):
+        stamp = np.full(n_items, -1, dtype=np.int64)
+        for r in range(bounds[chunk], bounds[chunk + 1]):
+            u = rows[r]
+            for p in range(seen_indptr[u], seen_indptr[u + 1]):
+                stamp[seen_indices[p]] = r
+            c = 0
+            for j in order:
+                if c == k:
+                    break
+                if stamp[j] != r:
+                    out_i[r, c] = j
+                    c += 1
+            counts[r] = c
+    return out_i, counts
+
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def place_global(neg_sorted, position, item_scores, rows, seen_indptr, seen_indices, place_ptr, placed,
+                 above, tied, before, bounds):
+    """:func:`_place_in_row` when the scores do not depend on the row: from one global order of
+    the allowed items (``position[item]`` its place, -1 if not allowed; ``neg_sorted`` the
+    negated scores in that order, ascending), each placed item's counts are its global ones less
+    the row's excluded items (its allowed seen items and placed items) that fall in the same
+    ranges of the order, found by binary search in their sorted positions: O((|seen| + |placed|)
+    log) per row instead of a pass over every item."""
+    for chunk in numba.prange(len(bounds) - 1):
+        for r in range(bounds[chunk], bounds[chunk + 1]):
+            a, b = place_ptr[r], place_ptr[r + 1]
+            if a == b:
+                continue
+            u = rows[r]
+            excluded = np.empty(seen_indptr[u + 1] - seen_indptr[u] + b - a, dtype=np.int64)
+            n = 0
+            for p in range(seen_indptr[u], seen_indptr[u + 1]):
+                if position[seen_indices[p]] >= 0:
+                    excluded[n] = position[seen_indices[p]]
+                    n += 1
+            for p in range(a, b):
+                excluded[n] = position[placed[p]]
+                n += 1
+            excluded = np.sort(excluded[:n])
+            for p in range(a, b):
+                key = -item_scores[placed[p]]
+                g0 = np.searchsorted(neg_sorted, key, side="left")  # allowed items scoring higher
+                g1 = np.searchsorted(neg_sorted, key, side="right")  # ... at least as high
+                at = position[placed[p]]
+                e0 = np.searchsorted(excluded, g0)
+                e1 = np.searchsorted(excluded, g1)
+                e_at = np.searchsorted(excluded, at)
+                above[p] = g0 - e0
+                tied[p] = (g1 - g0) - (e1 - e0)  # the placed item itself is among the excluded
+                before[p] = (at - g0) - (e_at - e0)
+
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def place_listed(relevant, rel_scores, unit_group, neg_offsets, negatives, neg_scores):
+    """For every unit, of the listed items of its group ``negatives[neg_offsets[g]:neg_offsets[g +
+    1]]`` (``g = unit_group[unit]``) other than its relevant item: those scoring higher than the
+    relevant item, the same, and the same with a smaller index. O(group size) per unit, no sort."""
+    n = len(relevant)
+    above = np.zeros(n, dtype=np.int64)
+    tied = np.zeros(n, dtype=np.int64)
+    before = np.zeros(n, dtype=np.int64)
+    for u in numba.prange(n):
+        g = unit_group[u]
+        item = relevant[u]
+        s = rel_scores[u]
+        for p in range(neg_offsets[g], neg_offsets[g + 1]):
+            j = negatives[p]
+            x = neg_scores[p]
+            if j == item:
+                continue
+            if x > s:
+                above[u] += 1
+            elif x == s:
+                tied[u] += 1
+                if j < item:
+                    before[u] += 1
+    return above, tied, before
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)

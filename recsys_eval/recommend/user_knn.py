@@ -20,7 +20,7 @@ from recsys_eval.recommend.base import (
     SparseRecommender,
     user_blocks,
 )
-from recsys_eval.recommend.topk import heap_offer, top_k_rows
+from recsys_eval.recommend.topk import heap_offer, no_places, top_k_rows
 
 
 def row_normalised(matrix: sp.csr_matrix) -> sp.csr_matrix:
@@ -59,7 +59,8 @@ def neighbour_weights(vectors: sp.csr_matrix, users: np.ndarray, k: int) -> sp.c
         sims = similarity_block(vectors, block)
         sims[sims <= 0] = -np.inf
         rows = np.arange(len(block), dtype=np.int32)
-        nbr, sim, count, _ = top_k_rows(sims, rows, empty_indptr, empty_indices, none_blocked, k)
+        nbr, sim, count, _ = top_k_rows(sims, rows, empty_indptr, empty_indices, none_blocked, k,
+                                         *no_places(len(block)))
         keep = np.arange(k)[None, :] < count[:, None]
         parts.append(sp.csr_matrix(
             (sim[keep], nbr[keep], np.concatenate([[0], np.cumsum(count)])), shape=(len(block), n_users)

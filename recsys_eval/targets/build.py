@@ -12,6 +12,13 @@ a user's units unless ``fresh_negatives`` (a new sample per unit, as Cremonesi e
 
 Full ranking (AI+AR+AN, TI+AR+AN) is never listed: the Targets hold only the relevant items, with
 ``all_candidates=True``, ``n_candidates`` per unit and, for TI, the ``candidates`` mask.
+
+``one_relevant=True`` gives 1R protocols in their compact form (``Targets.one_relevant``): each
+unit lists its relevant item only; the non-relevant items are listed once per user (a shared
+sample, or UT+1R+AN's non-relevant test items), once per unit (fresh samples), or, for AI/TI+1R+AN,
+not at all (every candidate less the user's relevant items). The samples are the same items the
+listed form holds (same seed, same random streams), in a fraction of the memory, and 1R+AN needs
+no cap on its size.
 """
 
 from __future__ import annotations
@@ -50,14 +57,16 @@ def build_targets(
     fresh_negatives: bool = False,
     sampling: str = "uniform",
     chunk_size: int = DEFAULT_CHUNK_SIZE,
+    one_relevant: bool = False,
 ) -> Targets:
     """The target sets of every unit of ``split`` under ``protocol`` (e.g. ``"AI+1R+NN100"``).
 
     ``sampling="popularity"`` draws NN items in proportion to their training interactions (items
     never seen in training are then never drawn). The same seed gives the same targets whatever the
-    ``chunk_size`` (users per chunk, which bounds the working memory).
+    ``chunk_size`` (users per chunk, which bounds the working memory). ``one_relevant``: 1R
+    protocols in their compact form (module docstring; no effect on AR protocols).
     """
-    plan = _plan(split, protocol, threshold, seed, fresh_negatives, sampling, chunk_size)
+    plan = _plan(split, protocol, threshold, seed, fresh_negatives, sampling, chunk_size, one_relevant)
     return plan.targets()
 
 
@@ -70,15 +79,16 @@ def iter_targets(
     fresh_negatives: bool = False,
     sampling: str = "uniform",
     chunk_size: int = DEFAULT_CHUNK_SIZE,
+    one_relevant: bool = False,
 ) -> Iterator[Targets]:
     """The targets of :func:`build_targets`, a chunk of ``chunk_size`` users at a time (memory
     bounded by the chunk); concatenated, the chunks are exactly ``build_targets``'s units."""
-    plan = _plan(split, protocol, threshold, seed, fresh_negatives, sampling, chunk_size)
+    plan = _plan(split, protocol, threshold, seed, fresh_negatives, sampling, chunk_size, one_relevant)
     for lo in range(0, max(len(plan.users), 1), chunk_size):
         yield plan.targets(lo, min(lo + chunk_size, len(plan.users)))
 
 
-def _plan(split, protocol, threshold, seed, fresh_negatives, sampling, chunk_size) -> _Plan:
+def _plan(split, protocol, threshold, seed, fresh_negatives, sampling, chunk_size, one_relevant) -> _Plan:
     protocol = Protocol.parse(protocol)
     check_options(protocol, fresh_negatives, sampling, chunk_size)
     judged = qrels(split, threshold)
@@ -87,7 +97,7 @@ def _plan(split, protocol, threshold, seed, fresh_negatives, sampling, chunk_siz
             f"split {split.name!r}: protocol {protocol.name} needs relevant test items, and none "
             f"reaches the threshold {threshold}"
         )
-    return plan_units(split, protocol, judged, seed, fresh_negatives, sampling, chunk_size)
+    return plan_units(split, protocol, judged, seed, fresh_negatives, sampling, chunk_size, one_relevant=one_relevant)
 
 
 def check_options(protocol: Protocol, fresh_negatives: bool, sampling: str, chunk_size: int) -> None:
@@ -113,9 +123,12 @@ def plan_units(
     sampling: str = "uniform",
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     item_pool: np.ndarray | None = None,
+    *,
+    one_relevant: bool = False,
 ) -> _Plan:
     """Units, sizes and sampling inputs of a protocol; ``item_pool`` (a bool mask over items)
-    restricts candidates and test items to a subset (a popularity bin)."""
+    restricts candidates and test items to a subset (a popularity bin); ``one_relevant``: 1R
+    targets in their compact form."""
     n_items = split.n_items
     tr_ptr, tr_idx = train_rows(split.train)
     check_disjoint(split, tr_ptr, tr_idx, judged)
@@ -160,10 +173,10 @@ def plan_units(
     else:
         prob, alias = np.ones(1), np.zeros(1, dtype=np.int64)
     return _Plan(
-        protocol, n_items, users, judged, m=m.astype(np.int64), avail=avail.astype(np.int64),
+        protocol, n_items, users, judged, candidates=candidates, m=m.astype(np.int64), avail=avail.astype(np.int64),
         n_rel=n_rel[users], fresh=fresh_negatives, seed=seed, weighted=weighted, weight=weight,
         pool_items=pool_items, prob=prob, alias=alias, tr_ptr=tr_ptr,
-        tr_idx=tr_idx, chunk_size=chunk_size,
+        tr_idx=tr_idx, chunk_size=chunk_size, one_relevant=one_relevant and protocol.relevant == "1R",
     )
 
 
@@ -171,7 +184,8 @@ def plan_units(
 class _Plan:
     """Everything needed to fill the units of users ``users[lo:hi]``, chunk by chunk.
 
-    Full ranking needs only ``candidates`` and ``n_candidates``; listed targets the rest: per unit
+    Full ranking needs only ``candidates`` (the global candidate pool, also that of one-relevant
+    1R+AN targets) and ``n_candidates``; listed targets the rest: per unit
     user, ``avail`` = |C(u) \\ Rel(u)| (positive-weight items only when weighted), ``m`` the
     non-relevant items each of its units lists (min(n, avail), or avail under AN), ``n_rel`` = |Rel(u)|.
     """
@@ -195,12 +209,15 @@ class _Plan:
     tr_ptr: np.ndarray | None = None
     tr_idx: np.ndarray | None = None
     chunk_size: int = DEFAULT_CHUNK_SIZE
+    one_relevant: bool = False
 
     def targets(self, lo: int = 0, hi: int | None = None) -> Targets:
         """The Targets of the units of ``users[lo:hi]`` (all users by default)."""
         hi = len(self.users) if hi is None else hi
         if self.protocol.full_ranking:
             return self._full_ranking(lo, hi)
+        if self.one_relevant:
+            return self._one_relevant(lo, hi)
         one_relevant = self.protocol.relevant == "1R"
         users = self.users[lo:hi]
         m = self.m[lo:hi]
@@ -209,11 +226,26 @@ class _Plan:
         first_unit = np.concatenate([[0], np.cumsum(units_per_user)]).astype(np.int64)
         sizes = np.repeat(1 + m, n_rel) if one_relevant else n_rel + m
         offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        items, gain = self._fill(lo, hi, first_unit, offsets, one_relevant, negatives_only=False)
+        return Targets(
+            np.repeat(users, units_per_user).astype(np.int32), offsets, items, gain, self.n_items,
+            protocol=self.protocol.name,
+        )
+
+    def _fill(self, lo: int, hi: int, first_unit: np.ndarray, offsets: np.ndarray, per_relevant: bool,
+              negatives_only: bool) -> tuple[np.ndarray, np.ndarray]:
+        """Items and gains of the lists of users ``lo:hi``: one list per user (its relevant items
+        and sample), or one per relevant item (``per_relevant``); ``negatives_only`` leaves the
+        relevant items out of the lists. ``first_unit`` is each user's first list, ``offsets``
+        the lists' bounds."""
         if offsets[-1] > MAX_LISTED:
             raise ConfigError(
                 f"protocol {self.protocol.name} lists {offsets[-1]:,} (unit, item) pairs, more than "
-                f"{MAX_LISTED:,}; use NN sampling, AR+AN (full ranking, never listed) or iter_targets"
+                f"{MAX_LISTED:,}; use NN sampling, AR+AN (full ranking, never listed), one-relevant "
+                "targets (1R+AN, never listed) or iter_targets"
             )
+        users = self.users[lo:hi]
+        m = self.m[lo:hi]
         items = np.empty(offsets[-1], dtype=np.int32)
         gain = np.empty(offsets[-1], dtype=np.float32)
         judged = self.judged
@@ -222,14 +254,42 @@ class _Plan:
             stop = min(start + self.chunk_size, len(users))
             fill_units(
                 users[start:stop], first_unit[start:stop], m[start:stop], self.avail[lo + start:lo + stop],
-                one_relevant, self.fresh, self.protocol.candidates == "UT", np.uint64(self.seed % 2**64),
+                per_relevant, self.fresh, self.protocol.candidates == "UT", np.uint64(self.seed % 2**64),
                 self.pool_items, self.weighted, self.prob, self.alias, self.weight, self.tr_ptr, self.tr_idx,
                 judged.indptr, judged.items, judged.gain, offsets, items, gain,
-                int(m[start:stop].max(initial=0)), scratch, 4 * numba.get_num_threads(),
+                int(m[start:stop].max(initial=0)), scratch, 4 * numba.get_num_threads(), negatives_only,
             )
+        return items, gain
+
+    def _one_relevant(self, lo: int, hi: int) -> Targets:
+        """The compact 1R Targets of users ``lo:hi`` (module docstring)."""
+        users = self.users[lo:hi]
+        n_rel = self.n_rel[lo:hi]
+        judged = self.judged
+        rows = _ranges(judged.indptr[users], judged.indptr[users + 1])
+        rows = rows[judged.gain[rows] > 0]
+        unit_user = np.repeat(users, n_rel).astype(np.int32)
+        common = dict(protocol=self.protocol.name, one_relevant=True)
+        if self.protocol.nonrelevant == "AN" and self.protocol.candidates != "UT":
+            return Targets(
+                unit_user, np.arange(len(rows) + 1, dtype=np.int64), judged.items[rows], judged.gain[rows],
+                self.n_items, all_candidates=True, candidates=self.candidates,
+                n_candidates=np.repeat(self.avail[lo:hi] + 1, n_rel), **common,
+            )
+        m = self.m[lo:hi]
+        if self.fresh:  # a sample per unit
+            first_unit = np.concatenate([[0], np.cumsum(n_rel)[:-1]]).astype(np.int64)
+            sizes = np.repeat(m, n_rel)
+            unit_group = np.arange(len(rows), dtype=np.int64)
+        else:  # one sample per user
+            first_unit = np.arange(len(users), dtype=np.int64)
+            sizes = m
+            unit_group = np.repeat(np.arange(len(users), dtype=np.int64), n_rel)
+        negative_offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        negatives, _ = self._fill(lo, hi, first_unit, negative_offsets, self.fresh, negatives_only=True)
         return Targets(
-            np.repeat(users, units_per_user).astype(np.int32), offsets, items, gain, self.n_items,
-            protocol=self.protocol.name,
+            unit_user, np.arange(len(rows) + 1, dtype=np.int64), judged.items[rows], judged.gain[rows],
+            self.n_items, unit_group=unit_group, negative_offsets=negative_offsets, negatives=negatives, **common,
         )
 
     def _full_ranking(self, lo: int, hi: int) -> Targets:

@@ -90,8 +90,10 @@ def popularity_bins(
     fresh_negatives: bool = False,
     sampling: str = "uniform",
     chunk_size: int = DEFAULT_CHUNK_SIZE,
+    one_relevant: bool = False,
 ) -> list[tuple[dict[str, Any], Targets]]:
-    """One Targets per popularity bin, with the bin's description.
+    """One Targets per popularity bin, with the bin's description (``one_relevant``: 1R targets in
+    the compact form of :func:`~recsys_eval.targets.build_targets`).
 
     Items are ordered by training ratings (ascending, ties by item index) and cut into ``m`` bins of
     consecutive items holding (nearly) equal numbers of training ratings: an item goes to the bin
@@ -120,7 +122,8 @@ def popularity_bins(
         pool = np.zeros(n_items, dtype=bool)
         pool[members] = True
         bin_seed = int(np.random.SeedSequence([seed, b]).generate_state(1, np.uint64)[0])
-        plan = plan_units(split, protocol, judged, bin_seed, fresh_negatives, sampling, chunk_size, pool)
+        plan = plan_units(split, protocol, judged, bin_seed, fresh_negatives, sampling, chunk_size, pool,
+                          one_relevant=one_relevant)
         info = {
             "bin": b + 1,
             "bins": m,

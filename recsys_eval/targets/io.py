@@ -20,7 +20,7 @@ import polars as pl
 
 from recsys_eval.core.interactions import Interactions
 from recsys_eval.core.units import Targets
-from recsys_eval.errors import DataError
+from recsys_eval.errors import ConfigError, DataError
 
 _META_KEY = "recsys_eval.targets"
 _FORMAT = 1
@@ -29,6 +29,11 @@ _FORMAT = 1
 def save_targets(targets: Targets, path: str | Path, *, ids: Interactions | None = None) -> Path:
     """Write ``targets`` to a Parquet file (atomically: a temporary file renamed into place)."""
     path = Path(path)
+    if targets.one_relevant:
+        raise ConfigError(
+            f"{path}: one-relevant targets ({targets.protocol}) do not list their units' target sets; "
+            "save the listed form (build_targets without one_relevant)"
+        )
     lengths = np.diff(targets.offsets)
     rows_per_unit = np.maximum(lengths, 1)
     unit = np.repeat(np.arange(targets.n_units, dtype=np.int64), rows_per_unit)

@@ -248,12 +248,13 @@ def _sample(state, m, a, user_tests, start, stop, te_items, te_gain, pool_items,
 def fill_units(
     users, first_unit, m_per_user, avail, one_relevant, fresh, user_tests, seed,
     pool_items, weighted, prob, alias, weight, tr_ptr, tr_idx, te_ptr, te_items, te_gain,
-    unit_offsets, out_items, out_gain, max_m, scratch_size, n_tasks,
+    unit_offsets, out_items, out_gain, max_m, scratch_size, n_tasks, negatives_only,
 ):
     """Fill the listed target sets of the units of ``users``, in ``n_tasks`` parallel tasks.
 
     AR: one unit per user, Rel(u) plus the sample. 1R: one unit per relevant item (in item order),
     that item plus the user's shared sample, or a fresh sample per unit when ``fresh``.
+    ``negatives_only``: the same lists without their relevant items (the same samples).
     Blocks of users run in parallel threads; a unit's items depend only on its user, so the
     result is the same whatever the number of threads.
     """
@@ -264,7 +265,7 @@ def fill_units(
             b * size, min((b + 1) * size, len(users)), users, first_unit, m_per_user, avail,
             one_relevant, fresh, user_tests, seed, pool_items, weighted, prob, alias, weight,
             tr_ptr, tr_idx, te_ptr, te_items, te_gain, unit_offsets, out_items, out_gain, max_m,
-            scratch_size,
+            scratch_size, negatives_only,
         )
 
 
@@ -272,7 +273,7 @@ def fill_units(
 def _fill_block(
     lo, hi, users, first_unit, m_per_user, avail, one_relevant, fresh, user_tests, seed,
     pool_items, weighted, prob, alias, weight, tr_ptr, tr_idx, te_ptr, te_items, te_gain,
-    unit_offsets, out_items, out_gain, max_m, scratch_size,
+    unit_offsets, out_items, out_gain, max_m, scratch_size, negatives_only,
 ):
     """The units of ``users[lo:hi]``, with scratch buffers of their own."""
     mark = np.zeros(len(weight), dtype=np.int8)
@@ -301,7 +302,7 @@ def _fill_block(
                     count)
         if not one_relevant:
             _write_unit(unit_offsets[first_unit[j]], out_items, out_gain, te_items, te_gain, start,
-                        stop, sample, m)
+                        start if negatives_only else stop, sample, m)
         else:
             unit = first_unit[j]
             for p in range(start, stop):
@@ -311,8 +312,8 @@ def _fill_block(
                     _sample(stream_state(seed, u, te_items[p]), m, a, user_tests, start, stop,
                             te_items, te_gain, pool_items, weighted, prob, alias, weight, mark,
                             scratch, keys, sample, bits, tmp, count)
-                _write_unit(unit_offsets[unit], out_items, out_gain, te_items, te_gain, p, p + 1,
-                            sample, m)
+                _write_unit(unit_offsets[unit], out_items, out_gain, te_items, te_gain, p,
+                            p if negatives_only else p + 1, sample, m)
                 unit += 1
         if not user_tests:
             for t in range(tr_ptr[u], tr_ptr[u + 1]):

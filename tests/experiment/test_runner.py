@@ -397,3 +397,13 @@ def test_1r_units_record_their_full_candidate_count(tmp_path):
     joined = full.join(expected, on="user", how="left")
     assert joined.height == per_unit.filter(pl.col("metric") == "sampled_rank").height > 0
     assert (joined["value"] == joined["n"].cast(pl.Float64)).all()
+
+
+def test_full_ranking_auc_does_not_depend_on_the_listed_depth(tmp_path):
+    shallow = pl.read_parquet(run(write_config(tmp_path, extra="\n[run]\ndepth = 10\n"), tmp_path / "a")
+                              / "summary.parquet")
+    deep = pl.read_parquet(run(write_config(tmp_path, extra="\n[run]\ndepth = 400\n"), tmp_path / "b")
+                           / "summary.parquet")
+    auc = (pl.col("metric") == "auc") & (pl.col("protocol") == "AI+AR+AN")
+    assert shallow.filter(auc).height == 3
+    assert shallow.filter(auc)["mean"].to_list() == deep.filter(auc)["mean"].to_list()

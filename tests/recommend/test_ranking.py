@@ -239,7 +239,7 @@ def test_dense_target_sets_are_ranked_like_a_full_sort(seed, block_cells):
     targets = Targets(unit_user, np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
                       np.concatenate(lists).astype(np.int32), np.zeros(sum(sizes), np.float32), n_items, "t")
     model = TiedBlocks(table)
-    assert base._dense_targets(model, targets)
+    assert base._dense_targets(model, len(targets.items), targets.unit_user)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(base, "BLOCK_CELLS", block_cells)
         ranked = rank_targets(model, targets)

@@ -5,7 +5,7 @@ from hypothesis import strategies as st
 
 from recsys_eval.core import Split
 from recsys_eval.errors import ConfigError, DataError
-from recsys_eval.targets import Protocol, build_targets, iter_targets
+from recsys_eval.targets import Protocol, build_targets, iter_targets, popularity_bins
 from recsys_eval.targets import build as build_module
 
 from .reference import check_targets, make_split, unit_slices
@@ -254,3 +254,48 @@ def test_same_targets_whatever_the_number_of_threads():
     finally:
         numba.set_num_threads(threads)
     assert np.array_equal(default.items, single.items) and np.array_equal(default.gain, single.gain)
+
+
+def expanded(compact, split):
+    """The listed target set of every unit of one-relevant targets, rebuilt the obvious way."""
+    seen = {u: set() for u in range(split.n_users)}
+    for u, i in zip(split.train.users.tolist(), split.train.items.tolist()):
+        seen[u].add(i)
+    out = []
+    for unit in range(compact.n_units):
+        u = int(compact.unit_user[unit])
+        relevant = int(compact.items[unit])
+        if compact.all_candidates:
+            pool = range(split.n_items) if compact.candidates is None else np.flatnonzero(compact.candidates)
+            others = set(compact.items[compact.unit_user == u].tolist())
+            negatives = [i for i in pool if i not in seen[u] and i not in others]
+        else:
+            g = compact.unit_group[unit]
+            negatives = compact.negatives[compact.negative_offsets[g]:compact.negative_offsets[g + 1]].tolist()
+            assert negatives == sorted(negatives) and relevant not in negatives
+        out.append((u, sorted([relevant, *negatives]), float(compact.gain[unit])))
+    return out
+
+
+@pytest.mark.parametrize("name", ["AI+1R+NN20", "TI+1R+NN5", "UT+1R+NN2", "AI+1R+AN", "TI+1R+AN", "UT+1R+AN"])
+@pytest.mark.parametrize("fresh", [False, True])
+@pytest.mark.parametrize("sampling", ["uniform", "popularity"])
+def test_one_relevant_targets_hold_the_listed_target_sets(name, fresh, sampling):
+    split = random_split(3)
+    nn = Protocol.parse(name).nonrelevant == "NN"
+    if (fresh or sampling != "uniform") and not nn:
+        return
+    options = dict(threshold=3, seed=9, fresh_negatives=fresh, sampling=sampling)
+    listed = build_targets(split, name, **options)
+    compact = build_targets(split, name, **options, one_relevant=True)
+    assert compact.one_relevant and np.array_equal(compact.unit_user, listed.unit_user)
+    assert np.array_equal(compact.sizes, listed.sizes)
+    assert np.array_equal(compact.n_relevant, listed.n_relevant)
+    want = [(u, items, max(gains)) for _, u, items, gains in unit_slices(listed)]
+    assert expanded(compact, split) == want
+    if nn and not fresh:  # one sample per user, listed once
+        assert len(compact.negative_offsets) - 1 == len(np.unique(compact.unit_user))
+    chunks = list(iter_targets(split, name, **options, one_relevant=True, chunk_size=7))
+    assert np.array_equal(np.concatenate([c.items for c in chunks]), compact.items)
+    bins = popularity_bins(split, 3, name, **options, one_relevant=True)
+    assert all(t.one_relevant for _, t in bins)

@@ -1,0 +1,149 @@
+"""Metrics of 1R units in closed form, from where the one relevant item falls (see docs/CONVENTIONS.md).
+
+Under 1R a unit holds one relevant item (gain g) and N non-relevant targets, so every metric is a
+function of the relevant item's place: ``above`` targets score higher, ``tied`` the same,
+``before`` of those have a smaller item index (:class:`~recsys_eval.core.units.RelevantRanks`).
+
+- ``ties="first"``: the item sits at rank rho = above + before + 1, and at a cutoff k >= rho
+  P = 1/k, R = hit = 1, F1 = 2/(k + 1), AP = RR = 1/rho, nDCG = 1/log2(rho + 1), half-life
+  utility = 2^(-(rho - 1)/(h - 1)); all 0 for k < rho.
+- ``ties="average"``: the expectation over the n = tied + 1 equally likely positions above + t + 1
+  (t = 0..n-1) of the tied group (McSherry & Najork 2008): each position contributes its value
+  with weight 1/n (the expected hits at position i of the group are (t + 1)/n).
+- AUC = (N - above - tied/2) / N, ties one half either way; undefined for N = 0.
+- A relevant item scored ``-inf`` is not ranked: every cutoff metric is 0 and AUC counts it tied
+  with the ``-inf`` targets.
+
+The values are computed in the same floating-point steps as the general ranking kernel
+(:mod:`recsys_eval.measure.kernels`) takes walking the relevant item's block of the same ranking
+(the loop below mirrors its block walk on purpose), so the two agree bit for bit; the cost is
+O(cutoffs) per unit (O(tied) more under average ties) instead of a pass over N + 1 items.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from recsys_eval.core.units import RelevantRanks, Targets
+from recsys_eval.errors import ConfigError, DataError
+from recsys_eval.measure.kernels import GAIN_CODES, _transformed_gain
+from recsys_eval.measure.metrics import KERNEL_CUTOFF_SLOTS as N_CUTOFF_METRICS
+from recsys_eval.measure.metrics import METRICS
+
+# The registry's column blocks of the cutoff metrics (compile-time constants for numba).
+_P, _R, _F1, _AP, _NDCG, _RR, _HIT, _HL = (
+    METRICS[m].slot for m in ("precision", "recall", "f1", "ap", "ndcg", "rr", "hit", "half_life"))
+
+
+@njit(cache=True)
+def _record(out, u, c, n_cut, k, hits, n_rel, ap, dcg, idcg, rr, found, hl, hl_max, ap_min_rk):
+    """The cutoff metrics of unit ``u`` at cutoff ``c`` from its running sums, in the ranking
+    kernel's columns and with its floating-point steps (so both paths give the same bits)."""
+    out[u, _P * n_cut + c] = hits / k
+    if n_rel > 0:
+        out[u, _R * n_cut + c] = hits / n_rel
+        out[u, _F1 * n_cut + c] = 2.0 * hits / (k + n_rel)
+        out[u, _AP * n_cut + c] = ap / (min(n_rel, k) if ap_min_rk else n_rel)
+        if idcg > 0.0:
+            out[u, _NDCG * n_cut + c] = dcg / idcg
+        out[u, _RR * n_cut + c] = rr
+        out[u, _HIT * n_cut + c] = found
+    else:
+        out[u, _HIT * n_cut + c] = 0.0
+    if hl_max > 0.0:
+        out[u, _HL * n_cut + c] = hl / hl_max
+
+
+@njit(parallel=True, cache=True)
+def one_relevant_kernel(above, tied, before, n_non, gain, ranked, cutoffs, gain_mode, ap_min_rk, half_life,
+                        neutral, average_ties):
+    """Per unit the 8 cutoff metrics at every cutoff (metric-major columns), then AUC: the layout
+    of :func:`recsys_eval.measure.kernels.ranking_kernel`; NaN marks undefined values."""
+    n_units = len(above)
+    n_cut = len(cutoffs)
+    out = np.full((n_units, N_CUTOFF_METRICS * n_cut + 1), np.nan)
+    kmax = cutoffs[n_cut - 1]
+    ranks = np.arange(1, kmax + 1).astype(np.float64)
+    discount = 1.0 / np.log2(ranks + 1.0)
+    decay = 2.0 ** (-(ranks - 1.0) / (half_life - 1.0))
+    for u in prange(n_units):
+        g = np.float64(gain[u])
+        g_dcg = _transformed_gain(g, gain_mode)
+        g_hl = max(g - neutral, 0.0)
+        idcg = 0.0 + g_dcg * discount[0]
+        hl_max = 0.0 + g_hl * decay[0]
+        hits = 0.0
+        found = 0.0
+        rr = 0.0
+        ap = 0.0
+        dcg = 0.0
+        hl = 0.0
+        c = 0
+        if ranked[u]:
+            a = above[u] if average_ties else above[u] + before[u]  # positions before the block
+            n = tied[u] + 1 if average_ties else 1
+            while c < n_cut and cutoffs[c] <= a:
+                _record(out, u, c, n_cut, cutoffs[c], hits, 1, ap, dcg, idcg, rr, found, hl, hl_max, ap_min_rk)
+                c += 1
+            if a < kmax:
+                share = 1 / n
+                first = share  # P(the relevant item at offset t of the block)
+                for t in range(n):
+                    i = a + t + 1
+                    if i > kmax:
+                        break
+                    dcg += g_dcg / n * discount[i - 1]
+                    hl += g_hl / n * decay[i - 1]
+                    ap += share * (hits + 1.0) / i
+                    if first > 0.0:
+                        rr += first / i
+                        found += first
+                        first = first * (n - t - 1) / (n - 1 - t) if n - 1 - t > 0 else 0.0
+                    while c < n_cut and cutoffs[c] == i:
+                        _record(out, u, c, n_cut, cutoffs[c], hits + (t + 1) * share, 1, ap, dcg, idcg, rr,
+                                found, hl, hl_max, ap_min_rk)
+                        c += 1
+                hits += 1
+        while c < n_cut:
+            _record(out, u, c, n_cut, cutoffs[c], hits, 1, ap, dcg, idcg, rr, found, hl, hl_max, ap_min_rk)
+            c += 1
+        if n_non[u] > 0:
+            correct = 0.0
+            correct += (n_non[u] - above[u] - tied[u]) + 0.5 * tied[u]
+            out[u, N_CUTOFF_METRICS * n_cut] = correct / n_non[u]
+    return out
+
+
+def check_one_relevant(ranks: RelevantRanks, targets: Targets, metrics: list[str], beyond: tuple[str, ...]) -> None:
+    """RelevantRanks must be made for these targets, and measured by ranking metrics only."""
+    if ranks.n_units != targets.n_units or np.any(ranks.unit_user != targets.unit_user):
+        raise DataError(
+            f"relevant ranks hold {ranks.n_units:,} units, targets {targets.n_units:,} ({targets.protocol}): "
+            "expected the ranks made for these targets, with the same units in the same order"
+        )
+    asked = [m for m in metrics if m in beyond]
+    if asked:
+        raise ConfigError(
+            f"{asked[0]!r} describes ranked lists, and 1R units measured from their relevant item's rank "
+            "have none: measure beyond-accuracy metrics on rankings (rank_targets or recommend_top_k)"
+        )
+
+
+def one_relevant_values(
+    ranks: RelevantRanks,
+    cutoffs: list[int],
+    *,
+    gain: str = "graded",
+    ties: str = "first",
+    ap_denominator: str = "relevant",
+    half_life: float = 5.0,
+    neutral: float = 0.0,
+) -> np.ndarray:
+    """The matrix of :func:`recsys_eval.measure.api.ranking_values` for 1R units (all metrics:
+    each costs a few operations per cutoff)."""
+    return one_relevant_kernel(
+        ranks.above, ranks.tied, ranks.before, ranks.n_nonrelevant, ranks.gain, ranks.ranked,
+        np.asarray(cutoffs, dtype=np.int64), GAIN_CODES[gain], ap_denominator == "min_rk", float(half_life),
+        float(neutral), ties == "average",
+    )
