@@ -18,6 +18,12 @@ from recsys_eval.compare.audit import (
     ordering_changes,
 )
 from recsys_eval.compare.corrections import CORRECTIONS, adjust_pvalues
+from recsys_eval.compare.datasets import (
+    friedman_test,
+    holm_posthoc,
+    nemenyi_test,
+    rank_systems,
+)
 from recsys_eval.compare.intervals import (
     confidence_intervals,
     fold_confidence_intervals,
@@ -48,6 +54,9 @@ __all__ = [
     "f_measure_variants",
     "fold_confidence_intervals",
     "fold_paired_tests",
+    "friedman_test",
+    "holm_posthoc",
+    "nemenyi_test",
     "ordering_agreement",
     "ordering_changes",
     "pair_agreement",
@@ -56,6 +65,7 @@ __all__ = [
     "protocol_agreement",
     "rank_distribution",
     "rank_metric",
+    "rank_systems",
     "sampled_correction",
     "swapped_pairs",
     "system_pairs",

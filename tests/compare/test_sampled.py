@@ -10,8 +10,16 @@ from recsys_eval.compare import (
     rank_metric,
     sampled_correction,
 )
-from recsys_eval.compare import sampled as sampled_module
 from recsys_eval.errors import ConfigError, DataError
+
+
+def full_sums(n_negatives, n_candidates, metric, k, gamma, model, a=None):
+    """The paper's objective solved with the whole N x (n + 1) matrix: the slow obvious reference."""
+    full = np.arange(1, n_candidates + 1)
+    a = rank_distribution(full, n_negatives, n_candidates, model) if a is None else a
+    f = rank_metric(full, metric, k, n_candidates)
+    gram = (1 - gamma) * a.T @ a + gamma * np.diag(a.sum(axis=0))
+    return np.linalg.solve(gram, a.T @ f), a, f
 
 
 def test_hypergeometric_rank_distribution_matches_enumerating_every_sample():
@@ -25,8 +33,11 @@ def test_hypergeometric_rank_distribution_matches_enumerating_every_sample():
         expected = counts / counts.sum()
         got = rank_distribution(np.array([full_rank]), n_negatives, n_items, "hypergeometric")[0]
         assert got == pytest.approx(expected)
-    binomial = rank_distribution(np.arange(1, 101), 10, 100)
+    binomial = rank_distribution(np.arange(1, 101), 10, 100, "binomial")
     assert binomial.sum(axis=1) == pytest.approx(np.ones(100))
+    assert binomial[:, 3] == pytest.approx([
+        10 * 9 * 8 / 6 * p**3 * (1 - p) ** 7 for p in np.arange(100) / 99
+    ])
 
 
 def test_rank_metrics_of_one_relevant_item():
@@ -36,6 +47,7 @@ def test_rank_metrics_of_one_relevant_item():
     assert rank_metric(ranks, "ndcg", 10, 100) == pytest.approx([1, 0.5, 1 / np.log2(11), 0])
     assert rank_metric(ranks, "rr", None, 100) == pytest.approx([1, 1 / 3, 0.1, 1 / 11])
     assert rank_metric(ranks, "auc", None, 101) == pytest.approx([1, 0.98, 0.91, 0.9])
+    assert rank_metric(ranks, "auc", None, np.array([101, 101, 11, 21])) == pytest.approx([1, 0.98, 0.1, 0.5])
     with pytest.raises(ConfigError, match="needs a cutoff"):
         rank_metric(ranks, "hit", None, 100)
 
@@ -46,16 +58,27 @@ def test_rescaling_maps_sampled_ranks_onto_the_full_range():
     assert got == pytest.approx([1, 1 / 101, 1 / 1001])
     auc = sampled_correction(np.array([1, 5, 11]), 10, 1001, "auc", method="rescale")
     assert auc == pytest.approx(sampled_correction(np.array([1, 5, 11]), 10, 1001, "auc", method="sampled"))
+    per_unit = sampled_correction(np.array([2, 2, 11]), 10, np.array([1001, 101, 51]), "rr", None, method="rescale")
+    assert per_unit == pytest.approx([1 / 101, 1 / 11, 1 / 51])
 
 
-@pytest.mark.parametrize("gamma", [0.0, 0.01, 0.3, 1.0])
-def test_corrected_values_solve_the_papers_objective_with_the_whole_matrix(monkeypatch, gamma):
-    monkeypatch.setattr(sampled_module, "BLOCK", 7)  # stream the full ranks in many blocks
+@pytest.mark.parametrize("model", ["hypergeometric", "binomial"])
+@pytest.mark.parametrize(
+    ("n_negatives", "n_candidates"), [(5, 7), (20, 45), (20, 300), (30, 2000), (10, 20000), (40, 12000)]
+)
+def test_quadrature_gives_the_full_sums_solution(model, n_negatives, n_candidates):
+    a = rank_distribution(np.arange(1, n_candidates + 1), n_negatives, n_candidates, model)
+    for metric, k in [("hit", 10), ("ndcg", 10), ("ap", 700), ("rr", None), ("ndcg", None), ("auc", None), ("recall", None)]:
+        expected = full_sums(n_negatives, n_candidates, metric, k, 0.01, model, a)[0]
+        got = corrected_values(n_negatives, n_candidates, metric, k, gamma=0.01, model=model)
+        assert got == pytest.approx(expected, rel=1e-9, abs=1e-11), (metric, k)
+
+
+@pytest.mark.parametrize("gamma", [0.003, 0.01, 0.3, 1.0])
+def test_corrected_values_minimise_the_papers_objective(gamma):
     n_items, n_negatives = 60, 5
-    full = np.arange(1, n_items + 1)
-    a = rank_distribution(full, n_negatives, n_items)
-    f = rank_metric(full, "ndcg", 10, n_items)
-    got = corrected_values(n_negatives, n_items, "ndcg", 10, method="bias_variance", gamma=gamma)
+    got = corrected_values(n_negatives, n_items, "ndcg", 10, gamma=gamma)
+    _, a, f = full_sums(n_negatives, n_items, "ndcg", 10, gamma, "hypergeometric")
 
     def objective(g):
         expected = a @ g
@@ -66,51 +89,121 @@ def test_corrected_values_solve_the_papers_objective_with_the_whole_matrix(monke
     assert all(objective(got) <= objective(got + 1e-3 * rng.normal(size=got.size)) for _ in range(20))
     if gamma == 1.0:  # the posterior mean of f(R) given the sampled rank, uniform prior on R
         assert got == pytest.approx(a.T @ f / a.sum(axis=0))
-    if gamma == 0.0:
-        assert got == pytest.approx(np.linalg.lstsq(a, f, rcond=None)[0], rel=1e-6, abs=1e-8)
-        assert corrected_values(n_negatives, n_items, "ndcg", 10, method="minimal_bias") == pytest.approx(got)
+        assert got.min() >= 0 and got.max() <= 1
 
 
-def simulate(rng, n_items, n_negatives, units, p_top, spread):
-    """Full ranks mixing a head (ranks 1..10 with probability p_top) and a uniform body over the top
-    ``spread`` share of the items; sampled ranks drawn as the NN protocol draws them, without replacement."""
-    top = rng.random(units) < p_top
-    full = np.where(top, rng.integers(1, 11, units), rng.integers(1, int(n_items * spread) + 1, units))
-    sampled = 1 + rng.hypergeometric(full - 1, n_items - full, n_negatives)
-    return full, sampled
+def test_per_unit_candidate_counts():
+    rng = np.random.default_rng(3)
+    ranks = rng.integers(1, 22, 500)
+    counts = rng.choice([300, 1000, 4321], 500)
+    for metric, k in [("ndcg", 10), ("rr", None), ("auc", None)]:
+        for method in ("sampled", "rescale", "bias_variance"):
+            same = sampled_correction(ranks, 20, np.full(500, 1000), metric, k, method=method)
+            assert same == pytest.approx(sampled_correction(ranks, 20, 1000, metric, k, method=method))
+            mixed = sampled_correction(ranks, 20, counts, metric, k, method=method)
+            for n in (300, 1000, 4321):
+                unit = counts == n
+                assert mixed[unit] == pytest.approx(sampled_correction(ranks[unit], 20, n, metric, k, method=method))
+    table = corrected_values(20, 4321, "ndcg", 10)
+    assert not table.flags.writeable  # cached: a caller cannot change it for the next one
 
 
-SYSTEMS = [(0.3, 1.0), (0.2, 0.5), (0.1, 0.2), (0.0, 0.1), (0.05, 0.05), (0.25, 0.8)]
+def simulate(rng, n_candidates, n_negatives, full_ranks):
+    """Sampled ranks drawn as the NN protocol draws them: n of the N - 1 negatives without
+    replacement (random keys, the n smallest); the negatives 0..R-2 are those ranked above."""
+    keys = rng.random((full_ranks.size, n_candidates - 1))
+    sample = np.argpartition(keys, n_negatives, axis=1)[:, :n_negatives]
+    return 1 + (sample < (full_ranks - 1)[:, None]).sum(axis=1)
 
 
-@pytest.mark.parametrize(("metric", "k"), [("hit", 10), ("ndcg", 10), ("rr", None), ("precision", 5)])
-def test_corrected_estimates_are_closer_to_full_and_order_systems_like_it(metric, k):
+def rank_laws(n_candidates):
+    """Full-rank distributions of plausible systems: power laws R^-a and uniform over a top share."""
+    full = np.arange(1, n_candidates + 1)
+    laws = {f"power {a}": full**-a for a in (0.5, 0.8, 1.0)}
+    laws |= {f"top {share}": (full <= share * n_candidates).astype(float) for share in (0.02, 0.2, 1.0)}
+    return {name: p / p.sum() for name, p in laws.items()}
+
+
+METRICS = [("hit", 10), ("ndcg", 10), ("rr", None), ("precision", 5)]
+
+
+@pytest.mark.parametrize(("metric", "k"), METRICS)
+def test_each_estimators_bias_as_the_paper_says(metric, k):
+    """Exact expectations E[g(r)] = sum_R p(R) sum_r P(r | R) g(r) for known full-rank laws p."""
+    n_candidates, n_negatives = 3000, 100
+    full = np.arange(1, n_candidates + 1)
+    a = rank_distribution(full, n_negatives, n_candidates)
+    truth_per_rank = rank_metric(full, metric, k, n_candidates)
+    sampled_ranks = np.arange(1, n_negatives + 2)
+    estimators = {
+        method: sampled_correction(sampled_ranks, n_negatives, n_candidates, metric, k, method=method)
+        for method in ("sampled", "rescale", "bias_variance")
+    }
+    for law in rank_laws(n_candidates).values():
+        truth = law @ truth_per_rank
+        bias = {name: law @ a @ g - truth for name, g in estimators.items()}
+        # in expectation every estimate lies within the metric's range (one unit's need not)
+        assert all(0 <= law @ a @ g <= truth_per_rank.max() for g in estimators.values())
+        # the sampled rank never exceeds the full rank: a top-heavy metric is overestimated
+        assert bias["sampled"] > 0.01 * max(truth, 0.01)
+        assert abs(bias["rescale"]) < bias["sampled"]
+        assert abs(bias["bias_variance"]) < 0.5 * bias["sampled"]
+    # AUC alone is unbiased under sampling (E[r - 1 | R] = n (R - 1)/(N - 1))
+    auc = sampled_correction(sampled_ranks, n_negatives, n_candidates, "auc", method="sampled")
+    assert a @ auc == pytest.approx(rank_metric(full, "auc", None, n_candidates))
+
+
+def test_simulated_sampling_confirms_the_biases_and_orders_systems_like_the_full_ranking():
     rng = np.random.default_rng(7)
-    n_items, n_negatives = 3000, 100
-    table = corrected_values(n_negatives, n_items, metric, k)
-    wins, agreement = 0, {"sampled": [], "corrected": []}
-    for _ in range(3):
-        full, raw, corrected = {}, {}, {}
-        for i, (p_top, spread) in enumerate(SYSTEMS):
-            full_ranks, sampled_ranks = simulate(rng, n_items, n_negatives, 3000, p_top, spread)
-            full[i] = rank_metric(full_ranks, metric, k, n_items).mean()
-            raw[i] = sampled_correction(sampled_ranks, n_negatives, n_items, metric, k, method="sampled").mean()
-            corrected[i] = table[sampled_ranks - 1].mean()
-        mse_raw = np.mean([(raw[i] - full[i]) ** 2 for i in full])
-        mse_corrected = np.mean([(corrected[i] - full[i]) ** 2 for i in full])
-        wins += mse_corrected < mse_raw
-        for key, value in ordering_agreement(full, raw, corrected).items():
-            agreement[key].append(value)
-    assert wins == 3
-    assert np.mean(agreement["corrected"]) > np.mean(agreement["sampled"])
+    n_candidates, n_negatives, units = 2000, 50, 1500
+    full_values = {m: {} for m in METRICS}
+    estimates = {m: {e: {} for e in ("sampled", "rescale", "bias_variance")} for m in METRICS}
+    for name, law in rank_laws(n_candidates).items():
+        full_ranks = rng.choice(np.arange(1, n_candidates + 1), units, p=law)
+        sampled_ranks = simulate(rng, n_candidates, n_negatives, full_ranks)
+        assert (sampled_ranks <= full_ranks).all()
+        for metric, k in METRICS:
+            full_values[metric, k][name] = rank_metric(full_ranks, metric, k, n_candidates).mean()
+            for method in estimates[metric, k]:
+                per_unit = sampled_correction(sampled_ranks, n_negatives, n_candidates, metric, k, method=method)
+                estimates[metric, k][method][name] = per_unit.mean()
+        auc = sampled_correction(sampled_ranks, n_negatives, n_candidates, "auc", method="sampled")
+        truth = rank_metric(full_ranks, "auc", None, n_candidates)
+        assert auc.mean() == pytest.approx(truth.mean(), abs=4 * auc.std() / np.sqrt(units))
+    for key, full in full_values.items():
+        error = {e: np.mean([(v[s] - full[s]) ** 2 for s in full]) for e, v in estimates[key].items()}
+        assert error["bias_variance"] < error["rescale"] < error["sampled"], key
+        agreement = ordering_agreement(full, estimates[key]["sampled"], estimates[key]["bias_variance"])
+        assert agreement["corrected"] >= agreement["sampled"], key
+
+
+def test_binomial_and_hypergeometric_models_agree_when_few_items_are_sampled():
+    close = [corrected_values(10, 50000, "ndcg", 10, model=m) for m in ("hypergeometric", "binomial")]
+    assert close[0] == pytest.approx(close[1], abs=1e-3 * np.abs(close[0]).max())
+    far = [corrected_values(100, 150, "ndcg", 10, model=m) for m in ("hypergeometric", "binomial")]
+    assert np.abs(far[0] - far[1]).max() > 0.05
+    # sampling 100 of 149 without replacement: the exact model is the less biased one
+    full = np.arange(1, 151)
+    truth = rank_metric(full, "ndcg", 10, 150)
+    exact = rank_distribution(full, 100, 150, "hypergeometric")
+    bias = [np.sum((exact @ g - truth) ** 2) for g in far]
+    assert bias[0] < bias[1]
 
 
 def test_bad_input():
     with pytest.raises(DataError, match="integers in 1..11"):
         sampled_correction(np.array([0, 3]), 10, 100, "hit", 5)
-    with pytest.raises(ConfigError, match="n_negatives < n_items"):
+    with pytest.raises(ConfigError, match="n_negatives < n_candidates"):
         sampled_correction(np.array([1]), 10, 10, "hit", 5)
+    with pytest.raises(DataError, match="unit 1 has 10 candidates; expected more than n_negatives 10"):
+        sampled_correction(np.array([1, 2]), 10, np.array([100, 10]), "hit", 5)
+    with pytest.raises(DataError, match=r"one integer per sampled rank, shape \(2,\)"):
+        sampled_correction(np.array([1, 2]), 10, np.array([100, 100, 100]), "hit", 5)
     with pytest.raises(ConfigError, match="did you mean 'ndcg'"):
         sampled_correction(np.array([1]), 10, 100, "ndgc", 5)
-    with pytest.raises(ConfigError, match="gamma"):
-        corrected_values(10, 100, "hit", 5, gamma=2.0)
+    with pytest.raises(ConfigError, match="unknown correction method 'minimal_bias'"):
+        sampled_correction(np.array([1]), 10, 100, "hit", 5, method="minimal_bias")
+    with pytest.raises(ConfigError, match="gamma 0.0: expected a number in"):
+        corrected_values(10, 100, "hit", 5, gamma=0.0)
+    with pytest.raises(ConfigError, match="needs a cutoff"):
+        corrected_values(10, 100, "hit", None)
