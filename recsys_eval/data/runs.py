@@ -48,9 +48,9 @@ import numba
 import numpy as np
 import polars as pl
 
-from recsys_eval.core.columns import Locate, id_column, numeric_column, row_of
+from recsys_eval.core.columns import id_column, numeric_column
 from recsys_eval.core.units import Rankings, Targets
-from recsys_eval.data.delimited import read_delimited
+from recsys_eval.data.delimited import Table, read_delimited
 from recsys_eval.errors import ConfigError, DataError, check_choice
 
 Kind = Literal["run", "judgments"]
@@ -69,17 +69,6 @@ _LAYOUTS = {
 }
 _VALUES = {"run": ("score", "rank"), "judgments": ("rating",)}
 Source = str | Path | pl.DataFrame | Any  # Any: a pandas DataFrame (pandas is only met at this edge)
-
-
-@dataclass(frozen=True)
-class Table:
-    """A checked table: ``user, item`` (Int64 or String ids) and the kind's value columns (Float64;
-    ``rank`` Int64), with the way back from a row to the place in the file, for messages."""
-
-    frame: pl.DataFrame
-    name: str
-    format: str
-    locate: Locate = row_of
 
 
 # -- reading ---------------------------------------------------------------------------------------
@@ -107,11 +96,12 @@ def read_table(
     name: str | None = None,
 ) -> Table:
     """Read a run or judgments from a file or DataFrame and check its columns (not yet its keys:
-    see :func:`read_run` and :func:`read_judgments`, or :func:`load_run` for several files at once)."""
+    see :func:`read_run` and :func:`read_judgments`, or :func:`load_run` for several files at once).
+    The table's frame holds ``user, item`` (Int64 or String ids) and the kind's value columns
+    (Float64; ``rank`` Int64)."""
     check_choice("kind of table", kind, ("run", "judgments"))
-    fmt = format_of(source, format)
-    name = name or _name(source)
-    frame, locate = _read(source, kind, fmt, columns, name)
+    table = _read(source, kind, format_of(source, format), columns, name or _name(source))
+    frame, name, locate = table.frame, table.what, table.locate
     required = ["user", "item"]
     missing = [c for c in required if c not in frame.columns]
     values = [c for c in _VALUES[kind] if c in frame.columns]
@@ -129,7 +119,7 @@ def read_table(
     for column in values:
         number = numeric_column(frame, column, name, locate, whole=column == "rank")
         out[column] = number.cast(pl.Int64) if column == "rank" else number
-    return Table(pl.DataFrame(out), name, fmt, locate)
+    return Table(pl.DataFrame(out), name, table.first_line, table.lines, table.unit)
 
 
 def read_run(source: Source, *, format: str | None = None, columns: Sequence[str] | None = None,
@@ -156,28 +146,28 @@ def read_frame(source: Source, *, format: str | None = None, name: str | None = 
     fmt = format_of(source, format)
     if fmt not in ("csv", "tsv", "parquet"):
         raise ConfigError(f"{name or _name(source)}: a {fmt} file holds a run or judgments, not a table")
-    return _read(source, "judgments", fmt, None, name or _name(source))[0]
+    return _read(source, "judgments", fmt, None, name or _name(source)).frame
 
 
 def _name(source: Source) -> str:
     return str(source) if isinstance(source, (str, Path)) else f"{type(source).__name__} argument"
 
 
-def _read(source: Source, kind: str, fmt: str, columns: Sequence[str] | None, name: str) -> tuple[pl.DataFrame, Locate]:
+def _read(source: Source, kind: str, fmt: str, columns: Sequence[str] | None, name: str) -> Table:
     if columns is not None and fmt in ("parquet", "ranx"):
         raise ConfigError(f"{name}: columns name the fields of a header-less text file, not of a {fmt} table")
     if not isinstance(source, (str, Path)):
-        return _from_dataframe(source, name), row_of
+        return Table(_from_dataframe(source, name), name, unit="row")
     path = Path(source)
     if not path.is_file():
         raise DataError(f"{name}: no such file" + (" (it is a folder)" if path.is_dir() else ""))
     if fmt == "parquet":
         try:
-            return pl.read_parquet(path), row_of
+            return Table(pl.read_parquet(path), name, unit="row")
         except (pl.exceptions.PolarsError, OSError) as exc:
             raise DataError(f"{name}: not a readable Parquet file ({_first_line(exc)})") from None
     if fmt == "ranx":
-        return _read_ranx(path, kind, name), _entry
+        return Table(_read_ranx(path, kind, name), name, unit="entry")
     layout = list(columns) if columns is not None else _LAYOUTS.get((fmt, kind))
     if layout is None:  # csv, tsv with a header line
         table = read_delimited(path, what=name, separator="\t" if fmt == "tsv" else ",", header=True)
@@ -186,13 +176,8 @@ def _read(source: Source, kind: str, fmt: str, columns: Sequence[str] | None, na
         data = path if separator is not None else re.sub(rb"[ \t]+", b" ", path.read_bytes())
         table = read_delimited(data, what=name, separator=separator or " ", header=False, quoting=fmt != "trec")
         table.frame.columns = _layout_names(table.frame.width, layout, fmt, kind, name)
-        table = type(table)(table.frame.select(c for c in table.frame.columns if not c.startswith("_")),
-                            table.what, table.first_line, table.lines, table.unit)
-    return table.frame, lambda row: f"line {table.line(row):,}"
-
-
-def _entry(row: int) -> str:
-    return f"entry {row + 1:,}"
+        table.frame = table.frame.select(c for c in table.frame.columns if not c.startswith("_"))
+    return table
 
 
 def _first_line(exc: Exception) -> str:
@@ -342,7 +327,7 @@ def order_rows(table: Table, user: np.ndarray, item: np.ndarray, index: Index) -
     if n_repeats:
         u, i = index.user_ids[int(user[repeat])], index.item_ids[int(item[repeat])]
         raise DataError(
-            f"{table.name}: {n_repeats:,} row(s) repeat the (user, item) pair of an earlier row, e.g. "
+            f"{table.what}: {n_repeats:,} row(s) repeat the (user, item) pair of an earlier row, e.g. "
             f"user {u!r}, item {i!r} ({table.locate(int(earlier))}, again at {table.locate(int(repeat))}); "
             + ("a ranking lists each item once per user" if is_run else "expected one row per (user, item)")
         )
@@ -351,7 +336,7 @@ def order_rows(table: Table, user: np.ndarray, item: np.ndarray, index: Index) -
         ranks = np.sort(primary[perm[a:b]]).astype(np.int64)
         shown = ", ".join(map(str, ranks[:8])) + (", ..." if len(ranks) > 8 else "")
         raise DataError(
-            f"{table.name}: column 'rank' is not 1..L for {n_bad:,} user(s), e.g. user "
+            f"{table.what}: column 'rank' is not 1..L for {n_bad:,} user(s), e.g. user "
             f"{index.user_ids[int(bad_user)]!r} has {b - a} rows with ranks {shown}; expected each of "
             f"1, 2, ..., {b - a} once"
         )
@@ -487,9 +472,9 @@ def load_run(
     train_t = None if train is None else read_table(
         train, "judgments", format=test_format, columns=test_columns, name=f"TRAIN {_name(train)}")
     notes: list[str] = []
-    if threshold is None and test_t.format in GRADED_FORMATS and "rating" in test_t.frame.columns:
+    if threshold is None and format_of(test, test_format) in GRADED_FORMATS and "rating" in test_t.frame.columns:
         threshold = 1.0
-        notes.append(f"{test_t.name}: relevant rows are those with grade >= 1 (as trec_eval counts them)")
+        notes.append(f"{test_t.what}: relevant rows are those with grade >= 1 (as trec_eval counts them)")
     gain = _gains(test_t, threshold)
     tables = [test_t, run_t] + ([train_t] if train_t is not None else [])
     index = Index.of(tables)
@@ -503,7 +488,7 @@ def load_run(
     listed = np.diff(run_o.offsets) > 0
     if not (tested & listed).any():
         raise DataError(
-            f"{run_t.name} and {test_t.name} share no user: nothing to evaluate (e.g. RUN user "
+            f"{run_t.what} and {test_t.what} share no user: nothing to evaluate (e.g. RUN user "
             f"{index.user_ids[int(np.argmax(listed))]!r}, TEST user {index.user_ids[int(np.argmax(tested))]!r})"
         )
     only_run = listed & ~tested
@@ -567,7 +552,7 @@ def _gains(test: Table, threshold: float | None) -> np.ndarray:
     frame = test.frame
     if "rating" not in frame.columns:
         if threshold is not None:
-            raise ConfigError(f"a threshold needs ratings, but {test.name} has no 'rating' column")
+            raise ConfigError(f"a threshold needs ratings, but {test.what} has no 'rating' column")
         return np.ones(frame.height, dtype=np.float32)
     rating = frame.get_column("rating").to_numpy()
     relevant = rating >= threshold if threshold is not None else np.ones(len(rating), dtype=bool)
@@ -575,12 +560,12 @@ def _gains(test: Table, threshold: float | None) -> np.ndarray:
     if bad.any():
         row = int(np.argmax(bad))
         raise DataError(
-            f"{test.name}: {int(bad.sum()):,} relevant rows have a rating <= 0, which cannot be a gain "
+            f"{test.what}: {int(bad.sum()):,} relevant rows have a rating <= 0, which cannot be a gain "
             f"(first at {test.locate(row)}: user {frame[row, 'user']!r}, item {frame[row, 'item']!r}, "
             f"rating {rating[row]!r}); give a threshold (relevant: rating >= threshold)"
         )
     if not relevant.any():
-        raise DataError(f"{test.name}: no relevant row (rating >= {threshold}): nothing to evaluate")
+        raise DataError(f"{test.what}: no relevant row (rating >= {threshold}): nothing to evaluate")
     return np.where(relevant, rating, 0.0).astype(np.float32)
 
 
