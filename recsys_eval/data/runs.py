@@ -215,7 +215,8 @@ def _trec_separator(path: Path, fields: int, name: str) -> str | None:
     with open(path, "rb") as stream:
         first = stream.readline(1 << 16).strip()
     for separator in (b" ", b"\t"):
-        if len(first.split(separator)) in (fields, fields - 1):
+        parts = first.split(separator)
+        if len(parts) in (fields, fields - 1) and all(p and len(p.split()) == 1 for p in parts):
             return separator.decode()
     if first and len(first.split()) in (fields, fields - 1):
         return None
@@ -593,11 +594,15 @@ def _ranked_frame(rankings: Rankings, user_ids: pl.Series | None, item_ids: pl.S
     if rankings.scores is None:
         length = np.diff(rankings.offsets)[frame.get_column("unit").to_numpy()]
         frame = frame.with_columns(pl.Series("score", length - frame.get_column("rank").to_numpy() + 1.0))
-    if user_ids is not None:
-        frame = frame.with_columns(pl.Series("user", user_ids).gather(pl.col("user")).alias("user"))
-    if item_ids is not None:
-        frame = frame.with_columns(pl.Series("item", item_ids).gather(pl.col("item")).alias("item"))
-    return frame.select("user", "item", "rank", "score")
+    return _raw_ids(frame, user_ids, item_ids).select("user", "item", "rank", "score")
+
+
+def _raw_ids(frame: pl.DataFrame, user_ids: pl.Series | None, item_ids: pl.Series | None) -> pl.DataFrame:
+    """``frame``'s ``user`` and ``item`` indices replaced by the raw ids, where given."""
+    for column, ids in (("user", user_ids), ("item", item_ids)):
+        if ids is not None:
+            frame = frame.with_columns(pl.Series(ids).gather(frame.get_column(column)).alias(column))
+    return frame
 
 
 def _ranx_dict(rankings: Rankings, user_ids, item_ids) -> dict[str, dict[str, float]]:
@@ -644,10 +649,7 @@ def to_ranx(values: Rankings | Targets | pl.DataFrame, *, user_ids: pl.Series | 
         gain = frame.get_column("gain")
         if (gain != gain.floor()).any():
             raise DataError("to_ranx: ranx grades are integers; these targets have fractional gains")
-        if user_ids is not None:
-            frame = frame.with_columns(pl.Series(user_ids).gather(pl.col("user")).alias("user"))
-        if item_ids is not None:
-            frame = frame.with_columns(pl.Series(item_ids).gather(pl.col("item")).alias("item"))
+        frame = _raw_ids(frame, user_ids, item_ids)
         qrels: dict[str, dict[str, int]] = {}
         for user, item, grade in frame.select("user", "item", "gain").iter_rows():
             qrels.setdefault(str(user), {})[str(item)] = int(grade)
