@@ -275,8 +275,15 @@ def _index(columns: list[pl.Series]) -> tuple[pl.Series, list[np.ndarray]]:
     if any(c.dtype == pl.String for c in columns):
         columns = [c.cast(pl.String) for c in columns]
     sizes = np.cumsum([0] + [c.len() for c in columns])
-    if columns[0].dtype == pl.String:
-        values = pl.concat(columns)
+    values = pl.concat(columns)
+    low, high = (values.min(), values.max()) if values.dtype.is_integer() else (0, None)
+    if high is not None and high - low < max(4 * len(values), 1 << 20):  # a lookup table, one pass
+        values = values.to_numpy()
+        present = np.zeros(high - low + 1, dtype=bool)
+        present[values - low] = True
+        codes = (np.cumsum(present, dtype=np.int64) - 1).astype(np.int32)[values - low]
+        ids = pl.Series(np.flatnonzero(present) + low)
+    else:  # one sort; equal neighbours share a code
         order = values.arg_sort().to_numpy()
         ordered = values.gather(order)
         new = np.ones(len(order), dtype=bool)
@@ -284,18 +291,6 @@ def _index(columns: list[pl.Series]) -> tuple[pl.Series, list[np.ndarray]]:
         codes = np.empty(len(order), dtype=np.int32)
         codes[order] = np.cumsum(new) - 1
         ids = ordered.filter(pl.Series(new))
-    else:
-        values = np.concatenate([c.to_numpy() for c in columns]).astype(np.int64, copy=False)
-        low, high = int(values.min()), int(values.max())
-        if high - low < max(4 * len(values), 1 << 20):
-            present = np.zeros(high - low + 1, dtype=bool)
-            present[values - low] = True
-            table = np.cumsum(present, dtype=np.int64).astype(np.int32) - 1
-            codes = table[values - low]
-            ids = pl.Series(np.flatnonzero(present) + low)
-        else:
-            unique, codes = np.unique(values, return_inverse=True)
-            codes, ids = codes.astype(np.int32), pl.Series(unique)
     return ids, [codes[a:b] for a, b in zip(sizes[:-1], sizes[1:], strict=True)]
 
 
@@ -431,16 +426,15 @@ class RunInput:
         judgments have ratings and the run scores; for the rating metrics."""
         if not self._pairs:
             return None
-        all_users, test_keys, ratings, run_keys, scores = self._pairs
-        order = np.argsort(run_keys, kind="stable")
-        found = _in_sorted(test_keys, run_keys[order])
-        at = np.searchsorted(run_keys[order], test_keys[found])
+        all_users, test_keys, ratings, run_keys, scores = self._pairs  # keys ascending
+        found = _in_sorted(test_keys, run_keys)
+        at = np.searchsorted(run_keys, test_keys[found])
         n_items = self.item_ids.len()
         return pl.DataFrame({
             "user": all_users.gather(test_keys[found] // n_items),
             "item": self.item_ids.gather(test_keys[found] % n_items),
             "rating": ratings[found],
-            "prediction": scores[order][at],
+            "prediction": scores[at],
         })
 
 
@@ -501,26 +495,29 @@ def load_run(
         notes.append(f"{missing:,} TEST users have no ranked list in RUN: they count as empty lists")
 
     units = np.flatnonzero(tested)
-    t_rows = test_o.by_item
-    keep = tested[r_user[run_o.by_rank]]
-    r_rows = run_o.by_rank[keep]
+    t_rows = test_o.by_item  # every TEST row, by user then item: its keys ascend
+    r_rows = run_o.by_rank[tested[r_user[run_o.by_rank]]]  # rows of TEST users, best first
+    r_sorted = run_o.by_item[tested[r_user[run_o.by_item]]]  # the same rows by user then item
     t_keys = t_user[t_rows].astype(np.int64) * n_items + t_item[t_rows]
-    r_keys = r_user[r_rows].astype(np.int64) * n_items + r_item[r_rows]
+    r_keys = r_user[r_sorted].astype(np.int64) * n_items + r_item[r_sorted]
     removed = np.zeros(n_users, dtype=np.int64)
     train_out = None
     if train_t is not None:
         w_user, w_item = index.user[2], index.item[2]
-        w_keys = np.unique(w_user.astype(np.int64) * n_items + w_item)  # train repeats count once
+        perm, offsets = _group(w_user, n_users)
+        w_rows = _order_within_users(offsets, perm, w_item, np.zeros(0), False, False)[6]
+        w_keys = w_user[w_rows].astype(np.int64) * n_items + w_item[w_rows]
+        w_keys = w_keys[np.r_[True, w_keys[1:] != w_keys[:-1]]] if len(w_keys) else w_keys  # repeats once
         own = w_keys[tested[w_keys // n_items]]
-        seen = np.sort(np.concatenate([t_keys, r_keys]))
-        removed = np.bincount(own[~_in_sorted(own, seen)] // n_items, minlength=n_users).astype(np.int64)
-        ranked_train = int(_in_sorted(np.sort(r_keys), own).sum())
+        unseen = own[~_in_sorted(own, t_keys) & ~_in_sorted(own, r_keys)]
+        removed = np.bincount(unseen // n_items, minlength=n_users).astype(np.int64)
+        ranked_train = int(_in_sorted(r_keys, own).sum())
         if ranked_train:
             notes.append(f"RUN ranks {ranked_train:,} items that are in the same user's TRAIN: they count "
                          "as non-relevant (and as candidates for AUC)")
-        train_users = np.unique(w_keys // n_items)
+        w_users = w_keys // n_items  # ascending
         train_out = pl.DataFrame({
-            "user": np.searchsorted(train_users, w_keys // n_items).astype(np.int64),
+            "user": np.cumsum(np.r_[False, w_users[1:] != w_users[:-1]]).astype(np.int64),
             "item": (w_keys % n_items).astype(np.int64),
         })
     has_rank = "rank" in run_t.frame.columns
@@ -539,7 +536,8 @@ def load_run(
     rankings = Rankings(unit_user, _unit_offsets(run_o.offsets, units), r_item[r_rows].astype(np.int32), scores)
     pairs = ()
     if "rating" in test_t.frame.columns and scores is not None:
-        pairs = (index.user_ids, t_keys, test_t.frame.get_column("rating").to_numpy()[t_rows], r_keys, scores)
+        pairs = (index.user_ids, t_keys, test_t.frame.get_column("rating").to_numpy()[t_rows], r_keys,
+                 run_t.frame.get_column("score").to_numpy()[r_sorted])
     user_ids = index.user_ids.gather(units)
     return RunInput(rankings, targets, user_ids, index.item_ids, train_out, notes, pairs)
 
