@@ -7,47 +7,55 @@ import shutil
 import uuid
 from pathlib import Path
 
-import polars as pl
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from recsys_eval.cli import app
-from recsys_eval.errors import ConfigError, DataError, check_choice
-from recsys_eval.measure import measure, rating_metrics, summarize
-from recsys_eval.measure.api import concat_per_unit
-from recsys_eval.measure.beyond import genre_matrix
-from recsys_eval.measure.metrics import (
-    ALL_METRICS,
-    AUXILIARY_METRICS,
-    GAINS,
-    RATING_METRICS,
-    TIES,
-    UNDEFINED_POLICIES,
-    check_cutoffs,
-    check_metrics,
-)
-from recsys_eval.measure.runfile import load_run, read_table
+from recsys_eval.errors import ConfigError, DataError
 
 DEFAULT_METRICS = "precision,recall,f1,ap,ndcg,rr,hit,auc"
+FORMAT_HELP = "csv, tsv, parquet, trec, ranx or elliot (default: from the extension)"
 
 
 @app.command()
 def evaluate(
-    test: Path = typer.Option(..., "--test", help="CSV or Parquet: user, item[, rating]."),
-    run: Path = typer.Option(..., "--run", help="CSV or Parquet: user, item and score or rank."),
+    test: Path = typer.Option(..., "--test", help="Judgments: user, item[, rating] (CSV, Parquet, TREC qrels, ...)."),
+    run: Path = typer.Option(..., "--run", help="Run: user, item and score or rank (CSV, Parquet, TREC, ...)."),
     out: Path = typer.Option(..., "--out", help="Folder to write per_unit.parquet and summary.csv."),
-    train: Path | None = typer.Option(None, "--train", help="CSV or Parquet: user, item."),
+    train: Path | None = typer.Option(None, "--train", help="user, item (read like --test)."),
     threshold: float | None = typer.Option(None, "--threshold", help="Relevant: rating >= T."),
     metrics: str = typer.Option(DEFAULT_METRICS, "--metrics", help="Comma-separated metric names."),
     k: str = typer.Option("1,5,10", "--k", help="Comma-separated cutoffs."),
-    gain: str = typer.Option("graded", "--gain", help="nDCG gain: graded, binary or exp."),
+    gain: str = typer.Option("graded", "--gain", help="nDCG gain: graded, binary or exp (nDCG only)."),
     undefined: str = typer.Option("skip", "--undefined", help="Undefined values: skip or zero."),
     ties: str = typer.Option("first", "--ties", help="Tied scores: first (item order) or average."),
     genres: Path | None = typer.Option(None, "--genres", help="CSV or Parquet: item, genres (for ild)."),
+    format: str | None = typer.Option(None, "--format", help=f"Format of --run: {FORMAT_HELP}."),
+    columns: str | None = typer.Option(
+        None, "--columns", help="Fields of a header-less --run file in order, e.g. user,item,score."),
+    test_format: str | None = typer.Option(
+        None, "--test-format", help="Format of --test and --train (default: --format, or the extension)."),
+    test_columns: str | None = typer.Option(
+        None, "--test-columns", help="Fields of header-less --test/--train files, e.g. user,item,rating."),
     force: bool = typer.Option(False, "--force", help="Replace an existing output folder."),
 ) -> None:
     """Score a run against test interactions; write per-unit values and the summary."""
+    from rich.console import Console  # heavy imports here, so that `recsys-eval --help` starts fast
+
+    from recsys_eval.data.runs import load_run
+    from recsys_eval.errors import check_choice
+    from recsys_eval.measure import measure, rating_metrics, summarize
+    from recsys_eval.measure.api import concat_per_unit
+    from recsys_eval.measure.metrics import (
+        ALL_METRICS,
+        GAINS,
+        RATING_METRICS,
+        TIES,
+        UNDEFINED_POLICIES,
+        check_cutoffs,
+        check_metrics,
+    )
+
+    # parse
     names = check_metrics([m.strip() for m in metrics.split(",") if m.strip()], ALL_METRICS)
     cutoffs = check_cutoffs(_parse_ints(k, "--k"))
     check_choice("gain", gain, GAINS)
@@ -60,10 +68,16 @@ def evaluate(
     if "ild" in names and genres is None:
         raise ConfigError("metric 'ild' needs --genres (a file with item and genres columns)")
 
-    data = load_run(test, run, train, threshold=threshold, gain=gain)
+    # read
+    data = load_run(
+        test, run, train, threshold=threshold, run_format=format, run_columns=_parse_names(columns, "--columns"),
+        test_format=test_format or format, test_columns=_parse_names(test_columns, "--test-columns"),
+    )
     console = Console()
     for note in data.notes:
         console.print(f"[yellow]note:[/] {note}", highlight=False)
+
+    # measure
     system = run.stem
     ranking_names = [m for m in names if m not in RATING_METRICS]
     frames = []
@@ -87,6 +101,8 @@ def evaluate(
         )
     per_unit = concat_per_unit(frames)
     summary = summarize(per_unit, undefined=undefined)
+
+    # write
     _write(out, per_unit, summary, force)
     _print_summary(console, summary, out)
 
@@ -103,8 +119,22 @@ def _parse_ints(text: str, option: str) -> list[int]:
     return values
 
 
-def _genres(path: Path, item_ids: pl.Series):
-    frame = read_table(path, "GENRES")
+def _parse_names(text: str | None, option: str) -> list[str] | None:
+    if text is None:
+        return None
+    names = [part.strip() for part in text.split(",")]
+    if not all(names):
+        raise ConfigError(f"{option}: {text!r} has an empty name; expected e.g. user,item,score")
+    return names
+
+
+def _genres(path: Path, item_ids):
+    import polars as pl
+
+    from recsys_eval.data.runs import read_frame
+    from recsys_eval.measure.beyond import genre_matrix
+
+    frame = read_frame(path, name=f"GENRES {path}")
     if "item" not in frame.columns or "genres" not in frame.columns:
         raise DataError(f"GENRES {str(path)!r}: expected columns 'item' and 'genres', got {frame.columns}")
     frame = frame.with_columns(pl.col("item").cast(item_ids.dtype, strict=False))
@@ -113,7 +143,7 @@ def _genres(path: Path, item_ids: pl.Series):
     return genre_matrix(known, item_ids.len())
 
 
-def _write(out: Path, per_unit: pl.DataFrame, summary: pl.DataFrame, force: bool) -> None:
+def _write(out: Path, per_unit, summary, force: bool) -> None:
     """Write into a fresh sibling folder, then move it into place (never a half-written result)."""
     out = out.absolute()
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -136,7 +166,12 @@ def _write(out: Path, per_unit: pl.DataFrame, summary: pl.DataFrame, force: bool
             shutil.rmtree(temp, ignore_errors=True)
 
 
-def _print_summary(console: Console, summary: pl.DataFrame, out: Path) -> None:
+def _print_summary(console, summary, out: Path) -> None:
+    import polars as pl
+    from rich.table import Table
+
+    from recsys_eval.measure.metrics import AUXILIARY_METRICS
+
     table = Table(title=f"summary ({summary['undefined'][0]} undefined values)" if summary.height else "summary")
     for column in ("system", "fold", "metric", "mean", "micro mean", "users", "left out"):
         table.add_column(column, justify="right" if column not in ("system", "fold", "metric") else "left")

@@ -21,6 +21,7 @@ from recsys_eval.measure.aggregate import ALL_FOLDS, fold_summary, per_user, wit
 from recsys_eval.measure.metrics import AUXILIARY_METRICS as AUXILIARY
 
 SAMPLED_RANK = "sampled_rank"
+FULL_CANDIDATES = "full_candidates"
 
 
 def per_user_values(folder: ResultsFolder, undefined: str) -> pl.DataFrame:
@@ -98,18 +99,24 @@ def sampled_table(folder: ResultsFolder, summary: pl.DataFrame, undefined: str) 
         n = definitions[label]["n"]
         fold_rows = []
         for fold in folds:
-            ranks = (
+            fold_units = (
                 folder.scan_per_unit(fold=fold)
-                .filter((pl.col("protocol") == label) & (pl.col("metric") == SAMPLED_RANK))
+                .filter((pl.col("protocol") == label) & pl.col("metric").is_in([SAMPLED_RANK, FULL_CANDIDATES]))
                 .collect()
             )
+            ranks = fold_units.filter(pl.col("metric") == SAMPLED_RANK)
+            full_n = ranks.select("system", "unit").join(
+                fold_units.filter(pl.col("metric") == FULL_CANDIDATES).select("system", "unit", "value"),
+                on=["system", "unit"], how="left", maintain_order="left").get_column("value")
             rank = ranks.get_column("value").to_numpy()
+            # each unit's own full candidate count N (the catalogue size where it was not recorded)
+            n_full = full_n.fill_null(float(n_items)).to_numpy().astype(np.int64)
             ranked = rank > 0
             for method in ("sampled", "rescale", "bias_variance"):
                 for metric, k in metrics:
                     value = np.zeros(len(rank))  # a unit whose relevant item was not ranked scores 0
-                    value[ranked] = sampled_correction(rank[ranked].astype(np.int64), n, n_items, metric, k,
-                                                       method=method)
+                    value[ranked] = sampled_correction(rank[ranked].astype(np.int64), n, n_full[ranked],
+                                                       metric, k, method=method)
                     per_unit = ranks.with_columns(
                         pl.lit(metric).alias("metric"), pl.lit(k, pl.Int32).alias("k"),
                         pl.Series("value", value), pl.lit(f"{label}\x1f{method}").alias("protocol"),

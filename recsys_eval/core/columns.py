@@ -1,46 +1,102 @@
-"""Checks of the columns of a user's table (a run, a test file): numbers and unique keys.
+"""Checks of the columns of a user's table (interactions, a run, judgments): ids and numbers.
 
-Shared by the run readers of the measure and recommend stages so that the same bad file gets the
-same message, naming the file, the column and an example of the value or pair at fault.
+Every reader of a user's file goes through these, so that the same bad file gets the same message,
+naming the file, the column, the row (or line) and the value at fault, and what was expected.
+``locate`` turns a row number (0-based, of the parsed table) into the place a user can find: a line
+of a text file, a row of a Parquet file.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import polars as pl
 
 from recsys_eval.errors import DataError
 
+Locate = Callable[[int], str]
 
-def numeric_column(frame: pl.DataFrame, column: str, source: str) -> pl.Series:
+# Text that stands for a missing value in the files people write (pandas' NaN written by to_csv,
+# R's NA, SQL's NULL, Python's None): never an id.
+MISSING_TEXT = ("", "nan", "na", "n/a", "null", "none", "<na>")
+
+
+def row_of(row: int) -> str:
+    """The default ``locate``: rows counted from 1."""
+    return f"row {row + 1:,}"
+
+
+def id_column(frame: pl.DataFrame, column: str, source: str, locate: Locate = row_of) -> pl.Series:
+    """``column`` as ids a shared index accepts: Int64 or String.
+
+    Refused, whatever the column's type: empty values, NaN, and text that stands for a missing value
+    (``MISSING_TEXT``, e.g. the ``nan`` pandas writes into an integer column, which makes the whole
+    column text). Float ids must be whole numbers (``12.0`` is the id 12); text ids that are all
+    integers become integers, so that they match the same ids written as numbers in another file.
+    """
+    values = frame.get_column(column)
+    dtype = values.dtype
+    if dtype in (pl.Categorical, pl.Enum) or isinstance(dtype, (pl.Categorical, pl.Enum)):
+        values, dtype = values.cast(pl.String), pl.String
+    if dtype.is_integer():
+        bad = values.is_null() if values.null_count() else None
+        expected, converted = "an id", values.cast(pl.Int64)
+    elif dtype.is_float():
+        bad = values.is_null() | values.is_nan() | values.is_infinite() | (values != values.floor())
+        expected, converted = "a whole-number id", values
+    elif dtype == pl.String:
+        bad = values.is_null() | values.str.strip_chars().str.to_lowercase().is_in(MISSING_TEXT)
+        expected, converted = "an id (this text stands for a missing value)", values
+    else:
+        raise DataError(f"{source}: column {column!r} has type {dtype}; expected integer or text ids")
+    if bad is not None and bad.any():
+        row = int(bad.arg_true()[0])
+        raise DataError(
+            f"{source}: column {column!r} has {int(bad.sum()):,} missing or unusable ids (first at "
+            f"{locate(row)}: {values[row]!r}); expected {expected} in every row"
+        )
+    if dtype.is_float():
+        converted = values.cast(pl.Int64)
+    elif dtype == pl.String:
+        as_int = values.cast(pl.Int64, strict=False)
+        converted = as_int if not as_int.null_count() else values
+    return converted.rename(column)
+
+
+def numeric_column(
+    frame: pl.DataFrame, column: str, source: str, locate: Locate = row_of, *, whole: bool = False
+) -> pl.Series:
     """``column`` as Float64. Text (a CSV column holding "nan" or "inf" is read as text) is parsed;
-    text that is no number, a non-numeric type, and empty, NaN or infinite values are errors."""
+    text that is no number, a non-numeric type, and empty, NaN or infinite values are errors; with
+    ``whole``, so are numbers with a fraction (ranks)."""
     values = frame.get_column(column)
     if values.dtype == pl.String:
         parsed = values.str.strip_chars().cast(pl.Float64, strict=False)
         unparsed = parsed.is_null() & values.is_not_null()
         if unparsed.any():
-            raise DataError(f"{source}: column {column!r} is not numeric (e.g. {values.filter(unparsed)[0]!r})")
+            row = int(unparsed.arg_true()[0])
+            raise DataError(
+                f"{source}: column {column!r} is not numeric (first at {locate(row)}: {values[row]!r}); "
+                "expected numbers"
+            )
         values = parsed
-    elif not values.dtype.is_numeric():
+    elif not (values.dtype.is_numeric() or values.dtype == pl.Boolean):
         raise DataError(f"{source}: column {column!r} has type {values.dtype}; expected numbers")
     values = values.cast(pl.Float64)
     bad = values.is_null() | values.is_nan() | values.is_infinite()
     if bad.any():
-        first = int(bad.arg_true()[0])
-        row = frame.row(first, named=True)
+        row = int(bad.arg_true()[0])
+        keys = "".join(f", {c} {frame[row, c]!r}" for c in ("user", "item") if c in frame.columns)
         raise DataError(
             f"{source}: column {column!r} has {int(bad.sum()):,} NaN or infinite (or empty) values "
-            f"(first at row {first + 1}: user {row['user']!r}, item {row['item']!r})"
+            f"(first at {locate(row)}{keys}); expected finite numbers"
         )
-    return values
-
-
-def check_unique(frame: pl.DataFrame, key: list[str], source: str, hint: str) -> None:
-    """An error naming the count and an example when rows repeat a ``key`` combination."""
-    dup = frame.select(key).is_duplicated()
-    if dup.any():
-        row = frame.filter(dup).row(0, named=True)
-        shown = ", ".join(f"{c} {row[c]!r}" for c in key)
-        raise DataError(
-            f"{source}: {int(dup.sum()):,} rows repeat a ({', '.join(key)}) pair, e.g. {shown}; {hint}"
-        )
+    if whole:
+        fraction = values != values.floor()
+        if fraction.any():
+            row = int(fraction.arg_true()[0])
+            raise DataError(
+                f"{source}: column {column!r} holds non-integer values (first at {locate(row)}: "
+                f"{values[row]!r}); expected whole numbers"
+            )
+    return values.rename(column)

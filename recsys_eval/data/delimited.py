@@ -45,8 +45,12 @@ class Table:
         """Line number (1-based) of row ``row``."""
         return int(self.lines[row]) if self.lines is not None else self.first_line + row
 
+    def locate(self, row: int) -> str:
+        """Where row ``row`` is, for messages: e.g. ``line 12``."""
+        return f"{self.unit} {self.line(row):,}"
+
     def error(self, row: int, message: str) -> DataError:
-        return DataError(f"{self.what}, {self.unit} {self.line(row):,}: {message}")
+        return DataError(f"{self.what}, {self.locate(row)}: {message}")
 
     def check_not_null(self, columns: Sequence[str]) -> None:
         """Raise naming the first line where one of ``columns`` is empty or missing."""

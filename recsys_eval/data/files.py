@@ -13,6 +13,7 @@ from pathlib import Path
 
 import polars as pl
 
+from recsys_eval.core.columns import id_column
 from recsys_eval.core.interactions import DuplicatePolicy, Interactions
 from recsys_eval.data.delimited import Table, read_delimited
 from recsys_eval.data.descriptors import ROLES
@@ -123,14 +124,8 @@ def _convert(table: Table, role: str, name: str, timestamp_format: str | None) -
     """The column of ``role`` in a type Interactions accepts, naming the line of a bad value."""
     series = table.frame.get_column(name)
     dtype = series.dtype
-    if role in ("user", "item"):
-        if dtype == pl.String:  # integer ids read as text after a failed inference stay integers
-            as_int = series.cast(pl.Int64, strict=False)
-            return as_int if as_int.null_count() == series.null_count() else series
-        if dtype.is_float():  # ids written as 12.0: whole numbers only
-            whole = pl.select(pl.when(series == series.floor()).then(series)).to_series()
-            return table.check_converted(name, whole, "an integer or text id").cast(pl.Int64)
-        return series
+    if role in ("user", "item"):  # the checks every reader of ids makes (nan, empty, 12.0)
+        return id_column(table.frame, name, table.what, table.locate)
     if role == "rating":
         if dtype.is_numeric() or dtype == pl.Boolean:
             return series

@@ -11,35 +11,19 @@ import polars as pl
 import scipy.sparse as sp
 
 from recsys_eval.core import Interactions
-from recsys_eval.core.columns import check_unique, numeric_column
+from recsys_eval.data.runs import Source, read_run
 from recsys_eval.errors import DataError
 from recsys_eval.recommend.base import Recommender
-
-_READERS = {".csv": ",", ".txt": ",", ".tsv": "\t"}
 
 
 class UnknownIdsWarning(UserWarning):
     """An external run names users or items that the dataset does not know."""
 
 
-def read_table(path: Path) -> pl.DataFrame:
-    """A CSV (``.csv``, ``.txt``), TSV (``.tsv``) or Parquet (``.parquet``, ``.pq``) file."""
-    suffix = path.suffix.lower()
-    if not path.is_file():
-        raise DataError(f"{path}: run file not found")
-    if suffix not in _READERS and suffix not in (".parquet", ".pq"):
-        raise DataError(f"{path}: unknown run file type {suffix!r}; expected .csv, .tsv or .parquet")
-    try:
-        if suffix in (".parquet", ".pq"):
-            return pl.read_parquet(path)
-        return pl.read_csv(path, separator=_READERS[suffix], infer_schema_length=10_000)
-    except (pl.exceptions.PolarsError, OSError) as exc:
-        raise DataError(f"{path}: cannot read the run file: {exc}") from None
-
-
 class ExternalRun(Recommender):
-    """Scores from a table with columns ``user``, ``item`` and ``score`` (higher is better) or
-    ``rank`` (1 is best) or both (ordered by rank, then score), in the dataset's raw ids.
+    """Scores from a run (a file of any format :mod:`recsys_eval.data.runs` reads, or a polars or
+    pandas DataFrame) with ``user``, ``item`` and ``score`` (higher is better) or ``rank`` (1 is
+    best) or both (ordered by rank), in the dataset's raw ids, checked like every run.
 
     A unit's ranking is the run's order of that user's listed items (equal scores or ranks tie,
     broken by item index like every ranking); the items it did not list are unranked. Scores are
@@ -49,9 +33,11 @@ class ExternalRun(Recommender):
     run was made elsewhere.
     """
 
-    def __init__(self, frame: pl.DataFrame, data: Interactions, source: str = "run") -> None:
+    def __init__(self, frame: Source, data: Interactions, source: str = "run", *,
+                 format: str | None = None, columns: list[str] | None = None) -> None:
         self.source = source
-        values = _check_columns(frame, source)
+        frame = read_run(frame, format=format, columns=columns, name=source)
+        values = {c: frame.get_column(c).to_numpy().astype(np.float64) for c in ("rank", "score") if c in frame.columns}
         users = data.user_index(frame.get_column("user"))
         items = data.item_index(frame.get_column("item"))
         known = (users >= 0) & (items >= 0)
@@ -77,10 +63,11 @@ class ExternalRun(Recommender):
         self.n_items = data.n_items
 
     @classmethod
-    def from_file(cls, path: str | Path, data: Interactions) -> ExternalRun:
-        """Read a run file; raw ids are mapped through ``data``'s index."""
-        path = Path(path)
-        return cls(read_table(path), data, source=str(path))
+    def from_file(cls, path: str | Path, data: Interactions, *, format: str | None = None,
+                  columns: list[str] | None = None) -> ExternalRun:
+        """Read a run file (format from the extension or ``format``); raw ids are mapped through
+        ``data``'s index."""
+        return cls(path, data, source=str(path), format=format, columns=columns)
 
     def unknown_message(self) -> str:
         """What was left out for unknown ids, for logs."""
@@ -112,24 +99,6 @@ class ExternalRun(Recommender):
     def score_block(self, users: np.ndarray) -> np.ndarray:
         rank = self.ranks[np.asarray(users)].toarray()
         return np.where(rank > 0, -rank, -np.inf).astype(np.float32)
-
-
-def _check_columns(frame: pl.DataFrame, source: str) -> dict[str, np.ndarray]:
-    """Validate the run table; return its value columns (``rank``, ``score`` or both) as float64."""
-    values = [c for c in ("rank", "score") if c in frame.columns]
-    missing = [c for c in ("user", "item") if c not in frame.columns] + ([] if values else ["score or rank"])
-    if missing:
-        raise DataError(f"{source}: missing column(s) {', '.join(missing)}; columns are {frame.columns}")
-    if frame.height == 0:
-        raise DataError(f"{source}: the run has no rows")
-    for column in ("user", "item"):
-        nulls = frame.get_column(column).null_count()
-        if nulls:
-            row = int(frame.get_column(column).is_null().arg_true()[0])
-            raise DataError(f"{source}: column {column!r} has {nulls:,} empty ids (first at row {row + 1})")
-    numbers = {column: numeric_column(frame, column, source).to_numpy() for column in values}
-    check_unique(frame, ["user", "item"], source, "a run lists each item at most once per user")
-    return numbers
 
 
 def _dense_ranks(users: np.ndarray, rank: np.ndarray, score: np.ndarray) -> np.ndarray:

@@ -111,7 +111,10 @@ def test_duplicates_policy_is_passed_on(tmp_path):
             {},
             r"no column 'iidd' \(for item\).*did you mean 'iid'",
         ),
-        ("user,item\n1.5,2\n", None, {}, r"line 2: column 'user' has 1\.5; expected an integer or text id"),
+        ("user,item\n1.5,2\n", None, {}, r"column 'user' has 1 missing or unusable ids \(first at line 2: 1\.5\); expected a whole-number id"),
+        # pandas writes NaN into an integer column as "nan" (and the column becomes text): never an id
+        ("user,item\n1,2\nnan,3\n", None, {}, r"column 'user' has 1 missing or unusable ids \(first at line 3: 'nan'\)"),
+        ("user,item\n1,2\n2,NULL\n", None, {}, r"column 'item' has 1 missing .* line 3: 'NULL'"),
     ],
 )
 def test_bad_input_names_file_line_and_column(tmp_path, text, columns, kwargs, message):

@@ -79,10 +79,11 @@ def test_ranks_and_average_ties(files, tmp_path, capsys):
         (RUN, ["--metrics", "ndgc"], "did you mean 'ndcg'"),
         (RUN, ["--k", "0"], "positive integer"),
         (RUN, ["--k", "1,x"], "not an integer"),
-        ("user,item\n1,10\n", [], "missing column 'score' or 'rank'"),
-        ("user,score\n1,0.5\n", [], "missing columns \\['item'\\]"),
-        ("user,item,score\n1,10,0.5\n1,10,0.4\n", [], "repeat a \\(user, item\\) pair"),
-        ("user,item,rank\n1,10,1\n1,11,1\n", [], "repeat a \\(user, rank\\) pair"),
+        ("user,item\n1,10\n", [], "r.csv: missing column\\(s\\) score or rank"),
+        ("user,score\n1,0.5\n", [], "missing column\\(s\\) item;"),
+        ("user,item,score\n1,10,0.5\n1,10,0.4\n", [],
+         "r.csv: 1 row\\(s\\) repeat the \\(user, item\\) pair .* user 1, item 10 \\(line 2, again at line 3\\)"),
+        ("user,item,rank\n1,10,1\n1,11,1\n", [], "'rank' is not 1..L .* user 1 has 2 rows with ranks 1, 1"),
         ("user,item,score\n1,10,nan\n", [], "NaN or infinite"),
         ("user,item,score\n1,10,inf\n", [], "NaN or infinite"),
         ("user,item,rank\n1,10,1\n1,11,3\n", [], "not 1..L"),
@@ -107,7 +108,7 @@ def test_bad_run_inputs(files, tmp_path, capsys, run, extra, message):
     [
         ("user,item,rating\n1,10,good\n", [], "'rating' is not numeric"),
         ("user,item\n1,10\n", ["--threshold", "3"], "threshold needs ratings"),
-        ("user,item,rating\n1,10,4\n1,10,5\n", [], "repeat a \\(user, item\\) pair"),
+        ("user,item,rating\n1,10,4\n1,10,5\n", [], "t.csv: 1 row\\(s\\) repeat the \\(user, item\\) pair"),
         ("user,item,rating\n1,10,1\n", ["--threshold", "3"], "no relevant row"),
     ],
 )
@@ -121,7 +122,7 @@ def test_bad_test_inputs(files, tmp_path, capsys, test, extra, message):
 def test_missing_file(tmp_path, capsys, files):
     code, io = _evaluate(["--test", str(tmp_path / "none.csv"), "--run", files("r.csv", RUN),
                           "--out", str(tmp_path / "o")], capsys)
-    assert code == 1 and "does not exist" in io.err
+    assert code == 1 and "none.csv: no such file" in io.err
 
 
 def test_parquet_and_string_ids(tmp_path, capsys):

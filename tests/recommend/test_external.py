@@ -8,7 +8,7 @@ import pytest
 from recommend_data import per_unit, random_data, random_targets
 
 from recsys_eval.core import Interactions, Targets
-from recsys_eval.errors import DataError
+from recsys_eval.errors import DataError, RecsysEvalError
 from recsys_eval.recommend import (
     ExternalRun,
     UnknownIdsWarning,
@@ -92,12 +92,18 @@ def test_a_run_that_ranks_none_of_the_test_users_is_an_error():
     (pl.DataFrame({"user": [0], "score": [1.0]}), "missing column\\(s\\) item"),
     (pl.DataFrame({"user": [0], "item": [1]}), "missing column\\(s\\) score or rank"),
     (pl.DataFrame({"user": [0, 0, 1], "item": [1, 1, 1], "score": [1.0, 2.0, 3.0]}),
-     "2 rows repeat a \\(user, item\\) pair, e.g. user 0, item 1"),
+     "1 row\\(s\\) repeat the \\(user, item\\) pair .* e.g. user 0, item 1 \\(row 1, again at row 2\\)"),
     (pl.DataFrame({"user": [0, 1], "item": [1, 1], "score": [1.0, float("nan")]}), "'score' has 1 NaN.*row 2"),
     (pl.DataFrame({"user": [0], "item": [1], "rank": [None]}, schema_overrides={"rank": pl.Int64}), "'rank' has 1"),
-    (pl.DataFrame({"user": [0], "item": [1], "score": ["high"]}), "'score' is not numeric \\(e.g. 'high'\\)"),
+    (pl.DataFrame({"user": [0], "item": [1], "score": ["high"]}), "'score' is not numeric \\(first at row 1: 'high'\\)"),
     (pl.DataFrame({"user": [0], "item": [1], "score": [[1.0]]}), "'score' has type List"),
-    (pl.DataFrame({"user": [0, None], "item": [1, 2], "score": [1.0, 2.0]}), "'user' has 1 empty ids"),
+    (pl.DataFrame({"user": [0, None], "item": [1, 2], "score": [1.0, 2.0]}), "'user' has 1 missing or unusable ids \\(first at row 2: None\\)"),
+    (pl.DataFrame({"user": ["0", "nan"], "item": [1, 2], "score": [1.0, 2.0]}), "'user' has 1 missing .* row 2: 'nan'"),
+    (pl.DataFrame({"user": [0.0, float("nan")], "item": [1, 2], "score": [1.0, 2.0]}), "'user' has 1 missing .* row 2: nan"),
+    (pl.DataFrame({"user": [0, 0], "item": [1, 2], "rank": [1, 1]}), "'rank' is not 1..L .* user 0 has 2 rows with ranks 1, 1"),
+    (pl.DataFrame({"user": [0, 0], "item": [1, 2], "rank": [0, 1]}), "'rank' is not 1..L .* ranks 0, 1; expected each of 1, 2"),
+    (pl.DataFrame({"user": [0, 0], "item": [1, 2], "rank": [1, 3]}), "'rank' is not 1..L .* ranks 1, 3"),
+    (pl.DataFrame({"user": [0], "item": [1], "rank": [-1]}), "'rank' is not 1..L"),
     (pl.DataFrame({"user": [500], "item": [1], "score": [1.0]}), "none of the run's 1 \\(user, item\\) rows"),
     (pl.DataFrame({"user": [], "item": [], "score": []}), "no rows"),
 ])
@@ -106,9 +112,9 @@ def test_bad_runs(frame, message):
         ExternalRun(frame, random_data(4), source="run.csv")
 
 
-def test_a_run_with_rank_and_score_is_ordered_by_rank_then_score():
+def test_a_run_with_rank_and_score_is_ordered_by_rank():
     data = random_data(4)
-    frame = pl.DataFrame({"user": [0] * 4, "item": [10, 11, 12, 13], "rank": [2, 1, 2, 3], "score": [0.1, 0.0, 0.5, 0.9]})
+    frame = pl.DataFrame({"user": [0] * 4, "item": [10, 11, 12, 13], "rank": [3, 1, 2, 4], "score": [0.1, 0.0, 0.5, 0.9]})
     targets = Targets(np.array([0], np.int32), np.array([0, 4]), np.array([10, 11, 12, 13], np.int32),
                       np.zeros(4, np.float32), data.n_items, "t")
     assert per_unit(rank_targets(ExternalRun(frame, data), targets)) == [[11, 12, 10, 13]]
@@ -116,17 +122,17 @@ def test_a_run_with_rank_and_score_is_ordered_by_rank_then_score():
 
 def test_nan_written_as_text_in_a_csv_is_reported(tmp_path):
     (tmp_path / "run.csv").write_text("user,item,score\n0,1,0.5\n0,2,nan\n")
-    with pytest.raises(DataError, match="run.csv: column 'score' has 1 NaN.*row 2"):
+    with pytest.raises(DataError, match="run.csv: column 'score' has 1 NaN.*line 3"):
         ExternalRun.from_file(tmp_path / "run.csv", random_data(4))
 
 
 def test_bad_run_files(tmp_path):
     data = random_data(4)
-    with pytest.raises(DataError, match="not found"):
+    with pytest.raises(DataError, match="absent.csv: no such file"):
         ExternalRun.from_file(tmp_path / "absent.csv", data)
-    (tmp_path / "run.json").write_text("{}")
-    with pytest.raises(DataError, match="expected .csv, .tsv or .parquet"):
-        ExternalRun.from_file(tmp_path / "run.json", data)
+    (tmp_path / "run.xlsx").write_text("{}")
+    with pytest.raises(RecsysEvalError, match="run.xlsx: cannot tell the format from the extension '.xlsx'"):
+        ExternalRun.from_file(tmp_path / "run.xlsx", data)
     (tmp_path / "run.parquet").write_text("user,item,score\n")
-    with pytest.raises(DataError, match="cannot read"):
+    with pytest.raises(DataError, match="run.parquet: not a readable Parquet file"):
         ExternalRun.from_file(tmp_path / "run.parquet", data)

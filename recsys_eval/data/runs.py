@@ -1,0 +1,678 @@
+"""Runs and judgments from the files people write them in, with one set of checks.
+
+A **run** is a system's ranked lists: ``user, item`` and ``score`` (higher is better) or ``rank`` (1 is
+best; with a score too, the order is the rank's and the score breaks nothing, ranks being unique).
+**Judgments** are what a run is measured against (test interactions, qrels): ``user, item`` and an
+optional ``rating`` (a grade).
+
+Formats, from the file's extension or ``format=``:
+
+========== ===================================== ==========================================
+format     extensions                            layout
+========== ===================================== ==========================================
+csv        .csv, .txt                            header line naming the columns
+tsv        .tsv                                  header line naming the columns
+parquet    .parquet, .pq                         columns named as above
+trec       .trec, .run (runs), .qrels            ``qid Q0 docid rank score tag`` (runs, ordered
+                                                 by score as trec_eval and ranx do: the rank
+                                                 field is not read); ``qid 0 docid rel`` (qrels)
+ranx       .json                                 ``{"user": {"item": score or grade}}``
+elliot     (give ``format="elliot"``)            header-less TSV: ``user item score`` (runs),
+                                                 ``user item rating [timestamp]`` (judgments)
+========== ===================================== ==========================================
+
+``columns=["user", "item", "score"]`` reads a csv or tsv file without a header line, naming its
+fields in order (``_`` skips a field). pandas and polars DataFrames are taken wherever a file is.
+
+The checks, the same for every format and every caller (``recsys-eval evaluate``, an external run in an
+experiment config, the API): ids present in every row whatever their type (no empty, NaN or ``nan``
+text, see :func:`recsys_eval.core.columns.id_column`), numeric finite scores, ranks and ratings, no
+repeated (user, item) pair, ranks exactly 1..L per user, a file with rows. Every message names the
+file, the column, the row or line and the value at fault. Repeats and ranks are found by sorting each
+user's rows (one counting sort by user, then a sort of each user's few rows), never by hashing pairs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Literal
+
+import numba
+import numpy as np
+import polars as pl
+
+from recsys_eval.core.columns import id_column, numeric_column
+from recsys_eval.core.units import Rankings, Targets
+from recsys_eval.data.delimited import Table, read_delimited
+from recsys_eval.errors import ConfigError, DataError, check_choice
+
+Kind = Literal["run", "judgments"]
+FORMATS = ("csv", "tsv", "parquet", "trec", "ranx", "elliot")
+SUFFIX_FORMATS = {
+    ".csv": "csv", ".txt": "csv", ".tsv": "tsv", ".parquet": "parquet", ".pq": "parquet",
+    ".trec": "trec", ".run": "trec", ".qrels": "trec", ".json": "ranx",
+}
+# Judgment formats whose grades start at 0 for "judged non-relevant" (trec_eval's relevance level 1).
+GRADED_FORMATS = ("trec", "ranx")
+_LAYOUTS = {
+    ("trec", "run"): ("user", "_", "item", "_", "score", "_"),
+    ("trec", "judgments"): ("user", "_", "item", "rating"),
+    ("elliot", "run"): ("user", "item", "score"),
+    ("elliot", "judgments"): ("user", "item", "rating", "timestamp"),
+}
+_VALUES = {"run": ("score", "rank"), "judgments": ("rating",)}
+Source = str | Path | pl.DataFrame | Any  # Any: a pandas DataFrame (pandas is only met at this edge)
+
+
+# -- reading ---------------------------------------------------------------------------------------
+def format_of(source: Source, format: str | None = None) -> str:
+    """The format of ``source``: ``format`` if given, else from the file's extension."""
+    if format is not None:
+        return check_choice("format", format, FORMATS)
+    if not isinstance(source, (str, Path)):
+        return "parquet"  # a DataFrame: columns named, like a Parquet file
+    suffix = Path(source).suffix.lower()
+    if suffix not in SUFFIX_FORMATS:
+        raise ConfigError(
+            f"{source}: cannot tell the format from the extension {suffix!r}; expected one of "
+            f"{', '.join(sorted(SUFFIX_FORMATS))}, or give the format ({', '.join(FORMATS)})"
+        )
+    return SUFFIX_FORMATS[suffix]
+
+
+def read_table(
+    source: Source,
+    kind: Kind,
+    *,
+    format: str | None = None,
+    columns: Sequence[str] | None = None,
+    name: str | None = None,
+) -> Table:
+    """Read a run or judgments from a file or DataFrame and check its columns (not yet its keys:
+    see :func:`read_run` and :func:`read_judgments`, or :func:`load_run` for several files at once).
+    The table's frame holds ``user, item`` (Int64 or String ids) and the kind's value columns
+    (Float64; ``rank`` Int64)."""
+    check_choice("kind of table", kind, ("run", "judgments"))
+    table = _read(source, kind, format_of(source, format), columns, name or _name(source))
+    frame, name, locate = table.frame, table.what, table.locate
+    required = ["user", "item"]
+    missing = [c for c in required if c not in frame.columns]
+    values = [c for c in _VALUES[kind] if c in frame.columns]
+    if kind == "run" and not values:
+        missing.append("score or rank")
+    if missing:
+        raise DataError(
+            f"{name}: missing column(s) {', '.join(missing)}; expected user, item and "
+            + ("score (higher is better) or rank (1 is best)" if kind == "run" else "optionally rating")
+            + f"; the columns are {frame.columns}"
+        )
+    if frame.height == 0:
+        raise DataError(f"{name}: has a header and no rows; expected at least one {kind} row")
+    out = {c: id_column(frame, c, name, locate) for c in required}
+    for column in values:
+        number = numeric_column(frame, column, name, locate, whole=column == "rank")
+        out[column] = number.cast(pl.Int64) if column == "rank" else number
+    return Table(pl.DataFrame(out), name, table.first_line, table.lines, table.unit)
+
+
+def read_run(source: Source, *, format: str | None = None, columns: Sequence[str] | None = None,
+             name: str | None = None) -> pl.DataFrame:
+    """A run, every check done: ``user, item`` and ``score`` and/or ``rank`` (see the module)."""
+    return _read_checked(source, "run", format, columns, name)
+
+
+def read_judgments(source: Source, *, format: str | None = None, columns: Sequence[str] | None = None,
+                   name: str | None = None) -> pl.DataFrame:
+    """Judgments, every check done: ``user, item`` and optionally ``rating``."""
+    return _read_checked(source, "judgments", format, columns, name)
+
+
+def _read_checked(source: Source, kind: Kind, format, columns, name) -> pl.DataFrame:
+    table = read_table(source, kind, format=format, columns=columns, name=name)
+    index = Index.of([table])
+    order_rows(table, index.user[0], index.item[0], index)
+    return table.frame
+
+
+def read_frame(source: Source, *, format: str | None = None, name: str | None = None) -> pl.DataFrame:
+    """Any table with a header (csv, tsv, parquet or a DataFrame) as it is, e.g. item genres."""
+    fmt = format_of(source, format)
+    if fmt not in ("csv", "tsv", "parquet"):
+        raise ConfigError(f"{name or _name(source)}: a {fmt} file holds a run or judgments, not a table")
+    return _read(source, "judgments", fmt, None, name or _name(source)).frame
+
+
+def _name(source: Source) -> str:
+    return str(source) if isinstance(source, (str, Path)) else f"{type(source).__name__} argument"
+
+
+def _read(source: Source, kind: str, fmt: str, columns: Sequence[str] | None, name: str) -> Table:
+    if columns is not None and fmt in ("parquet", "ranx"):
+        raise ConfigError(f"{name}: columns name the fields of a header-less text file, not of a {fmt} table")
+    if not isinstance(source, (str, Path)):
+        return Table(_from_dataframe(source, name), name, unit="row")
+    path = Path(source)
+    if not path.is_file():
+        raise DataError(f"{name}: no such file" + (" (it is a folder)" if path.is_dir() else ""))
+    if fmt == "parquet":
+        try:
+            return Table(pl.read_parquet(path), name, unit="row")
+        except (pl.exceptions.PolarsError, OSError) as exc:
+            raise DataError(f"{name}: not a readable Parquet file ({_first_line(exc)})") from None
+    if fmt == "ranx":
+        return Table(_read_ranx(path, kind, name), name, unit="entry")
+    layout = list(columns) if columns is not None else _LAYOUTS.get((fmt, kind))
+    if layout is None:  # csv, tsv with a header line
+        table = read_delimited(path, what=name, separator="\t" if fmt == "tsv" else ",", header=True)
+    else:
+        separator = "," if fmt == "csv" else "\t" if fmt != "trec" else _trec_separator(path, len(layout), name)
+        data = path if separator is not None else re.sub(rb"[ \t]+", b" ", path.read_bytes())
+        table = read_delimited(data, what=name, separator=separator or " ", header=False, quoting=fmt != "trec")
+        table.frame.columns = _layout_names(table.frame.width, layout, fmt, kind, name)
+        table.frame = table.frame.select(c for c in table.frame.columns if not c.startswith("_"))
+    return table
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _from_dataframe(frame: Any, name: str) -> pl.DataFrame:
+    if isinstance(frame, pl.DataFrame):
+        return frame
+    if type(frame).__module__.split(".")[0] == "pandas" and type(frame).__name__ == "DataFrame":
+        try:
+            return pl.from_pandas(frame)
+        except (pl.exceptions.PolarsError, TypeError, ValueError, ImportError) as exc:
+            raise DataError(f"{name}: this pandas DataFrame cannot be read ({_first_line(exc)})") from None
+    raise DataError(f"{name}: expected a file path, a polars or a pandas DataFrame, got {type(frame).__name__}")
+
+
+def _layout_names(width: int, layout: list[str], fmt: str, kind: str, name: str) -> list[str]:
+    """Field names of a header-less file: ``layout``, or its first ``width`` names where the rest
+    are optional (Elliot's timestamp, TREC's trailing fields)."""
+    required = 3 if fmt in ("trec", "elliot") and kind == "judgments" else len(layout)
+    if fmt == "trec" and kind == "run":
+        required = 5  # qid Q0 docid rank score; the tag may be absent
+    if width == 0 or not required <= width <= len(layout):
+        shown = " ".join(c if not c.startswith("_") else "(ignored)" for c in layout)
+        raise DataError(f"{name}: {width} fields per line; expected {len(layout)} ({shown})")
+    names = [c if not c.startswith("_") else f"_{i}" for i, c in enumerate(layout[:width])]
+    return names
+
+
+def _trec_separator(path: Path, fields: int, name: str) -> str | None:
+    """The single separator of a TREC file (space or tab) from its first line; None when fields
+    are separated by runs of blanks (the file is then normalised before parsing)."""
+    with open(path, "rb") as stream:
+        first = stream.readline(1 << 16).strip()
+    for separator in (b" ", b"\t"):
+        parts = first.split(separator)
+        if len(parts) in (fields, fields - 1) and all(p and len(p.split()) == 1 for p in parts):
+            return separator.decode()
+    if first and len(first.split()) in (fields, fields - 1):
+        return None
+    if not first:
+        raise DataError(f"{name}: is empty; expected lines of {fields} fields")
+    raise DataError(f"{name}, line 1: {len(first.split())} fields; expected {fields} (TREC format)")
+
+
+def _read_ranx(path: Path, kind: str, name: str) -> pl.DataFrame:
+    """ranx's JSON (``Run.save``/``Qrels.save``): ``{"user": {"item": value}}``."""
+    try:
+        data = json.loads(path.read_bytes())
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{name}: bytes that are not UTF-8 text at byte {exc.start:,}") from None
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{name}, line {exc.lineno:,}: not JSON ({exc.msg})") from None
+    if not isinstance(data, dict):
+        raise DataError(f"{name}: expected a JSON object {{user: {{item: value}}}}, got {type(data).__name__}")
+    users, items, values = [], [], []
+    for user, ranked in data.items():
+        if not isinstance(ranked, dict):
+            raise DataError(f"{name}: user {user!r} maps to {type(ranked).__name__}; expected {{item: value}}")
+        users.extend([user] * len(ranked))
+        items.extend(ranked)
+        values.extend(v if isinstance(v, (int, float)) and not isinstance(v, bool) else None for v in ranked.values())
+    value = "score" if kind == "run" else "rating"
+    return pl.DataFrame(
+        {"user": users, "item": items, value: values},
+        schema={"user": pl.String, "item": pl.String, value: pl.Float64},
+    )
+
+
+# -- one index over several tables -----------------------------------------------------------------
+@dataclass(frozen=True)
+class Index:
+    """Raw ids of the users and items of several tables, sorted, and every table's codes into them.
+
+    Integer ids whose range is at most a few times the row count are indexed by a lookup table (one
+    pass), others by one sort; text ids by one sort. When tables disagree on the id type (integers in
+    one, text in another), ids are compared as text.
+    """
+
+    user_ids: pl.Series
+    item_ids: pl.Series
+    user: list[np.ndarray]  # int32 codes per table
+    item: list[np.ndarray]
+
+    @classmethod
+    def of(cls, tables: Sequence[Table]) -> Index:
+        user_ids, user = _index([t.frame.get_column("user") for t in tables])
+        item_ids, item = _index([t.frame.get_column("item") for t in tables])
+        return cls(user_ids.rename("user"), item_ids.rename("item"), user, item)
+
+
+def _index(columns: list[pl.Series]) -> tuple[pl.Series, list[np.ndarray]]:
+    if any(c.dtype == pl.String for c in columns):
+        columns = [c.cast(pl.String) for c in columns]
+    sizes = np.cumsum([0] + [c.len() for c in columns])
+    values = pl.concat(columns)
+    low, high = (values.min(), values.max()) if values.dtype.is_integer() else (0, None)
+    if high is not None and high - low < max(4 * len(values), 1 << 20):  # a lookup table, one pass
+        values = values.to_numpy()
+        present = np.zeros(high - low + 1, dtype=bool)
+        present[values - low] = True
+        codes = (np.cumsum(present, dtype=np.int64) - 1).astype(np.int32)[values - low]
+        ids = pl.Series(np.flatnonzero(present) + low)
+    else:  # one sort; equal neighbours share a code
+        order = values.arg_sort().to_numpy()
+        ordered = values.gather(order)
+        new = np.ones(len(order), dtype=bool)
+        new[1:] = (ordered.slice(1) != ordered.slice(0, len(order) - 1)).to_numpy()
+        codes = np.empty(len(order), dtype=np.int32)
+        codes[order] = np.cumsum(new) - 1
+        ids = ordered.filter(pl.Series(new))
+    return ids, [codes[a:b] for a, b in zip(sizes[:-1], sizes[1:], strict=True)]
+
+
+# -- ordering and checking each user's rows --------------------------------------------------------
+@dataclass(frozen=True)
+class Ordered:
+    """A table's rows grouped by user code (``offsets`` over every user of the index): ``by_item``
+    sorts each user's rows by item code, ``by_rank`` by the run's order (best first; ties by item)."""
+
+    offsets: np.ndarray
+    by_item: np.ndarray
+    by_rank: np.ndarray | None
+
+
+def order_rows(table: Table, user: np.ndarray, item: np.ndarray, index: Index) -> Ordered:
+    """Group ``table``'s rows by user, sort them, and refuse repeated (user, item) pairs and ranks
+    that are not 1..L: the checks every run and judgments table gets."""
+    frame = table.frame
+    is_run = "score" in frame.columns or "rank" in frame.columns
+    has_rank = "rank" in frame.columns
+    if has_rank:  # by rank; ranks are unique, so a score cannot change the order
+        primary = frame.get_column("rank").to_numpy().astype(np.float64)
+    elif is_run:  # by score descending, ties by item
+        primary = -frame.get_column("score").to_numpy()
+    else:
+        primary = np.zeros(0)
+    perm, offsets = _group(user, index.user_ids.len())
+    status = _order_within_users(offsets, perm, item, primary, is_run, has_rank)
+    n_repeats, repeat, earlier, n_bad, bad_user = status[:5]
+    if n_repeats:
+        u, i = index.user_ids[int(user[repeat])], index.item_ids[int(item[repeat])]
+        raise DataError(
+            f"{table.what}: {n_repeats:,} row(s) repeat the (user, item) pair of an earlier row, e.g. "
+            f"user {u!r}, item {i!r} ({table.locate(int(earlier))}, again at {table.locate(int(repeat))}); "
+            + ("a ranking lists each item once per user" if is_run else "expected one row per (user, item)")
+        )
+    if n_bad:
+        a, b = offsets[bad_user], offsets[bad_user + 1]
+        ranks = np.sort(primary[perm[a:b]]).astype(np.int64)
+        shown = ", ".join(map(str, ranks[:8])) + (", ..." if len(ranks) > 8 else "")
+        raise DataError(
+            f"{table.what}: column 'rank' is not 1..L for {n_bad:,} user(s), e.g. user "
+            f"{index.user_ids[int(bad_user)]!r} has {b - a} rows with ranks {shown}; expected each of "
+            f"1, 2, ..., {b - a} once"
+        )
+    return Ordered(offsets, status[6], status[5] if is_run else None)
+
+
+@numba.njit(cache=True)
+def _group(user: np.ndarray, n_users: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rows grouped by user code, stable (a counting sort), and each user's slice bounds."""
+    offsets = np.zeros(n_users + 1, dtype=np.int64)
+    for u in user:
+        offsets[u + 1] += 1
+    for u in range(n_users):
+        offsets[u + 1] += offsets[u]
+    fill = offsets[:-1].copy()
+    perm = np.empty(len(user), dtype=np.int64)
+    for row in range(len(user)):
+        u = user[row]
+        perm[fill[u]] = row
+        fill[u] += 1
+    return perm, offsets
+
+
+@numba.njit(cache=True)
+def _order_within_users(offsets, perm, item, primary, is_run, has_rank):
+    """Per user: rows by item code (repeats are then adjacent), and for a run by ``primary``
+    ascending, ties by item. Returns the repeat count, the first repeated row and its earlier twin,
+    the count of users whose ranks are not 1..L and the first of them, and both orders."""
+    n = len(perm)
+    by_item = np.empty(n, dtype=np.int64)
+    by_rank = np.empty(n if is_run else 0, dtype=np.int64)
+    n_repeats, repeat, earlier, n_bad, bad_user = 0, -1, -1, 0, -1
+    for u in range(len(offsets) - 1):
+        a, b = offsets[u], offsets[u + 1]
+        if b == a:
+            continue
+        rows = perm[a:b]
+        sorted_rows = rows[np.argsort(item[rows], kind="mergesort")]
+        by_item[a:b] = sorted_rows
+        for j in range(1, b - a):
+            if item[sorted_rows[j]] == item[sorted_rows[j - 1]]:
+                first, second = min(sorted_rows[j], sorted_rows[j - 1]), max(sorted_rows[j], sorted_rows[j - 1])
+                if n_repeats == 0 or second < repeat:
+                    repeat, earlier = second, first
+                n_repeats += 1
+        if is_run:
+            ranked = sorted_rows[np.argsort(primary[sorted_rows], kind="mergesort")]
+            by_rank[a:b] = ranked
+            if has_rank:
+                for j in range(b - a):
+                    if primary[ranked[j]] != j + 1:
+                        if n_bad == 0:
+                            bad_user = u
+                        n_bad += 1
+                        break
+    return n_repeats, repeat, earlier, n_bad, bad_user, by_rank, by_item
+
+
+@numba.njit(cache=True)
+def _in_sorted(keys: np.ndarray, pool: np.ndarray) -> np.ndarray:
+    """Which of the ascending ``keys`` are in the ascending ``pool`` (one merge pass)."""
+    found = np.zeros(len(keys), dtype=np.bool_)
+    j = 0
+    for i in range(len(keys)):
+        while j < len(pool) and pool[j] < keys[i]:
+            j += 1
+        found[i] = j < len(pool) and pool[j] == keys[i]
+    return found
+
+
+# -- a run against judgments: what `recsys-eval evaluate` measures ---------------------------------
+@dataclass(frozen=True)
+class RunInput:
+    """A run and its judgments over one index; units are the judged users in sorted raw-id order.
+
+    ``train`` (user: train-user index, item: catalogue index) feeds novelty; ``notes`` say what was
+    ignored or assumed.
+    """
+
+    rankings: Rankings
+    targets: Targets
+    user_ids: pl.Series
+    item_ids: pl.Series
+    train: pl.DataFrame | None
+    notes: list[str] = field(default_factory=list)
+    _pairs: tuple = field(default=(), repr=False)
+
+    @cached_property
+    def predictions(self) -> pl.DataFrame | None:
+        """``user, item, rating, prediction`` (raw ids) for the judged pairs the run scores, when the
+        judgments have ratings and the run scores; for the rating metrics."""
+        if not self._pairs:
+            return None
+        all_users, test_keys, ratings, run_keys, scores = self._pairs  # keys ascending
+        found = _in_sorted(test_keys, run_keys)
+        at = np.searchsorted(run_keys, test_keys[found])
+        n_items = self.item_ids.len()
+        return pl.DataFrame({
+            "user": all_users.gather(test_keys[found] // n_items),
+            "item": self.item_ids.gather(test_keys[found] % n_items),
+            "rating": ratings[found],
+            "prediction": scores[at],
+        })
+
+
+def load_run(
+    test: Source,
+    run: Source,
+    train: Source | None = None,
+    *,
+    threshold: float | None = None,
+    run_format: str | None = None,
+    run_columns: Sequence[str] | None = None,
+    test_format: str | None = None,
+    test_columns: Sequence[str] | None = None,
+) -> RunInput:
+    """Read and check TEST (judgments), RUN and TRAIN, and build full-ranking Targets and the
+    Rankings over one index.
+
+    - TEST: relevant rows are those with rating >= ``threshold`` (every row without one; for TREC
+      qrels and ranx judgments, grade >= 1 as trec_eval counts them); the others are judged
+      non-relevant (gain 0). A relevant row's gain is its rating (1 without ratings): the nDCG gain
+      and half-life utility are computed from it by the measure stage.
+    - RUN: units are the TEST users; a TEST user the run does not list has an empty list; RUN users
+      absent from TEST are ignored (noted).
+    - TRAIN (optional, ``user, item``): a user's train items leave its AUC candidates unless tested
+      or ranked for it; they feed novelty and the coverage catalogue.
+    The item catalogue is every item of TEST, RUN and TRAIN: the protocol is full ranking (AI+AR+AN).
+    """
+    test_t = read_table(test, "judgments", format=test_format, columns=test_columns, name=f"TEST {_name(test)}")
+    run_t = read_table(run, "run", format=run_format, columns=run_columns, name=f"RUN {_name(run)}")
+    train_t = None if train is None else read_table(
+        train, "judgments", format=test_format, columns=test_columns, name=f"TRAIN {_name(train)}")
+    notes: list[str] = []
+    if threshold is None and format_of(test, test_format) in GRADED_FORMATS and "rating" in test_t.frame.columns:
+        threshold = 1.0
+        notes.append(f"{test_t.what}: relevant rows are those with grade >= 1 (as trec_eval counts them)")
+    gain = _gains(test_t, threshold)
+    tables = [test_t, run_t] + ([train_t] if train_t is not None else [])
+    index = Index.of(tables)
+    n_users, n_items = index.user_ids.len(), index.item_ids.len()
+    t_user, r_user = index.user[0], index.user[1]
+    t_item, r_item = index.item[0], index.item[1]
+
+    test_o = order_rows(test_t, t_user, t_item, index)
+    run_o = order_rows(run_t, r_user, r_item, index)
+    tested = np.diff(test_o.offsets) > 0
+    listed = np.diff(run_o.offsets) > 0
+    if not (tested & listed).any():
+        raise DataError(
+            f"{run_t.what} and {test_t.what} share no user: nothing to evaluate (e.g. RUN user "
+            f"{index.user_ids[int(np.argmax(listed))]!r}, TEST user {index.user_ids[int(np.argmax(tested))]!r})"
+        )
+    only_run = listed & ~tested
+    if only_run.any():
+        notes.append(f"{int(only_run.sum()):,} RUN users are not in TEST and were ignored "
+                     f"(e.g. {index.user_ids[int(np.argmax(only_run))]!r})")
+    missing = int((tested & ~listed).sum())
+    if missing:
+        notes.append(f"{missing:,} TEST users have no ranked list in RUN: they count as empty lists")
+
+    units = np.flatnonzero(tested)
+    t_rows = test_o.by_item  # every TEST row, by user then item: its keys ascend
+    r_rows = run_o.by_rank[tested[r_user[run_o.by_rank]]]  # rows of TEST users, best first
+    r_sorted = run_o.by_item[tested[r_user[run_o.by_item]]]  # the same rows by user then item
+    t_keys = t_user[t_rows].astype(np.int64) * n_items + t_item[t_rows]
+    r_keys = r_user[r_sorted].astype(np.int64) * n_items + r_item[r_sorted]
+    removed = np.zeros(n_users, dtype=np.int64)
+    train_out = None
+    if train_t is not None:
+        w_user, w_item = index.user[2], index.item[2]
+        perm, offsets = _group(w_user, n_users)
+        w_rows = _order_within_users(offsets, perm, w_item, np.zeros(0), False, False)[6]
+        w_keys = w_user[w_rows].astype(np.int64) * n_items + w_item[w_rows]
+        w_keys = w_keys[np.r_[True, w_keys[1:] != w_keys[:-1]]] if len(w_keys) else w_keys  # repeats once
+        own = w_keys[tested[w_keys // n_items]]
+        unseen = own[~_in_sorted(own, t_keys) & ~_in_sorted(own, r_keys)]
+        removed = np.bincount(unseen // n_items, minlength=n_users).astype(np.int64)
+        ranked_train = int(_in_sorted(r_keys, own).sum())
+        if ranked_train:
+            notes.append(f"RUN ranks {ranked_train:,} items that are in the same user's TRAIN: they count "
+                         "as non-relevant (and as candidates for AUC)")
+        w_users = w_keys // n_items  # ascending
+        train_out = pl.DataFrame({
+            "user": np.cumsum(np.r_[False, w_users[1:] != w_users[:-1]]).astype(np.int64),
+            "item": (w_keys % n_items).astype(np.int64),
+        })
+    has_rank = "rank" in run_t.frame.columns
+    scores = None if has_rank else run_t.frame.get_column("score").to_numpy()[r_rows]
+    unit_user = np.arange(len(units), dtype=np.int32)
+    targets = Targets(
+        unit_user=unit_user,
+        offsets=_unit_offsets(test_o.offsets, units),
+        items=t_item[t_rows].astype(np.int32),
+        gain=gain[t_rows],
+        n_items=n_items,
+        protocol="AI+AR+AN",
+        all_candidates=True,
+        n_candidates=n_items - removed[units],
+    )
+    rankings = Rankings(unit_user, _unit_offsets(run_o.offsets, units), r_item[r_rows].astype(np.int32), scores)
+    pairs = ()
+    if "rating" in test_t.frame.columns and scores is not None:
+        pairs = (index.user_ids, t_keys, test_t.frame.get_column("rating").to_numpy()[t_rows], r_keys,
+                 run_t.frame.get_column("score").to_numpy()[r_sorted])
+    user_ids = index.user_ids.gather(units)
+    return RunInput(rankings, targets, user_ids, index.item_ids, train_out, notes, pairs)
+
+
+def _unit_offsets(offsets: np.ndarray, units: np.ndarray) -> np.ndarray:
+    return np.concatenate([[0], np.cumsum(np.diff(offsets)[units])]).astype(np.int64)
+
+
+def _gains(test: Table, threshold: float | None) -> np.ndarray:
+    """Gain of every TEST row: its rating (1 without ratings) when relevant, else 0."""
+    frame = test.frame
+    if "rating" not in frame.columns:
+        if threshold is not None:
+            raise ConfigError(f"a threshold needs ratings, but {test.what} has no 'rating' column")
+        return np.ones(frame.height, dtype=np.float32)
+    rating = frame.get_column("rating").to_numpy()
+    relevant = rating >= threshold if threshold is not None else np.ones(len(rating), dtype=bool)
+    bad = relevant & (rating <= 0)
+    if bad.any():
+        row = int(np.argmax(bad))
+        raise DataError(
+            f"{test.what}: {int(bad.sum()):,} relevant rows have a rating <= 0, which cannot be a gain "
+            f"(first at {test.locate(row)}: user {frame[row, 'user']!r}, item {frame[row, 'item']!r}, "
+            f"rating {rating[row]!r}); give a threshold (relevant: rating >= threshold)"
+        )
+    if not relevant.any():
+        raise DataError(f"{test.what}: no relevant row (rating >= {threshold}): nothing to evaluate")
+    return np.where(relevant, rating, 0.0).astype(np.float32)
+
+
+# -- writing ---------------------------------------------------------------------------------------
+def write_trec(rankings: Rankings, path: str | Path, *, user_ids: pl.Series | None = None,
+               item_ids: pl.Series | None = None, tag: str = "recsys_eval") -> None:
+    """A TREC run (``user Q0 item rank score tag``), ranks 1..L; without scores, score = L - rank + 1
+    (so that trec_eval and ranx, which order by score, see the same order)."""
+    frame = _ranked_frame(rankings, user_ids, item_ids)
+    lines = frame.select(
+        pl.format("{} Q0 {} {} {} {}", "user", "item", "rank", "score", pl.lit(tag)).alias("line")
+    )
+    _write_atomically(Path(path), lambda p: lines.write_csv(p, include_header=False, quote_style="never"))
+
+
+def write_ranx(rankings: Rankings, path: str | Path, *, user_ids: pl.Series | None = None,
+               item_ids: pl.Series | None = None) -> None:
+    """A ranx JSON run ``{"user": {"item": score}}`` (``ranx.Run.from_file`` reads it)."""
+    data = _ranx_dict(rankings, user_ids, item_ids)
+    _write_atomically(Path(path), lambda p: Path(p).write_text(json.dumps(data)))
+
+
+def _ranked_frame(rankings: Rankings, user_ids: pl.Series | None, item_ids: pl.Series | None) -> pl.DataFrame:
+    frame = rankings.to_frame()
+    if rankings.scores is None:
+        length = np.diff(rankings.offsets)[frame.get_column("unit").to_numpy()]
+        frame = frame.with_columns(pl.Series("score", length - frame.get_column("rank").to_numpy() + 1.0))
+    return _raw_ids(frame, user_ids, item_ids).select("user", "item", "rank", "score")
+
+
+def _raw_ids(frame: pl.DataFrame, user_ids: pl.Series | None, item_ids: pl.Series | None) -> pl.DataFrame:
+    """``frame``'s ``user`` and ``item`` indices replaced by the raw ids, where given."""
+    for column, ids in (("user", user_ids), ("item", item_ids)):
+        if ids is not None:
+            frame = frame.with_columns(pl.Series(ids).gather(frame.get_column(column)).alias(column))
+    return frame
+
+
+def _ranx_dict(rankings: Rankings, user_ids, item_ids) -> dict[str, dict[str, float]]:
+    frame = _ranked_frame(rankings, user_ids, item_ids)
+    users, items, scores = (frame.get_column(c).to_list() for c in ("user", "item", "score"))
+    out: dict[str, dict[str, float]] = {}
+    for user, item, score in zip(users, items, scores, strict=True):
+        out.setdefault(str(user), {})[str(item)] = float(score)
+    return out
+
+
+def _write_atomically(path: Path, write) -> None:
+    """Write to a temporary file beside ``path``, then rename it into place: never a half-written
+    file, and the previous one intact when writing fails."""
+    temp = path.with_name(f".{path.name}.tmp-{uuid.uuid4().hex[:8]}")
+    try:
+        write(temp)
+        os.replace(temp, path)
+    except OSError as exc:
+        raise DataError(f"{path}: cannot be written ({exc.strerror or exc})") from None
+    finally:
+        temp.unlink(missing_ok=True)
+
+
+def to_ranx(values: Rankings | Targets | pl.DataFrame, *, user_ids: pl.Series | None = None,
+            item_ids: pl.Series | None = None, name: str | None = None):
+    """ranx objects from ours, for ranx's statistics on our values (ranx is imported here only).
+
+    - Rankings -> ``ranx.Run`` (scores, or L - rank + 1 without them).
+    - Targets (listed, not full ranking) -> ``ranx.Qrels`` of the relevant items, grade = the gain
+      (whole numbers only: ranx's grades are integers).
+    - a per-unit table (``measure``'s output) -> ``{system: ranx.Run}`` whose ``scores[label][user]``
+      and ``mean_scores[label]`` hold our per-unit values (labels like ``ndcg@10``), which
+      ``ranx.statistical_tests.compute_statistical_significance`` takes as ``metric_scores``.
+    """
+    try:
+        import ranx
+    except ImportError:
+        raise ConfigError("to_ranx needs ranx: pip install ranx (or uv sync --group dev)") from None
+    if isinstance(values, Rankings):
+        return ranx.Run(_ranx_dict(values, user_ids, item_ids), name=name)
+    if isinstance(values, Targets):
+        frame = values.to_frame().filter(pl.col("gain") > 0)
+        gain = frame.get_column("gain")
+        if (gain != gain.floor()).any():
+            raise DataError("to_ranx: ranx grades are integers; these targets have fractional gains")
+        frame = _raw_ids(frame, user_ids, item_ids)
+        qrels: dict[str, dict[str, int]] = {}
+        for user, item, grade in frame.select("user", "item", "gain").iter_rows():
+            qrels.setdefault(str(user), {})[str(item)] = int(grade)
+        return ranx.Qrels(qrels, name=name)
+    if isinstance(values, pl.DataFrame):
+        return _per_unit_runs(ranx, values)
+    raise ConfigError(f"to_ranx takes Rankings, Targets or a per-unit table, got {type(values).__name__}")
+
+
+def _per_unit_runs(ranx, per_unit: pl.DataFrame) -> dict[str, Any]:
+    missing = [c for c in ("system", "user", "unit", "metric", "k", "value") if c not in per_unit.columns]
+    if missing:
+        raise DataError(f"to_ranx: a per-unit table needs columns {missing}; the columns are {per_unit.columns}")
+    frame = per_unit.drop_nulls("user").with_columns(
+        pl.when(pl.col("k").is_null()).then(pl.col("metric"))
+        .otherwise(pl.format("{}@{}", "metric", "k")).alias("label"),
+    )
+    if frame.select(pl.struct("system", "label", "user").is_duplicated().any()).item():
+        raise DataError("to_ranx: several units per user (1R protocols, folds): average them per user first")
+    runs = {}
+    for (system,), rows in frame.partition_by("system", as_dict=True, maintain_order=True).items():
+        run = ranx.Run(name=str(system))
+        for (label,), part in rows.partition_by("label", as_dict=True, maintain_order=True).items():
+            value = part.get_column("value").to_numpy()
+            run.scores[label] = dict(zip(map(str, part.get_column("user").to_list()), value.tolist(), strict=True))
+            run.mean_scores[label] = float(np.nanmean(value))
+        runs[str(system)] = run
+    return runs
