@@ -19,6 +19,9 @@ from typing import Any
 
 import polars as pl
 
+from recsys_eval.core import atomic
+from recsys_eval.core.atomic import is_scratch
+from recsys_eval.core.lock import FolderLock
 from recsys_eval.errors import ConfigError
 
 MANIFEST = "manifest.json"
@@ -45,9 +48,13 @@ class WorkFolder:
     def __init__(self, experiment_root: Path, path: Path) -> None:
         self.root = experiment_root
         self.path = path
+        self.lock = FolderLock(path)
 
     @classmethod
     def open(cls, out_root: Path, experiment: str, cfg_hash: str, *, resume: bool) -> WorkFolder:
+        """A new work folder, or with ``resume`` the newest one of the same config, locked against
+        any other process until :meth:`finish`; a resumed folder loses the scratch files that an
+        interrupted write left."""
         root = out_root / experiment
         try:
             root.mkdir(parents=True, exist_ok=True)
@@ -58,10 +65,19 @@ class WorkFolder:
         if resume:
             previous = sorted(root.glob(f".partial-{cfg_hash}-*"))
             if previous:
-                return cls(root, previous[-1])
+                work = cls(root, previous[-1])
+                work.lock.acquire()
+                for scratch in [p for p in work.path.rglob(".*") if is_scratch(p)]:
+                    if scratch.is_dir():
+                        shutil.rmtree(scratch, ignore_errors=True)
+                    else:
+                        scratch.unlink(missing_ok=True)
+                return work
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
         path = Path(tempfile.mkdtemp(prefix=f".partial-{cfg_hash}-{stamp}-", dir=root))
-        return cls(root, path)
+        work = cls(root, path)
+        work.lock.acquire()
+        return work
 
     # -- folds ------------------------------------------------------------------------------
     def fold_file(self, fold: str) -> Path:
@@ -78,12 +94,7 @@ class WorkFolder:
 
     # -- files ------------------------------------------------------------------------------
     def write_text(self, name: str, text: str) -> Path:
-        target = self.path / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.name}.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, target)
-        return target
+        return atomic.write_text(self.path / name, text)
 
     def write_json(self, name: str, data: Any) -> Path:
         return self.write_text(name, json.dumps(data, indent=2, default=str) + "\n")
@@ -103,31 +114,23 @@ class WorkFolder:
                 if final.exists():
                     continue
                 raise
+            self.lock.release()  # after the rename, so that no --resume can pick the folder up
             return final
         raise ConfigError(f"could not find a free results folder name under {self.root}")
 
 
 def write_parquet_atomic(frame: pl.DataFrame, target: Path) -> None:
-    """Write a Parquet file through a temporary name, so no reader sees half a file."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.tmp")
-    frame.write_parquet(tmp)
-    os.replace(tmp, target)
+    """Write a Parquet file atomically (``recsys_eval.core.atomic``), so no reader sees half a file."""
+    atomic.write_parquet(frame, target)
 
 
 def sink_parquet_atomic(frame: pl.LazyFrame, target: Path) -> None:
-    """Stream a lazy frame into a Parquet file through a temporary name."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.tmp")
-    frame.sink_parquet(tmp)
-    os.replace(tmp, target)
+    """Stream a lazy frame into a Parquet file atomically."""
+    atomic.sink_parquet(frame, target)
 
 
 def write_csv_atomic(frame: pl.DataFrame, target: Path) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.tmp")
-    frame.write_csv(tmp)
-    os.replace(tmp, target)
+    atomic.write_csv(frame, target)
 
 
 def is_complete(folder: Path) -> bool:
