@@ -2,6 +2,11 @@
 
 The package mirrors the pipeline: ``data`` (load, prepare), ``split``, ``targets``, ``recommend``,
 ``measure``, ``compare``, ``report`` and ``experiment``, over the core types in ``core``.
+
+Importing it is cheap: the core types are imported on first use. It also points numba's cache of
+recsys_eval's compiled kernels at the per-user cache folder (unless ``NUMBA_CACHE_DIR`` is set),
+keyed by the versions of recsys-eval, numba and Python, so that every clone and environment of one
+version compiles the kernels once per machine (see :mod:`recsys_eval.core.kernel_cache`).
 """
 
 from importlib.metadata import PackageNotFoundError, version
@@ -11,16 +16,13 @@ try:
 except PackageNotFoundError:  # running from a source tree that is not installed
     __version__ = "0+unknown"
 
-from recsys_eval.core import Interactions, Rankings, Split, Targets  # noqa: E402
-from recsys_eval.errors import ConfigError, DataError, RecsysEvalError  # noqa: E402
+from recsys_eval.core import kernel_cache  # noqa: E402
+from recsys_eval._lazy import lazy_exports  # noqa: E402
+from recsys_eval.errors import ConfigError, DataError, RecsysEvalError  # noqa: E402, F401
 
-__all__ = [
-    "ConfigError",
-    "DataError",
-    "Interactions",
-    "Rankings",
-    "RecsysEvalError",
-    "Split",
-    "Targets",
-    "__version__",
-]
+kernel_cache.configure()
+
+__all__, __getattr__, __dir__ = lazy_exports(__name__, {
+    "recsys_eval.core": ["Interactions", "Rankings", "Split", "Targets"],
+})
+__all__ += ["ConfigError", "DataError", "RecsysEvalError", "__version__"]

@@ -6,23 +6,14 @@ import dataclasses
 import json
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from recsys_eval.cli import app
-from recsys_eval.data import (
-    apply_threshold,
-    data_home,
-    fetch_dataset,
-    get_descriptor,
-    k_core,
-    list_datasets,
-    load_dataset,
-    min_counts,
-    presence,
-    summarize,
-)
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 datasets_app = typer.Typer(
     name="datasets",
@@ -38,6 +29,8 @@ _JSON = typer.Option(False, "--json", help="Print JSON for scripts instead of ta
 
 
 def _console() -> Console:
+    from rich.console import Console
+
     return Console(highlight=False)
 
 
@@ -58,6 +51,10 @@ def _size(n_bytes: int | None) -> str:
 @datasets_app.command("list")
 def list_command(data_home_: Path | None = _DATA_HOME, as_json: bool = _JSON) -> None:
     """List the known datasets: size, and whether each is in the data home."""
+    from rich.table import Table
+
+    from recsys_eval.data import data_home, list_datasets, presence
+
     home = data_home(data_home_)
     rows = []
     for desc in list_datasets():
@@ -105,6 +102,16 @@ def info_command(
 
     Preparation steps run in the order threshold, min counts, k-core; each prints what it removed.
     """
+    from recsys_eval.data import (
+        apply_threshold,
+        data_home,
+        get_descriptor,
+        k_core,
+        load_dataset,
+        min_counts,
+        summarize,
+    )
+
     desc = get_descriptor(name)
     if binarize and threshold is None:
         raise typer.BadParameter("--binarize needs --threshold")
@@ -127,6 +134,8 @@ def info_command(
 
 
 def _print_info(title: str, s: dict) -> None:
+    from rich.table import Table
+
     console = _console()
     if s["steps"]:
         steps = Table(title="Preparation: removed")
@@ -175,6 +184,8 @@ def fetch_command(
     as_json: bool = _JSON,
 ) -> None:
     """Download the official archive into the data home, verify it and extract it."""
+    from recsys_eval.data import data_home, fetch_dataset, get_descriptor
+
     desc = get_descriptor(name)
     folder = fetch_dataset(desc, data_home(data_home_))
     if as_json:

@@ -5,11 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
 from recsys_eval.cli import app
+from recsys_eval.core import atomic
 from recsys_eval.errors import ConfigError
-from recsys_eval.experiment.config import load_config
 
 STARTER = Path(__file__).resolve().parents[1] / "experiment" / "starter.toml"
 
@@ -24,10 +23,17 @@ def run(
     memory: str = typer.Option(None, "--memory", help="Memory budget, e.g. 4GB (default: the config's run.memory)."),
 ) -> None:
     """Run an experiment: load, split, fit, build targets, rank, measure, compare, report."""
+    from rich.console import Console
+
+    from recsys_eval.core.kernel_cache import announce_compilation
+    from recsys_eval.experiment.config import load_config, read_config_text
     from recsys_eval.experiment.runner import run_experiment
     from recsys_eval.experiment.summary_table import print_summary
 
     parsed = load_config(config)
+    console = Console()
+    if not quiet:
+        announce_compilation(lambda message: console.print(message, style="dim", highlight=False))
     if no_report:
         parsed = parsed.model_copy(update={"output": parsed.output.model_copy(update={"report": False})})
     if memory is not None:
@@ -37,7 +43,7 @@ def run(
         parsed = parsed.model_copy(update={"run": parsed.run.model_copy(update={"memory": memory})})
     console = Console()
     outcome = run_experiment(
-        parsed, config.read_text(encoding="utf-8"), out_root=out, resume=resume, quiet=quiet,
+        parsed, read_config_text(config), out_root=out, resume=resume, quiet=quiet,
         console=console,
     )
     if not quiet:
@@ -49,6 +55,7 @@ def run(
 def validate(config: Path = typer.Argument(..., help="The experiment config (TOML).")) -> None:
     """Check a config (keys, types and every name in it) without running it."""
     from recsys_eval.experiment.checks import check_names
+    from recsys_eval.experiment.config import load_config
 
     parsed = load_config(config)
     check_names(parsed)
@@ -66,5 +73,5 @@ def init(
     """Write a commented starter config."""
     if path.exists() and not force:
         raise ConfigError(f"{path} exists; choose another path or pass --force")
-    path.write_text(STARTER.read_text(encoding="utf-8"), encoding="utf-8")
+    atomic.write_text(path, STARTER.read_text(encoding="utf-8"))
     typer.echo(f"wrote {path}; run it with: recsys-eval run {path}")

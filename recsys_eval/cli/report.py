@@ -5,10 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import polars as pl
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from recsys_eval.cli import app
 from recsys_eval.errors import ConfigError
@@ -32,6 +29,10 @@ def compare(
 
     The tables are written as CSV and Parquet; the tests against the baseline are printed.
     """
+    import polars as pl
+    from rich.console import Console
+    from rich.table import Table
+
     from recsys_eval.compare import CORRECTIONS, TESTS
     from recsys_eval.errors import check_choice
     from recsys_eval.compare.study import analyse

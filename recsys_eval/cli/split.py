@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from recsys_eval.cli import app
-from recsys_eval.core.interactions import Interactions
 from recsys_eval.errors import ConfigError, closest
+
+if TYPE_CHECKING:
+    from recsys_eval.core.interactions import Interactions
 
 
 @app.command("split")
@@ -30,7 +32,10 @@ def split_command(
                                    "$RECSYS_EVAL_DATA, else the per-user cache)."),
 ) -> None:
     """Split a dataset or a file with a splitter and write the split(s) as Parquet plus JSON."""
+    from recsys_eval.core.kernel_cache import announce_compilation
     from recsys_eval.split import check_split, make_split, save_splits
+
+    announce_compilation(typer.echo)
 
     if out.exists() and not force:
         raise ConfigError(f"{out} exists; choose another folder or pass --force to replace it")

@@ -4,69 +4,20 @@ Everything starts from the per-unit results table (``recsys_eval.core.results``)
 averages a user's units, and every other function works on that per-user frame or on summaries.
 """
 
-from recsys_eval.compare.agreement import (
-    ordering_agreement,
-    pair_agreement,
-    protocol_agreement,
-    swapped_pairs,
-)
-from recsys_eval.compare.audit import (
-    AggregationAudit,
-    aggregation_audit,
-    auc_aggregation,
-    f_measure_variants,
-    ordering_changes,
-)
-from recsys_eval.compare.corrections import CORRECTIONS, adjust_pvalues
-from recsys_eval.compare.datasets import (
-    friedman_test,
-    holm_posthoc,
-    nemenyi_test,
-    rank_systems,
-)
-from recsys_eval.compare.intervals import (
-    confidence_intervals,
-    fold_confidence_intervals,
-    per_user,
-)
-from recsys_eval.compare.paired import (
-    TESTS,
-    fold_paired_tests,
-    paired_tests,
-    system_pairs,
-)
-from recsys_eval.compare.sampled import (
-    corrected_values,
-    rank_distribution,
-    rank_metric,
-    sampled_correction,
-)
+from recsys_eval._lazy import lazy_exports
 
-__all__ = [
-    "CORRECTIONS",
-    "TESTS",
-    "AggregationAudit",
-    "adjust_pvalues",
-    "aggregation_audit",
-    "auc_aggregation",
-    "confidence_intervals",
-    "corrected_values",
-    "f_measure_variants",
-    "fold_confidence_intervals",
-    "fold_paired_tests",
-    "friedman_test",
-    "holm_posthoc",
-    "nemenyi_test",
-    "ordering_agreement",
-    "ordering_changes",
-    "pair_agreement",
-    "paired_tests",
-    "per_user",
-    "protocol_agreement",
-    "rank_distribution",
-    "rank_metric",
-    "rank_systems",
-    "sampled_correction",
-    "swapped_pairs",
-    "system_pairs",
-]
+__all__, __getattr__, __dir__ = lazy_exports(__name__, {
+    "recsys_eval.compare.agreement": [
+        "ordering_agreement", "pair_agreement", "protocol_agreement", "swapped_pairs"
+    ],
+    "recsys_eval.compare.audit": [
+        "AggregationAudit", "aggregation_audit", "auc_aggregation", "f_measure_variants", "ordering_changes"
+    ],
+    "recsys_eval.compare.corrections": ["CORRECTIONS", "adjust_pvalues"],
+    "recsys_eval.compare.datasets": ["friedman_test", "holm_posthoc", "nemenyi_test", "rank_systems"],
+    "recsys_eval.compare.intervals": ["confidence_intervals", "fold_confidence_intervals", "per_user"],
+    "recsys_eval.compare.paired": ["TESTS", "fold_paired_tests", "paired_tests", "system_pairs"],
+    "recsys_eval.compare.sampled": [
+        "corrected_values", "rank_distribution", "rank_metric", "sampled_correction"
+    ],
+})

@@ -1,7 +1,9 @@
 """Core types shared by every stage: Interactions, Split, Targets, Rankings."""
 
-from recsys_eval.core.interactions import DUPLICATE_POLICIES, Interactions
-from recsys_eval.core.split import Split
-from recsys_eval.core.units import Rankings, Targets
+from recsys_eval._lazy import lazy_exports
 
-__all__ = ["DUPLICATE_POLICIES", "Interactions", "Rankings", "Split", "Targets"]
+__all__, __getattr__, __dir__ = lazy_exports(__name__, {
+    "recsys_eval.core.interactions": ["DUPLICATE_POLICIES", "Interactions"],
+    "recsys_eval.core.split": ["Split"],
+    "recsys_eval.core.units": ["Rankings", "Targets"],
+})

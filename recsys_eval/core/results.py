@@ -21,6 +21,9 @@ from typing import Any
 
 import polars as pl
 
+from recsys_eval.core import atomic
+from recsys_eval.core.atomic import is_scratch
+from recsys_eval.core.lock import FolderLock
 from recsys_eval.errors import ConfigError, DataError
 
 PER_UNIT_SCHEMA: dict[str, pl.DataType] = {
@@ -92,11 +95,14 @@ class ResultsFolder:
         self.path = Path(path)
         self.root = root if root is not None else self.path.parent
         self._manifest: dict[str, Any] | None = None
+        self.lock = FolderLock(self.path)
 
     # -- a run in progress --------------------------------------------------------------------
     @classmethod
     def create(cls, out_root: Path, experiment: str, cfg_hash: str, *, resume: bool) -> ResultsFolder:
-        """The work folder of a new run, or with ``resume`` the newest one of the same config."""
+        """The work folder of a new run, or with ``resume`` the newest one of the same config,
+        locked against any other process until :meth:`finish`; a resumed folder loses the scratch
+        files that an interrupted write left."""
         root = Path(out_root) / experiment
         try:
             root.mkdir(parents=True, exist_ok=True)
@@ -107,9 +113,18 @@ class ResultsFolder:
         if resume:
             previous = sorted(root.glob(f".partial-{cfg_hash}-*"))
             if previous:
-                return cls(previous[-1], root)
+                work = cls(previous[-1], root)
+                work.lock.acquire()
+                for scratch in [p for p in work.path.rglob(".*") if is_scratch(p)]:
+                    if scratch.is_dir():
+                        shutil.rmtree(scratch, ignore_errors=True)
+                    else:
+                        scratch.unlink(missing_ok=True)
+                return work
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-        return cls(Path(tempfile.mkdtemp(prefix=f".partial-{cfg_hash}-{stamp}-", dir=root)), root)
+        work = cls(Path(tempfile.mkdtemp(prefix=f".partial-{cfg_hash}-{stamp}-", dir=root)), root)
+        work.lock.acquire()
+        return work
 
     def set_layout(self, folds: list[str], systems: list[str], protocols: list[str]) -> None:
         """Fix the partition keys of the run (the indices in partition file names)."""
@@ -187,6 +202,7 @@ class ResultsFolder:
                     continue
                 raise
             self.path = final
+            self.lock.release()  # after the rename, so that no --resume can pick the folder up
             return final
         raise ConfigError(f"could not find a free results folder name under {self.root}")
 
@@ -253,28 +269,17 @@ class ResultsFolder:
             write_csv_atomic(flat, self.path / f"{name}.csv")
 
     def write_text(self, name: str, text: str) -> Path:
-        target = self.path / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.name}.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, target)
-        return target
+        return atomic.write_text(self.path / name, text)
 
     def write_json(self, name: str, data: Any) -> Path:
         return self.write_text(name, json.dumps(data, indent=2, default=str) + "\n")
 
 
 def write_parquet_atomic(frame: pl.DataFrame, target: Path) -> None:
-    """Write a Parquet file through a temporary name, so no reader sees half a file."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.tmp")
-    frame.write_parquet(tmp)
-    os.replace(tmp, target)
+    """Write a Parquet file atomically (``recsys_eval.core.atomic``), so no reader sees half a file."""
+    atomic.write_parquet(frame, target)
 
 
 def write_csv_atomic(frame: pl.DataFrame, target: Path) -> None:
-    """Write a CSV file through a temporary name."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.tmp")
-    frame.write_csv(tmp)
-    os.replace(tmp, target)
+    """Write a CSV file atomically."""
+    atomic.write_csv(frame, target)

@@ -7,27 +7,14 @@
   removed; :func:`summarize` gives the figures ``recsys-eval datasets info`` prints.
 """
 
-from recsys_eval.data.descriptors import Descriptor, get_descriptor, list_datasets
-from recsys_eval.data.files import load_file
-from recsys_eval.data.home import data_home
-from recsys_eval.data.movielens import load_dataset
-from recsys_eval.data.prepare import Removed, apply_threshold, k_core, min_counts
-from recsys_eval.data.sources import dataset_path, fetch_dataset, presence
-from recsys_eval.data.summary import summarize
+from recsys_eval._lazy import lazy_exports
 
-__all__ = [
-    "Descriptor",
-    "Removed",
-    "apply_threshold",
-    "data_home",
-    "dataset_path",
-    "fetch_dataset",
-    "get_descriptor",
-    "k_core",
-    "list_datasets",
-    "load_dataset",
-    "load_file",
-    "min_counts",
-    "presence",
-    "summarize",
-]
+__all__, __getattr__, __dir__ = lazy_exports(__name__, {
+    "recsys_eval.data.descriptors": ["Descriptor", "get_descriptor", "list_datasets"],
+    "recsys_eval.data.files": ["load_file"],
+    "recsys_eval.data.home": ["data_home"],
+    "recsys_eval.data.movielens": ["load_dataset"],
+    "recsys_eval.data.prepare": ["Removed", "apply_threshold", "k_core", "min_counts"],
+    "recsys_eval.data.sources": ["dataset_path", "fetch_dataset", "presence"],
+    "recsys_eval.data.summary": ["summarize"],
+})

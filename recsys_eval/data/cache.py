@@ -14,15 +14,15 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import os
-import uuid
 import warnings
 from pathlib import Path
 
 import polars as pl
 
+from recsys_eval.core.atomic import write_bytes
 from recsys_eval.core.interactions import Interactions
 from recsys_eval.data.fetch import file_sha256
+from recsys_eval.errors import OutputError
 
 FORMAT = 1
 _MANIFEST = "manifest.json"
@@ -91,7 +91,10 @@ class ParquetCache:
         data = _assemble(tables, source)
         if data is not None and moved:
             manifest["sources"] = stamp(sources)
-            self._write(_MANIFEST, json.dumps(manifest, indent=1).encode())
+            try:
+                write_bytes(self.folder / _MANIFEST, json.dumps(manifest, indent=1).encode())
+            except OutputError as exc:  # the cache stays valid; its next load checks the hashes again
+                warnings.warn(f"could not refresh the Parquet cache manifest: {exc}", stacklevel=3)
         return data
 
     def store(self, data: Interactions, key: dict, sources: list[Path]) -> None:
@@ -111,22 +114,12 @@ class ParquetCache:
                 buffer = io.BytesIO()
                 table.write_parquet(buffer, statistics=False)
                 raw = buffer.getvalue()
-                self._write(name, raw)
+                write_bytes(self.folder / name, raw)
                 files[name] = {"size": len(raw), "sha256": hashlib.sha256(raw).hexdigest()}
             manifest = {"format": FORMAT, "key": key, "sources": stamp(sources), "files": files}
-            self._write(_MANIFEST, json.dumps(manifest, indent=1).encode())
-        except OSError as exc:
+            write_bytes(self.folder / _MANIFEST, json.dumps(manifest, indent=1).encode())
+        except (OSError, OutputError) as exc:
             warnings.warn(f"could not write the Parquet cache to {self.folder}: {exc}", stacklevel=3)
-
-    def _write(self, name: str, raw: bytes) -> None:
-        tmp = self.folder / f".{name}.{os.getpid()}.{uuid.uuid4().hex}"
-        try:
-            with open(tmp, "xb") as out:
-                out.write(raw)
-            os.replace(tmp, self.folder / name)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
 
 
 def _assemble(tables: dict[str, pl.DataFrame], source: str) -> Interactions | None:

@@ -22,6 +22,7 @@ import zipfile
 import zlib
 from pathlib import Path, PurePosixPath
 
+from recsys_eval.core.atomic import fsync_folder, output_error
 from recsys_eval.data.descriptors import ArchiveSpec, Descriptor
 from recsys_eval.data.home import writable_folder
 from recsys_eval.errors import DataError, DownloadError
@@ -110,10 +111,13 @@ def download_archive(
             raise DownloadError(f"cannot download {archive.url}: {exc}") from None
         except ValueError as exc:  # pooch: the hash does not match
             raise DownloadError(f"download of {archive.url} failed verification: {exc}") from None
+        except OSError as exc:  # full disk, folder made read-only meanwhile
+            raise output_error(exc, target) from None
         size = fetched.stat().st_size
         if archive.size is not None and size != archive.size:
             raise DownloadError(f"download of {archive.url} has {size:,} bytes; expected {archive.size:,}")
         os.replace(fetched, target)
+        fsync_folder(folder)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return target
@@ -166,6 +170,8 @@ def extract_archive(path: Path, desc: Descriptor, parent: Path) -> Path:
                     target.parent.mkdir(parents=True, exist_ok=True)
                     with zf.open(info) as src, open(target, "wb") as out:
                         shutil.copyfileobj(src, out, 1 << 20)
+            except OSError as exc:  # writing the extracted files: full disk, read-only folder
+                raise output_error(exc, dest) from None
             except ZIP_ERRORS as exc:
                 raise DataError(
                     f"{path}: corrupt or truncated archive ({exc}); delete it to download it again"

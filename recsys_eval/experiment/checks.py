@@ -1,12 +1,33 @@
 """Checks of every name in a config (dataset, splitter, protocols, recommenders, metrics, tests),
-run before any work so that a misspelled name stops the run at once with the closest suggestion."""
+run before any work so that a misspelled name stops the run at once with the closest suggestion.
+
+Each error names the config file and the full key path of the entry at fault, as the schema errors
+of :mod:`recsys_eval.experiment.config` do: ``quick.toml: recommenders[3].params.factorz: ...``.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from recsys_eval.errors import ConfigError, check_choice
 from recsys_eval.experiment.config import ExperimentConfig
+
+
+def _at(source: str, path: str, check: Callable[..., Any], *args: Any) -> None:
+    """Run ``check(*args)``; a ConfigError it raises is raised again prefixed with the file and the
+    key path (extended by the error's own ``key``, e.g. a hyperparameter's name)."""
+    try:
+        check(*args)
+    except ConfigError as exc:
+        where = f"{path}.{exc.key}" if exc.key else path
+        raise ConfigError(f"{source}: {where}: {exc}") from None
+
+
+def _is_file(path: str, what: str) -> None:
+    if not Path(path).is_file():
+        raise ConfigError(f"{what} {path!r} is not a file")
 
 
 def check_names(config: ExperimentConfig) -> None:
@@ -15,31 +36,32 @@ def check_names(config: ExperimentConfig) -> None:
     from recsys_eval.data import get_descriptor
     from recsys_eval.measure.metrics import ALL_METRICS, check_metrics
     from recsys_eval.recommend import check_recommender
-    from recsys_eval.split import check_split
+    from recsys_eval.split import SPLITTERS, check_split
     from recsys_eval.targets import Protocol
 
-    where = f"experiment {config.name!r}"
+    src = config.source
     if config.dataset.name is not None:
-        get_descriptor(config.dataset.name)
-    elif not Path(config.dataset.path).is_file():
-        raise ConfigError(f"{where}: dataset.path {config.dataset.path!r} is not a file")
-    check_split(config.split.method, config.split.params)
-    for protocol in config.protocols:
-        Protocol.parse(protocol.name)
-    for rec in config.recommenders:
+        _at(src, "dataset.name", get_descriptor, config.dataset.name)
+    else:
+        _at(src, "dataset.path", _is_file, config.dataset.path, "the dataset file")
+    _at(src, "split.method", check_choice, "split method", config.split.method, SPLITTERS)
+    _at(src, "split.params", check_split, config.split.method, config.split.params)
+    for i, protocol in enumerate(config.protocols):
+        _at(src, f"protocols[{i}].name", Protocol.parse, protocol.name)
+    for i, rec in enumerate(config.recommenders):
         if rec.path is not None:
-            if not Path(rec.path).is_file():
-                raise ConfigError(f"{where}: recommender {rec.display!r}: run file {rec.path!r} not found")
+            _at(src, f"recommenders[{i}].path", _is_file, rec.path, f"the run file of {rec.display!r}")
         else:
-            check_recommender(rec.name, rec.params)
-    check_metrics(config.metrics.names, ALL_METRICS)
-    for test in config.compare.tests:
-        check_choice("test (compare.tests)", test, TESTS)
-    check_choice("correction (compare.correction)", config.compare.correction, CORRECTIONS)
+            _at(src, f"recommenders[{i}].name", check_recommender, rec.name)
+            _at(src, f"recommenders[{i}].params", check_recommender, rec.name, rec.params)
+    _at(src, "metrics.names", check_metrics, config.metrics.names, ALL_METRICS)
+    for i, test in enumerate(config.compare.tests):
+        _at(src, f"compare.tests[{i}]", check_choice, "test", test, TESTS)
+    _at(src, "compare.correction", check_choice, "correction", config.compare.correction, CORRECTIONS)
     systems = [r.display for r in config.recommenders]
     if config.compare.baseline is not None:
-        check_choice("baseline (compare.baseline)", config.compare.baseline, systems)
+        _at(src, "compare.baseline", check_choice, "baseline", config.compare.baseline, systems)
     if config.learning_curve is not None and config.learning_curve.protocols:
         labels = [p.display for p in config.protocols]
-        for label in config.learning_curve.protocols:
-            check_choice("protocol (learning_curve.protocols)", label, labels)
+        for i, label in enumerate(config.learning_curve.protocols):
+            _at(src, f"learning_curve.protocols[{i}]", check_choice, "protocol", label, labels)

@@ -16,6 +16,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     ValidationError,
     field_validator,
     model_validator,
@@ -220,6 +221,12 @@ class ExperimentConfig(_Strict):
     output: OutputConfig = Field(default_factory=OutputConfig)
     run: RunConfig = Field(default_factory=RunConfig)
     learning_curve: LearningCurveConfig | None = None
+    _source: str = PrivateAttr("config")  # the file it was read from, for error messages
+
+    @property
+    def source(self) -> str:
+        """The config file this config was read from (``"config"`` when built from a dict)."""
+        return self._source
 
     @model_validator(mode="after")
     def _unique_labels(self) -> ExperimentConfig:
@@ -276,20 +283,36 @@ def _format_error(source: str, exc: ValidationError) -> str:
 def parse_config(data: dict[str, Any], source: str = "config") -> ExperimentConfig:
     """Validate a config given as a dict (e.g. parsed TOML)."""
     try:
-        return ExperimentConfig.model_validate(data)
+        config = ExperimentConfig.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(_format_error(source, exc)) from None
+    config._source = source
+    return config
+
+
+def read_config_text(path: Path) -> str:
+    """The text of a config file, or a ConfigError naming the file (and, for a file that is not
+    UTF-8, the byte offset and line of the first byte that is not)."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such config file") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read config ({exc.strerror})") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(
+            f"{path}: not UTF-8 text: byte 0x{raw[exc.start]:02x} at offset {exc.start} (line {line}) "
+            "is not valid UTF-8; save the config as UTF-8 (TOML files must be)"
+        ) from None
 
 
 def load_config(path: str | Path) -> ExperimentConfig:
     """Read and validate a TOML experiment config; names inside it are checked by :func:`check_names`."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such config file") from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read config ({exc.strerror})") from None
+    text = read_config_text(path)
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

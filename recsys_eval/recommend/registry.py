@@ -40,11 +40,11 @@ class Param:
             ok = isinstance(value, int | float if self.kind is float else self.kind) and not isinstance(value, bool)
         where = f"recommender {recommender!r}: parameter {name!r}"
         if not ok:
-            raise ConfigError(f"{where} must be {kinds[self.kind]}, got {value!r}")
+            raise ConfigError(f"{where} must be {kinds[self.kind]}, got {value!r}", key=name)
         if self.minimum is not None and value < self.minimum:
-            raise ConfigError(f"{where} must be >= {self.minimum}, got {value!r}")
+            raise ConfigError(f"{where} must be >= {self.minimum}, got {value!r}", key=name)
         if self.choices and value not in self.choices:
-            raise ConfigError(f"{where}: unknown value {value!r}: {closest(value, self.choices)}")
+            raise ConfigError(f"{where}: unknown value {value!r}: {closest(value, self.choices)}", key=name)
 
 
 COUNT = Param(int, minimum=1)
@@ -165,7 +165,7 @@ def _plugin_params(path: str, cls: type, params: dict[str, Any]) -> set[str]:
     for key in params:
         if key not in accepted:
             hint = closest(key, accepted) if accepted else "its constructor takes no parameters"
-            raise ConfigError(f"recommender plugin {path!r}: unknown parameter {key!r}: {hint}")
+            raise ConfigError(f"recommender plugin {path!r}: unknown parameter {key!r}: {hint}", key=key)
     return accepted
 
 
@@ -181,7 +181,7 @@ def check_recommender(name: str, params: dict[str, Any] | None = None) -> None:
     for key, value in params.items():
         if key not in allowed:
             hint = closest(key, allowed) if allowed else "it takes no parameters"
-            raise ConfigError(f"recommender {name!r}: unknown parameter {key!r}: {hint}")
+            raise ConfigError(f"recommender {name!r}: unknown parameter {key!r}: {hint}", key=key)
         allowed[key].check(name, key, value)
     if REGISTRY[name].check:
         REGISTRY[name].check(params)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import polars as pl
 
+from recsys_eval.core import atomic
 from recsys_eval.core.results import MANIFEST, ResultsFolder
 from recsys_eval.measure.metrics import AUXILIARY_METRICS
 from recsys_eval.report import figures
@@ -143,7 +144,7 @@ def build_sections(folder: Path) -> list[Section]:
         markdown=note + "\n\n" + to_markdown(blocks),
         html=f'<p class="note">{html.escape(note)}</p>' + _blocks_html(blocks),
     ))
-    (folder / "tables.tex").write_text(to_latex(blocks, caption=manifest.get("experiment", "")))
+    atomic.write_text(folder / "tables.tex", to_latex(blocks, caption=manifest.get("experiment", "")))
 
     labels = [metric_label(m, k) for m, k in summary.select("metric", "k").unique(maintain_order=True).iter_rows()]
     main_label = next((lab for lab in labels if lab.startswith("ndcg")), labels[0])
@@ -272,9 +273,8 @@ def write_report(folder: str | Path) -> dict[str, Path]:
         md.append(f"## {s.title}\n\n{s.markdown}")
         body.append(f'<section id="{s.id}"><h2>{html.escape(s.title)}</h2>{s.html}')
         for i, (caption, png) in enumerate(s.figures):
-            fig_dir.mkdir(exist_ok=True)
             name = f"figure{i + 1}.png"
-            (fig_dir / name).write_bytes(base64.b64decode(png))
+            atomic.write_bytes(fig_dir / name, base64.b64decode(png))
             md.append(f"![{caption}](figures/{name})\n")
             body.append(
                 f'<figure><img alt="{html.escape(caption)}" src="data:image/png;base64,{png}">'
@@ -286,6 +286,8 @@ def write_report(folder: str | Path) -> dict[str, Path]:
         f"<title>{html.escape(title)}</title><style>{CSS}</style></head><body>"
         + "\n".join(body) + "</body></html>\n"
     )
-    (folder / "report.md").write_text("\n".join(md), encoding="utf-8")
-    (folder / "report.html").write_text(page, encoding="utf-8")
+    # Both written before either replaces its old version: a failure keeps the old pair.
+    with atomic.atomic_path(folder / "report.md") as md_tmp, atomic.atomic_path(folder / "report.html") as page_tmp:
+        md_tmp.write_text("\n".join(md), encoding="utf-8")
+        page_tmp.write_text(page, encoding="utf-8")
     return {"markdown": folder / "report.md", "html": folder / "report.html", "latex": folder / "tables.tex"}

@@ -19,13 +19,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import uuid
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import polars as pl
 
+from recsys_eval.core import atomic
+from recsys_eval.core.atomic import fsync_folder, output_error, scratch_path
 from recsys_eval.core.interactions import Interactions
 from recsys_eval.core.split import Split
 from recsys_eval.errors import ConfigError, DataError
@@ -62,20 +63,23 @@ def save_splits(
     folder = Path(folder)
     if folder.exists() and not overwrite:
         raise ConfigError(f"{folder} exists; choose another folder or overwrite it (--force)")
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    staging = folder.with_name(f".{folder.name}.tmp-{uuid.uuid4().hex[:8]}")
-    staging.mkdir()
+    staging = scratch_path(folder)
     try:
+        staging.mkdir(parents=True)
         for split in splits:
             _write(split, staging / _safe_name(split.name) if subfolders else staging)
         if subfolders:
             listing = {"format": FORMAT, "version": VERSION,
                        "splits": [_safe_name(s.name) for s in splits]}
-            (staging / LISTING).write_text(json.dumps(listing, indent=2) + "\n", encoding="utf-8")
+            atomic.write_json(staging / LISTING, listing)
         _replace(staging, folder, overwrite)
-    except BaseException:
+    except BaseException as exc:
         shutil.rmtree(staging, ignore_errors=True)
+        error = output_error(exc, folder) if isinstance(exc, OSError) else None
+        if error is not None:
+            raise error from None
         raise
+    fsync_folder(folder.parent)
     return folder
 
 
@@ -83,12 +87,12 @@ def _write(split: Split, folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     for side_name in _SIDES:
         side = getattr(split, side_name)
-        side.to_raw().write_parquet(folder / f"{side_name}.parquet")
+        atomic.write_parquet(side.to_raw(), folder / f"{side_name}.parquet")
     train = split.train
-    pl.DataFrame({"user_id": train.user_ids}).write_parquet(folder / "users.parquet")
-    pl.DataFrame({"item_id": train.item_ids}).write_parquet(folder / "items.parquet")
+    atomic.write_parquet(pl.DataFrame({"user_id": train.user_ids}), folder / "users.parquet")
+    atomic.write_parquet(pl.DataFrame({"item_id": train.item_ids}), folder / "items.parquet")
     if train.items_meta is not None:
-        train.items_meta.write_parquet(folder / "items_meta.parquet")
+        atomic.write_parquet(train.items_meta, folder / "items_meta.parquet")
     meta = {
         "format": FORMAT,
         "version": VERSION,
@@ -101,7 +105,7 @@ def _write(split: Split, folder: Path) -> None:
         "info": split.info,
     }
     text = json.dumps(meta, indent=2, default=_jsonable)
-    (folder / "split.json").write_text(text + "\n", encoding="utf-8")
+    atomic.write_text(folder / "split.json", text + "\n")
 
 
 def _safe_name(name: str) -> str:
@@ -162,7 +166,7 @@ def _replace(staging: Path, folder: Path, overwrite: bool) -> None:
         return
     if not overwrite:
         raise ConfigError(f"{folder} exists; choose another folder or overwrite it (--force)")
-    old = folder.with_name(f".{folder.name}.old-{uuid.uuid4().hex[:8]}")
+    old = scratch_path(folder)
     os.replace(folder, old)
     os.replace(staging, folder)
     if old.is_dir():

@@ -54,7 +54,7 @@ def _check(method: str, params: Mapping[str, Any], may_lack: tuple[str, ...]) ->
     for name in params:
         if name not in allowed:
             raise ConfigError(
-                f"split method {method!r} has no parameter {name!r}: {closest(name, allowed)}"
+                f"split method {method!r} has no parameter {name!r}: {closest(name, allowed)}", key=name
             )
     missing = [
         name for name, p in allowed.items()

@@ -7,28 +7,13 @@ built Targets with the closed-form expectations of a random recommender; ``save_
 ``load_targets`` exchange them as Parquet.
 """
 
-from recsys_eval.targets.build import build_targets, iter_targets
-from recsys_eval.targets.designs import (
-    item_popularity_bins,
-    popularity_bins,
-    uniform_test,
-)
-from recsys_eval.targets.io import load_targets, save_targets
-from recsys_eval.targets.protocol import Protocol
-from recsys_eval.targets.relevance import Qrels, qrels
-from recsys_eval.targets.summary import expected_random, protocol_summary
+from recsys_eval._lazy import lazy_exports
 
-__all__ = [
-    "Protocol",
-    "Qrels",
-    "build_targets",
-    "expected_random",
-    "item_popularity_bins",
-    "iter_targets",
-    "load_targets",
-    "popularity_bins",
-    "protocol_summary",
-    "qrels",
-    "save_targets",
-    "uniform_test",
-]
+__all__, __getattr__, __dir__ = lazy_exports(__name__, {
+    "recsys_eval.targets.build": ["build_targets", "iter_targets"],
+    "recsys_eval.targets.designs": ["item_popularity_bins", "popularity_bins", "uniform_test"],
+    "recsys_eval.targets.io": ["load_targets", "save_targets"],
+    "recsys_eval.targets.protocol": ["Protocol"],
+    "recsys_eval.targets.relevance": ["Qrels", "qrels"],
+    "recsys_eval.targets.summary": ["expected_random", "protocol_summary"],
+})

@@ -1,0 +1,158 @@
+"""Atomic file writes: a reader sees a file's old content or its new content, never half of it.
+
+Every file the package writes goes through :func:`atomic_path`: the content is written to a
+temporary file in the target's own folder (same file system, so the rename is atomic), flushed and
+fsynced, then renamed over the target with :func:`os.replace`, and the folder is fsynced so that
+the rename survives a crash. On any failure, an interruption included, the temporary is removed and
+the previous file is left as it was. A process killed outright (SIGKILL, power loss) can leave a
+temporary behind: its name matches :func:`is_scratch`, so a resumed run can delete it.
+
+A write that fails for a reason of the environment (full disk or quota, read-only file system,
+permission denied, missing folder...), whether raised as :class:`OSError` or as a polars error
+wrapping one (``... (os error 28)``), becomes one :class:`~recsys_eval.errors.OutputError` naming
+the path and the reason. Other errors (a bug, a frame polars cannot write) pass through unchanged.
+
+``write_bytes``, ``write_text``, ``write_json``, ``write_parquet``, ``write_csv`` and
+``sink_parquet`` cover the package's writes; :func:`atomic_path` serves any other writer (a zip
+member, a figure): write to the path it yields, and the file appears at ``target`` on exit.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from recsys_eval.errors import OutputError
+
+if TYPE_CHECKING:
+    import polars as pl
+
+SCRATCH_SUFFIX = ".tmp"
+_SCRATCH = re.compile(r"^\..+\.[0-9a-f]{12}\.tmp$")
+_OS_ERROR = re.compile(r"\(os error (\d+)\)")
+_REASONS = {
+    errno.ENOSPC: "the disk is full",
+    errno.EDQUOT: "the disk quota is exceeded",
+    errno.EFBIG: "the file is too large for the file system",
+    errno.EROFS: "the file system is read-only",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "operation not permitted",
+    errno.ENOENT: "a folder on the way does not exist",
+    errno.ENOTDIR: "a part of the path is a file, not a folder",
+    errno.EISDIR: "the target is a folder",
+}
+
+
+def scratch_path(target: Path) -> Path:
+    """A fresh temporary name beside ``target``: ``.<name>.<12 hex digits>.tmp``."""
+    return target.with_name(f".{target.name}.{os.urandom(6).hex()}{SCRATCH_SUFFIX}")
+
+
+def is_scratch(path: Path) -> bool:
+    """Whether ``path`` is a temporary left by an interrupted write of this module."""
+    return bool(_SCRATCH.match(path.name))
+
+
+def output_error(exc: BaseException, path: Path) -> OutputError | None:
+    """The OutputError for ``exc`` raised while writing ``path``, or None if ``exc`` is not an
+    error of the environment (an OSError, or a polars error whose message carries an OS error)."""
+    code = exc.errno if isinstance(exc, OSError) else None
+    if code is None:
+        found = _OS_ERROR.search(str(exc))
+        if found is None:
+            return None if not isinstance(exc, OSError) else OutputError(f"cannot write {path}: {exc}")
+        code = int(found.group(1))
+    reason = _REASONS.get(code) or os.strerror(code)
+    if code == errno.ENOENT:  # the missing path may be an input the writer was reading
+        reason += f" ({str(exc).strip().splitlines()[0]})" if str(exc).strip() else ""
+    return OutputError(f"cannot write {path}: {reason} ({errno.errorcode.get(code, code)}); "
+                       "any previous version of it is unchanged")
+
+
+def _fsync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_folder(folder: Path) -> None:
+    """Make the entries of ``folder`` (a rename into it) durable; a no-op where folders cannot be
+    opened or fsynced (some file systems refuse with EINVAL)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def atomic_path(target: str | Path) -> Iterator[Path]:
+    """Yield a temporary path beside ``target``; when the block ends normally, the file written
+    there is fsynced and renamed over ``target``. The folder is created if needed."""
+    target = Path(target)
+    tmp = scratch_path(target)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        # Created here with the umask's permissions (polars and others then open it again).
+        os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        yield tmp
+        _fsync_file(tmp)
+        os.replace(tmp, target)
+    except BaseException as exc:
+        tmp.unlink(missing_ok=True)
+        error = output_error(exc, target) if isinstance(exc, Exception) else None
+        if error is not None:
+            raise error from None
+        raise
+    fsync_folder(target.parent)
+
+
+def write_bytes(path: str | Path, data: bytes) -> Path:
+    """Write ``data`` to ``path`` atomically; return the path."""
+    with atomic_path(path) as tmp, open(tmp, "wb") as out:
+        out.write(data)
+    return Path(path)
+
+
+def write_text(path: str | Path, text: str) -> Path:
+    """Write ``text`` as UTF-8 to ``path`` atomically; return the path."""
+    return write_bytes(path, text.encode("utf-8"))
+
+
+def write_json(path: str | Path, data: Any) -> Path:
+    """Write ``data`` as indented JSON (values JSON does not know as strings) atomically."""
+    return write_text(path, json.dumps(data, indent=2, default=str) + "\n")
+
+
+def write_parquet(frame: pl.DataFrame, path: str | Path, **options: Any) -> Path:
+    """Write ``frame`` to a Parquet file atomically (``options`` go to ``DataFrame.write_parquet``)."""
+    with atomic_path(path) as tmp:
+        frame.write_parquet(tmp, **options)
+    return Path(path)
+
+
+def write_csv(frame: pl.DataFrame, path: str | Path, **options: Any) -> Path:
+    """Write ``frame`` to a CSV file atomically (``options`` go to ``DataFrame.write_csv``)."""
+    with atomic_path(path) as tmp:
+        frame.write_csv(tmp, **options)
+    return Path(path)
+
+
+def sink_parquet(frame: pl.LazyFrame, path: str | Path, **options: Any) -> Path:
+    """Stream a lazy frame into a Parquet file atomically, never holding it whole in memory."""
+    with atomic_path(path) as tmp:
+        frame.sink_parquet(tmp, **options)
+    return Path(path)

@@ -1,0 +1,105 @@
+"""Where numba keeps the compiled kernels, and telling the user when it compiles them.
+
+numba compiles every ``@njit(cache=True)`` kernel on its first call and keeps the machine code in a
+cache folder; a cold cache costs tens of seconds on the first run. recsys_eval's kernels are cached
+in ``<user cache>/recsys-eval/numba/<recsys-eval version>-<numba version>-<python>`` (platformdirs'
+per-user cache folder), by their place in the package, so that every clone and environment of one
+version on a machine shares one cache (:mod:`recsys_eval.core.kernel_locator`). Setting
+``NUMBA_CACHE_DIR`` (or ``NUMBA_CACHE_LOCATOR_CLASSES``) keeps numba's own behaviour instead.
+
+numba reads both variables once, when it is imported, which is why :func:`configure` runs in the
+package's ``__init__`` and reads versions from package metadata instead of importing numba.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+LOCATOR = "recsys_eval.core.kernel_locator.PackageCacheLocator"
+
+
+def cache_folder(package_version: str) -> Path:
+    """The kernel cache folder of this recsys-eval, numba and Python."""
+    from platformdirs import user_cache_dir
+
+    try:
+        numba_version = version("numba")
+    except PackageNotFoundError:
+        numba_version = "unknown"
+    key = f"{package_version}-{numba_version}-{sys.implementation.cache_tag}"
+    return Path(user_cache_dir("recsys-eval")) / "numba" / key
+
+
+def configure() -> None:
+    """Have numba locate recsys_eval's kernel caches in :func:`cache_folder`, unless the user set
+    ``NUMBA_CACHE_DIR`` or ``NUMBA_CACHE_LOCATOR_CLASSES``; other packages' kernels are unaffected.
+
+    Sets numba's ``config.CACHE_LOCATOR_CLASSES`` as soon as numba imports its config module (an
+    import hook), rather than the environment variable, which child processes would inherit even
+    when they run another environment without recsys_eval."""
+    if os.environ.get("NUMBA_CACHE_DIR") or os.environ.get("NUMBA_CACHE_LOCATOR_CLASSES"):
+        return
+    config = sys.modules.get("numba.core.config")
+    if config is not None:
+        _use_locator(config)
+    elif not any(isinstance(finder, _NumbaConfigHook) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _NumbaConfigHook())
+
+
+def _use_locator(config: ModuleType) -> None:
+    if not config.CACHE_DIR and not config.CACHE_LOCATOR_CLASSES:
+        config.CACHE_LOCATOR_CLASSES = LOCATOR
+
+
+class _NumbaConfigHook:
+    """A meta path finder that lets ``numba.core.config`` load as usual, then sets the locator."""
+
+    def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
+        if name != "numba.core.config":
+            return None
+        import importlib.util
+
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.loader is not None:
+            load = spec.loader.exec_module
+
+            def exec_module(module: ModuleType) -> None:
+                load(module)
+                _use_locator(module)
+
+            spec.loader.exec_module = exec_module
+        return spec
+
+
+_listening = False
+
+
+def announce_compilation(write: Callable[[str], None]) -> None:
+    """Call ``write("compiling kernels (first run only)…")`` once, when numba starts compiling a
+    kernel it did not find in the cache, so that a first run does not make a step look slow.
+
+    Listens to numba's ``numba:compile`` event, which numba fires only on a cache miss. Imports
+    numba: call it from a command that is about to run kernels; later calls do nothing.
+    """
+    global _listening
+    if _listening:
+        return
+    from numba.core import event
+
+    class _FirstCompile(event.Listener):
+        def on_start(self, ev: event.Event) -> None:
+            event.unregister("numba:compile", self)
+            write("compiling kernels (first run only)…")
+
+        def on_end(self, ev: event.Event) -> None:
+            pass
+
+    event.register("numba:compile", _FirstCompile())
+    _listening = True
