@@ -56,9 +56,6 @@ def test_help_of_own_commands_imports_no_heavy_library():
     assert _heavy_after(code) == []
 
 
-@pytest.mark.xfail(strict=True, reason="cli/evaluate.py (owned by the readers helper) imports polars, "
-                   "numpy and the metric kernels at module level; remove this mark once it imports "
-                   "them inside its command")
 def test_whole_cli_help_imports_no_heavy_library():
     code = "from recsys_eval.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass"
     assert _heavy_after(code) == []
