@@ -67,3 +67,18 @@ def main(argv: list[str] | None = None) -> None:
         fail(str(exc))
     except OSError as exc:  # unwritable folder, full disk, missing file given on the command line
         fail(f"{exc.strerror or exc}: {exc.filename}" if exc.filename else str(exc))
+    except Exception as exc:
+        if _interrupted(exc):  # Ctrl-C inside a library import arrives wrapped (e.g. RuntimeError)
+            print("interrupted", file=sys.stderr)
+            sys.exit(130)
+        raise
+
+
+def _interrupted(exc: BaseException | None) -> bool:
+    """True when a KeyboardInterrupt is the cause or context of ``exc``."""
+    seen = 0
+    while exc is not None and seen < 20:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return False
