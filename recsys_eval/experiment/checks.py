@@ -19,10 +19,11 @@ def check_names(config: ExperimentConfig) -> None:
     from recsys_eval.targets import Protocol
 
     where = f"experiment {config.name!r}"
-    if config.dataset.name is not None:
-        get_descriptor(config.dataset.name)
-    elif not Path(config.dataset.path).is_file():
-        raise ConfigError(f"{where}: dataset.path {config.dataset.path!r} is not a file")
+    for dataset in config.datasets or [config.dataset]:
+        if dataset.name is not None:
+            get_descriptor(dataset.name)
+        elif not Path(dataset.path).is_file():
+            raise ConfigError(f"{where}: dataset.path {dataset.path!r} is not a file")
     check_split(config.split.method, config.split.params)
     for protocol in config.protocols:
         Protocol.parse(protocol.name)

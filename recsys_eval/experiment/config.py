@@ -168,6 +168,12 @@ class CompareConfig(_Strict):
     alpha: float = Field(0.05, gt=0, lt=1)
     interval: Literal["t", "bootstrap"] = "t"
     resamples: int = Field(1000, ge=10)
+    #: A study over [[datasets]]: the metric@k and protocol label systems are ranked by on each
+    #: dataset (default: the tuning metric, else ndcg@10; the first protocol), and the post-hoc
+    #: test after Friedman's (Nemenyi over all pairs, or Holm against ``baseline``).
+    datasets_metric: str | None = None
+    datasets_protocol: str | None = None
+    posthoc: Literal["nemenyi", "holm"] = "nemenyi"
 
 
 class OutputConfig(_Strict):
@@ -238,7 +244,7 @@ class TuningConfig(_Strict):
         if self.trials is not None and self.trials < 1:
             raise ValueError(f"trials = {self.trials} allows no trial; give at least 1")
         if self.seconds is not None and self.seconds <= 0:
-            raise ValueError(f"seconds = {self.seconds} allows no trial; give a positive time")
+            raise ValueError(f"seconds = {self.seconds:g} allows no trial; give a positive time")
         if self.method != "grid" and self.trials is None and self.seconds is None:
             raise ValueError(f"method {self.method!r} needs a budget: 'trials', 'seconds' or both")
         return self
@@ -279,9 +285,10 @@ class ExperimentConfig(_Strict):
             seen = {x for x in labels if labels.count(x) > 1}
             if seen:
                 raise ValueError(f"{what} need distinct names or labels; repeated: {sorted(seen)}")
-        from recsys_eval.tune.space import check_tuning
+        from recsys_eval.tune.space import check_study, check_tuning
 
         check_tuning(self)
+        check_study(self)
         return self
 
 

@@ -272,6 +272,10 @@ def run_experiment(
     """
     from recsys_eval.experiment.checks import check_names
 
+    if config.datasets is not None:  # a study over several datasets runs this once per dataset
+        from recsys_eval.experiment.datasets_study import run_study
+
+        return run_study(config, config_text, out_root=out_root, resume=resume, quiet=quiet, console=console)
     check_names(config)
     console = console or Console()
     cfg_hash = config_hash(config_text)

@@ -148,6 +148,48 @@ def parse_metric(metric: str, where: str = "tuning.metric") -> tuple[str, int | 
     return name, int(k)
 
 
+def check_measured(config: ExperimentConfig, metric: str, where: str) -> tuple[str, int | None]:
+    """``metric`` ("ndcg@10") parsed, once checked to be a per-user ranking metric the run measures
+    at that cutoff; a ConfigError naming ``where`` otherwise."""
+    from recsys_eval.measure.names import RANKING_METRICS
+
+    name, k = parse_metric(metric, where)
+    if name not in RANKING_METRICS:
+        raise ConfigError(f"{where} {metric!r}: expected a per-user ranking metric: {closest(name, RANKING_METRICS)}")
+    if name not in config.metrics.names:
+        raise ConfigError(f"{where} {metric!r}: {name!r} is not measured: "
+                          f"{closest(name, config.metrics.names)} (metrics.names)")
+    if k is not None and k not in config.metrics.k:
+        raise ConfigError(f"{where} {metric!r}: k = {k} is not measured; metrics.k is {config.metrics.k}")
+    return name, k
+
+
+def check_study(config: ExperimentConfig) -> None:
+    """Check the cross-dataset settings of ``[compare]`` (raised as ValueError, as :func:`check_tuning`)."""
+    c = config.compare
+    try:
+        if config.datasets is None:
+            return
+        check_measured(config, study_metric(config), "compare.datasets_metric")
+        labels = [p.display for p in config.protocols if p.design != "percentiles"]
+        if c.datasets_protocol is not None and c.datasets_protocol not in labels:
+            raise ConfigError(f"compare.datasets_protocol {c.datasets_protocol!r}: not a protocol of the run: "
+                              f"{closest(c.datasets_protocol, labels)}")
+        systems = [r.display for r in config.recommenders]
+        if c.posthoc == "holm" and c.baseline not in systems:
+            raise ConfigError(f"compare.posthoc 'holm' compares every system with compare.baseline: "
+                              f"{closest(str(c.baseline), systems)}")
+    except ConfigError as exc:
+        raise ValueError(str(exc)) from None
+
+
+def study_metric(config: ExperimentConfig) -> str:
+    """The metric@k systems are ranked by over datasets."""
+    if config.compare.datasets_metric is not None:
+        return config.compare.datasets_metric
+    return config.tuning.metric if config.tuning is not None else "ndcg@10"
+
+
 def check_tuning(config: ExperimentConfig) -> None:
     """Check ``[tuning]`` against the rest of the config (raised as ValueError so that the schema
     reports it with the file name): every search space, a budget that allows a trial, a metric
@@ -175,17 +217,7 @@ def _check_tuning(config: ExperimentConfig) -> None:
             if ranged:
                 raise ConfigError(f"recommenders[{i}].search.{ranged[0]}: method 'grid' needs a list of "
                                   "values or {choices = [...]}, not a range")
-    name, k = parse_metric(tuning.metric)
-    if name not in config.metrics.names:
-        raise ConfigError(f"tuning.metric {tuning.metric!r}: {name!r} is not measured: "
-                          f"{closest(name, config.metrics.names)} (metrics.names)")
-    if k is not None and k not in config.metrics.k:
-        raise ConfigError(f"tuning.metric {tuning.metric!r}: k = {k} is not measured; metrics.k is {config.metrics.k}")
-    from recsys_eval.measure.names import RANKING_METRICS
-
-    if name not in RANKING_METRICS:
-        raise ConfigError(f"tuning.metric {tuning.metric!r}: tuning maximises a per-user ranking metric: "
-                          f"{closest(name, RANKING_METRICS)}")
+    check_measured(config, tuning.metric, "tuning.metric")
     labels = [p.display for p in config.protocols if p.design != "percentiles"]
     if tuning.protocol is not None and tuning.protocol not in labels:
         raise ConfigError(f"tuning.protocol {tuning.protocol!r}: not a protocol of the run: {closest(tuning.protocol, labels)}")
