@@ -59,6 +59,10 @@ LOG = "log.txt"
 EXPOSURE = "exposure_bins"
 AUC_POOLING = "auc_pooling"
 LEARNING_CURVE = "per_unit_learning_curve"
+#: Every tuning trial (recsys_eval.tune.log), written as trials finish.
+TUNING = "tuning.parquet"
+#: A study over several datasets: the systems' ranks over datasets with the Friedman test and post-hoc.
+CROSS_DATASET = "cross_dataset"
 SPLITS = "splits"
 #: Scratch folders of a run in progress, removed when it completes.
 SCRATCH = ("folds", "exposure", "auc_scores")

@@ -40,10 +40,12 @@ def check_names(config: ExperimentConfig) -> None:
     from recsys_eval.targets import Protocol
 
     src = config.source
-    if config.dataset.name is not None:
-        _at(src, "dataset.name", get_descriptor, config.dataset.name)
-    else:
-        _at(src, "dataset.path", _is_file, config.dataset.path, "the dataset file")
+    for d, dataset in enumerate(config.datasets or [config.dataset]):
+        where = f"datasets[{d}]" if config.datasets else "dataset"
+        if dataset.name is not None:
+            _at(src, f"{where}.name", get_descriptor, dataset.name)
+        else:
+            _at(src, f"{where}.path", _is_file, dataset.path, "the dataset file")
     _at(src, "split.method", check_choice, "split method", config.split.method, SPLITTERS)
     _at(src, "split.params", check_split, config.split.method, config.split.params)
     for i, protocol in enumerate(config.protocols):

@@ -38,6 +38,8 @@ class DatasetConfig(_Strict):
     timestamp_format: str | None = None
     separator: str | None = None
     data_home: str | None = None
+    #: The dataset's name in a study over several datasets (default: its name, or its file's stem).
+    label: str | None = None
 
     @model_validator(mode="after")
     def _one_source(self) -> DatasetConfig:
@@ -46,6 +48,10 @@ class DatasetConfig(_Strict):
         if self.columns is not None and self.path is None:
             raise ValueError("'columns' applies to 'path' only")
         return self
+
+    @property
+    def display(self) -> str:
+        return self.label or self.name or Path(self.path).stem
 
 
 class PrepareConfig(_Strict):
@@ -123,6 +129,9 @@ class RecommenderConfig(_Strict):
     label: str | None = None
     params: dict[str, Any] = Field(default_factory=dict)
     path: str | None = None
+    #: Hyperparameters to tune (recsys_eval.tune.space): a list of values, ``{low, high}``,
+    #: ``{low, high, log = true}`` or ``{choices = [...]}`` per name; checked against the registry.
+    search: dict[str, Any] | None = None
 
     @property
     def definition(self) -> dict[str, Any]:
@@ -160,6 +169,12 @@ class CompareConfig(_Strict):
     alpha: float = Field(0.05, gt=0, lt=1)
     interval: Literal["t", "bootstrap"] = "t"
     resamples: int = Field(1000, ge=10)
+    #: A study over [[datasets]]: the metric@k and protocol label systems are ranked by on each
+    #: dataset (default: the tuning metric, else ndcg@10; the first protocol), and the post-hoc
+    #: test after Friedman's (Nemenyi over all pairs, or Holm against ``baseline``).
+    datasets_metric: str | None = None
+    datasets_protocol: str | None = None
+    posthoc: Literal["nemenyi", "holm"] = "nemenyi"
 
 
 class OutputConfig(_Strict):
@@ -207,11 +222,42 @@ class LearningCurveConfig(_Strict):
         return fractions
 
 
+class TuningConfig(_Strict):
+    """How the recommenders with a ``search`` are tuned on a validation split carved from each
+    fold's train side (recsys_eval.tune)."""
+
+    method: Literal["grid", "random", "tpe"] = "tpe"
+    #: Budget: at most ``trials`` trials and no new trial after ``seconds`` (per fold and system).
+    trials: int | None = None
+    seconds: float | None = None
+    metric: str = "ndcg@10"
+    #: The protocol label whose value on the validation split is maximised (default: the first).
+    protocol: str | None = None
+    validation: SplitConfig = Field(
+        default_factory=lambda: SplitConfig(method="holdout", params={"fraction": 0.2, "per_user": True}))
+    #: The sampler's seed (default: the run's ``seed``); every trial's seed derives from it.
+    seed: int | None = None
+    #: Trials run at once in worker processes (implicit models on one thread each).
+    workers: int = Field(1, ge=1)
+
+    @model_validator(mode="after")
+    def _budget(self) -> TuningConfig:
+        if self.trials is not None and self.trials < 1:
+            raise ValueError(f"trials = {self.trials} allows no trial; give at least 1")
+        if self.seconds is not None and self.seconds <= 0:
+            raise ValueError(f"seconds = {self.seconds:g} allows no trial; give a positive time")
+        if self.method != "grid" and self.trials is None and self.seconds is None:
+            raise ValueError(f"method {self.method!r} needs a budget: 'trials', 'seconds' or both")
+        return self
+
+
 class ExperimentConfig(_Strict):
     name: str
     description: str = ""
     seed: int = 0
-    dataset: DatasetConfig
+    #: One dataset, or ``[[datasets]]``: a study run on each (recsys_eval.experiment.datasets_study).
+    dataset: DatasetConfig | None = None
+    datasets: list[DatasetConfig] | None = None
     prepare: PrepareConfig = Field(default_factory=PrepareConfig)
     split: SplitConfig
     protocols: list[ProtocolConfig]
@@ -221,6 +267,7 @@ class ExperimentConfig(_Strict):
     output: OutputConfig = Field(default_factory=OutputConfig)
     run: RunConfig = Field(default_factory=RunConfig)
     learning_curve: LearningCurveConfig | None = None
+    tuning: TuningConfig | None = None
     _source: str = PrivateAttr("config")  # the file it was read from, for error messages
 
     @property
@@ -230,6 +277,12 @@ class ExperimentConfig(_Strict):
 
     @model_validator(mode="after")
     def _unique_labels(self) -> ExperimentConfig:
+        if (self.dataset is None) == (self.datasets is None):
+            raise ValueError("give exactly one of [dataset] or [[datasets]]")
+        if self.datasets is not None:
+            labels = [d.display for d in self.datasets]
+            if len(set(labels)) != len(labels) or not labels:
+                raise ValueError(f"[[datasets]] need distinct names or labels; got {labels}")
         for what, labels in (
             ("recommenders", [r.display for r in self.recommenders]),
             ("protocols", [p.display for p in self.protocols]),
@@ -239,6 +292,10 @@ class ExperimentConfig(_Strict):
             seen = {x for x in labels if labels.count(x) > 1}
             if seen:
                 raise ValueError(f"{what} need distinct names or labels; repeated: {sorted(seen)}")
+        from recsys_eval.tune.space import check_study, check_tuning
+
+        check_tuning(self)
+        check_study(self)
         return self
 
 

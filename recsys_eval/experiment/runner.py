@@ -30,6 +30,7 @@ from recsys_eval.core.results import (
     LOG,
     SUMMARY,
     TIMINGS,
+    TUNING,
     ResultsFolder,
     config_hash,
     write_csv_atomic,
@@ -102,6 +103,12 @@ def evaluate_fold(
             advance()
     # Protocols that moved ratings into train (uniform test) need their own fitted model.
     trains: dict[int, Interactions] = {id(t.train): t.train for t in sets}
+    from recsys_eval.tune import chosen, tune_fold
+
+    start = time.perf_counter()
+    tuned = tune_fold(config, data, split, folder.path / TUNING, progress.log)
+    if tuned:
+        timings.append(_timing(split.name, "", "tune", start))
     ranking_names, rating_names = jobs.metric_names(config)
     pool_auc = "auc" in ranking_names and len(folder.layout["folds"]) >= 2
     out = FoldSummary([], [], [])
@@ -110,7 +117,7 @@ def evaluate_fold(
         for rec in config.recommenders:
             for key, train in trains.items():
                 start = time.perf_counter()
-                model = jobs.make_model(config, rec, data, split.name).fit(train)
+                model = jobs.make_model(config, chosen(tuned, rec), data, split.name).fit(train)
                 if isinstance(model, ExternalRun):
                     model.check_overlap(np.unique(split.test.users))
                     if model.unknown["rows"]:
@@ -265,6 +272,10 @@ def run_experiment(
     """
     from recsys_eval.experiment.checks import check_names
 
+    if config.datasets is not None:  # a study over several datasets runs this once per dataset
+        from recsys_eval.experiment.datasets_study import run_study
+
+        return run_study(config, config_text, out_root=out_root, resume=resume, quiet=quiet, console=console)
     check_names(config)
     console = console or Console()
     cfg_hash = config_hash(config_text)

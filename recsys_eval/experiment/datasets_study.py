@@ -1,0 +1,91 @@
+"""A study over several datasets (``[[datasets]]``): the experiment run on each dataset into its own
+results folder under ``<output.folder>/<study>/<dataset>/``, then the systems compared across the
+datasets by rank, as Demšar (2006) recommends: each dataset ranks the systems by one metric@k under
+one protocol (the mean over users of the ``all`` rows, or of the one fold), the ranks are averaged
+over datasets, and the Friedman test with a Nemenyi (all pairs) or Holm (against the baseline)
+post-hoc says which differences the datasets support (recsys_eval.compare.datasets).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+
+import polars as pl
+from rich.console import Console
+
+from recsys_eval.core.results import CROSS_DATASET, write_csv_atomic, write_parquet_atomic
+from recsys_eval.experiment.config import ExperimentConfig
+from recsys_eval.measure.aggregate import ALL_FOLDS, RULE_USER_MEAN
+from recsys_eval.tune.space import parse_metric, study_metric
+
+
+def dataset_table(config: ExperimentConfig, summaries: dict[str, pl.DataFrame]) -> pl.DataFrame:
+    """One row per (dataset, system): the study metric's mean under the study protocol, from each
+    dataset's summary (its ``all`` rows over folds, or its single fold's rows)."""
+    metric = study_metric(config)
+    name, k = parse_metric(metric)
+    labels = [p.display for p in config.protocols if p.design != "percentiles"]
+    protocol = config.compare.datasets_protocol or labels[0]
+    frames = []
+    for dataset, summary in summaries.items():
+        rows = summary.filter(
+            (pl.col("protocol") == protocol) & (pl.col("metric") == name)
+            & (pl.col("k").is_null() if k is None else pl.col("k") == k) & (pl.col("rule") == RULE_USER_MEAN)
+        )
+        folds = rows.get_column("fold").unique().to_list()
+        rows = rows.filter(pl.col("fold") == (ALL_FOLDS if ALL_FOLDS in folds else folds[0]))
+        frames.append(rows.select(pl.lit(dataset).alias("dataset"), "system", pl.lit(metric).alias("metric"),
+                                  "protocol", "mean"))
+    return pl.concat(frames)
+
+
+def cross_dataset(config: ExperimentConfig, table: pl.DataFrame) -> dict[str, pl.DataFrame]:
+    """The systems' mean ranks over datasets, the Friedman test, and the configured post-hoc."""
+    from recsys_eval.compare.datasets import friedman_test, holm_posthoc, nemenyi_test, rank_systems
+
+    name, _ = parse_metric(study_metric(config))
+    c = config.compare
+    posthoc = (nemenyi_test(table, alpha=c.alpha, metric=name) if c.posthoc == "nemenyi"
+               else holm_posthoc(table, c.baseline, alpha=c.alpha, metric=name))
+    return {"values": table, "ranks": rank_systems(table, metric=name),
+            "friedman": friedman_test(table, metric=name), c.posthoc: posthoc}
+
+
+def markdown(config: ExperimentConfig, tables: dict[str, pl.DataFrame]) -> str:
+    """The cross-dataset summary as Markdown: values per dataset, mean ranks, Friedman, post-hoc."""
+    from recsys_eval.report.build import _md_table as markdown_table
+
+    metric = study_metric(config)
+    parts = [f"# {config.name}: systems over {tables['values'].get_column('dataset').n_unique()} datasets",
+             f"Metric {metric}, protocol {tables['values'].get_column('protocol')[0]}; rank 1 is best "
+             "(Demšar 2006).", "## Values", markdown_table(
+                 tables["values"].pivot(on="dataset", index="system", values="mean"))]
+    for key in ("ranks", "friedman", config.compare.posthoc):
+        parts += [f"## {key.capitalize()}", markdown_table(tables[key])]
+    return "\n\n".join(parts) + "\n"
+
+
+def run_study(config: ExperimentConfig, config_text: str, *, out_root: str | Path | None = None,
+              resume: bool = False, quiet: bool = False, console: Console | None = None):
+    """Run the experiment on every dataset, then write the cross-dataset tables into
+    ``<root>/<study>/cross_dataset/<UTC time>/`` (never over an earlier study's)."""
+    from recsys_eval.experiment.runner import RunOutcome, run_experiment
+
+    root = Path(out_root or config.output.folder) / config.name
+    summaries = {}
+    for dataset in config.datasets:
+        one = config.model_copy(update={"name": dataset.display, "dataset": dataset, "datasets": None})
+        outcome = run_experiment(one, f"{config_text}\n# dataset: {dataset.display}\n", out_root=root,
+                                 resume=resume, quiet=quiet, console=console)
+        summaries[dataset.display] = outcome.summary
+    tables = cross_dataset(config, dataset_table(config, summaries))
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    folder = root / CROSS_DATASET / stamp
+    for key, frame in tables.items():
+        write_parquet_atomic(frame, folder / f"{key}.parquet")
+        write_csv_atomic(frame, folder / f"{key}.csv")
+    (folder / f"{CROSS_DATASET}.md").write_text(markdown(config, tables), encoding="utf-8")
+    summary = pl.concat([s.with_columns(pl.lit(d).alias("dataset")) for d, s in summaries.items()],
+                        how="diagonal_relaxed")
+    return RunOutcome(folder, summary)

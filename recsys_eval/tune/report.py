@@ -1,0 +1,80 @@
+"""Tables and a figure of a run's tuning, from its trial log (``tuning.parquet``): the chosen
+hyperparameters per fold and system, the validation curve (value by trial and best so far) per
+system, and the tuning cost. Frames in; a matplotlib figure and Markdown/HTML strings out.
+
+The report calls, for a folder with a ``tuning.parquet`` (``ResultsFolder.path / TUNING``)::
+
+    trials = pl.read_parquet(path)
+    markdown += tuning_markdown(trials); html += tuning_html(trials)
+    figures.append(("Validation curves", curve_figure(trials)))
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from recsys_eval.tune.log import PARAM_PREFIX
+
+_RUN = ["fold", "system"]
+
+
+def chosen_parameters(trials: pl.DataFrame) -> pl.DataFrame:
+    """One row per (fold, system): its best trial (highest validation value, the earliest on ties,
+    as recsys_eval.tune.log.best_trial chooses) with its hyperparameters as columns."""
+    params = [c for c in trials.columns if c.startswith(PARAM_PREFIX)]
+    best = (trials.filter(pl.col("value").is_not_nan())
+            .sort([*_RUN, "value", "trial"], descending=[False, False, True, False])
+            .unique(_RUN, keep="first", maintain_order=True))
+    return best.select(*_RUN, "trial", "value", *[pl.col(c).alias(c.removeprefix(PARAM_PREFIX)) for c in params])
+
+
+def validation_curves(trials: pl.DataFrame) -> pl.DataFrame:
+    """Value by trial and the best value so far, per (fold, system), in trial order."""
+    return trials.sort([*_RUN, "trial"]).select(
+        *_RUN, "trial", "value",
+        pl.col("value").fill_nan(None).cum_max().forward_fill().over(_RUN).alias("best_so_far"),
+    )
+
+
+def tuning_cost(trials: pl.DataFrame) -> pl.DataFrame:
+    """Per system: trials run (over every fold), fit and evaluation seconds in total and per trial."""
+    return trials.group_by("system", maintain_order=True).agg(
+        pl.len().alias("trials"), pl.col("fit_seconds").sum(), pl.col("eval_seconds").sum(),
+        ((pl.col("fit_seconds") + pl.col("eval_seconds")).sum() / pl.len()).alias("seconds_per_trial"),
+    )
+
+
+def curve_figure(trials: pl.DataFrame):
+    """One panel per system: every fold's validation value by trial (dots) and best so far (line)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    curves = validation_curves(trials)
+    systems = curves.get_column("system").unique(maintain_order=True).to_list()
+    fig, axes = plt.subplots(1, len(systems), figsize=(4 * len(systems), 3), squeeze=False)
+    for ax, system in zip(axes[0], systems, strict=True):
+        for (fold,), rows in curves.filter(pl.col("system") == system).group_by("fold", maintain_order=True):
+            line = ax.plot(rows["trial"], rows["best_so_far"], label=str(fold))[0]
+            ax.scatter(rows["trial"], rows["value"], s=10, color=line.get_color(), alpha=0.5)
+        ax.set_title(system)
+        ax.set_xlabel("trial")
+        ax.set_ylabel("validation value")
+        ax.legend(fontsize="small", title="fold")
+    fig.tight_layout()
+    return fig
+
+
+def tuning_markdown(trials: pl.DataFrame) -> str:
+    from recsys_eval.report.build import _md_table
+
+    return ("## Tuning\n\nChosen hyperparameters (best validation value per fold and system):\n\n"
+            + _md_table(chosen_parameters(trials)) + "\nTuning cost:\n\n" + _md_table(tuning_cost(trials)))
+
+
+def tuning_html(trials: pl.DataFrame) -> str:
+    from recsys_eval.report.build import _html_table
+
+    return ("<h2>Tuning</h2><p>Chosen hyperparameters (best validation value per fold and system)</p>"
+            + _html_table(chosen_parameters(trials)) + "<p>Tuning cost</p>" + _html_table(tuning_cost(trials)))
