@@ -25,13 +25,18 @@ FULL_CANDIDATES = "full_candidates"
 
 
 def per_user_values(folder: ResultsFolder, undefined: str) -> pl.DataFrame:
-    """Per-user values of every (system, protocol, fold, metric, k), read one fold at a time."""
+    """Per-user values of every (system, protocol, fold, metric, k), read one (fold, protocol) at a
+    time: only users x metrics are held, never a fold's whole per-unit table (a holdout's is the
+    whole run's)."""
     frames = []
     for fold in folder.manifest["folds"]:
-        part = folder.scan_per_unit(fold=fold).filter(
-            pl.col("user").is_not_null() & ~pl.col("metric").is_in(AUXILIARY)
-        ).collect()
-        frames.append(per_user(part, undefined=undefined))
+        scan = folder.scan_per_unit(fold=fold)
+        for protocol in folder.manifest["protocols"]:
+            part = scan.filter(
+                (pl.col("protocol") == protocol) & pl.col("user").is_not_null() & ~pl.col("metric").is_in(AUXILIARY)
+            ).collect()
+            if part.height:
+                frames.append(per_user(part, undefined=undefined))
     return pl.concat(frames)
 
 
