@@ -44,3 +44,17 @@ def check_unique(frame: pl.DataFrame, key: list[str], source: str, hint: str) ->
         raise DataError(
             f"{source}: {int(dup.sum()):,} rows repeat a ({', '.join(key)}) pair, e.g. {shown}; {hint}"
         )
+
+
+def check_ranks(run: pl.DataFrame, source: str) -> None:
+    """Integer ranks (column ``rank``) must be unique per user and run 1..L for a list of L items."""
+    check_unique(run, ["user", "rank"], source, "each rank appears once per user")
+    wrong = run.group_by("user").agg(
+        pl.col("rank").min().alias("low"), pl.col("rank").max().alias("high"), pl.len().alias("n")
+    ).filter((pl.col("low") != 1) | (pl.col("high") != pl.col("n")))
+    if wrong.height:
+        row = wrong.sort("user").row(0, named=True)
+        raise DataError(
+            f"{source}: ranks of {wrong.height:,} users are not 1..L, e.g. user {row['user']!r} has "
+            f"{row['n']} rows with ranks {row['low']}..{row['high']}; expected 1, 2, ..., L"
+        )

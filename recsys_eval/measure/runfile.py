@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from recsys_eval.core.columns import check_unique, numeric_column
+from recsys_eval.core.columns import check_ranks, check_unique, numeric_column
 from recsys_eval.core.units import Rankings, Targets
 from recsys_eval.errors import ConfigError, DataError
 
@@ -201,16 +201,7 @@ def _run_order(run: pl.DataFrame, name: str) -> pl.DataFrame:
         if (ranks != ranks.round()).any():
             raise DataError(f"{name}: column 'rank' holds non-integer values; expected ranks 1..L per user")
         run = run.with_columns(ranks.cast(pl.Int64).alias("rank"))
-        check_unique(run, ["user", "rank"], name, "each rank appears once per user")
-        wrong = run.group_by("user").agg(
-            pl.col("rank").min().alias("low"), pl.col("rank").max().alias("high"), pl.len().alias("n")
-        ).filter((pl.col("low") != 1) | (pl.col("high") != pl.col("n")))
-        if wrong.height:
-            row = wrong.sort("user").row(0, named=True)
-            raise DataError(
-                f"{name}: ranks of {wrong.height:,} users are not 1..L, e.g. user {row['user']!r} has "
-                f"{row['n']} rows with ranks {row['low']}..{row['high']}; expected 1, 2, ..., L"
-            )
+        check_ranks(run, name)
         order = pl.col("rank")
     else:
         order = pl.col("score").rank("ordinal", descending=True).over("user")
