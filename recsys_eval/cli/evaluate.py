@@ -46,6 +46,9 @@ def evaluate(
     ties: str = typer.Option("first", "--ties", help="Tied scores: first (item order) or average."),
     genres: Path | None = typer.Option(None, "--genres", help="CSV or Parquet: item, genres (for ild)."),
     force: bool = typer.Option(False, "--force", help="Replace an existing output folder."),
+    engine: str = typer.Option("local", "--engine", help="local, or spark (needs recsys-eval[spark])."),
+    master: str = typer.Option("local[2]", "--master", help="Spark master: local[N], spark://host:port, yarn."),
+    partitions: int | None = typer.Option(None, "--partitions", help="Spark: user partitions."),
 ) -> None:
     """Score a run against test interactions; write per-unit values and the summary."""
     names = check_metrics([m.strip() for m in metrics.split(",") if m.strip()], ALL_METRICS)
@@ -60,6 +63,20 @@ def evaluate(
     if "ild" in names and genres is None:
         raise ConfigError("metric 'ild' needs --genres (a file with item and genres columns)")
 
+    check_choice("engine", engine, ("local", "spark"))
+    if engine == "spark":
+        from recsys_eval.engine.runs import evaluate_spark, uri
+        from recsys_eval.engine.spark import spark_session
+
+        result = evaluate_spark(
+            spark_session(master), uri(test), uri(run), uri(out), train=None if train is None else uri(train),
+            threshold=threshold, metrics=names, k=cutoffs, gain=gain, ties=ties, undefined=undefined,
+            partitions=partitions, force=force,
+        )
+        for note in result.notes:
+            Console().print(f"[yellow]note:[/] {note}", highlight=False)
+        _print_summary(Console(), result.summary, out)
+        return
     data = load_run(test, run, train, threshold=threshold, gain=gain)
     console = Console()
     for note in data.notes:

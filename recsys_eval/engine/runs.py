@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import polars as pl
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
 PER_UNIT_DIR = "per_unit.parquet"
 SUMMARY_FILE = "summary.csv"
 _INTEGER_TYPES = ("ByteType", "ShortType", "IntegerType", "LongType")
+_REMOTE = re.compile(r"^(s3a|s3|s3n|hdfs|viewfs|gs|abfs|abfss|wasb|wasbs):/(?!/)")
 _ERROR = re.compile(r"recsys_eval\.\w+(?:\.\w+)*\.(\w+Error): (.*)")
 
 
@@ -297,6 +299,15 @@ def _long_table(spark: SparkSession, test: DataFrame, run: DataFrame, train: Dat
         long = long.unionByName(more)
     long = long.withColumn("kind", F.col("kind").cast("byte")).join(units, "user", "inner")
     return long.select("user", "unit", "kind", "item", "gain", "rank", "score"), n_items, notes
+
+
+def uri(path: str | Path) -> str:
+    """A file name or URI as Spark takes it. A URI that went through ``pathlib.Path`` (as CLI options
+    do) lost a slash, ``s3a://bucket/key`` -> ``s3a:/bucket/key``: it is given back (a URI without
+    an authority, ``hdfs:/path``, must then be written in full, ``hdfs://namenode/path``)."""
+    text = str(path)
+    scheme = _REMOTE.match(text)
+    return f"{scheme.group(1)}://{text[scheme.end():]}" if scheme else text
 
 
 def _stem(path: str) -> str:

@@ -131,3 +131,19 @@ def test_existing_output_needs_force(spark, tmp_path):
         evaluate_spark(spark, paths["test"], paths["run"], str(out))
     evaluate_spark(spark, paths["test"], paths["run"], str(out), force=True)
     assert (out / "summary.csv").exists()
+
+
+def test_cli_engine_spark(spark, tmp_path, capsys):
+    from recsys_eval.cli import main
+
+    paths = _files(tmp_path, seed=5)
+    args = ["evaluate", "--test", paths["test"], "--run", paths["run"], "--train", paths["train"],
+            "--threshold", "3", "--metrics", "precision,ndcg,auc", "--k", "1,3"]
+    for engine, out in (("local", tmp_path / "local"), ("spark", tmp_path / "spark")):
+        with pytest.raises(SystemExit) as exit_info:
+            main([*args, "--out", str(out), "--engine", engine, "--master", "local[2]", "--partitions", "3"])
+        assert exit_info.value.code in (0, None)
+    assert "ndcg@3" in capsys.readouterr().out
+    local = pl.read_csv(tmp_path / "local" / "summary.csv")
+    spark_summary = pl.read_csv(tmp_path / "spark" / "summary.csv")
+    assert local.equals(spark_summary)
