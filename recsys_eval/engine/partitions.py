@@ -16,6 +16,7 @@ full-ranking target set ``n_candidates = n_items - |Tr(u) \\ (Te(u) u Run(u))|``
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
@@ -23,7 +24,7 @@ import numpy as np
 import polars as pl
 
 from recsys_eval.core.columns import check_ranks, check_unique
-from recsys_eval.core.results import PER_UNIT_COLUMNS
+from recsys_eval.core.results import PER_UNIT_COLUMNS, PER_UNIT_SCHEMA
 from recsys_eval.core.units import Rankings, Targets
 from recsys_eval.measure import measure
 
@@ -58,15 +59,25 @@ def user_chunks(batches: Iterable, key: str = "unit", rows: int = CHUNK_ROWS) ->
 
 
 @dataclass(frozen=True)
+class MeasureOptions:
+    """The options of :func:`recsys_eval.measure.measure` a task applies to every chunk."""
+
+    metrics: tuple[str, ...]
+    k: tuple[int, ...]
+    gain: str = "graded"
+    ties: str = "first"
+
+    def kwargs(self) -> dict:
+        return {"metrics": list(self.metrics), "k": list(self.k), "gain": self.gain, "ties": self.ties}
+
+
+@dataclass(frozen=True)
 class RunMeasure:
     """How an evaluate task measures its chunks: the ``measure`` options and the file names for
     messages. ``n_items`` is the catalogue size (every item of TEST, RUN and TRAIN)."""
 
     n_items: int
-    metrics: tuple[str, ...]
-    k: tuple[int, ...]
-    gain: str
-    ties: str
+    options: MeasureOptions
     system: str
     test_name: str
     run_name: str
@@ -79,7 +90,8 @@ class RunMeasure:
 
 def measure_run_chunk(chunk: pl.DataFrame, spec: RunMeasure) -> pl.DataFrame:
     """Per-unit values of the users of one chunk of the long table (columns ``user, unit, kind,
-    item, gain, rank, score``; ``unit`` is the user's index among the sorted TEST users).
+    item, gain, rank, score``; ``unit`` is the user's index among the sorted TEST users; RUN and
+    TRAIN rows of TEST users only).
 
     Checks what needs a user's rows together (duplicate pairs, ranks 1..L) with the messages of the
     local reader; returns the per-unit rows with the global ``unit`` and the raw ``user``."""
@@ -124,10 +136,7 @@ def measure_run_chunk(chunk: pl.DataFrame, spec: RunMeasure) -> pl.DataFrame:
         scores=run.get_column("score").to_numpy() if spec.has_score else None,
     )
     user_ids = test.unique("u", keep="first").sort("u").get_column("user")
-    frame = measure(
-        rankings, targets, metrics=list(spec.metrics), k=list(spec.k), gain=spec.gain, ties=spec.ties,
-        system=spec.system, user_ids=user_ids,
-    )
+    frame = measure(rankings, targets, **spec.options.kwargs(), system=spec.system, user_ids=user_ids)
     return with_global_units(frame, unit_index)
 
 
@@ -155,3 +164,106 @@ def arrow_task(measure_chunk: Callable[[pl.DataFrame], pl.DataFrame], threads: i
             yield from measure_chunk(chunk).to_arrow().to_batches()
 
     return task
+
+
+@dataclass(frozen=True)
+class FoldProtocol:
+    """One target set of an experiment fold: its ``label`` in the results (the protocol column),
+    the protocol ``name`` (e.g. ``"AI+1R+NN100"``), its targets ``seed`` and ``fresh_negatives``."""
+
+    label: str
+    name: str
+    seed: int
+    fresh_negatives: bool = False
+
+
+@dataclass(frozen=True)
+class FoldMeasure:
+    """How an experiment task turns a chunk of whole users of a fold into per-unit rows: targets,
+    rankings of every broadcast model, measures, with the local runner's functions.
+
+    ``template`` is an empty Interactions over the fold's user and item index; ``first_unit`` gives,
+    per protocol label, the global number of each user's first unit (units numbered over the whole
+    fold as the local runner numbers them); ``models`` is a broadcast variable (or a plain dict) of
+    system name -> fitted, broadcastable recommender; ``extra`` (optional) adds rows to a system
+    and protocol's per-unit table from its rankings and targets, before units are renumbered."""
+
+    template: object
+    fold: str
+    protocols: tuple[FoldProtocol, ...]
+    first_unit: object
+    models: object
+    threshold: float | None
+    options: MeasureOptions
+    depth: int
+    chunk_size: int
+    extra: Callable | None = None
+
+    def __call__(self, chunk: pl.DataFrame) -> pl.DataFrame:
+        return measure_fold_chunk(chunk, self)
+
+
+def measure_fold_chunk(chunk: pl.DataFrame, spec: FoldMeasure) -> pl.DataFrame:
+    """Per-unit rows of the users of one chunk (columns ``user, item, rating, test``: user and item
+    indices, the rating, and whether the row is a test row) for every system and protocol."""
+    from recsys_eval.core.split import Split
+    from recsys_eval.recommend.base import rank_targets, recommend_top_k
+    from recsys_eval.targets import build_targets
+
+    models = getattr(spec.models, "value", spec.models)
+    first_unit = getattr(spec.first_unit, "value", spec.first_unit)
+    sides = [chunk.filter(pl.col("test") == side).drop("test") for side in (False, True)]
+    split = Split(*(spec.template.with_frame(side) for side in sides), name=spec.fold)
+    frames = []
+    for protocol in spec.protocols:
+        if not _has_units(split, protocol, spec.threshold):
+            continue
+        targets = build_targets(split, protocol.name, threshold=spec.threshold, seed=protocol.seed,
+                                fresh_negatives=protocol.fresh_negatives, chunk_size=spec.chunk_size)
+        users = targets.unit_user.astype(np.int64)
+        first = np.flatnonzero(np.r_[True, users[1:] != users[:-1]])
+        within = np.arange(len(users)) - np.repeat(first, np.diff(np.r_[first, len(users)]))
+        global_unit = first_unit[protocol.label][users] + within
+        for system, model in models.items():
+            model = local_model(model, split.train)
+            if targets.all_candidates:
+                rankings = recommend_top_k(model, split.train, targets.unit_user, spec.depth,
+                                           candidates=targets.candidates, chunk_size=spec.chunk_size)
+            else:
+                rankings = rank_targets(model, targets, chunk_size=spec.chunk_size)
+            frame = measure(rankings, targets, **spec.options.kwargs(), system=system, protocol=protocol.label,
+                            fold=spec.fold, user_ids=spec.template.user_ids)
+            if spec.extra is not None:
+                frame = pl.concat([frame, spec.extra(rankings, targets, frame)], how="vertical_relaxed")
+            frames.append(with_global_units(frame, global_unit))
+    if not frames:
+        return empty_per_unit(spec.template.user_ids.dtype)
+    return pl.concat(frames, how="vertical_relaxed")
+
+
+def empty_per_unit(user_dtype: pl.DataType) -> pl.DataFrame:
+    """No per-unit row, with the user column of raw ids of ``user_dtype`` (as ``measure`` gives)."""
+    user = pl.Int64 if user_dtype.is_integer() else pl.String
+    return pl.DataFrame(schema={**PER_UNIT_SCHEMA, "user": user})
+
+
+def _has_units(split, protocol: FoldProtocol, threshold: float | None) -> bool:
+    """Whether the chunk's users have units: any test row (AR), any relevant test row (1R; build_targets
+    refuses a 1R protocol without one, a condition the driver checks for the whole fold)."""
+    from recsys_eval.targets import Protocol
+    from recsys_eval.targets.relevance import qrels
+
+    if Protocol.parse(protocol.name).relevant == "AR":
+        return len(split.test) > 0
+    return bool((qrels(split, threshold).gain > 0).any())
+
+
+def local_model(model, train):
+    """A broadcast model made ready for a chunk: item kNN scores a user from the user's train row,
+    which the chunk holds (the broadcast model does not carry the whole train matrix)."""
+    from recsys_eval.recommend.implicit_models import ItemKNN
+
+    if isinstance(model, ItemKNN):
+        model = copy.copy(model)
+        model.user_items = train.csr()
+    return model

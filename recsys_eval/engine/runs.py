@@ -28,8 +28,15 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from recsys_eval.core.results import PER_UNIT_SCHEMA
-from recsys_eval.engine.partitions import RUN, TEST, TRAIN, RunMeasure, arrow_task
-from recsys_eval.engine.spark import SparkError, spark_failures
+from recsys_eval.engine.partitions import (
+    RUN,
+    TEST,
+    TRAIN,
+    MeasureOptions,
+    RunMeasure,
+    arrow_task,
+)
+from recsys_eval.engine.spark import SparkError, spark_failures, task_threads
 from recsys_eval.errors import ConfigError, DataError, RecsysEvalError, check_choice
 from recsys_eval.measure import summarize
 from recsys_eval.measure.names import (
@@ -108,25 +115,25 @@ def evaluate_spark(
     long, n_items, notes = _long_table(spark, test_df, run_df, train_df, test_name, run_name)
     n_parts = partitions or 4 * spark.sparkContext.defaultParallelism
     spec = RunMeasure(
-        n_items=n_items, metrics=tuple(names), k=tuple(cutoffs), gain=gain, ties=ties,
+        n_items=n_items, options=MeasureOptions(tuple(names), tuple(cutoffs), gain, ties),
         system=system or _stem(run), test_name=test_name, run_name=run_name,
         has_score=has_score, has_rank=has_rank,
     )
-    threads = int(spark.conf.get("spark.task.cpus", "1"))
     ordered = long.repartition(n_parts, "user").sortWithinPartitions("unit", "kind")
-    per_unit = ordered.mapInArrow(arrow_task(spec, threads), per_unit_schema(long.schema["user"].dataType))
+    text_users = type(long.schema["user"].dataType).__name__ == "StringType"
+    per_unit = ordered.mapInArrow(arrow_task(spec, task_threads(spark)), per_unit_schema(text_users))
     summary = write_atomically(fs, per_unit, undefined, force)
     return SparkRunResult(out, summary, notes)
 
 
-def per_unit_schema(user_type):
-    """The Spark schema of per-unit rows (the user column keeps the ids' type)."""
+def per_unit_schema(text_users: bool):
+    """The Spark schema of per-unit rows; raw user ids are text or integers (long)."""
     from pyspark.sql import types as T
 
     spark_type = {pl.String: T.StringType(), pl.Int64: T.LongType(), pl.Int32: T.IntegerType(),
                   pl.Float64: T.DoubleType()}
-    fields = [T.StructField(c, user_type if c == "user" else spark_type[t], True)
-              for c, t in PER_UNIT_SCHEMA.items()]
+    user = T.StringType() if text_users else T.LongType()
+    fields = [T.StructField(c, user if c == "user" else spark_type[t], True) for c, t in PER_UNIT_SCHEMA.items()]
     return T.StructType(fields)
 
 

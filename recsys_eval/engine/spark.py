@@ -139,6 +139,200 @@ def spark_failures() -> tuple[type[BaseException], ...]:
     return PySparkException, Py4JError
 
 
+def task_threads(spark: SparkSession) -> int:
+    """The cores a Spark task owns (``spark.task.cpus``): the numba threads it may use."""
+    return int(spark.conf.get("spark.task.cpus", "1"))
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip() or type(exc).__name__
     return text.splitlines()[0]
+
+
+# -- experiments: one fold on Spark ---------------------------------------------------------------
+
+# Recommenders whose fitted model is small enough to broadcast to every executor: item scores,
+# a seed, factors, item neighbourhoods. Why the others cannot: what each needs at scoring time.
+BROADCASTABLE = ("random", "popular", "als", "bpr", "lmf", "item_knn", "spark_als")
+_NOT_BROADCASTABLE = {
+    "user_knn": "it scores a user from its neighbours' train rows, i.e. the whole train matrix",
+    "bias": "it predicts ratings (rating metrics are computed by the local engine)",
+    "user_knn_rating": "it predicts ratings from its neighbours' train rows (local engine only)",
+}
+
+
+def check_spark_support(name: str) -> None:
+    """Raise a ConfigError when the recommender ``name`` (as a config names it) cannot run on the
+    Spark engine, saying why; meant for config validation, before anything is fitted."""
+    from recsys_eval.errors import ConfigError, closest
+
+    if name in BROADCASTABLE:
+        return
+    if ":" in name:
+        reason = "a plugin's model is not known to be picklable and small enough to broadcast"
+    elif name in _NOT_BROADCASTABLE:
+        reason = _NOT_BROADCASTABLE[name]
+    else:
+        raise ConfigError(f"unknown recommender {name!r} for the Spark engine: {closest(name, BROADCASTABLE)}")
+    raise ConfigError(
+        f"recommender {name!r} cannot run on the Spark engine: {reason}; the Spark engine runs "
+        f"{', '.join(BROADCASTABLE)} (or use the local engine)"
+    )
+
+
+def check_spark_protocol(name: str, *, design: str = "standard", sampling: str = "uniform") -> None:
+    """Raise a ConfigError for a protocol the Spark engine does not build per user partition: target
+    sets that depend on other users' data (TI candidates: every user's test items; popularity
+    sampling and the percentile and uniform-test designs: item counts over all train users)."""
+    from recsys_eval.errors import ConfigError
+    from recsys_eval.targets import Protocol
+
+    parsed = Protocol.parse(name)
+    reason = None
+    if parsed.candidates == "TI":
+        reason = "TI candidates are the test items of every user"
+    elif sampling != "uniform":
+        reason = f"{sampling} sampling weighs items by their counts over every train user"
+    elif design != "standard":
+        reason = f"the {design} design moves or bins items by counts over every user"
+    if reason:
+        raise ConfigError(
+            f"protocol {name!r} ({design}, {sampling} sampling) cannot run on the Spark engine yet: "
+            f"{reason}, not only the partition's; use AI or UT candidates with uniform sampling, "
+            "or the local engine"
+        )
+
+
+def broadcastable(model):
+    """The part of a fitted recommender the executors need, to broadcast: the library object is
+    dropped (factors, item counts, similarities kept); item kNN leaves its train matrix behind (a
+    task reads its users' rows from its own partition). A ConfigError for any other model."""
+    import copy
+
+    from recsys_eval.errors import ConfigError
+    from recsys_eval.recommend.baselines import PopularRecommender, RandomRecommender
+    from recsys_eval.recommend.implicit_models import FactorModel, ItemKNN
+
+    if isinstance(model, RandomRecommender | PopularRecommender):
+        return model
+    if isinstance(model, FactorModel | ItemKNN):
+        light = copy.copy(model)
+        light.model = None
+        if isinstance(model, ItemKNN):
+            light.user_items = None
+        return light
+    raise ConfigError(f"{type(model).__name__} cannot be broadcast to Spark executors; "
+                      f"the Spark engine runs {', '.join(BROADCASTABLE)}")
+
+
+def evaluate_fold_spark(
+    spark: SparkSession,
+    split,
+    models: dict,
+    protocols,
+    *,
+    threshold: float | None = None,
+    metrics=("precision", "recall", "ap", "ndcg", "rr", "hit", "auc"),
+    k=(1, 5, 10),
+    gain: str = "graded",
+    ties: str = "first",
+    depth: int | None = None,
+    chunk_size: int = 2048,
+    partitions: int | None = None,
+    extra=None,
+):
+    """Per-unit results of one fold on Spark: every user partition builds its users' targets, ranks
+    them with every model and measures them on the executors.
+
+    Contract (what the runner passes and gets):
+
+    - ``split``: the fold (a :class:`recsys_eval.core.Split`); its ``name`` is the ``fold`` column.
+    - ``models``: system name (the ``system`` column) -> a recommender fitted on ``split.train`` on
+      the driver (or on Spark, ``spark_als``), one of :data:`BROADCASTABLE` (see
+      :func:`check_spark_support`); broadcast once to every executor.
+    - ``protocols``: :class:`recsys_eval.engine.partitions.FoldProtocol` entries (label, protocol
+      name, the targets seed the local runner derives for it, fresh_negatives), standard design,
+      AI or UT candidates, uniform sampling (see :func:`check_spark_protocol`).
+    - ``threshold, metrics, k, gain, ties``: as for :func:`recsys_eval.measure.measure` (ranking
+      metrics; rating and beyond-accuracy metrics stay with the local engine); ``depth``: the length
+      of full rankings (default the largest k); ``chunk_size``: units per scoring call, as locally.
+    - ``extra``: optional ``f(rankings, targets, per_unit) -> rows`` run on the executors for every
+      system and protocol of a chunk (e.g. the sampled rank of 1R+NN units), a picklable function.
+
+    Returns the per-unit table (system, protocol, fold, user, unit, metric, k, value) equal to the
+    local runner's for the same seeds (targets are counter-based per user, rankings and kernels
+    are the local ones), in the order of ``models``, ``protocols``, metrics, k, unit.
+    """
+    import numpy as np
+    import polars as pl
+
+    from recsys_eval.engine.partitions import (
+        FoldMeasure,
+        MeasureOptions,
+        arrow_task,
+        empty_per_unit,
+    )
+    from recsys_eval.engine.runs import job_error, per_unit_schema
+    from recsys_eval.errors import DataError
+    from recsys_eval.measure.names import (
+        N_RELEVANT,
+        RANKING_METRICS,
+        check_cutoffs,
+        check_metrics,
+    )
+    from recsys_eval.targets import Protocol
+    from recsys_eval.targets.relevance import qrels
+
+    names = check_metrics(list(metrics), RANKING_METRICS + (N_RELEVANT,))
+    cutoffs = check_cutoffs(list(k))
+    protocols = tuple(protocols)
+    for p in protocols:
+        check_spark_protocol(p.name)
+    judged = qrels(split, threshold)
+    n_rel = judged.relevant_counts()
+    first_unit = {}
+    for p in protocols:
+        parsed = Protocol.parse(p.name)
+        if parsed.relevant == "1R" and not n_rel.any():
+            raise DataError(f"split {split.name!r}: protocol {parsed.name} needs relevant test items, "
+                            f"and none reaches the threshold {threshold}")
+        units = n_rel if parsed.relevant == "1R" else (judged.counts() > 0).astype(np.int64)
+        first_unit[p.label] = np.concatenate([[0], np.cumsum(units)[:-1]]).astype(np.int64)
+    context = spark.sparkContext
+    light = {name: broadcastable(model) for name, model in models.items()}
+    template = split.train.with_frame(split.train.frame.clear())
+    spec = FoldMeasure(
+        template=template, fold=split.name, protocols=protocols, first_unit=context.broadcast(first_unit),
+        models=context.broadcast(light), threshold=threshold,
+        options=MeasureOptions(tuple(names), tuple(cutoffs), gain, ties), depth=depth or max(cutoffs), chunk_size=chunk_size, extra=extra,
+    )
+    rows = _fold_rows(split)
+    frame = spark.createDataFrame(rows.to_arrow())
+    n_parts = partitions or 4 * context.defaultParallelism
+    ordered = frame.repartition(n_parts, "user").sortWithinPartitions("user")
+    schema = per_unit_schema(text_users=not template.user_ids.dtype.is_integer())
+    try:
+        table = ordered.mapInArrow(arrow_task(spec, task_threads(spark), key="user"), schema).toArrow()
+    except spark_failures() as exc:
+        raise job_error(exc) from None
+    per_unit = pl.from_arrow(table) if table.num_rows else empty_per_unit(template.user_ids.dtype)
+    order = {
+        "system": list(models), "protocol": [p.label for p in protocols],
+        "metric": list(dict.fromkeys([*names, N_RELEVANT, "rr"])),
+    }
+    ranks = [pl.col(c).replace_strict(v, list(range(len(v))), default=len(v)).alias(f"_{c}")
+             for c, v in order.items()]
+    return per_unit.with_columns(ranks).sort(["_system", "_protocol", "_metric", "k", "unit"], nulls_last=False) \
+        .drop("_system", "_protocol", "_metric")
+
+
+def _fold_rows(split):
+    """The fold's train and test rows as one table: user and item indices, rating, test flag."""
+    import polars as pl
+
+    frames = []
+    for side, data in ((False, split.train), (True, split.test)):
+        frame = data.frame.select("user", "item", *(["rating"] if data.has_rating else []))
+        frames.append(frame.with_columns(pl.lit(side).alias("test")))
+    return pl.concat(frames, how="diagonal_relaxed")
+

@@ -146,4 +146,6 @@ def test_cli_engine_spark(spark, tmp_path, capsys):
     assert "ndcg@3" in capsys.readouterr().out
     local = pl.read_csv(tmp_path / "local" / "summary.csv")
     spark_summary = pl.read_csv(tmp_path / "spark" / "summary.csv")
-    assert local.equals(spark_summary)
+    assert local.drop("mean", "micro_mean").equals(spark_summary.drop("mean", "micro_mean"))
+    for column in ("mean", "micro_mean"):  # summed in another order: equal to rounding
+        np.testing.assert_allclose(spark_summary[column].to_numpy(), local[column].to_numpy(), rtol=1e-12)
