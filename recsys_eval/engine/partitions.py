@@ -23,9 +23,9 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from recsys_eval.core.columns import check_ranks, check_unique
 from recsys_eval.core.results import PER_UNIT_COLUMNS, PER_UNIT_SCHEMA
-from recsys_eval.core.units import Rankings, Targets
+from recsys_eval.data.delimited import Table
+from recsys_eval.data.runs import read_table, run_input
 from recsys_eval.measure import measure
 
 # Rows of a partition measured at once: bounds a task's memory whatever the partition's size.
@@ -73,16 +73,21 @@ class MeasureOptions:
 
 @dataclass(frozen=True)
 class RunMeasure:
-    """How an evaluate task measures its chunks: the ``measure`` options and the file names for
-    messages. ``n_items`` is the catalogue size (every item of TEST, RUN and TRAIN)."""
+    """How an evaluate task measures its chunks: the ``measure`` options, the catalogue size
+    ``n_items`` (every item of TEST, RUN and TRAIN), the file names for messages, which value
+    columns each file has, and whether ids are text (in some file) for the whole input."""
 
     n_items: int
     options: MeasureOptions
     system: str
     test_name: str
     run_name: str
-    has_score: bool
-    has_rank: bool
+    train_name: str | None
+    run_values: tuple[str, ...]
+    test_rating: bool
+    train_rating: bool
+    text_ids: tuple[bool, bool]  # user, item
+    threshold: float | None
 
     def __call__(self, chunk: pl.DataFrame) -> pl.DataFrame:
         return measure_run_chunk(chunk, self)
@@ -90,64 +95,61 @@ class RunMeasure:
 
 def measure_run_chunk(chunk: pl.DataFrame, spec: RunMeasure) -> pl.DataFrame:
     """Per-unit values of the users of one chunk of the long table (columns ``user, unit, kind,
-    item, gain, rank, score``; ``unit`` is the user's index among the sorted TEST users; RUN and
+    item, rating, score, rank``; ``unit`` is the user's index among the sorted TEST users; RUN and
     TRAIN rows of TEST users only).
 
-    Checks what needs a user's rows together (duplicate pairs, ranks 1..L) with the messages of the
-    local reader; returns the per-unit rows with the global ``unit`` and the raw ``user``."""
-    test = chunk.filter(pl.col("kind") == TEST)
-    run = chunk.filter(pl.col("kind") == RUN)
-    train = chunk.filter(pl.col("kind") == TRAIN).unique(["unit", "item"])
-    check_unique(test, ["user", "item"], spec.test_name, "expected one row per test interaction")
-    check_unique(run, ["user", "item"], spec.run_name, "a ranking lists each item once per user")
-    if spec.has_rank:
-        check_ranks(run, spec.run_name)
-        order = [pl.col("rank")]
-    else:  # the tie rule reorders equal scores by item index: start from that order
-        order = [pl.col("score").neg(), pl.col("i")]
-    items = pl.concat([f.get_column("item") for f in (test, run, train)]).unique().sort()
-    units = test.get_column("unit").unique().sort()
+    The chunk's TEST, RUN and TRAIN rows are read and checked by the local reader
+    (:func:`recsys_eval.data.runs.read_table` and :func:`recsys_eval.data.runs.run_input`, given the
+    whole catalogue's size), so a bad row gets the local engine's message; the per-unit rows carry
+    the global ``unit`` and the raw ``user``."""
+    parts = {
+        TEST: (spec.test_name, "judgments", ("rating",) if spec.test_rating else ()),
+        RUN: (spec.run_name, "run", spec.run_values),
+        TRAIN: (spec.train_name, "judgments", ("rating",) if spec.train_rating else ()),
+    }
+    tables = {}
+    for kind, (name, role, values) in parts.items():
+        rows = chunk.filter(pl.col("kind") == kind).select("user", "item", *values)
+        if name is None or (kind != TEST and not rows.height):
+            tables[kind] = None if name is None else _no_rows(rows, name, values)
+            continue
+        table = read_table(rows, role, name=name)
+        tables[kind] = _keep_text_ids(table, rows, spec.text_ids)
+    if tables[RUN] is None:  # these users have no ranked list: every one an empty list
+        tables[RUN] = _no_rows(chunk.clear().select("user", "item", *spec.run_values), spec.run_name,
+                               spec.run_values)
+    data = run_input(tables[TEST], tables[RUN], tables[TRAIN], threshold=spec.threshold,
+                     catalogue=spec.n_items)
+    units = chunk.filter(pl.col("kind") == TEST).select("user", "unit").unique("user")
+    ids = data.user_ids.to_frame("user")
+    global_unit = ids.join(units.with_columns(pl.col("user").cast(ids.schema["user"])), on="user",
+                           how="left", maintain_order="left").get_column("unit").to_numpy()
+    frame = measure(data.rankings, data.targets, **spec.options.kwargs(), system=spec.system,
+                    user_ids=data.user_ids)
+    return with_global_units(frame, global_unit)
 
-    def index(frame: pl.DataFrame) -> pl.DataFrame:
-        return frame.with_columns(
-            items.search_sorted(frame.get_column("item")).cast(pl.Int32).alias("i"),
-            units.search_sorted(frame.get_column("unit")).cast(pl.Int64).alias("u"),
-        )
 
-    test, run, train = index(test).sort("u", "i"), index(run).sort(["u", *order]), index(train)
-    n_units = units.len()
-    own = train.join(pl.concat([test.select("u", "i"), run.select("u", "i")]), on=["u", "i"], how="anti")
-    removed = np.bincount(own.get_column("u").to_numpy(), minlength=n_units)
-    unit_index = units.to_numpy().astype(np.int64)
-    targets = Targets(
-        unit_user=np.arange(n_units, dtype=np.int32),
-        offsets=_offsets(test.get_column("u").to_numpy(), n_units),
-        items=test.get_column("i").to_numpy(),
-        gain=test.get_column("gain").to_numpy().astype(np.float32),
-        n_items=spec.n_items,
-        protocol="AI+AR+AN",
-        all_candidates=True,
-        n_candidates=(spec.n_items - removed).astype(np.int64),
-    )
-    rankings = Rankings(
-        unit_user=targets.unit_user,
-        offsets=_offsets(run.get_column("u").to_numpy(), n_units),
-        items=run.get_column("i").to_numpy(),
-        scores=run.get_column("score").to_numpy() if spec.has_score else None,
-    )
-    user_ids = test.unique("u", keep="first").sort("u").get_column("user")
-    frame = measure(rankings, targets, **spec.options.kwargs(), system=spec.system, user_ids=user_ids)
-    return with_global_units(frame, unit_index)
+def _no_rows(rows: pl.DataFrame, name: str, values: tuple[str, ...]) -> Table:
+    """An empty table of ``name`` (a partition whose users have no RUN or TRAIN row): what the local
+    reader would read, minus the rows, which :func:`run_input` takes as empty lists."""
+    schema = {"user": pl.Int64, "item": pl.Int64, **{c: pl.Int64 if c == "rank" else pl.Float64 for c in values}}
+    return Table(pl.DataFrame(schema=schema), name, unit="row")
+
+
+def _keep_text_ids(table: Table, rows: pl.DataFrame, text_ids: tuple[bool, bool]) -> Table:
+    """``table`` with the text ids of ``rows`` back where the whole input compares ids as text: the
+    reader makes a file's text ids integers when all of them are, and this chunk's alone may be,
+    whose integer order would break ties otherwise than the whole input's text order."""
+    restored = [rows.get_column(c) for c, text in zip(("user", "item"), text_ids, strict=True) if text]
+    if restored:
+        table.frame = table.frame.with_columns(restored)
+    return table
 
 
 def with_global_units(frame: pl.DataFrame, global_unit: np.ndarray) -> pl.DataFrame:
     """Per-unit rows whose chunk-local ``unit`` i becomes ``global_unit[i]``."""
     mapped = pl.Series("unit", global_unit, dtype=pl.Int64).gather(frame.get_column("unit"))
     return frame.with_columns(mapped).select(PER_UNIT_COLUMNS)
-
-
-def _offsets(unit: np.ndarray, n_units: int) -> np.ndarray:
-    return np.concatenate([[0], np.cumsum(np.bincount(unit, minlength=n_units))]).astype(np.int64)
 
 
 def arrow_task(measure_chunk: Callable[[pl.DataFrame], pl.DataFrame], threads: int = 1,

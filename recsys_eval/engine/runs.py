@@ -2,19 +2,23 @@
 
 The files are read by Spark (local paths, ``file://``, ``s3a://``, ``hdfs://``; Parquet by the
 suffix ``.parquet``/``.pq`` or a folder of Parquet files, ``.tsv`` tab-separated, else CSV with a
-header), with the rules of the local reader (``recsys-eval evaluate``): TEST ``user, item[,
-rating]``, relevant rows rating >= threshold (every row without one), graded gain = the rating;
-RUN ``user, item`` and ``score`` and/or ``rank``; TRAIN ``user, item``; ids integer or text
-(compared as text when the files disagree); the catalogue is every item of the three files. Every
-TEST user is a unit, numbered by its rank among the sorted TEST user ids, as locally.
+header) and measured with the rules of the local reader, :func:`recsys_eval.data.runs.load_run`:
+every chunk of users is checked and turned into Targets and Rankings by that reader's own functions
+(:mod:`recsys_eval.engine.partitions`), so the same bad row gets the same message. What needs the
+whole input is done by Spark first: the id types (a file's text ids that are all integers are
+integers; ids are compared as text when some file has text ids, as the local index does), the units
+(every TEST user, numbered by its rank among the sorted TEST user ids), the catalogue (every item of
+the three files), the notes on users only one file has, and the two checks on the whole input (a
+relevant row, a user TEST and RUN share).
 
 The three tables become one long table (``kind`` 0 TEST, 1 RUN, 2 TRAIN), repartitioned by a
 hash of the user id (Spark's Murmur3 partitioner: deterministic) and sorted by unit within each
-partition; each task measures whole users with :mod:`recsys_eval.engine.partitions`. Per-unit
-values are written by the executors as a folder of Parquet files, ``per_unit.parquet/``, inside a
-temporary sibling of the output folder that is renamed into place only once the summary is written
-too: a failed job never leaves per-unit results looking complete. The summary is
-:func:`recsys_eval.measure.summarize` of that per-unit table, as locally.
+partition. The executors write the per-unit values as a folder of Parquet files,
+``per_unit.parquet/`` (``pl.scan_parquet("<out>/per_unit.parquet/*.parquet")`` reads it as one
+table, as it reads the local engine's single ``per_unit.parquet``), inside a temporary sibling of
+the output folder that is renamed into place only once ``summary.csv`` is written too: a failed job
+never leaves per-unit results looking complete. The summary is the local one
+(:mod:`recsys_eval.measure.aggregate`), built a Parquet file at a time.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from recsys_eval.core.results import PER_UNIT_SCHEMA
+from recsys_eval.data.runs import read_table
 from recsys_eval.engine.partitions import (
     RUN,
     TEST,
@@ -38,8 +43,8 @@ from recsys_eval.engine.partitions import (
 )
 from recsys_eval.engine.spark import SparkError, spark_failures, task_threads
 from recsys_eval.errors import ConfigError, DataError, RecsysEvalError, check_choice
-from recsys_eval.measure import summarize
-from recsys_eval.measure.names import (
+from recsys_eval.measure.aggregate import PartitionState, f_count_sums, with_all_folds
+from recsys_eval.measure.metrics import (
     GAINS,
     N_RELEVANT,
     RANKING_METRICS,
@@ -50,11 +55,15 @@ from recsys_eval.measure.names import (
 )
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 PER_UNIT_DIR = "per_unit.parquet"
 SUMMARY_FILE = "summary.csv"
-_INTEGER_TYPES = ("ByteType", "ShortType", "IntegerType", "LongType")
+#: Rows of each file the driver reads first, to check columns and types with the local reader.
+SAMPLE_ROWS = 1000
+_INTEGER = re.compile(r"^(Byte|Short|Integer|Long)Type$")
+_FLOAT = re.compile(r"^(Float|Double|Decimal)Type$")
+_WHOLE_TEXT = "^[+-]?[0-9]+$"  # text polars reads as an integer id (no blanks, no exponent)
 _REMOTE = re.compile(r"^(s3a|s3|s3n|hdfs|viewfs|gs|abfs|abfss|wasb|wasbs):/(?!/)")
 _ERROR = re.compile(r"recsys_eval\.\w+(?:\.\w+)*\.(\w+Error): (.*)")
 
@@ -66,6 +75,16 @@ class SparkRunResult:
     out: str
     summary: pl.DataFrame
     notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _File:
+    """One input file as Spark read it, with its name for messages and its role."""
+
+    frame: DataFrame
+    name: str
+    kind: int
+    values: tuple[str, ...]
 
 
 def evaluate_spark(
@@ -102,26 +121,23 @@ def evaluate_spark(
     fs = HadoopFolder(spark, out)
     if fs.exists() and not force:
         raise ConfigError(f"output folder {out!r} exists; choose another or pass --force to replace it")
-    test_name, run_name = f"TEST {test!r}", f"RUN {run!r}"
-    test_df = _ids(read_table(spark, test, "TEST"), test_name)
-    run_df = _ids(read_table(spark, run, "RUN"), run_name)
-    train_df = _ids(read_table(spark, train, "TRAIN"), f"TRAIN {train!r}") if train is not None else None
-    test_df = _test_gains(test_df, test_name, threshold, gain)
-    run_df, has_score, has_rank = _run_columns(run_df, run_name)
-    frames = _common_id_types([test_df, run_df] + ([train_df] if train_df is not None else []))
-    test_df, run_df = frames[0], frames[1]
-    train_df = frames[2] if train_df is not None else None
-
-    long, n_items, notes = _long_table(spark, test_df, run_df, train_df, test_name, run_name)
-    n_parts = partitions or 4 * spark.sparkContext.defaultParallelism
+    files = [_read(spark, test, TEST, f"TEST {test}"), _read(spark, run, RUN, f"RUN {run}")]
+    if train is not None:
+        files.append(_read(spark, train, TRAIN, f"TRAIN {train}"))
+    text_ids = _common_types(files)
+    test_f, run_f = files[0], files[1]
+    _check_relevant(test_f, threshold)
+    long, n_items, notes = _long_table(spark, files)
     spec = RunMeasure(
         n_items=n_items, options=MeasureOptions(tuple(names), tuple(cutoffs), gain, ties),
-        system=system or _stem(run), test_name=test_name, run_name=run_name,
-        has_score=has_score, has_rank=has_rank,
+        system=system or _stem(run), test_name=test_f.name, run_name=run_f.name,
+        train_name=files[2].name if train is not None else None, run_values=run_f.values,
+        test_rating="rating" in test_f.values, train_rating=train is not None and "rating" in files[2].values,
+        text_ids=text_ids, threshold=threshold,
     )
+    n_parts = partitions or 4 * spark.sparkContext.defaultParallelism
     ordered = long.repartition(n_parts, "user").sortWithinPartitions("unit", "kind")
-    text_users = type(long.schema["user"].dataType).__name__ == "StringType"
-    per_unit = ordered.mapInArrow(arrow_task(spec, task_threads(spark)), per_unit_schema(text_users))
+    per_unit = ordered.mapInArrow(arrow_task(spec, task_threads(spark)), per_unit_schema(text_ids[0]))
     summary = write_atomically(fs, per_unit, undefined, force)
     return SparkRunResult(out, summary, notes)
 
@@ -137,21 +153,27 @@ def per_unit_schema(text_users: bool):
     return T.StructType(fields)
 
 
-def read_table(spark: SparkSession, path: str, role: str) -> DataFrame:
-    """A table read by Spark: Parquet (``.parquet``/``.pq`` or a folder), ``.tsv``, else CSV with a
-    header (types inferred from every row, as the local reader)."""
+def _read(spark: SparkSession, path: str, kind: int, name: str) -> _File:
+    """A file read by Spark: Parquet (``.parquet``/``.pq`` or a folder), ``.tsv``, else CSV with a
+    header (types inferred from every row, as the local reader); its first rows checked by the
+    local reader (columns present, ids and numbers readable, not empty)."""
     from pyspark.errors import AnalysisException
 
     lower = path.lower().rstrip("/")
     try:
         if lower.endswith((".parquet", ".pq")) or _is_folder(spark, path):
-            return spark.read.parquet(path)
-        separator = "\t" if lower.endswith(".tsv") else ","
-        return spark.read.csv(path, header=True, inferSchema=True, sep=separator)
+            frame = spark.read.parquet(path)
+        else:
+            frame = spark.read.csv(path, header=True, inferSchema=True, sep="\t" if lower.endswith(".tsv") else ",")
     except AnalysisException as exc:
         if "PATH_NOT_FOUND" in str(exc) or "does not exist" in str(exc):
-            raise DataError(f"{role} file {path!r} does not exist") from None
-        raise DataError(f"{role} file {path!r} could not be read: {str(exc).splitlines()[0]}") from None
+            raise DataError(f"{name}: no such file") from None
+        raise DataError(f"{name}: could not be read ({str(exc).splitlines()[0]})") from None
+    role = "run" if kind == RUN else "judgments"
+    sample = pl.from_arrow(frame.limit(SAMPLE_ROWS).toArrow())
+    read_table(sample, role, name=name)
+    values = tuple(c for c in (("score", "rank") if kind == RUN else ("rating",)) if c in frame.columns)
+    return _File(frame.select("user", "item", *values), name, kind, values)
 
 
 def _is_folder(spark: SparkSession, path: str) -> bool:
@@ -159,153 +181,94 @@ def _is_folder(spark: SparkSession, path: str) -> bool:
     return folder.exists() and folder.is_folder()
 
 
-def _ids(frame: DataFrame, name: str) -> DataFrame:
-    """Columns user and item present, integer or text, never empty."""
+def _type(file: _File, column: str) -> str:
+    return type(file.frame.schema[column].dataType).__name__
+
+
+def _common_types(files: list[_File]) -> tuple[bool, bool]:
+    """Give the files' ids and values the types the local reader gives them, and the same type in
+    every file: a file's text ids that are all whole numbers become integers; ids are then text
+    when some file's are (integers written as text), else integers (doubles when some file has
+    float ids, which each partition checks to be whole). Values are doubles, or text when some
+    file has text there (each partition parses it and names a bad value). Returns whether user and
+    item ids are text."""
     from pyspark.sql import functions as F
 
-    missing = [c for c in ("user", "item") if c not in frame.columns]
-    if missing:
-        raise DataError(f"{name}: missing columns {missing}; the columns are {frame.columns}")
-    for col in ("user", "item"):
-        dtype = type(frame.schema[col].dataType).__name__
-        if dtype not in _INTEGER_TYPES and dtype != "StringType":
-            raise DataError(f"{name}: column {col!r} has type {frame.schema[col].dataType.simpleString()}; "
-                            "expected integer or string ids")
-    nulls = frame.select([F.sum(F.col(c).isNull().cast("long")).alias(c) for c in ("user", "item")]).first()
-    for col in ("user", "item"):
-        if nulls[col]:
-            raise DataError(f"{name}: column {col!r} has {nulls[col]:,} empty values")
-    return frame
+    text = []
+    for column in ("user", "item"):
+        for file in files:
+            if _type(file, column) == "StringType":
+                value = F.col(column)
+                whole = value.rlike(_WHOLE_TEXT) & value.try_cast("long").isNotNull()
+                if file.frame.filter(value.isNotNull() & ~whole).limit(1).count() == 0:
+                    file.frame = file.frame.withColumn(column, value.try_cast("long"))
+        types = [_type(f, column) for f in files]
+        target = ("string" if "StringType" in types else
+                  "double" if any(_FLOAT.match(t) for t in types) else "long")
+        for file in files:
+            file.frame = file.frame.withColumn(column, F.col(column).cast(target))
+        text.append(target == "string")
+    for column in ("rating", "score", "rank"):
+        having = [f for f in files if column in f.values]
+        target = "string" if any(_type(f, column) == "StringType" for f in having) else "double"
+        for file in having:
+            file.frame = file.frame.withColumn(column, F.col(column).cast(target))
+    return text[0], text[1]
 
 
-def _numeric(frame: DataFrame, column: str, name: str) -> Column:
-    """``column`` as a double; text that is no number, empty, NaN or infinite values are errors
-    naming the count and the first (user, item) at fault."""
+def _check_relevant(test: _File, threshold: float | None) -> None:
+    """TEST has a relevant row (rating >= threshold; any row without a threshold), as locally."""
     from pyspark.sql import functions as F
 
-    raw = F.col(column)
-    if type(frame.schema[column].dataType).__name__ == "StringType":
-        raw = F.trim(raw)
-    value = raw.try_cast("double") if hasattr(raw, "try_cast") else raw.cast("double")
-    bad = value.isNull() | F.isnan(value) | F.abs(value).eqNullSafe(float("inf"))
-    flagged = frame.select("user", "item", bad.alias("bad")).filter("bad")
-    first = flagged.first()
-    if first is not None:
-        raise DataError(
-            f"{name}: column {column!r} has {flagged.count():,} values that are empty, NaN, infinite "
-            f"or not numbers (e.g. user {first['user']!r}, item {first['item']!r}); expected finite numbers"
-        )
-    return value
+    if threshold is None or "rating" not in test.values:
+        return  # every row is relevant (a threshold without ratings is refused by the partitions)
+    rating = F.col("rating").try_cast("double")
+    if test.frame.filter(rating >= F.lit(threshold)).limit(1).count() == 0:
+        raise DataError(f"{test.name}: no relevant row (rating >= {threshold}): nothing to evaluate")
 
 
-def _test_gains(test: DataFrame, name: str, threshold: float | None, gain: str) -> DataFrame:
-    """TEST with its ``gain``: the rating (1 when binary or without ratings) for relevant rows, 0
-    for the others; no relevant row, or a relevant rating <= 0 as a graded gain, is an error."""
-    from pyspark.sql import functions as F
-
-    has_rating = "rating" in test.columns
-    if threshold is not None and not has_rating:
-        raise ConfigError(f"a threshold needs ratings, but {name} has no 'rating' column")
-    rating = _numeric(test, "rating", name) if has_rating else F.lit(None).cast("double")
-    relevant = rating >= F.lit(threshold) if threshold is not None else F.lit(True)
-    value = rating if has_rating and gain != "binary" else F.lit(1.0)
-    test = test.select("user", "item", F.when(relevant, value).otherwise(F.lit(0.0)).alias("gain"),
-                       relevant.alias("relevant"))
-    counts = test.agg(
-        F.sum(F.col("relevant").cast("long")).alias("relevant"),
-        F.sum((F.col("relevant") & (F.col("gain") <= 0)).cast("long")).alias("bad"),
-    ).first()
-    if counts["bad"]:
-        row = test.filter(F.col("relevant") & (F.col("gain") <= 0)).first()
-        raise DataError(
-            f"{name}: {counts['bad']:,} relevant rows have a rating <= 0, which cannot be a graded gain "
-            f"(e.g. user {row['user']!r}, item {row['item']!r}); use --gain binary or a threshold"
-        )
-    if not counts["relevant"]:
-        raise DataError(f"{name}: no relevant row (rating >= {threshold}): nothing to evaluate")
-    return test.select("user", "item", "gain")
-
-
-def _run_columns(run: DataFrame, name: str) -> tuple[DataFrame, bool, bool]:
-    """RUN with ``score`` (double) and ``rank`` (long) where given; ranks must be integers."""
-    from pyspark.sql import functions as F
-
-    has_score, has_rank = "score" in run.columns, "rank" in run.columns
-    if not (has_score or has_rank):
-        raise DataError(
-            f"{name}: missing column 'score' or 'rank'; expected user, item and score (higher is "
-            f"better) or rank (1 is best); the columns are {run.columns}"
-        )
-    score = _numeric(run, "score", name) if has_score else F.lit(None).cast("double")
-    rank = F.lit(None).cast("long")
-    if has_rank:
-        value = _numeric(run, "rank", name)
-        if run.filter(value != F.round(value)).first() is not None:
-            raise DataError(f"{name}: column 'rank' holds non-integer values; expected ranks 1..L per user")
-        rank = value.cast("long")
-    return run.select("user", "item", score.alias("score"), rank.alias("rank")), has_score, has_rank
-
-
-def _common_id_types(frames: list[DataFrame]) -> list[DataFrame]:
-    """Ids compare across files as integers (long) or, when any file has text ids, as text."""
-    from pyspark.sql import functions as F
-
-    for col in ("user", "item"):
-        text = any(type(f.schema[col].dataType).__name__ == "StringType" for f in frames)
-        target = "string" if text else "long"
-        frames = [f.withColumn(col, F.col(col).cast(target)) for f in frames]
-    return frames
-
-
-def _long_table(spark: SparkSession, test: DataFrame, run: DataFrame, train: DataFrame | None,
-                test_name: str, run_name: str) -> tuple[DataFrame, int, list[str]]:
+def _long_table(spark: SparkSession, files: list[_File]) -> tuple[DataFrame, int, list[str]]:
     """One table of TEST, RUN (of TEST users) and TRAIN (of TEST users) rows with each user's unit
     (its rank among the sorted TEST user ids); the catalogue size; notes on ignored users."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    users = test.select("user").distinct().orderBy("user")
-    user_type = test.schema["user"].dataType
+    test, run = files[0], files[1]
+    users = test.frame.select("user").distinct().orderBy("user")
+    user_type = test.frame.schema["user"].dataType
     ranked = users.rdd.zipWithIndex().map(lambda pair: (pair[0][0], pair[1]))
-    units = spark.createDataFrame(ranked, T.StructType([T.StructField("user", user_type, False),
+    units = spark.createDataFrame(ranked, T.StructType([T.StructField("user", user_type, True),
                                                         T.StructField("unit", T.LongType(), False)]))
     units = units.cache()
     n_users = units.count()
-    run_users = run.select("user").distinct()
+    run_users = run.frame.select("user").distinct()
     only_run = run_users.join(units, "user", "left_anti")
-    counts = run_users.agg(F.count("*").alias("all")).first()["all"], only_run.count()
+    n_run, n_only = run_users.count(), only_run.count()
     notes = []
-    if counts[0] == counts[1]:
+    if n_run == n_only:
         raise DataError(
-            f"{run_name} and {test_name} share no user: nothing to evaluate "
+            f"{run.name} and {test.name} share no user: nothing to evaluate "
             f"(e.g. RUN user {run_users.orderBy('user').first()['user']!r}, "
             f"TEST user {users.first()['user']!r})"
         )
-    if counts[1]:
+    if n_only:
         example = only_run.orderBy("user").first()["user"]
-        notes.append(f"{counts[1]:,} RUN users are not in TEST and were ignored (e.g. {example!r})")
-    if n_users > counts[0] - counts[1]:
-        notes.append(f"{n_users - (counts[0] - counts[1]):,} TEST users have no ranked list in RUN: "
+        notes.append(f"{n_only:,} RUN users are not in TEST and were ignored (e.g. {example!r})")
+    if n_users > n_run - n_only:
+        notes.append(f"{n_users - (n_run - n_only):,} TEST users have no ranked list in RUN: "
                      "they count as empty lists")
-    parts = [test.select("user", "item", F.lit(TEST).alias("kind"), "gain",
-                         F.lit(None).cast("long").alias("rank"), F.lit(None).cast("double").alias("score")),
-             run.select("user", "item", F.lit(RUN).alias("kind"), F.lit(None).cast("double").alias("gain"),
-                        "rank", "score")]
-    items = [test.select("item"), run.select("item")]
-    if train is not None:
-        parts.append(train.select("user", "item", F.lit(TRAIN).alias("kind"),
-                                  F.lit(None).cast("double").alias("gain"), F.lit(None).cast("long").alias("rank"),
-                                  F.lit(None).cast("double").alias("score")))
-        items.append(train.select("item"))
-    catalogue = items[0]
-    for more in items[1:]:
-        catalogue = catalogue.unionByName(more)
-    n_items = catalogue.distinct().count()
-    long = parts[0]
-    for more in parts[1:]:
-        long = long.unionByName(more)
-    long = long.withColumn("kind", F.col("kind").cast("byte")).join(units, "user", "inner")
-    return long.select("user", "unit", "kind", "item", "gain", "rank", "score"), n_items, notes
+    values = {c: T.StringType() if any(c in f.values and _type(f, c) == "StringType" for f in files)
+              else T.DoubleType() for c in ("rating", "score", "rank")}
+    long = None
+    for file in files:
+        part = file.frame.select(
+            "user", "item", F.lit(file.kind).cast("byte").alias("kind"),
+            *(F.col(c) if c in file.values else F.lit(None).cast(t).alias(c) for c, t in values.items()),
+        )
+        long = part if long is None else long.unionByName(part)
+    n_items = long.select("item").distinct().count()
+    long = long.join(units, "user", "inner")
+    return long.select("user", "unit", "kind", "item", "rating", "score", "rank"), n_items, notes
 
 
 def uri(path: str | Path) -> str:
@@ -377,8 +340,7 @@ def write_atomically(out: HadoopFolder, per_unit: DataFrame, undefined: str, for
             per_unit.write.parquet(temp.child(PER_UNIT_DIR))
         except spark_failures() as exc:
             raise job_error(exc) from None
-        summary = summarize(read_per_unit(per_unit.sparkSession, temp.child(PER_UNIT_DIR), temp.local),
-                            undefined=undefined)
+        summary = summarize_parts(per_unit_parts(per_unit.sparkSession, temp), undefined)
         temp.write_text(SUMMARY_FILE, summary.write_csv())
         if out.exists():
             if not force:
@@ -394,12 +356,27 @@ def write_atomically(out: HadoopFolder, per_unit: DataFrame, undefined: str, for
         temp.delete()
 
 
-def read_per_unit(spark: SparkSession, uri: str, local: bool) -> pl.DataFrame:
-    """The per-unit table a job wrote: scanned by polars from a local folder, else through Spark."""
-    if local:
-        path = uri.removeprefix("file:")
-        return pl.scan_parquet(f"{path}/*.parquet").collect()
-    return pl.from_arrow(spark.read.parquet(uri).toArrow())
+def per_unit_parts(spark: SparkSession, folder: HadoopFolder):
+    """The per-unit tables a job wrote into ``folder``, one Parquet file at a time from a local
+    folder; from another file system, through Spark at once."""
+    uri = folder.child(PER_UNIT_DIR)
+    if not folder.local:
+        yield pl.from_arrow(spark.read.parquet(uri).toArrow())
+        return
+    for path in sorted(Path(uri.removeprefix("file:")).glob("*.parquet")):
+        yield pl.read_parquet(path)
+
+
+def summarize_parts(parts, undefined: str) -> pl.DataFrame:
+    """:func:`recsys_eval.measure.summarize` of the per-unit table made of ``parts`` (tables of
+    disjoint users), one part in memory at a time. The per-user values are put back in the order of
+    the users (as the local engine sums them), so the summary is the local one to the last bit."""
+    states = [PartitionState.of(part, undefined=undefined) for part in parts if part.height]
+    state = PartitionState.merge(states)
+    state.users = state.users.sort(["system", "protocol", "fold", "metric", "k", "user"], nulls_last=False,
+                                   maintain_order=True)
+    counts = f_count_sums(state.f_users) if state.f_users is not None else None
+    return with_all_folds(state.summary(undefined), counts)
 
 
 def job_error(exc: BaseException) -> RecsysEvalError:
