@@ -16,17 +16,17 @@ full-ranking target set ``n_candidates = n_items - |Tr(u) \\ (Te(u) u Run(u))|``
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
 
-from recsys_eval.core.results import PER_UNIT_COLUMNS, PER_UNIT_SCHEMA
+from recsys_eval.core.results import PER_UNIT_COLUMNS
 from recsys_eval.data.delimited import Table
 from recsys_eval.data.runs import read_table, run_input
 from recsys_eval.measure import measure
+from recsys_eval.measure.aggregate import PartitionState
 
 # Rows of a partition measured at once: bounds a task's memory whatever the partition's size.
 CHUNK_ROWS = 1 << 21
@@ -168,104 +168,11 @@ def arrow_task(measure_chunk: Callable[[pl.DataFrame], pl.DataFrame], threads: i
     return task
 
 
-@dataclass(frozen=True)
-class FoldProtocol:
-    """One target set of an experiment fold: its ``label`` in the results (the protocol column),
-    the protocol ``name`` (e.g. ``"AI+1R+NN100"``), its targets ``seed`` and ``fresh_negatives``."""
-
-    label: str
-    name: str
-    seed: int
-    fresh_negatives: bool = False
-
-
-@dataclass(frozen=True)
-class FoldMeasure:
-    """How an experiment task turns a chunk of whole users of a fold into per-unit rows: targets,
-    rankings of every broadcast model, measures, with the local runner's functions.
-
-    ``template`` is an empty Interactions over the fold's user and item index; ``first_unit`` gives,
-    per protocol label, the global number of each user's first unit (units numbered over the whole
-    fold as the local runner numbers them); ``models`` is a broadcast variable (or a plain dict) of
-    system name -> fitted, broadcastable recommender; ``extra`` (optional) adds rows to a system
-    and protocol's per-unit table from its rankings and targets, before units are renumbered."""
-
-    template: object
-    fold: str
-    protocols: tuple[FoldProtocol, ...]
-    first_unit: object
-    models: object
-    threshold: float | None
-    options: MeasureOptions
-    depth: int
-    chunk_size: int
-    extra: Callable | None = None
-
-    def __call__(self, chunk: pl.DataFrame) -> pl.DataFrame:
-        return measure_fold_chunk(chunk, self)
-
-
-def measure_fold_chunk(chunk: pl.DataFrame, spec: FoldMeasure) -> pl.DataFrame:
-    """Per-unit rows of the users of one chunk (columns ``user, item, rating, test``: user and item
-    indices, the rating, and whether the row is a test row) for every system and protocol."""
-    from recsys_eval.core.split import Split
-    from recsys_eval.recommend.base import rank_targets, recommend_top_k
-    from recsys_eval.targets import build_targets
-
-    models = getattr(spec.models, "value", spec.models)
-    first_unit = getattr(spec.first_unit, "value", spec.first_unit)
-    sides = [chunk.filter(pl.col("test") == side).drop("test") for side in (False, True)]
-    split = Split(*(spec.template.with_frame(side) for side in sides), name=spec.fold)
-    frames = []
-    for protocol in spec.protocols:
-        if not _has_units(split, protocol, spec.threshold):
-            continue
-        targets = build_targets(split, protocol.name, threshold=spec.threshold, seed=protocol.seed,
-                                fresh_negatives=protocol.fresh_negatives, chunk_size=spec.chunk_size)
-        users = targets.unit_user.astype(np.int64)
-        first = np.flatnonzero(np.r_[True, users[1:] != users[:-1]])
-        within = np.arange(len(users)) - np.repeat(first, np.diff(np.r_[first, len(users)]))
-        global_unit = first_unit[protocol.label][users] + within
-        for system, model in models.items():
-            model = local_model(model, split.train)
-            if targets.all_candidates:
-                rankings = recommend_top_k(model, split.train, targets.unit_user, spec.depth,
-                                           candidates=targets.candidates, chunk_size=spec.chunk_size)
-            else:
-                rankings = rank_targets(model, targets, chunk_size=spec.chunk_size)
-            frame = measure(rankings, targets, **spec.options.kwargs(), system=system, protocol=protocol.label,
-                            fold=spec.fold, user_ids=spec.template.user_ids)
-            if spec.extra is not None:
-                frame = pl.concat([frame, spec.extra(rankings, targets, frame)], how="vertical_relaxed")
-            frames.append(with_global_units(frame, global_unit))
-    if not frames:
-        return empty_per_unit(spec.template.user_ids.dtype)
-    return pl.concat(frames, how="vertical_relaxed")
-
-
-def empty_per_unit(user_dtype: pl.DataType) -> pl.DataFrame:
-    """No per-unit row, with the user column of raw ids of ``user_dtype`` (as ``measure`` gives)."""
-    user = pl.Int64 if user_dtype.is_integer() else pl.String
-    return pl.DataFrame(schema={**PER_UNIT_SCHEMA, "user": user})
-
-
-def _has_units(split, protocol: FoldProtocol, threshold: float | None) -> bool:
-    """Whether the chunk's users have units: any test row (AR), any relevant test row (1R; build_targets
-    refuses a 1R protocol without one, a condition the driver checks for the whole fold)."""
-    from recsys_eval.targets import Protocol
-    from recsys_eval.targets.relevance import qrels
-
-    if Protocol.parse(protocol.name).relevant == "AR":
-        return len(split.test) > 0
-    return bool((qrels(split, threshold).gain > 0).any())
-
-
-def local_model(model, train):
-    """A broadcast model made ready for a chunk: item kNN scores a user from the user's train row,
-    which the chunk holds (the broadcast model does not carry the whole train matrix)."""
-    from recsys_eval.recommend.implicit_models import ItemKNN
-
-    if isinstance(model, ItemKNN):
-        model = copy.copy(model)
-        model.user_items = train.csr()
-    return model
+def merge_states(states: list[PartitionState]) -> PartitionState:
+    """The summary state of the per-unit tables of several partitions (disjoint users, in any order):
+    the per-user values are put back in user order, the order the local engine sums them in, so
+    the summary (means, intervals) is the local one to the last bit."""
+    state = PartitionState.merge(states)
+    state.users = state.users.sort(["system", "protocol", "fold", "metric", "k", "user"], nulls_last=False,
+                                   maintain_order=True)
+    return state

@@ -40,6 +40,7 @@ from recsys_eval.engine.partitions import (
     MeasureOptions,
     RunMeasure,
     arrow_task,
+    merge_states,
 )
 from recsys_eval.engine.spark import SparkError, spark_failures, task_threads
 from recsys_eval.errors import ConfigError, DataError, RecsysEvalError, check_choice
@@ -369,12 +370,8 @@ def per_unit_parts(spark: SparkSession, folder: HadoopFolder):
 
 def summarize_parts(parts, undefined: str) -> pl.DataFrame:
     """:func:`recsys_eval.measure.summarize` of the per-unit table made of ``parts`` (tables of
-    disjoint users), one part in memory at a time. The per-user values are put back in the order of
-    the users (as the local engine sums them), so the summary is the local one to the last bit."""
-    states = [PartitionState.of(part, undefined=undefined) for part in parts if part.height]
-    state = PartitionState.merge(states)
-    state.users = state.users.sort(["system", "protocol", "fold", "metric", "k", "user"], nulls_last=False,
-                                   maintain_order=True)
+    disjoint users), one part in memory at a time (:func:`merge_states`)."""
+    state = merge_states([PartitionState.of(part, undefined=undefined) for part in parts if part.height])
     counts = f_count_sums(state.f_users) if state.f_users is not None else None
     return with_all_folds(state.summary(undefined), counts)
 

@@ -1,7 +1,8 @@
 """``spark_als``: Spark ML's ALS fitted on Spark, its factors scored and broadcast like implicit's.
 
 Spark ML's ALS with implicit preferences (Hu, Koren & Volinsky 2008) on the binary train matrix
-(every interaction a preference of 1, as for implicit's models), fitted on the active Spark session.
+(every interaction a preference of 1, as for implicit's models), fitted on the active Spark session
+(the Spark engine's; with the local engine, a ``local[2]`` session started for it).
 The learnt factors come back to the driver as dense float32 matrices (a user or item absent from
 train keeps a zero row, so it scores 0); from there the model is a
 :class:`recsys_eval.recommend.implicit_models.FactorModel`: score = user factors . item factors,
@@ -14,9 +15,8 @@ import numpy as np
 import polars as pl
 
 from recsys_eval.core import Interactions
-from recsys_eval.engine.spark import SparkError
+from recsys_eval.engine.spark import spark_session
 from recsys_eval.recommend.implicit_models import FactorModel
-from recsys_eval.recommend.registry import COUNT, NON_NEGATIVE, Entry
 
 
 class SparkALS(FactorModel):
@@ -32,10 +32,7 @@ class SparkALS(FactorModel):
         from pyspark.ml.recommendation import ALS
         from pyspark.sql import SparkSession
 
-        spark = SparkSession.getActiveSession()
-        if spark is None:
-            raise SparkError("recommender 'spark_als' is fitted on Spark: start a session first "
-                             "(recsys_eval.engine.spark.spark_session)")
+        spark = SparkSession.getActiveSession() or spark_session()  # the engine's, else local[2]
         p = self.params
         rank = p.get("factors", 10)
         als = ALS(rank=rank, maxIter=p.get("iterations", 10), regParam=p.get("regularization", 0.1),
@@ -59,10 +56,3 @@ def factor_matrix(frame, rows: int, rank: int) -> np.ndarray:
     out[ids] = features.reshape(len(ids), rank)
     return out
 
-
-# The registry entry (recsys_eval.recommend.registry.REGISTRY["spark_als"]) for configs.
-SPARK_ALS = Entry(
-    lambda params, seed, threads: SparkALS(params, seed=seed),
-    "Spark ML ALS, implicit preferences, fitted on Spark (Spark engine)",
-    {"factors": COUNT, "regularization": NON_NEGATIVE, "iterations": COUNT, "alpha": NON_NEGATIVE},
-)
