@@ -1,7 +1,7 @@
 """Benchmark: ``recsys-eval evaluate`` on Spark (local[2]) beside the local engine, and the cost of a
 Spark task per user and per ranked item (the scale model of docs/SPARK.md).
 
-Input: seeded synthetic interactions of MovieLens-25M size (benchmarks/synthetic.py: 162,541 users,
+Input: seeded synthetic interactions of MovieLens-25M size (recsys_eval.data.synthetic: 162,541 users,
 59,047 items), each user's interactions split 80/20 at random (~30 test items per user, ratings as
 graded gains, threshold 3.5); RUN = the top 100 of the popular recommender for every user (its train
 items left out); TRAIN = the 80 %. Files are Parquet in a temporary folder.
@@ -29,8 +29,8 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
-from synthetic import ML25M, synthetic_interactions
 
+from recsys_eval.data.synthetic import ML25M, synthetic_interactions
 from recsys_eval.engine.partitions import (
     RUN,
     TEST,
@@ -114,19 +114,19 @@ def chunk_of(paths: dict[str, Path], users: int, top: int) -> tuple[pl.DataFrame
     run = pl.read_parquet(paths["run"]).filter(tested)
     run = run.filter(pl.int_range(pl.len()).over("user") < top)
     train = pl.read_parquet(paths["train"]).filter(tested)
-    gain = pl.when(pl.col("rating") >= 3.5).then(pl.col("rating")).otherwise(0.0)
     parts = [
-        test.select("user", "item", pl.lit(TEST, pl.Int8).alias("kind"), gain.cast(pl.Float64).alias("gain")),
+        test.select("user", "item", pl.lit(TEST, pl.Int8).alias("kind"), pl.col("rating").cast(pl.Float64)),
         run.select("user", "item", pl.lit(RUN, pl.Int8).alias("kind"), "score"),
         train.select("user", "item", pl.lit(TRAIN, pl.Int8).alias("kind")),
     ]
     chunk = pl.concat(parts, how="diagonal_relaxed").with_columns(
         pl.col("user").cast(pl.Int64).alias("unit"), pl.col("user").cast(pl.Int64), pl.col("item").cast(pl.Int64),
-        pl.lit(None, pl.Int64).alias("rank"),
+        pl.lit(None, pl.Float64).alias("rank"),
     ).sort("unit", "kind")
     options = MeasureOptions(tuple(METRICS.split(",")), tuple(int(x) for x in K.split(",")))
-    spec = RunMeasure(n_items=ML25M["items"], options=options, system="run",
-                      test_name="TEST", run_name="RUN", has_score=True, has_rank=False)
+    spec = RunMeasure(n_items=ML25M["items"], options=options, system="run", test_name="TEST", run_name="RUN",
+                      train_name="TRAIN", run_values=("score",), test_rating=True, train_rating=False,
+                      text_ids=(False, False), threshold=3.5)
     return chunk, spec
 
 
@@ -162,7 +162,7 @@ def main() -> None:
     parser.add_argument("--task-users", type=int, default=20_000)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    print(f"load before: {os.getloadavg()[0]:.2f} (1 min), {os.cpu_count()} cores")
+    print(f"load before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} (1/5/15 min), {os.cpu_count()} cores")
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         paths = write_inputs(folder, args.users, args.seed)
@@ -183,7 +183,7 @@ def main() -> None:
         users_item = per_user + TOP * per_item
         print(f"scale model: 100M users x top-{TOP} = {1e8 * users_item / 3600:.1f} core-hours of tasks "
               f"({1e8 * users_item / 3600 / 64:.2f} h on 64 cores), plus reading and shuffling the input")
-    print(f"load after: {os.getloadavg()[0]:.2f} (1 min)")
+    print(f"load after: {' '.join(f'{x:.2f}' for x in os.getloadavg())} (1/5/15 min)")
 
 
 if __name__ == "__main__":
