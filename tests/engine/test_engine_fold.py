@@ -9,6 +9,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from recsys_eval.cli import main
 from recsys_eval.core.results import ResultsFolder
 from recsys_eval.engine.fold import broadcastable, check_spark_protocol, check_spark_support
 from recsys_eval.errors import ConfigError
@@ -94,10 +95,17 @@ def _assert_same(local: pl.DataFrame, spark: pl.DataFrame) -> None:
     (7, "kfold", "{ k = 2, per_user = true }"),
 ])
 def test_experiment_on_spark_equals_local(spark, tmp_path, synthetic_ratings, partitions, method, params):
-    folders = {}
-    for engine in ("local", "spark"):
-        path = _config(tmp_path, synthetic_ratings, engine, partitions, method, params)
-        folders[engine] = _run(path, tmp_path / engine).folder
+    folders = {"local": _run(_config(tmp_path, synthetic_ratings, "local", partitions, method, params),
+                             tmp_path / "local").folder}
+    if partitions == 1:  # `run --engine spark` on a config of the local engine
+        with pytest.raises(SystemExit) as exit_info:
+            main(["run", str(_config(tmp_path, synthetic_ratings, "local", partitions, method, params)),
+                  "--out", str(tmp_path / "spark"), "--quiet", "--engine", "spark"])
+        assert exit_info.value.code in (0, None)
+        folders["spark"] = next(p for p in (tmp_path / "spark" / "fold").iterdir() if not p.name.startswith("."))
+    else:
+        path = _config(tmp_path, synthetic_ratings, "spark", partitions, method, params)
+        folders["spark"] = _run(path, tmp_path / "spark").folder
     local, spark_folder = ResultsFolder.open(folders["local"]), ResultsFolder.open(folders["spark"])
     _assert_same(local.scan_per_unit().collect(), spark_folder.scan_per_unit().collect())
     # per-unit files in ResultsFolder's layout, every one in the manifest
