@@ -107,17 +107,15 @@ def measure_run_chunk(chunk: pl.DataFrame, spec: RunMeasure) -> pl.DataFrame:
         RUN: (spec.run_name, "run", spec.run_values),
         TRAIN: (spec.train_name, "judgments", ("rating",) if spec.train_rating else ()),
     }
-    tables = {}
+    tables: dict[int, Table | None] = {}
     for kind, (name, role, values) in parts.items():
         rows = chunk.filter(pl.col("kind") == kind).select("user", "item", *values)
-        if name is None or (kind != TEST and not rows.height):
-            tables[kind] = None if name is None else _no_rows(rows, name, values)
-            continue
-        table = read_table(rows, role, name=name)
-        tables[kind] = _keep_text_ids(table, rows, spec.text_ids)
-    if tables[RUN] is None:  # these users have no ranked list: every one an empty list
-        tables[RUN] = _no_rows(chunk.clear().select("user", "item", *spec.run_values), spec.run_name,
-                               spec.run_values)
+        if name is None:  # no TRAIN file
+            tables[kind] = None
+        elif rows.height:
+            tables[kind] = _keep_text_ids(read_table(rows, role, name=name), rows, spec.text_ids)
+        else:  # these TEST users have no RUN (empty lists) or no TRAIN row
+            tables[kind] = _no_rows(name, values)
     data = run_input(tables[TEST], tables[RUN], tables[TRAIN], threshold=spec.threshold,
                      catalogue=spec.n_items)
     units = chunk.filter(pl.col("kind") == TEST).select("user", "unit").unique("user")
@@ -129,7 +127,7 @@ def measure_run_chunk(chunk: pl.DataFrame, spec: RunMeasure) -> pl.DataFrame:
     return with_global_units(frame, global_unit)
 
 
-def _no_rows(rows: pl.DataFrame, name: str, values: tuple[str, ...]) -> Table:
+def _no_rows(name: str, values: tuple[str, ...]) -> Table:
     """An empty table of ``name`` (a partition whose users have no RUN or TRAIN row): what the local
     reader would read, minus the rows, which :func:`run_input` takes as empty lists."""
     schema = {"user": pl.Int64, "item": pl.Int64, **{c: pl.Int64 if c == "rank" else pl.Float64 for c in values}}

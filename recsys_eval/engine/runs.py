@@ -62,7 +62,6 @@ PER_UNIT_DIR = "per_unit.parquet"
 SUMMARY_FILE = "summary.csv"
 #: Rows of each file the driver reads first, to check columns and types with the local reader.
 SAMPLE_ROWS = 1000
-_INTEGER = re.compile(r"^(Byte|Short|Integer|Long)Type$")
 _FLOAT = re.compile(r"^(Float|Double|Decimal)Type$")
 _WHOLE_TEXT = "^[+-]?[0-9]+$"  # text polars reads as an integer id (no blanks, no exponent)
 _REMOTE = re.compile(r"^(s3a|s3|s3n|hdfs|viewfs|gs|abfs|abfss|wasb|wasbs):/(?!/)")
