@@ -254,8 +254,6 @@ def evaluate_fold_spark(
     """What :func:`recsys_eval.experiment.runner.evaluate_fold` returns for one fold, computed on
     Spark (see the module): models fitted on the driver, target sets, rankings and measures per
     user partition, per-unit files and summary rows written and reduced on the driver."""
-    from pyspark.sql import types as T
-
     from recsys_eval.engine.partitions import arrow_task, merge_states
     from recsys_eval.engine.runs import job_error
     from recsys_eval.engine.spark import spark_failures, spark_session, task_threads
@@ -265,7 +263,8 @@ def evaluate_fold_spark(
     from recsys_eval.core.results import write_parquet_atomic
 
     engine = config.engine
-    spark = spark_session(engine.master)
+    spark = spark_session(engine.master)  # first: no PySpark or Java is one message naming the extra
+    from pyspark.sql import types as T
     context = spark.sparkContext
     models = fit_models(config, data, split, {id(split.train): split.train}, folder, progress, timings)
     start = time.perf_counter()

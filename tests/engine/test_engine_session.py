@@ -53,3 +53,35 @@ def test_reachable_master_passes():
         check_master(f"spark://127.0.0.1:{server.getsockname()[1]}", timeout=2)
     check_master("yarn")
     check_master("local[*]")
+
+
+def test_an_experiment_on_spark_without_pyspark_names_the_extra(monkeypatch, tmp_path, synthetic_ratings):
+    from recsys_eval.experiment.config import load_config
+    from recsys_eval.experiment.runner import run_experiment
+
+    config = tmp_path / "c.toml"
+    config.write_text(f"""
+name = "c"
+[dataset]
+path = "{synthetic_ratings}"
+columns = {{ user = "userId", item = "movieId", rating = "rating" }}
+[split]
+method = "holdout"
+params = {{ fraction = 0.2 }}
+[[protocols]]
+name = "AI+AR+AN"
+[[recommenders]]
+name = "popular"
+[metrics]
+names = ["ndcg"]
+[output]
+report = false
+[engine]
+name = "spark"
+""")
+    for module in ("pyspark", "pyspark.sql"):
+        monkeypatch.setitem(sys.modules, module, None)
+    with pytest.raises(SparkError, match=r"needs pyspark.*recsys-eval\[spark\]"):
+        run_experiment(load_config(config), config.read_text(), out_root=tmp_path / "out", quiet=True)
+    folder = tmp_path / "out" / "c"
+    assert not [p for p in folder.iterdir() if not p.name.startswith(".")]  # nothing that looks complete
