@@ -177,21 +177,56 @@ def _check_chunk(chunk_size: int) -> None:
         raise ConfigError(f"chunk_size must be a positive integer, got {chunk_size}")
 
 
-def rank_targets(model: Recommender, targets: Targets, *, chunk_size: int = 2048) -> Rankings:
-    """Each unit's listed target items sorted by score (descending, ties by item index); items
-    scored ``-inf`` (not ranked) are left out.
+def rank_targets(
+    scorer: Recommender | np.ndarray, targets: Targets, *, k: int | None = None, chunk_size: int = 2048
+) -> Rankings:
+    """Each unit's listed target items sorted by score (descending, ties by item index ascending);
+    items scored ``-inf`` (not ranked) are left out; ``k`` keeps each unit's top k.
 
-    Pairs are scored ``chunk_size`` units at a time, and at least ``MIN_PAIRS`` pairs at a time
-    so that units of a few items do not pay one call each."""
+    ``scorer`` is a recommender, or the scores you computed yourself: an array with one score per
+    listed target item, in ``targets.items`` order. A recommender scores ``chunk_size`` units at a
+    time, and at least ``MIN_PAIRS`` pairs at a time so that units of a few items do not pay one
+    call each. NaN scores raise."""
     if targets.all_candidates:
         raise ConfigError("full-ranking targets are ranked with recommend_top_k, not rank_targets")
-    _check_chunk(chunk_size)
     if targets.one_relevant:
         raise ConfigError("one-relevant targets are ranked with rank_one_relevant, not rank_targets")
-    if _dense_targets(model, len(targets.items), targets.unit_user):
-        return _dense_rankings(model, targets)
-    scores = score_units(model, targets.unit_user, targets.offsets, targets.items, chunk_size)
-    return _sorted_rankings(targets, scores)
+    if k is not None and k < 1:
+        raise ConfigError(f"rank_targets: k must be a positive integer, got {k}")
+    _check_chunk(chunk_size)
+    if isinstance(scorer, (np.ndarray, list, tuple)):
+        scores = _given_scores(scorer, targets)
+    elif _dense_targets(scorer, len(targets.items), targets.unit_user):
+        return _top(_dense_rankings(scorer, targets), k)
+    else:
+        scores = score_units(scorer, targets.unit_user, targets.offsets, targets.items, chunk_size)
+    return _top(_sorted_rankings(targets, scores), k)
+
+
+def _given_scores(scores: np.ndarray, targets: Targets) -> np.ndarray:
+    """Scores a caller passed for ``targets.items``, checked: one per item, none NaN."""
+    scores = np.asarray(scores)
+    if scores.dtype.kind not in "fiu" or scores.shape != targets.items.shape:
+        raise DataError(
+            f"rank_targets: scores of dtype {scores.dtype} and shape {scores.shape} for "
+            f"{len(targets.items):,} target items; expected one number per listed target item"
+        )
+    scores = scores.astype(np.float64, copy=False)
+    if np.isnan(scores).any():
+        raise DataError(f"rank_targets: {int(np.isnan(scores).sum()):,} NaN scores; expected numbers")
+    return scores
+
+
+def _top(rankings: Rankings, k: int | None) -> Rankings:
+    """Each unit's first ``k`` ranked items (all of them when ``k`` is None)."""
+    if k is None:
+        return rankings
+    lengths = np.minimum(np.diff(rankings.offsets), k)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    rank = np.arange(len(rankings.items), dtype=np.int64) - np.repeat(rankings.offsets[:-1], np.diff(rankings.offsets))
+    keep = rank < k
+    scores = None if rankings.scores is None else rankings.scores[keep]
+    return Rankings(rankings.unit_user, offsets, rankings.items[keep], scores)
 
 
 def score_units(model: Recommender, unit_user: np.ndarray, offsets: np.ndarray, items: np.ndarray,
