@@ -172,6 +172,31 @@ def _nan_scores(model: Recommender, method: str) -> DataError:
     return DataError(f"{type(model).__name__}.{method} returned NaN scores")
 
 
+def _check_fitted(model: Recommender, n_items: int, what: str) -> None:
+    """A model must be fitted, on data indexed like the ``what`` it ranks (``n_items`` items)."""
+    fitted = getattr(model, "n_items", 0)
+    if fitted <= 0:
+        raise ConfigError(f"{type(model).__name__} is not fitted: call fit(train) before ranking with it")
+    if fitted != n_items:
+        raise DataError(
+            f"{type(model).__name__} was fitted on {fitted:,} items but the {what} index {n_items:,}; "
+            "fit and rank on splits of the same Interactions"
+        )
+
+
+def _user_indices(users: np.ndarray, n_users: int) -> np.ndarray:
+    """``users`` as int32 user indices, each in 0..n_users - 1 (indices of the train Interactions,
+    not raw ids)."""
+    users = np.asarray(users)
+    if users.size and (users.dtype.kind not in "iu" or users.min() < 0 or users.max() >= n_users):
+        shown = f"{users.dtype} values" if users.dtype.kind not in "iu" else f"values in [{users.min()}, {users.max()}]"
+        raise DataError(
+            f"users must be user indices of the train data, integers in 0..{n_users - 1}; got {shown} "
+            "(map raw ids with Interactions' user index first)"
+        )
+    return users.astype(np.int32, copy=False)
+
+
 def _check_chunk(chunk_size: int) -> None:
     if chunk_size < 1:
         raise ConfigError(f"chunk_size must be a positive integer, got {chunk_size}")
@@ -196,9 +221,10 @@ def rank_targets(
     _check_chunk(chunk_size)
     if isinstance(scorer, (np.ndarray, list, tuple)):
         scores = _given_scores(scorer, targets)
-    elif _dense_targets(scorer, len(targets.items), targets.unit_user):
-        return _top(_dense_rankings(scorer, targets), k)
     else:
+        _check_fitted(scorer, targets.n_items, "targets")
+        if _dense_targets(scorer, len(targets.items), targets.unit_user):
+            return _top(_dense_rankings(scorer, targets), k)
         scores = score_units(scorer, targets.unit_user, targets.offsets, targets.items, chunk_size)
     return _top(_sorted_rankings(targets, scores), k)
 
@@ -425,7 +451,8 @@ def recommend_top_k(
     if k <= 0:
         raise ConfigError(f"k must be a positive integer, got {k}")
     _check_chunk(chunk_size)
-    users = np.asarray(users, dtype=np.int32)
+    _check_fitted(model, train.n_items, "train data")
+    users = _user_indices(users, train.n_users)
     blocked = _blocked(candidates, train.n_items)
     if targets is None:
         place_ptr, placed = no_places(len(users))[:2]
@@ -478,6 +505,7 @@ def rank_one_relevant(
     relevant item scored ``-inf`` is not ranked; NaN raises.
     """
     _check_chunk(chunk_size)
+    _check_fitted(model, targets.n_items, "targets")
     if targets.one_relevant and targets.all_candidates:
         starts = np.flatnonzero(np.r_[True, targets.unit_user[1:] != targets.unit_user[:-1]])
         place_ptr = np.r_[starts, targets.n_units].astype(np.int64)
