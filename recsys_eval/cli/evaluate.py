@@ -37,6 +37,9 @@ def evaluate(
     test_columns: str | None = typer.Option(
         None, "--test-columns", help="Fields of header-less --test/--train files, e.g. user,item,rating."),
     force: bool = typer.Option(False, "--force", help="Replace an existing output folder."),
+    engine: str = typer.Option("local", "--engine", help="local, or spark (needs recsys-eval[spark], Java 17+)."),
+    master: str = typer.Option("local[2]", "--master", help="Spark master: local[N], spark://host:port, yarn."),
+    partitions: int | None = typer.Option(None, "--partitions", help="Spark: user partitions (default 4 x cores)."),
 ) -> None:
     """Score a run against test interactions; write per-unit values and the summary."""
     from rich.console import Console  # heavy imports here, so that `recsys-eval --help` starts fast
@@ -67,6 +70,12 @@ def evaluate(
         raise ConfigError("metric 'novelty' needs --train (item popularity among train users)")
     if "ild" in names and genres is None:
         raise ConfigError("metric 'ild' needs --genres (a file with item and genres columns)")
+
+    check_choice("engine", engine, ("local", "spark"))
+    if engine == "spark":
+        _evaluate_spark(test, run, out, train, threshold, names, cutoffs, gain, ties, undefined, force,
+                        master, partitions, (format, columns, test_format, test_columns, genres))
+        return
 
     # read
     data = load_run(
@@ -105,6 +114,30 @@ def evaluate(
     # write
     _write(out, per_unit, summary, force)
     _print_summary(console, summary, out)
+
+
+def _evaluate_spark(test, run, out, train, threshold, names, cutoffs, gain, ties, undefined, force, master,
+                    partitions, local_only) -> None:
+    """``evaluate --engine spark``: the files read and measured on Spark (recsys_eval.engine.runs)."""
+    from rich.console import Console
+
+    from recsys_eval.engine.runs import evaluate_spark, uri
+    from recsys_eval.engine.spark import spark_session
+
+    options = ("--format", "--columns", "--test-format", "--test-columns", "--genres")
+    given = [option for option, value in zip(options, local_only, strict=True) if value is not None]
+    if given:
+        raise ConfigError(f"{', '.join(given)}: the Spark engine reads CSV, TSV and Parquet files with a "
+                          "header and ranking metrics; use the local engine for these options")
+    result = evaluate_spark(
+        spark_session(master), uri(test), uri(run), uri(out), train=None if train is None else uri(train),
+        threshold=threshold, metrics=names, k=cutoffs, gain=gain, ties=ties, undefined=undefined,
+        partitions=partitions, force=force,
+    )
+    console = Console()
+    for note in result.notes:
+        console.print(f"[yellow]note:[/] {note}", highlight=False)
+    _print_summary(console, result.summary, out)
 
 
 def _parse_ints(text: str, option: str) -> list[int]:

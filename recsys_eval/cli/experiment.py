@@ -21,6 +21,7 @@ def run(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars or tables."),
     no_report: bool = typer.Option(False, "--no-report", help="Skip the analysis and report."),
     memory: str = typer.Option(None, "--memory", help="Memory budget, e.g. 4GB (default: the config's run.memory)."),
+    engine: str = typer.Option(None, "--engine", help="local or spark (default: the config's [engine] name)."),
 ) -> None:
     """Run an experiment: load, split, fit, build targets, rank, measure, compare, report."""
     from rich.console import Console
@@ -41,6 +42,11 @@ def run(
 
         parse_size(memory)
         parsed = parsed.model_copy(update={"run": parsed.run.model_copy(update={"memory": memory})})
+    if engine is not None:
+        from recsys_eval.errors import check_choice
+
+        check_choice("engine", engine, ("local", "spark"))
+        parsed = parsed.model_copy(update={"engine": parsed.engine.model_copy(update={"name": engine})})
     console = Console()
     outcome = run_experiment(
         parsed, read_config_text(config), out_root=out, resume=resume, quiet=quiet,

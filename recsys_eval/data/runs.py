@@ -459,7 +459,25 @@ def load_run(
     if threshold is None and format_of(test, test_format) in GRADED_FORMATS and "rating" in test_t.frame.columns:
         threshold = 1.0
         notes.append(f"{test_t.what}: relevant rows are those with grade >= 1 (as trec_eval counts them)")
+    return run_input(test_t, run_t, train_t, threshold=threshold, notes=notes)
+
+
+def run_input(test_t: Table, run_t: Table, train_t: Table | None, *, threshold: float | None,
+              notes: list[str] | None = None, catalogue: int | None = None) -> RunInput:
+    """The RunInput of tables read by :func:`read_table`: their keys checked (repeats, ranks), full-
+    ranking Targets and Rankings built (see :func:`load_run`).
+
+    ``catalogue``: the size of the whole item catalogue when the tables hold only some users' rows
+    (a partition of the users, as the Spark engine measures them; the units are then those users).
+    The item index is the tables' own, an order-preserving numbering of the catalogue, so tie order
+    and every metric are those of the whole input; the candidate count of AUC is ``catalogue`` less
+    the user's own train items. The checks on the whole input (a relevant row somewhere, a user that
+    TEST and RUN share) are then the caller's.
+    """
+    notes = list(notes or [])
     gain = _gains(test_t, threshold)
+    if catalogue is None and not (gain > 0).any():
+        raise DataError(f"{test_t.what}: no relevant row (rating >= {threshold}): nothing to evaluate")
     tables = [test_t, run_t] + ([train_t] if train_t is not None else [])
     index = Index.of(tables)
     n_users, n_items = index.user_ids.len(), index.item_ids.len()
@@ -470,7 +488,7 @@ def load_run(
     run_o = order_rows(run_t, r_user, r_item, index)
     tested = np.diff(test_o.offsets) > 0
     listed = np.diff(run_o.offsets) > 0
-    if not (tested & listed).any():
+    if catalogue is None and not (tested & listed).any():
         raise DataError(
             f"{run_t.what} and {test_t.what} share no user: nothing to evaluate (e.g. RUN user "
             f"{index.user_ids[int(np.argmax(listed))]!r}, TEST user {index.user_ids[int(np.argmax(tested))]!r})"
@@ -517,10 +535,10 @@ def load_run(
         offsets=_unit_offsets(test_o.offsets, units),
         items=t_item[t_rows].astype(np.int32),
         gain=gain[t_rows],
-        n_items=n_items,
+        n_items=catalogue or n_items,
         protocol="AI+AR+AN",
         all_candidates=True,
-        n_candidates=n_items - removed[units],
+        n_candidates=(catalogue or n_items) - removed[units],
     )
     rankings = Rankings(unit_user, _unit_offsets(run_o.offsets, units), r_item[r_rows].astype(np.int32), scores)
     pairs = ()
@@ -552,8 +570,6 @@ def _gains(test: Table, threshold: float | None) -> np.ndarray:
             f"(first at {test.locate(row)}: user {frame[row, 'user']!r}, item {frame[row, 'item']!r}, "
             f"rating {rating[row]!r}); give a threshold (relevant: rating >= threshold)"
         )
-    if not relevant.any():
-        raise DataError(f"{test.what}: no relevant row (rating >= {threshold}): nothing to evaluate")
     return np.where(relevant, rating, 0.0).astype(np.float32)
 
 

@@ -57,6 +57,10 @@ def check_names(config: ExperimentConfig) -> None:
             _at(src, f"recommenders[{i}].name", check_recommender, rec.name)
             _at(src, f"recommenders[{i}].params", check_recommender, rec.name, rec.params)
     _at(src, "metrics.names", check_metrics, config.metrics.names, ALL_METRICS)
+    if config.engine.name == "spark":
+        from recsys_eval.engine.fold import check_spark_config
+
+        check_spark_config(config, lambda path, check, *args: _at(src, path, check, *args))
     for i, test in enumerate(config.compare.tests):
         _at(src, f"compare.tests[{i}]", check_choice, "test", test, TESTS)
     _at(src, "compare.correction", check_choice, "correction", config.compare.correction, CORRECTIONS)

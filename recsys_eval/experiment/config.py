@@ -207,6 +207,15 @@ class RunConfig(_Strict):
     depth: int = Field(100, ge=1)  # items listed per full ranking (at least the largest cutoff)
 
 
+class EngineConfig(_Strict):
+    """Where the folds are ranked and measured: ``local`` (this process) or ``spark`` (per user
+    partition on a Spark ``master``, with the local engine's per-unit values; recsys_eval.engine)."""
+
+    name: Literal["local", "spark"] = "local"
+    master: str = "local[2]"
+    partitions: int | None = Field(None, ge=1)  # user partitions (default: 4 x Spark's parallelism)
+
+
 class LearningCurveConfig(_Strict):
     """Evaluate every system again on nested subsamples of the first fold's train side."""
 
@@ -266,6 +275,7 @@ class ExperimentConfig(_Strict):
     compare: CompareConfig = Field(default_factory=CompareConfig)
     output: OutputConfig = Field(default_factory=OutputConfig)
     run: RunConfig = Field(default_factory=RunConfig)
+    engine: EngineConfig = Field(default_factory=EngineConfig)
     learning_curve: LearningCurveConfig | None = None
     tuning: TuningConfig | None = None
     _source: str = PrivateAttr("config")  # the file it was read from, for error messages

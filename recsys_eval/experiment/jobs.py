@@ -347,15 +347,17 @@ def exposure_bins(config: ExperimentConfig) -> int:
 
 
 def exposure_rows(config: ExperimentConfig, rankings, target: ProtocolTargets, system: str,
-                  fold: str) -> pl.DataFrame:
+                  fold: str, item_counts: np.ndarray | None = None) -> pl.DataFrame:
     """How many of a system's top-k recommendations (k = the largest cutoff) fall in each
     item-popularity bin, bins by training ratings as in the percentile design (counts, so that
-    chunks of users add up; :func:`exposure_shares` turns them into shares)."""
+    chunks of users add up; :func:`exposure_shares` turns them into shares). ``item_counts``: the
+    train counts per item when ``target.train`` holds only some users' rows."""
     from recsys_eval.targets import item_popularity_bins
 
     m = exposure_bins(config)
     k = max(config.metrics.k)
-    bins = item_popularity_bins(target.train.item_counts(), m)
+    counts = target.train.item_counts() if item_counts is None else item_counts
+    bins = item_popularity_bins(counts, m)
     position = np.arange(len(rankings.items)) - np.repeat(rankings.offsets[:-1], rankings.lengths)
     listed = rankings.items[position < k]
     counts = np.bincount(bins[listed], minlength=m + 1)[1:]

@@ -82,6 +82,32 @@ def partition_rows(config: ExperimentConfig, state: PartitionState) -> tuple[pl.
     return rows, f_count_sums(state.f_users) if state.f_users is not None else None
 
 
+def fit_models(config: ExperimentConfig, data: Interactions, split: Split, trains: dict[int, Interactions],
+               folder: ResultsFolder, progress: Progress, timings: list[dict]) -> dict[tuple[str, int], object]:
+    """Every recommender of the config (tuned on the fold when the config asks) fitted on each of
+    ``trains`` (keyed by ``id``): ``{(system, id(train)): model}``."""
+    from recsys_eval.tune import chosen, tune_fold
+
+    start = time.perf_counter()
+    tuned = tune_fold(config, data, split, folder.path / TUNING, progress.log)
+    if tuned:
+        timings.append(_timing(split.name, "", "tune", start))
+    models: dict[tuple[str, int], object] = {}
+    with progress.step(f"[{split.name}] fit", total=len(config.recommenders) * len(trains)) as advance:
+        for rec in config.recommenders:
+            for key, train in trains.items():
+                start = time.perf_counter()
+                model = jobs.make_model(config, chosen(tuned, rec), data, split.name).fit(train)
+                if isinstance(model, ExternalRun):
+                    model.check_overlap(np.unique(split.test.users))
+                    if model.unknown["rows"]:
+                        progress.log(f"[yellow]{rec.display}: {model.unknown_message()}[/]")
+                models[rec.display, key] = model
+                timings.append(_timing(split.name, rec.display, "fit", start))
+                advance()
+    return models
+
+
 def evaluate_fold(
     config: ExperimentConfig,
     data: Interactions,
@@ -103,28 +129,10 @@ def evaluate_fold(
             advance()
     # Protocols that moved ratings into train (uniform test) need their own fitted model.
     trains: dict[int, Interactions] = {id(t.train): t.train for t in sets}
-    from recsys_eval.tune import chosen, tune_fold
-
-    start = time.perf_counter()
-    tuned = tune_fold(config, data, split, folder.path / TUNING, progress.log)
-    if tuned:
-        timings.append(_timing(split.name, "", "tune", start))
+    models = fit_models(config, data, split, trains, folder, progress, timings)
     ranking_names, rating_names = jobs.metric_names(config)
     pool_auc = "auc" in ranking_names and len(folder.layout["folds"]) >= 2
     out = FoldSummary([], [], [])
-    models: dict[tuple[str, int], object] = {}
-    with progress.step(f"[{split.name}] fit", total=len(config.recommenders) * len(trains)) as advance:
-        for rec in config.recommenders:
-            for key, train in trains.items():
-                start = time.perf_counter()
-                model = jobs.make_model(config, chosen(tuned, rec), data, split.name).fit(train)
-                if isinstance(model, ExternalRun):
-                    model.check_overlap(np.unique(split.test.users))
-                    if model.unknown["rows"]:
-                        progress.log(f"[yellow]{rec.display}: {model.unknown_message()}[/]")
-                models[rec.display, key] = model
-                timings.append(_timing(split.name, rec.display, "fit", start))
-                advance()
     from recsys_eval.measure.beyond import RUN_METRICS, RunExposure, catalogue_of, run_frame
 
     run_names = [m for m in ranking_names if m in RUN_METRICS]
@@ -303,7 +311,12 @@ def run_experiment(
                 progress.log(f"[{split.name}] done in an earlier attempt: reused")
                 folds.append(reuse_fold(config, folder, split.name))
                 continue
-            fold = evaluate_fold(config, data, split, folder, progress, timings)
+            if config.engine.name == "spark":
+                from recsys_eval.engine.fold import evaluate_fold_spark
+
+                fold = evaluate_fold_spark(config, data, split, folder, progress, timings)
+            else:
+                fold = evaluate_fold(config, data, split, folder, progress, timings)
             if config.output.save_splits:
                 from recsys_eval.split import save_split
 

@@ -96,6 +96,12 @@ def _item_knn(params: dict, seed: int, threads: int) -> Recommender:
     return ItemKNN(cls, params, threads=threads)
 
 
+def _spark_als(params: dict, seed: int) -> Recommender:
+    from recsys_eval.engine.spark_als import SparkALS  # the Spark extra, imported when asked for
+
+    return SparkALS(params, seed=seed)
+
+
 def _check_item_knn(params: dict) -> None:
     similarity = params.get("similarity", "cosine")
     if similarity != "bm25" and {"K1", "B"} & params.keys():
@@ -120,6 +126,9 @@ REGISTRY: dict[str, Entry] = {
                       {"k": COUNT}),
     "bias": Entry(lambda p, seed, t: BiasPredictor(**p), "mean + user + item biases (rating prediction)",
                   {"reg_item": NON_NEGATIVE, "reg_user": NON_NEGATIVE, "iterations": COUNT}),
+    "spark_als": Entry(lambda p, seed, t: _spark_als(p, seed),
+                       "Spark ML ALS, implicit preferences, fitted on the Spark engine's session",
+                       {**_FACTORS, "alpha": NON_NEGATIVE}),
     "user_knn_rating": Entry(lambda p, seed, t: UserKNNRating(**p),
                              "mean-centred user kNN (rating prediction)", {"k": COUNT}),
 }

@@ -1,0 +1,321 @@
+"""One experiment fold on Spark (``[engine] name = "spark"``): the local runner's jobs per user partition.
+
+The driver splits the data and fits every recommender (:mod:`recsys_eval.experiment.jobs`, with the
+seeds derived from definitions; ``spark_als`` fits on Spark), then broadcasts the fitted models.
+The fold's train and test rows are repartitioned by user; each task builds its users' target sets,
+ranks and measures them with the same functions the local runner calls
+(:func:`recsys_eval.experiment.jobs.target_sets`, :func:`~recsys_eval.experiment.jobs.rank`,
+:func:`~recsys_eval.experiment.jobs.measure_ranking`). Targets are drawn per user from a
+counter-based generator keyed on the protocol's seed, so a user's targets do not depend on which
+users share its partition, and the per-unit values equal the local engine's. Units are numbered as
+the local runner numbers them (per target set, in user-index order), from each user's first unit
+computed on the driver.
+
+Per-unit rows come back to the driver a partition at a time and are written in the layout
+:class:`recsys_eval.core.results.ResultsFolder` defines, one file per (system, protocol) and Spark
+partition (``per_unit/f<i>/s<j>-p<k>-<partition>.parquet``), summarised with
+:class:`recsys_eval.measure.aggregate.PartitionState` as locally. The exposure counts per popularity
+bin add up to the local ones; the pooled-AUC sample is drawn per Spark partition (another sample of
+the same scores).
+
+What runs here (checked when the config is validated, :func:`check_spark_config`): recommenders
+whose fitted model can be broadcast (random, popular, ALS/BPR/LMF factors, item kNN neighbourhoods,
+spark_als), standard-design protocols with AI or UT candidates and uniform sampling (their targets
+depend on the user's own rows only), and ranking metrics.
+"""
+
+from __future__ import annotations
+
+import copy
+import io
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import polars as pl
+
+from recsys_eval.errors import ConfigError
+
+if TYPE_CHECKING:
+    from recsys_eval.core import Interactions, Split
+    from recsys_eval.core.results import ResultsFolder
+    from recsys_eval.experiment.config import ExperimentConfig
+    from recsys_eval.experiment.progress import Progress
+    from recsys_eval.experiment.runner import FoldSummary
+
+# Recommenders whose fitted model is small enough to broadcast to every executor: item scores, a
+# seed, factors, item neighbourhoods. Why the others cannot: what each needs at scoring time.
+BROADCASTABLE = ("random", "popular", "als", "bpr", "lmf", "item_knn", "spark_als")
+_NOT_BROADCASTABLE = {
+    "user_knn": "it scores a user from its neighbours' train rows, i.e. the whole train matrix",
+    "bias": "it predicts ratings (rating metrics are computed by the local engine)",
+    "user_knn_rating": "it predicts ratings from its neighbours' train rows (local engine only)",
+}
+#: The kinds of tables a task hands back to the driver.
+PER_UNIT, EXPOSURE, SCORED = "per_unit", "exposure", "scored"
+
+
+# -- validation ------------------------------------------------------------------------------------
+def check_spark_support(name: str) -> None:
+    """Raise a ConfigError when the recommender ``name`` (as a config names it; ``path`` for an
+    external run file) cannot run on the Spark engine, saying why."""
+    if name in BROADCASTABLE:
+        return
+    if name == "path":
+        reason = "an external run is a table of every user's scores, read on the driver"
+    elif ":" in name:
+        reason = "a plugin's model is not known to be picklable and small enough to broadcast"
+    else:
+        reason = _NOT_BROADCASTABLE.get(name, "it is not known to the Spark engine")
+    raise ConfigError(
+        f"recommender {name!r} cannot run on the Spark engine: {reason}; the Spark engine runs "
+        f"{', '.join(BROADCASTABLE)} (or use the local engine)"
+    )
+
+
+def check_spark_protocol(name: str, design: str = "standard", sampling: str = "uniform") -> None:
+    """Raise a ConfigError for a protocol the Spark engine does not build per user partition: target
+    sets that depend on other users' data (TI candidates: every user's test items; popularity
+    sampling and the percentile and uniform-test designs: item counts over all train users)."""
+    from recsys_eval.targets import Protocol
+
+    parsed = Protocol.parse(name)
+    reason = None
+    if parsed.candidates == "TI":
+        reason = "TI candidates are the test items of every user"
+    elif sampling != "uniform":
+        reason = f"{sampling} sampling weighs items by their counts over every train user"
+    elif design != "standard":
+        reason = f"the {design} design moves or bins items by counts over every user"
+    if reason:
+        raise ConfigError(
+            f"protocol {name!r} ({design} design, {sampling} sampling) cannot run on the Spark engine: "
+            f"{reason}, not only the partition's; use AI or UT candidates with uniform sampling, "
+            "or the local engine"
+        )
+
+
+def check_spark_metrics(names: list[str]) -> None:
+    """Ranking metrics only: beyond-accuracy metrics need every user's rankings (coverage) or item
+    counts over all train users (novelty), rating metrics a rating predictor on the driver."""
+    from recsys_eval.measure.metrics import RANKING_METRICS
+
+    other = [n for n in names if n not in RANKING_METRICS]
+    if other:
+        raise ConfigError(f"metrics {other} cannot run on the Spark engine (ranking metrics only: "
+                          f"{', '.join(RANKING_METRICS)}); use the local engine")
+
+
+def check_spark_config(config: ExperimentConfig, at) -> None:
+    """Every check above on a config; ``at(path, check, *args)`` names the key path at fault."""
+    for i, rec in enumerate(config.recommenders):
+        at(f"recommenders[{i}]." + ("path" if rec.path else "name"), check_spark_support,
+           "path" if rec.path else rec.name)
+    for i, p in enumerate(config.protocols):
+        at(f"protocols[{i}]", check_spark_protocol, p.name, p.design, p.sampling)
+    at("metrics.names", check_spark_metrics, config.metrics.names)
+
+
+# -- what the executors get ------------------------------------------------------------------------
+def broadcastable(model: Any) -> Any:
+    """The part of a fitted recommender the executors need: the library object is dropped (factors,
+    item counts, similarities kept); item kNN leaves its train matrix behind (a task reads its
+    users' rows from its own partition, :func:`local_model`)."""
+    from recsys_eval.recommend.baselines import PopularRecommender, RandomRecommender
+    from recsys_eval.recommend.implicit_models import FactorModel, ItemKNN
+
+    if isinstance(model, RandomRecommender | PopularRecommender):
+        return model
+    if isinstance(model, FactorModel | ItemKNN):
+        light = copy.copy(model)
+        light.model = None
+        if isinstance(model, ItemKNN):
+            light.user_items = None
+        return light
+    raise ConfigError(f"{type(model).__name__} cannot be broadcast to Spark executors; "
+                      f"the Spark engine runs {', '.join(BROADCASTABLE)}")
+
+
+def local_model(model: Any, train: Interactions) -> Any:
+    """A broadcast model made ready for a partition: item kNN scores a user from the user's train
+    row, which the partition holds."""
+    from recsys_eval.recommend.implicit_models import ItemKNN
+
+    if isinstance(model, ItemKNN):
+        model = copy.copy(model)
+        model.user_items = train.csr()
+    return model
+
+
+@dataclass(frozen=True)
+class FoldTask:
+    """How a task turns a chunk of whole users of a fold (columns ``user, item, rating, test``: user
+    and item indices, the rating, whether the row is a test row) into tables for the driver.
+
+    ``template`` is the dataset with no rows (its user and item index, item metadata);
+    ``first_unit`` (broadcast) maps a target set's label to each user index's first unit number;
+    ``models`` (broadcast) maps a system to its fitted, broadcastable model; ``pool_auc``: whether
+    scored targets are sampled for the pooled AUC, from ``n_parts`` partitions; ``item_counts``
+    (broadcast) the fold's train counts per item, over every user (the exposure's popularity bins)."""
+
+    config: Any
+    template: Any
+    fold: str
+    first_unit: Any
+    models: Any
+    pool_auc: bool
+    n_parts: int
+    item_counts: Any  # (broadcast) train interactions per item over every user: popularity bins
+
+    def __call__(self, chunk: pl.DataFrame) -> pl.DataFrame:
+        """The chunk's tables as ``kind, table`` rows (each table in Arrow IPC bytes)."""
+        tables = [(kind, _ipc(frame)) for kind, frame in fold_chunk_tables(chunk, self) if frame.height]
+        return pl.DataFrame(tables, schema={"kind": pl.String, "table": pl.Binary}, orient="row")
+
+
+def fold_chunk_tables(chunk: pl.DataFrame, task: FoldTask):
+    """``(kind, table)`` pairs of one chunk: per (protocol, system) its per-unit rows with the
+    fold's unit numbers, the exposure counts of full rankings, and the sampled scored targets."""
+    from recsys_eval.core import Split
+    from recsys_eval.experiment import jobs
+    from recsys_eval.targets import Protocol
+    from recsys_eval.targets.relevance import qrels
+
+    config = task.config
+    models = getattr(task.models, "value", task.models)
+    first_unit = getattr(task.first_unit, "value", task.first_unit)
+    sides = [chunk.filter(pl.col("test") == side).drop("test") for side in (False, True)]
+    split = Split(*(task.template.with_frame(side) for side in sides), name=task.fold)
+    judged = qrels(split, config.metrics.relevance_threshold)
+    for protocol in config.protocols:
+        if Protocol.parse(protocol.name).relevant == "1R" and not (judged.gain > 0).any():
+            continue  # no relevant item among these users: no unit (the driver checked the fold)
+        for target_set in jobs.target_sets(config, protocol, split):
+            for target in target_set.chunks(max(target_set.users, 1)):
+                users = target.targets.unit_user.astype(np.int64)
+                starts = np.flatnonzero(np.r_[True, users[1:] != users[:-1]]) if len(users) else users
+                within = np.arange(len(users)) - np.repeat(starts, np.diff(np.r_[starts, len(users)]))
+                global_unit = first_unit[target.label][users] + within
+                for rec in config.recommenders:
+                    model = local_model(models[rec.display], split.train)
+                    rankings = jobs.rank(config, model, target)
+                    frame = jobs.measure_ranking(config, task.template, rankings, target, rec.display, task.fold)
+                    frame = frame.filter(pl.col("user").is_not_null())
+                    mapped = pl.Series("unit", global_unit, dtype=pl.Int64).gather(frame.get_column("unit"))
+                    yield PER_UNIT, frame.with_columns(mapped)
+                    if target.targets.all_candidates:
+                        yield EXPOSURE, jobs.exposure_rows(config, rankings, target, rec.display, task.fold,
+                                                           getattr(task.item_counts, "value", task.item_counts))
+                    if task.pool_auc and rankings.scores is not None:
+                        yield SCORED, jobs.scored_rows(config, rankings, target, rec, task.fold, task.n_parts)
+
+
+def _ipc(frame: pl.DataFrame) -> bytes:
+    buffer = io.BytesIO()
+    frame.write_ipc(buffer)
+    return buffer.getvalue()
+
+
+def first_units(config: ExperimentConfig, split: Split) -> dict[str, np.ndarray]:
+    """Per target set label, each user index's first unit number in the fold: units are numbered
+    in user-index order, one per user with a judged test item (AR) or one per relevant test item
+    (1R), as :func:`recsys_eval.targets.iter_targets` makes them."""
+    from recsys_eval.errors import DataError
+    from recsys_eval.experiment.jobs import protocol_labels
+    from recsys_eval.targets import Protocol
+    from recsys_eval.targets.relevance import qrels
+
+    judged = qrels(split, config.metrics.relevance_threshold)
+    n_rel = judged.relevant_counts().astype(np.int64)
+    out = {}
+    for protocol in config.protocols:
+        if Protocol.parse(protocol.name).relevant == "1R":
+            if not n_rel.any():
+                raise DataError(f"split {split.name!r}: protocol {protocol.name} needs relevant test items, "
+                                f"and none reaches the threshold {config.metrics.relevance_threshold}")
+            units = n_rel
+        else:
+            units = (judged.counts() > 0).astype(np.int64)
+        for label in protocol_labels(protocol):
+            out[label] = np.r_[0, np.cumsum(units)[:-1]].astype(np.int64)
+    return out
+
+
+# -- the driver ------------------------------------------------------------------------------------
+def evaluate_fold_spark(
+    config: ExperimentConfig,
+    data: Interactions,
+    split: Split,
+    folder: ResultsFolder,
+    progress: Progress,
+    timings: list[dict],
+) -> FoldSummary:
+    """What :func:`recsys_eval.experiment.runner.evaluate_fold` returns for one fold, computed on
+    Spark (see the module): models fitted on the driver, target sets, rankings and measures per
+    user partition, per-unit files and summary rows written and reduced on the driver."""
+    from recsys_eval.engine.partitions import arrow_task, merge_states
+    from recsys_eval.engine.runs import job_error
+    from recsys_eval.engine.spark import spark_failures, spark_session, task_threads
+    from recsys_eval.experiment.jobs import protocol_labels
+    from recsys_eval.experiment.runner import FoldSummary, _timing, fit_models, partition_rows
+    from recsys_eval.measure.aggregate import PartitionState
+    from recsys_eval.core.results import write_parquet_atomic
+
+    engine = config.engine
+    spark = spark_session(engine.master)  # first: no PySpark or Java is one message naming the extra
+    from pyspark.sql import types as T
+    context = spark.sparkContext
+    models = fit_models(config, data, split, {id(split.train): split.train}, folder, progress, timings)
+    start = time.perf_counter()
+    n_parts = engine.partitions or 4 * context.defaultParallelism
+    task = FoldTask(
+        config=config, template=data.with_frame(data.frame.clear()), fold=split.name,
+        first_unit=context.broadcast(first_units(config, split)),
+        models=context.broadcast({name: broadcastable(m) for (name, _), m in models.items()}),
+        pool_auc="auc" in config.metrics.names and len(folder.layout["folds"]) >= 2, n_parts=n_parts,
+        item_counts=context.broadcast(split.train.item_counts()),
+    )
+    rows = pl.concat([side.frame.select("user", "item", *(["rating"] if side.has_rating else []))
+                      .with_columns(pl.lit(is_test).alias("test"))
+                      for is_test, side in ((False, split.train), (True, split.test))], how="diagonal_relaxed")
+    ordered = spark.createDataFrame(rows.to_arrow()).repartition(n_parts, "user").sortWithinPartitions("user")
+    schema = T.StructType([T.StructField("kind", T.StringType()), T.StructField("table", T.BinaryType())])
+    out = FoldSummary([], [], [])
+    parts: dict[tuple[str, str], int] = {}
+    states: dict[tuple[str, str], list[PartitionState]] = {}
+    exposure, scored = [], []
+    undefined = config.metrics.undefined
+    try:
+        for row in ordered.mapInArrow(arrow_task(task, task_threads(spark), key="user"), schema).toLocalIterator():
+            frame = pl.read_ipc(io.BytesIO(row["table"]))
+            if row["kind"] == PER_UNIT:
+                key = frame.row(0, named=True)["system"], frame.row(0, named=True)["protocol"]
+                parts[key] = parts.get(key, -1) + 1
+                out.partitions.append(folder.write_partition(frame, part=parts[key]))
+                states.setdefault(key, []).append(PartitionState.of(frame, undefined=undefined))
+            else:
+                (exposure if row["kind"] == EXPOSURE else scored).append(frame)
+    except spark_failures() as exc:
+        raise job_error(exc) from None
+    timings.append(_timing(split.name, "", "rank and measure on Spark", start))
+    for label in (label for p in config.protocols for label in protocol_labels(p)):
+        for rec in config.recommenders:
+            if (rec.display, label) not in states:
+                continue
+            summary, sums = partition_rows(config, merge_states(states.pop((rec.display, label))))
+            out.rows.append(summary)
+            if sums is not None:
+                out.f_sums.append(sums)
+    if exposure:
+        # in the local runner's order: protocols, then systems, as the config lists them
+        order = [pl.col(c).replace_strict(names, list(range(len(names)))) for c, names in (
+            ("protocol", [label for p in config.protocols for label in protocol_labels(p)]),
+            ("system", [rec.display for rec in config.recommenders]))]
+        totals = pl.concat(exposure).group_by(["system", "protocol", "fold", "bin"]).agg(pl.col("count").sum()) \
+            .sort([*order, "bin"])
+        write_parquet_atomic(totals, folder.path / "exposure" / f"{split.name}.parquet")
+    if scored:
+        write_parquet_atomic(pl.concat(scored), folder.path / "auc_scores" / f"{split.name}.parquet")
+    return out
+

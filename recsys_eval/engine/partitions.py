@@ -1,0 +1,176 @@
+"""What a Spark task does with its user partition: plain polars and numpy, no pyspark, so that it is
+tested without a JVM and runs unchanged on any executor.
+
+A partition arrives as Arrow record batches of rows sorted by ``unit`` (all rows of a user are in one
+partition, since data is partitioned by a hash of the user id). :func:`user_chunks` regroups them
+into chunks of whole users of bounded size; each chunk becomes Targets and Rankings over a chunk-local
+item index and is measured by :func:`recsys_eval.measure.measure`, the local engine's kernels.
+
+Why a chunk-local item index gives the local engine's values: metrics depend on items only through
+equality and the tie rule (tied scores ordered by item index ascending); the local engine numbers
+items in sorted raw-id order, so any order-preserving numbering of a chunk's items (their rank among
+the chunk's sorted raw ids) orders ties the same way. The catalogue size enters only through the
+full-ranking target set ``n_candidates = n_items - |Tr(u) \\ (Te(u) u Run(u))|``, and the global
+``n_items`` is passed in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from recsys_eval.core.results import PER_UNIT_COLUMNS
+from recsys_eval.data.delimited import Table
+from recsys_eval.data.runs import read_table, run_input
+from recsys_eval.measure import measure
+from recsys_eval.measure.aggregate import PartitionState
+
+# Rows of a partition measured at once: bounds a task's memory whatever the partition's size.
+CHUNK_ROWS = 1 << 21
+TEST, RUN, TRAIN = 0, 1, 2  # the ``kind`` of a row of the long table evaluate sends to executors
+
+
+def user_chunks(batches: Iterable, key: str = "unit", rows: int = CHUNK_ROWS) -> Iterator[pl.DataFrame]:
+    """Regroup Arrow batches (or polars frames) sorted by ``key`` into frames of whole ``key``
+    groups of about ``rows`` rows (more when one group alone is larger)."""
+    pending: list[pl.DataFrame] = []
+    size = 0
+    for batch in batches:
+        frame = batch if isinstance(batch, pl.DataFrame) else pl.from_arrow(batch)
+        if not frame.height:
+            continue
+        pending.append(frame)
+        size += frame.height
+        if size < rows:
+            continue
+        whole = pl.concat(pending, how="vertical_relaxed")
+        last = whole.get_column(key)[-1]
+        cut = whole.height - int(whole.get_column(key).eq(last).sum())  # the last group may go on
+        if cut > 0:
+            yield whole.slice(0, cut)
+            pending, size = [whole.slice(cut)], whole.height - cut
+        else:
+            pending, size = [whole], whole.height
+    if size:
+        yield pl.concat(pending, how="vertical_relaxed")
+
+
+@dataclass(frozen=True)
+class MeasureOptions:
+    """The options of :func:`recsys_eval.measure.measure` a task applies to every chunk."""
+
+    metrics: tuple[str, ...]
+    k: tuple[int, ...]
+    gain: str = "graded"
+    ties: str = "first"
+
+    def kwargs(self) -> dict:
+        return {"metrics": list(self.metrics), "k": list(self.k), "gain": self.gain, "ties": self.ties}
+
+
+@dataclass(frozen=True)
+class RunMeasure:
+    """How an evaluate task measures its chunks: the ``measure`` options, the catalogue size
+    ``n_items`` (every item of TEST, RUN and TRAIN), the file names for messages, which value
+    columns each file has, and whether ids are text (in some file) for the whole input."""
+
+    n_items: int
+    options: MeasureOptions
+    system: str
+    test_name: str
+    run_name: str
+    train_name: str | None
+    run_values: tuple[str, ...]
+    test_rating: bool
+    train_rating: bool
+    text_ids: tuple[bool, bool]  # user, item
+    threshold: float | None
+
+    def __call__(self, chunk: pl.DataFrame) -> pl.DataFrame:
+        return measure_run_chunk(chunk, self)
+
+
+def measure_run_chunk(chunk: pl.DataFrame, spec: RunMeasure) -> pl.DataFrame:
+    """Per-unit values of the users of one chunk of the long table (columns ``user, unit, kind,
+    item, rating, score, rank``; ``unit`` is the user's index among the sorted TEST users; RUN and
+    TRAIN rows of TEST users only).
+
+    The chunk's TEST, RUN and TRAIN rows are read and checked by the local reader
+    (:func:`recsys_eval.data.runs.read_table` and :func:`recsys_eval.data.runs.run_input`, given the
+    whole catalogue's size), so a bad row gets the local engine's message; the per-unit rows carry
+    the global ``unit`` and the raw ``user``."""
+    parts = {
+        TEST: (spec.test_name, "judgments", ("rating",) if spec.test_rating else ()),
+        RUN: (spec.run_name, "run", spec.run_values),
+        TRAIN: (spec.train_name, "judgments", ("rating",) if spec.train_rating else ()),
+    }
+    tables: dict[int, Table | None] = {}
+    for kind, (name, role, values) in parts.items():
+        rows = chunk.filter(pl.col("kind") == kind).select("user", "item", *values)
+        if name is None:  # no TRAIN file
+            tables[kind] = None
+        elif rows.height:
+            tables[kind] = _keep_text_ids(read_table(rows, role, name=name), rows, spec.text_ids)
+        else:  # these TEST users have no RUN (empty lists) or no TRAIN row
+            tables[kind] = _no_rows(name, values)
+    data = run_input(tables[TEST], tables[RUN], tables[TRAIN], threshold=spec.threshold,
+                     catalogue=spec.n_items)
+    units = chunk.filter(pl.col("kind") == TEST).select("user", "unit").unique("user")
+    ids = data.user_ids.to_frame("user")
+    global_unit = ids.join(units.with_columns(pl.col("user").cast(ids.schema["user"])), on="user",
+                           how="left", maintain_order="left").get_column("unit").to_numpy()
+    frame = measure(data.rankings, data.targets, **spec.options.kwargs(), system=spec.system,
+                    user_ids=data.user_ids)
+    return with_global_units(frame, global_unit)
+
+
+def _no_rows(name: str, values: tuple[str, ...]) -> Table:
+    """An empty table of ``name`` (a partition whose users have no RUN or TRAIN row): what the local
+    reader would read, minus the rows, which :func:`run_input` takes as empty lists."""
+    schema = {"user": pl.Int64, "item": pl.Int64, **{c: pl.Int64 if c == "rank" else pl.Float64 for c in values}}
+    return Table(pl.DataFrame(schema=schema), name, unit="row")
+
+
+def _keep_text_ids(table: Table, rows: pl.DataFrame, text_ids: tuple[bool, bool]) -> Table:
+    """``table`` with the text ids of ``rows`` back where the whole input compares ids as text: the
+    reader makes a file's text ids integers when all of them are, and this chunk's alone may be,
+    whose integer order would break ties otherwise than the whole input's text order."""
+    restored = [rows.get_column(c) for c, text in zip(("user", "item"), text_ids, strict=True) if text]
+    if restored:
+        table.frame = table.frame.with_columns(restored)
+    return table
+
+
+def with_global_units(frame: pl.DataFrame, global_unit: np.ndarray) -> pl.DataFrame:
+    """Per-unit rows whose chunk-local ``unit`` i becomes ``global_unit[i]``."""
+    mapped = pl.Series("unit", global_unit, dtype=pl.Int64).gather(frame.get_column("unit"))
+    return frame.with_columns(mapped).select(PER_UNIT_COLUMNS)
+
+
+def arrow_task(measure_chunk: Callable[[pl.DataFrame], pl.DataFrame], threads: int = 1,
+               key: str = "unit", rows: int = CHUNK_ROWS) -> Callable[[Iterable], Iterator]:
+    """The function ``mapInArrow`` runs on every partition: chunks of whole users measured by
+    ``measure_chunk``, each result handed back as Arrow record batches. Numba uses ``threads``
+    threads (a task owns ``spark.task.cpus`` cores, not the executor's)."""
+
+    def task(batches: Iterable) -> Iterator:
+        import numba
+
+        numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
+        for chunk in user_chunks(batches, key, rows):
+            yield from measure_chunk(chunk).to_arrow().to_batches()
+
+    return task
+
+
+def merge_states(states: list[PartitionState]) -> PartitionState:
+    """The summary state of the per-unit tables of several partitions (disjoint users, in any order):
+    the per-user values are put back in user order, the order the local engine sums them in, so
+    the summary (means, intervals) is the local one to the last bit."""
+    state = PartitionState.merge(states)
+    state.users = state.users.sort(["system", "protocol", "fold", "metric", "k", "user"], nulls_last=False,
+                                   maintain_order=True)
+    return state

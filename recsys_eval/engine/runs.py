@@ -1,0 +1,387 @@
+"""``evaluate`` on Spark: TEST, RUN and TRAIN read by Spark, measured per user partition.
+
+The files are read by Spark (local paths, ``file://``, ``s3a://``, ``hdfs://``; Parquet by the
+suffix ``.parquet``/``.pq`` or a folder of Parquet files, ``.tsv`` tab-separated, else CSV with a
+header) and measured with the rules of the local reader, :func:`recsys_eval.data.runs.load_run`:
+every chunk of users is checked and turned into Targets and Rankings by that reader's own functions
+(:mod:`recsys_eval.engine.partitions`), so the same bad row gets the same message. What needs the
+whole input is done by Spark first: the id types (a file's text ids that are all integers are
+integers; ids are compared as text when some file has text ids, as the local index does), the units
+(every TEST user, numbered by its rank among the sorted TEST user ids), the catalogue (every item of
+the three files), the notes on users only one file has, and the two checks on the whole input (a
+relevant row, a user TEST and RUN share).
+
+The three tables become one long table (``kind`` 0 TEST, 1 RUN, 2 TRAIN), repartitioned by a
+hash of the user id (Spark's Murmur3 partitioner: deterministic) and sorted by unit within each
+partition. The executors write the per-unit values as a folder of Parquet files,
+``per_unit.parquet/`` (``pl.scan_parquet("<out>/per_unit.parquet/*.parquet")`` reads it as one
+table, as it reads the local engine's single ``per_unit.parquet``), inside a temporary sibling of
+the output folder that is renamed into place only once ``summary.csv`` is written too: a failed job
+never leaves per-unit results looking complete. The summary is the local one
+(:mod:`recsys_eval.measure.aggregate`), built a Parquet file at a time.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import polars as pl
+
+from recsys_eval.core.results import PER_UNIT_SCHEMA
+from recsys_eval.data.runs import read_table
+from recsys_eval.engine.partitions import (
+    RUN,
+    TEST,
+    TRAIN,
+    MeasureOptions,
+    RunMeasure,
+    arrow_task,
+    merge_states,
+)
+from recsys_eval.engine.spark import SparkError, spark_failures, task_threads
+from recsys_eval.errors import ConfigError, DataError, RecsysEvalError, check_choice
+from recsys_eval.measure.aggregate import PartitionState, f_count_sums, with_all_folds
+from recsys_eval.measure.metrics import (
+    GAINS,
+    N_RELEVANT,
+    RANKING_METRICS,
+    TIES,
+    UNDEFINED_POLICIES,
+    check_cutoffs,
+    check_metrics,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+PER_UNIT_DIR = "per_unit.parquet"
+SUMMARY_FILE = "summary.csv"
+#: Rows of each file the driver reads first, to check columns and types with the local reader.
+SAMPLE_ROWS = 1000
+_FLOAT = re.compile(r"^(Float|Double|Decimal)Type$")
+_WHOLE_TEXT = "^[+-]?[0-9]+$"  # text polars reads as an integer id (no blanks, no exponent)
+_REMOTE = re.compile(r"^(s3a|s3|s3n|hdfs|viewfs|gs|abfs|abfss|wasb|wasbs):/(?!/)")
+_ERROR = re.compile(r"recsys_eval\.\w+(?:\.\w+)*\.(\w+Error): (.*)")
+
+
+@dataclass
+class SparkRunResult:
+    """Where ``evaluate_spark`` wrote, its summary, and notes for the user (as the local reader's)."""
+
+    out: str
+    summary: pl.DataFrame
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _File:
+    """One input file as Spark read it, with its name for messages and its role."""
+
+    frame: DataFrame
+    name: str
+    kind: int
+    values: tuple[str, ...]
+
+
+def evaluate_spark(
+    spark: SparkSession,
+    test: str,
+    run: str,
+    out: str,
+    *,
+    train: str | None = None,
+    threshold: float | None = None,
+    metrics: list[str] | tuple[str, ...] = ("precision", "recall", "f1", "ap", "ndcg", "rr", "hit", "auc"),
+    k: list[int] | tuple[int, ...] = (1, 5, 10),
+    gain: str = "graded",
+    ties: str = "first",
+    undefined: str = "skip",
+    partitions: int | None = None,
+    force: bool = False,
+    system: str | None = None,
+) -> SparkRunResult:
+    """Score a run against test interactions on Spark; write ``per_unit.parquet/`` (a folder of
+    Parquet files) and ``summary.csv`` into the folder ``out`` (any Hadoop URI), and return the
+    summary. ``partitions``: user partitions (default: Spark's default parallelism x 4).
+
+    Ranking metrics only (per unit, the values are the local engine's to the last bit); the
+    whole-run beyond-accuracy metrics and rating metrics are for the local engine.
+    """
+    names = check_metrics(list(metrics), RANKING_METRICS + (N_RELEVANT,))
+    cutoffs = check_cutoffs(list(k))
+    check_choice("gain", gain, GAINS)
+    check_choice("ties policy", ties, TIES)
+    check_choice("undefined-value policy", undefined, UNDEFINED_POLICIES)
+    if partitions is not None and partitions < 1:
+        raise ConfigError(f"partitions must be a positive integer, got {partitions}")
+    fs = HadoopFolder(spark, out)
+    if fs.exists() and not force:
+        raise ConfigError(f"output folder {out!r} exists; choose another or pass --force to replace it")
+    files = [_read(spark, test, TEST, f"TEST {test}"), _read(spark, run, RUN, f"RUN {run}")]
+    if train is not None:
+        files.append(_read(spark, train, TRAIN, f"TRAIN {train}"))
+    text_ids = _common_types(files)
+    test_f, run_f = files[0], files[1]
+    _check_relevant(test_f, threshold)
+    long, n_items, notes = _long_table(spark, files)
+    spec = RunMeasure(
+        n_items=n_items, options=MeasureOptions(tuple(names), tuple(cutoffs), gain, ties),
+        system=system or _stem(run), test_name=test_f.name, run_name=run_f.name,
+        train_name=files[2].name if train is not None else None, run_values=run_f.values,
+        test_rating="rating" in test_f.values, train_rating=train is not None and "rating" in files[2].values,
+        text_ids=text_ids, threshold=threshold,
+    )
+    n_parts = partitions or 4 * spark.sparkContext.defaultParallelism
+    ordered = long.repartition(n_parts, "user").sortWithinPartitions("unit", "kind")
+    per_unit = ordered.mapInArrow(arrow_task(spec, task_threads(spark)), per_unit_schema(text_ids[0]))
+    summary = write_atomically(fs, per_unit, undefined, force)
+    return SparkRunResult(out, summary, notes)
+
+
+def per_unit_schema(text_users: bool):
+    """The Spark schema of per-unit rows; raw user ids are text or integers (long)."""
+    from pyspark.sql import types as T
+
+    spark_type = {pl.String: T.StringType(), pl.Int64: T.LongType(), pl.Int32: T.IntegerType(),
+                  pl.Float64: T.DoubleType()}
+    user = T.StringType() if text_users else T.LongType()
+    fields = [T.StructField(c, user if c == "user" else spark_type[t], True) for c, t in PER_UNIT_SCHEMA.items()]
+    return T.StructType(fields)
+
+
+def _read(spark: SparkSession, path: str, kind: int, name: str) -> _File:
+    """A file read by Spark: Parquet (``.parquet``/``.pq`` or a folder), ``.tsv``, else CSV with a
+    header (types inferred from every row, as the local reader); its first rows checked by the
+    local reader (columns present, ids and numbers readable, not empty)."""
+    from pyspark.errors import AnalysisException
+
+    lower = path.lower().rstrip("/")
+    try:
+        if lower.endswith((".parquet", ".pq")) or _is_folder(spark, path):
+            frame = spark.read.parquet(path)
+        else:
+            frame = spark.read.csv(path, header=True, inferSchema=True, sep="\t" if lower.endswith(".tsv") else ",")
+    except AnalysisException as exc:
+        if "PATH_NOT_FOUND" in str(exc) or "does not exist" in str(exc):
+            raise DataError(f"{name}: no such file") from None
+        raise DataError(f"{name}: could not be read ({str(exc).splitlines()[0]})") from None
+    role = "run" if kind == RUN else "judgments"
+    sample = pl.from_arrow(frame.limit(SAMPLE_ROWS).toArrow())
+    read_table(sample, role, name=name)
+    values = tuple(c for c in (("score", "rank") if kind == RUN else ("rating",)) if c in frame.columns)
+    return _File(frame.select("user", "item", *values), name, kind, values)
+
+
+def _is_folder(spark: SparkSession, path: str) -> bool:
+    folder = HadoopFolder(spark, path)
+    return folder.exists() and folder.is_folder()
+
+
+def _type(file: _File, column: str) -> str:
+    return type(file.frame.schema[column].dataType).__name__
+
+
+def _common_types(files: list[_File]) -> tuple[bool, bool]:
+    """Give the files' ids and values the types the local reader gives them, and the same type in
+    every file: a file's text ids that are all whole numbers become integers; ids are then text
+    when some file's are (integers written as text), else integers (doubles when some file has
+    float ids, which each partition checks to be whole). Values are doubles, or text when some
+    file has text there (each partition parses it and names a bad value). Returns whether user and
+    item ids are text."""
+    from pyspark.sql import functions as F
+
+    text = []
+    for column in ("user", "item"):
+        for file in files:
+            if _type(file, column) == "StringType":
+                value = F.col(column)
+                whole = value.rlike(_WHOLE_TEXT) & value.try_cast("long").isNotNull()
+                if file.frame.filter(value.isNotNull() & ~whole).limit(1).count() == 0:
+                    file.frame = file.frame.withColumn(column, value.try_cast("long"))
+        types = [_type(f, column) for f in files]
+        target = ("string" if "StringType" in types else
+                  "double" if any(_FLOAT.match(t) for t in types) else "long")
+        for file in files:
+            file.frame = file.frame.withColumn(column, F.col(column).cast(target))
+        text.append(target == "string")
+    for column in ("rating", "score", "rank"):
+        having = [f for f in files if column in f.values]
+        target = "string" if any(_type(f, column) == "StringType" for f in having) else "double"
+        for file in having:
+            file.frame = file.frame.withColumn(column, F.col(column).cast(target))
+    return text[0], text[1]
+
+
+def _check_relevant(test: _File, threshold: float | None) -> None:
+    """TEST has a relevant row (rating >= threshold; any row without a threshold), as locally."""
+    from pyspark.sql import functions as F
+
+    if threshold is None or "rating" not in test.values:
+        return  # every row is relevant (a threshold without ratings is refused by the partitions)
+    rating = F.col("rating").try_cast("double")
+    if test.frame.filter(rating >= F.lit(threshold)).limit(1).count() == 0:
+        raise DataError(f"{test.name}: no relevant row (rating >= {threshold}): nothing to evaluate")
+
+
+def _long_table(spark: SparkSession, files: list[_File]) -> tuple[DataFrame, int, list[str]]:
+    """One table of TEST, RUN (of TEST users) and TRAIN (of TEST users) rows with each user's unit
+    (its rank among the sorted TEST user ids); the catalogue size; notes on ignored users."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    test, run = files[0], files[1]
+    users = test.frame.select("user").distinct().orderBy("user")
+    user_type = test.frame.schema["user"].dataType
+    ranked = users.rdd.zipWithIndex().map(lambda pair: (pair[0][0], pair[1]))
+    units = spark.createDataFrame(ranked, T.StructType([T.StructField("user", user_type, True),
+                                                        T.StructField("unit", T.LongType(), False)]))
+    units = units.cache()
+    n_users = units.count()
+    run_users = run.frame.select("user").distinct()
+    only_run = run_users.join(units, "user", "left_anti")
+    n_run, n_only = run_users.count(), only_run.count()
+    notes = []
+    if n_run == n_only:
+        raise DataError(
+            f"{run.name} and {test.name} share no user: nothing to evaluate "
+            f"(e.g. RUN user {run_users.orderBy('user').first()['user']!r}, "
+            f"TEST user {users.first()['user']!r})"
+        )
+    if n_only:
+        example = only_run.orderBy("user").first()["user"]
+        notes.append(f"{n_only:,} RUN users are not in TEST and were ignored (e.g. {example!r})")
+    if n_users > n_run - n_only:
+        notes.append(f"{n_users - (n_run - n_only):,} TEST users have no ranked list in RUN: "
+                     "they count as empty lists")
+    values = {c: T.StringType() if any(c in f.values and _type(f, c) == "StringType" for f in files)
+              else T.DoubleType() for c in ("rating", "score", "rank")}
+    long = None
+    for file in files:
+        part = file.frame.select(
+            "user", "item", F.lit(file.kind).cast("byte").alias("kind"),
+            *(F.col(c) if c in file.values else F.lit(None).cast(t).alias(c) for c, t in values.items()),
+        )
+        long = part if long is None else long.unionByName(part)
+    n_items = long.select("item").distinct().count()
+    long = long.join(units, "user", "inner")
+    return long.select("user", "unit", "kind", "item", "rating", "score", "rank"), n_items, notes
+
+
+def uri(path: str | Path) -> str:
+    """A file name or URI as Spark takes it. A URI that went through ``pathlib.Path`` (as CLI options
+    do) lost a slash, ``s3a://bucket/key`` -> ``s3a:/bucket/key``: it is given back (a URI without
+    an authority, ``hdfs:/path``, must then be written in full, ``hdfs://namenode/path``)."""
+    text = str(path)
+    scheme = _REMOTE.match(text)
+    return f"{scheme.group(1)}://{text[scheme.end():]}" if scheme else text
+
+
+def _stem(path: str) -> str:
+    """The file name without its suffix, the system's name (as the local ``Path(run).stem``)."""
+    name = path.rstrip("/").rsplit("/", 1)[-1]
+    return name.rsplit(".", 1)[0] if "." in name[1:] else name
+
+
+class HadoopFolder:
+    """A folder on any file system Spark's Hadoop client reaches (local, file://, hdfs://, s3a://),
+    through the JVM: exists, delete, rename, write a small text file."""
+
+    def __init__(self, spark: SparkSession, uri: str) -> None:
+        jvm = spark.sparkContext._jvm
+        self.uri = uri
+        self._jvm = jvm
+        self.path = jvm.org.apache.hadoop.fs.Path(uri)
+        self.fs = self.path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+        self.local = self.fs.getUri().getScheme() == "file"
+
+    def child(self, name: str) -> str:
+        return self.path.suffix(f"/{name}").toString()
+
+    def sibling(self, prefix: str) -> HadoopFolder:
+        name = f".{self.path.getName()}.{prefix}-{uuid.uuid4().hex[:8]}"
+        other = object.__new__(HadoopFolder)
+        other.__dict__.update(self.__dict__)
+        other.path = self._jvm.org.apache.hadoop.fs.Path(self.path.getParent(), name)
+        other.uri = other.path.toString()
+        return other
+
+    def exists(self) -> bool:
+        return bool(self.fs.exists(self.path))
+
+    def is_folder(self) -> bool:
+        return bool(self.fs.getFileStatus(self.path).isDirectory())
+
+    def delete(self) -> None:
+        if self.exists():
+            self.fs.delete(self.path, True)
+
+    def rename(self, target: HadoopFolder) -> None:
+        if not self.fs.rename(self.path, target.path):
+            raise SparkError(f"could not rename {self.uri!r} to {target.uri!r}")
+
+    def write_text(self, name: str, text: str) -> None:
+        stream = self.fs.create(self._jvm.org.apache.hadoop.fs.Path(self.path, name), True)
+        try:
+            stream.write(bytearray(text.encode("utf-8")))
+        finally:
+            stream.close()
+
+
+def write_atomically(out: HadoopFolder, per_unit: DataFrame, undefined: str, force: bool) -> pl.DataFrame:
+    """Run the job into a temporary sibling of ``out``, summarise it, then move it into place; on
+    any failure the temporary folder is removed and ``out`` is left as it was."""
+    temp = out.sibling("tmp")
+    try:
+        try:
+            per_unit.write.parquet(temp.child(PER_UNIT_DIR))
+        except spark_failures() as exc:
+            raise job_error(exc) from None
+        summary = summarize_parts(per_unit_parts(per_unit.sparkSession, temp), undefined)
+        temp.write_text(SUMMARY_FILE, summary.write_csv())
+        if out.exists():
+            if not force:
+                raise ConfigError(f"output folder {out.uri!r} exists; pass --force to replace it")
+            old = out.sibling("old")
+            out.rename(old)
+            temp.rename(out)
+            old.delete()
+        else:
+            temp.rename(out)
+        return summary
+    finally:
+        temp.delete()
+
+
+def per_unit_parts(spark: SparkSession, folder: HadoopFolder):
+    """The per-unit tables a job wrote into ``folder``, one Parquet file at a time from a local
+    folder; from another file system, through Spark at once."""
+    uri = folder.child(PER_UNIT_DIR)
+    if not folder.local:
+        yield pl.from_arrow(spark.read.parquet(uri).toArrow())
+        return
+    for path in sorted(Path(uri.removeprefix("file:")).glob("*.parquet")):
+        yield pl.read_parquet(path)
+
+
+def summarize_parts(parts, undefined: str) -> pl.DataFrame:
+    """:func:`recsys_eval.measure.summarize` of the per-unit table made of ``parts`` (tables of
+    disjoint users), one part in memory at a time (:func:`merge_states`)."""
+    state = merge_states([PartitionState.of(part, undefined=undefined) for part in parts if part.height])
+    counts = f_count_sums(state.f_users) if state.f_users is not None else None
+    return with_all_folds(state.summary(undefined), counts)
+
+
+def job_error(exc: BaseException) -> RecsysEvalError:
+    """A failed Spark job as a RecsysEvalError: the executor's own error (bad data found in a
+    partition) when there is one, with its message, else a SparkError with Spark's first line."""
+    text = str(exc)
+    found = _ERROR.findall(text)
+    if found:
+        kind, message = found[-1]
+        cls = {"DataError": DataError, "ConfigError": ConfigError}.get(kind, RecsysEvalError)
+        return cls(message.strip())
+    return SparkError(f"the Spark job failed: {text.strip().splitlines()[0] if text.strip() else type(exc).__name__}")

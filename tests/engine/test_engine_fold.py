@@ -1,0 +1,184 @@
+"""An experiment on Spark (``[engine] name = "spark"``) gives the local runner's per-unit values and
+summary for the same config, and a config the Spark engine cannot run is refused at validation."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import polars as pl
+import pytest
+
+from recsys_eval.cli import main
+from recsys_eval.core.results import ResultsFolder
+from recsys_eval.engine.fold import broadcastable, check_spark_protocol, check_spark_support
+from recsys_eval.errors import ConfigError
+from recsys_eval.experiment.checks import check_names
+from recsys_eval.experiment.config import load_config
+from recsys_eval.experiment.runner import run_experiment
+
+KEYS = ["system", "protocol", "fold", "user", "unit", "metric", "k"]
+CONFIG = """
+name = "fold"
+seed = 5
+
+[dataset]
+path = "{data}"
+columns = {{ user = "userId", item = "movieId", rating = "rating", timestamp = "timestamp" }}
+
+[split]
+method = "{method}"
+params = {params}
+
+[[protocols]]
+name = "AI+AR+AN"
+
+[[protocols]]
+name = "AI+1R+NN20"
+
+[[protocols]]
+name = "UT+AR+AN"
+label = "own test items"
+
+{recommenders}
+
+[metrics]
+names = ["precision", "recall", "f1", "ndcg", "ap", "rr", "auc"]
+k = [1, 5, 10]
+relevance_threshold = 4
+
+[output]
+report = false
+save_splits = false
+
+[engine]
+name = "{engine}"
+partitions = {partitions}
+"""
+RECS = """
+[[recommenders]]
+name = "popular"
+
+[[recommenders]]
+name = "als"
+params = {{ factors = 8, iterations = 3 }}
+
+[[recommenders]]
+name = "item_knn"
+params = {{ k = 20 }}
+"""
+
+
+def _config(tmp_path, data, engine, partitions=3, method="holdout",
+            params="{ fraction = 0.2, per_user = true }", recommenders=RECS):
+    path = tmp_path / f"{engine}-{partitions}.toml"
+    path.write_text(CONFIG.format(data=data, engine=engine, partitions=partitions, method=method, params=params,
+                                  recommenders=recommenders.format()))
+    return path
+
+
+def _run(path, out):
+    return run_experiment(load_config(path), path.read_text(), out_root=out, quiet=True)
+
+
+def _assert_same(local: pl.DataFrame, spark: pl.DataFrame) -> None:
+    assert spark.height == local.height
+    joined = local.join(spark, on=KEYS, how="full", nulls_equal=True, suffix="_spark")
+    a, b = joined.get_column("value").to_numpy(), joined.get_column("value_spark").to_numpy()
+    assert not np.isnan(a).all() and np.array_equal(np.isnan(a), np.isnan(b))
+    np.testing.assert_allclose(b[~np.isnan(b)], a[~np.isnan(a)], rtol=0, atol=1e-12)
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize(("partitions", "method", "params"), [
+    (1, "holdout", "{ fraction = 0.2, per_user = true }"),
+    (7, "kfold", "{ k = 2, per_user = true }"),
+])
+def test_experiment_on_spark_equals_local(spark, tmp_path, synthetic_ratings, partitions, method, params):
+    folders = {"local": _run(_config(tmp_path, synthetic_ratings, "local", partitions, method, params),
+                             tmp_path / "local").folder}
+    if partitions == 1:  # `run --engine spark` on a config of the local engine
+        with pytest.raises(SystemExit) as exit_info:
+            main(["run", str(_config(tmp_path, synthetic_ratings, "local", partitions, method, params)),
+                  "--out", str(tmp_path / "spark"), "--quiet", "--engine", "spark"])
+        assert exit_info.value.code in (0, None)
+        folders["spark"] = next(p for p in (tmp_path / "spark" / "fold").iterdir() if not p.name.startswith("."))
+    else:
+        path = _config(tmp_path, synthetic_ratings, "spark", partitions, method, params)
+        folders["spark"] = _run(path, tmp_path / "spark").folder
+    local, spark_folder = ResultsFolder.open(folders["local"]), ResultsFolder.open(folders["spark"])
+    _assert_same(local.scan_per_unit().collect(), spark_folder.scan_per_unit().collect())
+    # per-unit files in ResultsFolder's layout, every one in the manifest
+    files = sorted(str(p.relative_to(spark_folder.path)) for p in (spark_folder.path / "per_unit").rglob("*.parquet"))
+    assert files == sorted(json.loads((spark_folder.path / "manifest.json").read_text())["partitions"])
+    # the same summary: per-user values summed in the local order
+    a, b = local.table("summary"), spark_folder.table("summary")
+    assert a.drop("mean", "micro_mean", "lower", "upper").equals(b.drop("mean", "micro_mean", "lower", "upper"))
+    for column in ("mean", "micro_mean", "lower", "upper"):
+        np.testing.assert_array_equal(b.get_column(column).to_numpy(), a.get_column(column).to_numpy())
+    assert local.table("exposure_bins").equals(spark_folder.table("exposure_bins"))
+
+
+def test_unsupported_config_is_refused_at_validation(tmp_path, synthetic_ratings):
+    recs = RECS + '\n[[recommenders]]\nname = "user_knn"\n'
+    config = load_config(_config(tmp_path, synthetic_ratings, "spark", recommenders=recs))
+    with pytest.raises(ConfigError, match=r"recommenders\[3\]\.name: recommender 'user_knn' cannot run on the "
+                                          r"Spark engine: it scores a user from its neighbours' train rows"):
+        check_names(config)
+    check_names(load_config(_config(tmp_path, synthetic_ratings, "local", recommenders=recs)))
+
+
+@pytest.mark.parametrize(("name", "message"), [
+    ("user_knn", "whole train matrix"), ("bias", "predicts ratings"), ("my.module:Model", "plugin"),
+    ("path", "external run"),
+])
+def test_recommenders_that_cannot_broadcast(name, message):
+    with pytest.raises(ConfigError, match=message):
+        check_spark_support(name)
+    for ok in ("random", "popular", "als", "bpr", "lmf", "item_knn", "spark_als"):
+        check_spark_support(ok)
+
+
+@pytest.mark.parametrize(("name", "design", "sampling", "message"), [
+    ("TI+AR+AN", "standard", "uniform", "TI candidates"),
+    ("AI+1R+NN50", "standard", "popularity", "popularity sampling"),
+    ("AI+AR+AN", "percentiles", "uniform", "percentiles design"),
+])
+def test_protocols_that_need_other_users(name, design, sampling, message):
+    with pytest.raises(ConfigError, match=message):
+        check_spark_protocol(name, design, sampling)
+    check_spark_protocol("UT+AR+AN")
+
+
+def test_broadcast_models_drop_the_library_and_the_train_matrix(synthetic_ratings):
+    from recsys_eval.data import load_file
+    from recsys_eval.recommend import make_recommender
+
+    data = load_file(synthetic_ratings, {"user": "userId", "item": "movieId", "rating": "rating"})
+    knn = make_recommender("item_knn", {"k": 5}, threads=1).fit(data)
+    light = broadcastable(knn)
+    assert light.model is None and light.user_items is None and knn.user_items is not None
+    assert light.similarity is knn.similarity
+    with pytest.raises(ConfigError, match="cannot be broadcast"):
+        broadcastable(object())
+
+
+@pytest.mark.spark
+def test_spark_als_fits_on_spark_and_runs_on_both_engines(spark, tmp_path, synthetic_ratings):
+    from recsys_eval.data import load_file
+    from recsys_eval.recommend import make_recommender
+
+    data = load_file(synthetic_ratings, {"user": "userId", "item": "movieId", "rating": "rating"})
+    model = make_recommender("spark_als", {"factors": 4, "iterations": 3}, seed=1).fit(data)
+    assert model.user_factors.shape == (data.n_users, 4) and model.item_factors.shape == (data.n_items, 4)
+    assert np.abs(model.item_factors).sum() > 0
+    users, items = np.array([0, 1, 2]), np.array([3, 4, 5])
+    np.testing.assert_allclose(model.score(users, items),
+                               (model.user_factors[users] * model.item_factors[items]).sum(1), rtol=1e-5)
+    recs = '[[recommenders]]\nname = "spark_als"\nparams = {{ factors = 4, iterations = 3 }}\n'
+    per_unit = {}
+    for engine in ("local", "spark"):
+        folder = _run(_config(tmp_path, synthetic_ratings, engine, 3, recommenders=recs), tmp_path / engine).folder
+        per_unit[engine] = ResultsFolder.open(folder).scan_per_unit().collect()
+    assert set(per_unit["spark"].get_column("system")) == {"spark_als"}
+    _assert_same(per_unit["local"], per_unit["spark"])  # Spark ML's ALS is seeded: the same factors
