@@ -14,6 +14,12 @@ from recsys_eval.experiment.config import load_config
 
 STARTER = Path(__file__).resolve().parents[1] / "experiment" / "starter.toml"
 
+def flag(*names: str, help: str) -> bool:
+    """A boolean option shown as a plain flag: typer's help would print ``<bool>`` beside it, as if
+    it took a value, unless the metavar is empty."""
+    return typer.Option(False, *names, metavar="", help=help)
+
+
 SET_HELP = "Override a config key, e.g. --set metrics.k=[5,10] --set recommenders.0.params.factors=32 (repeatable)."
 
 
@@ -40,9 +46,9 @@ def _link_latest(folder: Path) -> None:
 def run(
     config: Path = typer.Argument(..., help="The experiment config (TOML)."),
     out: Path = typer.Option(None, "--out", help="Results root (default: the config's output.folder)."),
-    resume: bool = typer.Option(False, "--resume", is_flag=True, help="Reuse the folds an interrupted run finished."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", is_flag=True, help="No progress bars or tables."),
-    no_report: bool = typer.Option(False, "--no-report", is_flag=True, help="Skip the analysis and report."),
+    resume: bool = flag("--resume", help="Reuse the folds an interrupted run finished."),
+    quiet: bool = flag("--quiet", "-q", help="No progress bars or tables."),
+    no_report: bool = flag("--no-report", help="Skip the analysis and report."),
     memory: str = typer.Option(None, "--memory", help="Memory budget, e.g. 4GB (default: the config's run.memory)."),
     overrides: list[str] = typer.Option(None, "--set", help=SET_HELP),
 ) -> None:
@@ -92,7 +98,7 @@ def validate(
 @app.command()
 def init(
     path: Path = typer.Argument(Path("experiment.toml"), help="Where to write the starter config."),
-    force: bool = typer.Option(False, "--force", is_flag=True, help="Overwrite an existing file."),
+    force: bool = flag("--force", help="Overwrite an existing file."),
 ) -> None:
     """Write a commented starter config."""
     if path.exists() and not force:

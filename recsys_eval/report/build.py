@@ -29,6 +29,7 @@ from recsys_eval.report.tables import (
     format_p,
     label_filter,
     latex_caption,
+    main_label,
     summary_blocks,
     to_latex,
     to_markdown,
@@ -46,7 +47,7 @@ thead th { border-bottom: 2px solid #444; }
 .best { font-weight: bold; }
 .ci { color: #777; font-size: .8em; display: block; }
 pre { background: #f6f6f6; padding: .8em; overflow-x: auto; font-size: .85em; }
-figure { margin: 1em 0; } figure img { max-width: 100%; }
+figure { margin: 1em 0; } figure img { max-width: min(100%, 900px); }
 figcaption { color: #555; font-size: .9em; max-width: 60em; }
 .note { color: #555; font-size: .9em; }
 dt { font-weight: bold; margin-top: .5em; } dd { margin-left: 1.5em; }
@@ -128,11 +129,16 @@ def _slug(text: str) -> str:
     return re.sub(r"[^\w@+.=-]+", "-", text).strip("-")
 
 
-def significance_table(paired: pl.DataFrame, label: str, alpha: float) -> pl.DataFrame:
+def significance_table(paired: pl.DataFrame, label: str, alpha: float, *, protocols: list[str] | None = None,
+                       systems: list[str] | None = None) -> pl.DataFrame:
     """The tests of ``label`` (``ndcg@10``) against the baseline, as read in a paper: the metric and
     k named, the difference with its direction (better or worse than the baseline, given whether
-    the metric is better higher or lower), p and corrected p formatted (``< 0.001``)."""
+    the metric is better higher or lower), p and corrected p formatted (``< 0.001``); protocols and
+    systems in the given (config) order."""
     rows = paired.filter(label_filter(label))
+    order = [pl.col(c).replace_strict({v: i for i, v in enumerate(names)}, default=len(names))
+             for c, names in (("protocol", protocols), ("system", systems)) if names]
+    rows = rows.sort([*order, "test"], maintain_order=True) if order else rows
     lower = lower_is_better(label.partition("@")[0])
     return rows.select(
         "protocol", "fold",
@@ -215,14 +221,14 @@ def build_sections(folder: Path) -> list[Section]:
     (folder / "tables-twocolumn.tex").write_text(
         to_latex(blocks, caption=caption, label=label, intervals=intervals, wide=True))
 
-    main_label = next((c for c in columns if c.startswith("ndcg")), columns[0])
-    main = human_label(main_label)
-    at_main = label_filter(main_label)
+    focus = main_label(columns)
+    main = human_label(focus)
+    at_main = label_filter(focus)
     for name, title in (("paired_tests", f"Significance against the baseline: {main}"),
                         ("fold_paired_tests", f"Paired t over fold means: {main}")):
         frame = _read(folder, name)
         if frame is not None and frame.height:
-            table = significance_table(frame, main_label, alpha)
+            table = significance_table(frame, focus, alpha, protocols=protocols, systems=systems)
             text = (f"Every system against {baseline or 'every other'} on {main}, per protocol and test; "
                     f"difference = system - baseline; p adjusted by {manifest.get('correction', 'holm')} "
                     f"over the systems of a protocol, fold, metric and test; significant at {alpha}. All "
@@ -230,7 +236,7 @@ def build_sections(folder: Path) -> list[Section]:
             sections.append(Section(name, title, markdown=text + "\n\n" + _md_table(table),
                                     html=f'<p class="note">{html.escape(text)}</p>' + _html_table(table)))
 
-    sections.append(_figures(folder, manifest, summary, fold, main_label))
+    sections.append(_figures(folder, manifest, summary, fold, focus))
     for name, title in (("agreement", "Protocol agreement"),
                         ("sampled_ordering", "Sampled-metric correction: orderings")):
         frame = _read(folder, name)
@@ -238,7 +244,7 @@ def build_sections(folder: Path) -> list[Section]:
             if name == "agreement":
                 frame = frame.filter(at_main).with_columns(pl.col("swaps").list.join("; "))
             sections.append(Section(name, title, markdown=_md_table(frame), html=_html_table(frame)))
-    audit = _aggregation_section(folder, main_label)
+    audit = _aggregation_section(folder, focus)
     if audit is not None:
         sections.append(audit)
     labels = [c for c in dict.fromkeys(columns + summary.get_column("metric").unique(maintain_order=True).to_list())]
@@ -267,23 +273,23 @@ def _closing_sections(folder: Path, manifest: dict, config_text: str) -> list[Se
     return sections
 
 
-def _figures(folder: Path, manifest: dict, summary: pl.DataFrame, fold: str, main_label: str) -> Section:
+def _figures(folder: Path, manifest: dict, summary: pl.DataFrame, fold: str, focus: str) -> Section:
     """Every figure the run has data for, each system in the colour the manifest's order gives it."""
     out = folder / "figures"
     systems = manifest.get("systems") or summary.get_column("system").unique(maintain_order=True).to_list()
     colors = figures.system_colors(systems)
-    main = human_label(main_label)
-    at_main = label_filter(main_label)
+    main = human_label(focus)
+    at_main = label_filter(focus)
     section = Section("figures", "Figures")
 
     def add(fig, name: str, caption: str) -> None:
         if fig is not None:
             section.figures.append(Figure(caption, _slug(name), figures.save(fig, out, _slug(name))))
 
-    add(figures.systems_with_intervals(summary, main_label, fold, colors=colors), f"{main_label}-by-protocol",
+    add(figures.systems_with_intervals(summary, focus, fold, colors=colors), f"{focus}-by-protocol",
         f"{main} of every system under every protocol (fold {fold}), bars with 95% intervals.")
-    add(figures.ranks_across_protocols(summary, main_label, fold, colors=colors),
-        f"{main_label}-ranks-across-protocols", f"Each system's rank by {main} under every protocol (1 = best).")
+    add(figures.ranks_across_protocols(summary, focus, fold, colors=colors),
+        f"{focus}-ranks-across-protocols", f"Each system's rank by {main} under every protocol (1 = best).")
     for metric in summary.get_column("metric").unique(maintain_order=True).to_list():
         label = human_label(metric)
         add(figures.metric_against_k(summary, metric, fold, colors=colors, ylabel=label),
@@ -291,7 +297,7 @@ def _figures(folder: Path, manifest: dict, summary: pl.DataFrame, fold: str, mai
     agreement = _read(folder, "agreement")
     if agreement is not None and agreement.height:
         part = agreement.filter(at_main)
-        add(figures.agreement_matrix(part if part.height else agreement, main), f"{main_label}-protocol-agreement",
+        add(figures.agreement_matrix(part if part.height else agreement, main), f"{focus}-protocol-agreement",
             f"Kendall's tau between the orderings of the systems by {main} under each pair of protocols.")
     sampled = _read(folder, "sampled_correction")
     definitions = manifest.get("protocol_definitions", {})
@@ -303,15 +309,15 @@ def _figures(folder: Path, manifest: dict, summary: pl.DataFrame, fold: str, mai
             add(figures.grouped_bars(rows, group="system", series="estimate", value="value",
                                      title=f"{protocol}: sampled, corrected and full-ranking {main}",
                                      ylabel=main, xlabel="system"),
-                f"{main_label}-sampled-correction-{protocol}",
+                f"{focus}-sampled-correction-{protocol}",
                 _sampled_caption(protocol, definitions.get(protocol, {}), full[0] if full.len() else None,
-                                 main_label))
+                                 focus))
     popularity = _read(folder, "popularity_bins")
     if popularity is not None and popularity.height:
         add(figures.grouped_bars(popularity.filter(at_main), group="bin", series="system", value="value",
                                  title=f"{main} per item-popularity bin", ylabel=main,
                                  xlabel="popularity bin (1 = least popular)", colors=colors),
-            f"{main_label}-by-popularity-bin", f"{main} when only the items of one popularity bin are targets.")
+            f"{focus}-by-popularity-bin", f"{main} when only the items of one popularity bin are targets.")
     exposure = _read(folder, "exposure")
     if exposure is not None and exposure.height:
         first = exposure.get_column("protocol")[0]
@@ -329,12 +335,12 @@ def _figures(folder: Path, manifest: dict, summary: pl.DataFrame, fold: str, mai
             add(figures.lines(part.filter(pl.col("protocol") == first), x="fraction", series="system",
                               value="value", title=f"Learning curve ({first})", xlabel="training fraction",
                               ylabel=main, colors=colors),
-                f"{main_label}-learning-curve-{first}",
+                f"{focus}-learning-curve-{first}",
                 f"{main} against the fraction of the training data each system was fitted on ({first}).")
     return section
 
 
-def _aggregation_section(folder: Path, main_label: str) -> Section | None:
+def _aggregation_section(folder: Path, focus: str) -> Section | None:
     """Forman & Scholz's aggregation variants of a cross-validated run, with the system pairs each
     variant would order differently from the reported value."""
     f_table, auc_table = _read(folder, "aggregation_f"), _read(folder, "aggregation_auc")
@@ -354,7 +360,7 @@ def _aggregation_section(folder: Path, main_label: str) -> Section | None:
             "scored targets), which assumes scores comparable across users and folds. " + verdict)
     parts: list[tuple[str, pl.DataFrame]] = []
     if f_table is not None:
-        _, _, k = main_label.partition("@")
+        _, _, k = focus.partition("@")
         shown = f_table.filter(pl.col("k") == int(k)) if k and f_table.filter(pl.col("k") == int(k)).height else f_table
         parts.append(("F-measure variants over folds", shown))
     if auc_table is not None:

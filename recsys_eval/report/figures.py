@@ -19,6 +19,7 @@ import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+from recsys_eval.report.glossary import human_label  # noqa: E402
 from recsys_eval.report.tables import label_filter  # noqa: E402
 
 STYLE = {
@@ -122,7 +123,7 @@ def systems_with_intervals(summary: pl.DataFrame, label: str, fold: str = "all",
             ax.set_yticks(range(len(systems)), systems)
             ax.invert_yaxis()
             ax.set_title(protocol)
-            ax.set_xlabel(label)
+            ax.set_xlabel(human_label(label))
         fig.tight_layout()
     return fig
 
@@ -176,7 +177,7 @@ def ranks_across_protocols(summary: pl.DataFrame, label: str, fold: str = "all",
         ax.set_xlabel("protocol")
         ax.set_yticks(range(1, len(systems) + 1))
         ax.invert_yaxis()
-        ax.set_ylabel(f"rank by {label}")
+        ax.set_ylabel(f"rank by {human_label(label)}")
         ax.legend(loc="center left", bbox_to_anchor=(1, 0.5))
         fig.tight_layout()
     return fig

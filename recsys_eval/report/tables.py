@@ -69,6 +69,11 @@ def default_columns(summary: pl.DataFrame, max_metrics: int = 4, cutoffs: int = 
     return labels
 
 
+def main_label(columns: list[str]) -> str:
+    """The label figures and significance tables focus on: the first nDCG column, else the first."""
+    return next((c for c in columns if c.startswith("ndcg@")), columns[0])
+
+
 def summary_blocks(
     summary: pl.DataFrame,
     *,
