@@ -205,7 +205,7 @@ def to_latex(blocks: list[Block], *, digits: int = 3, caption: str = "", label: 
     with a dagger. ``caption`` is LaTeX (see :func:`latex_caption`) in which the placeholder
     ``{protocol}`` names each block; ``wide`` writes ``table*`` for two-column papers; ``intervals``
     adds a row of ``[lower, upper]`` in script size under each system's values, so that the
-    columns stay narrow.
+    columns stay narrow. A table wider than the text is scaled down to it (``\\usepackage{graphicx}``).
     """
     env = "table*" if wide else "table"
     out = []
@@ -214,6 +214,8 @@ def to_latex(blocks: list[Block], *, digits: int = 3, caption: str = "", label: 
             rf"\begin{{{env}}}[t]",
             r"\centering",
             r"\small",
+            # shrunk to the text width only when wider (needs graphicx): every chosen column fits
+            r"\resizebox{\ifdim\width>\linewidth\linewidth\else\width\fi}{!}{%",
             r"\begin{tabular}{@{}l" + "r" * len(block.columns) + "@{}}",
             r"\toprule",
             "System & " + " & ".join(latex_escape(human_label(c)) for c in block.columns) + r" \\",
@@ -229,7 +231,7 @@ def to_latex(blocks: list[Block], *, digits: int = 3, caption: str = "", label: 
                     rf"{{\scriptsize [{_fmt(c.lower, digits)}, {_fmt(c.upper, digits)}]}}"
                     if c is not None and c.lower is not None and c.lower == c.lower else "" for c in bounds
                 ) + r" \\")
-        lines += [r"\bottomrule", r"\end{tabular}"]
+        lines += [r"\bottomrule", r"\end{tabular}}"]
         if caption:
             lines.append(rf"\caption{{{caption.replace('{protocol}', latex_escape(block.protocol))}}}")
         if label:
