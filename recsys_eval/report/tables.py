@@ -70,8 +70,10 @@ def default_columns(summary: pl.DataFrame, max_metrics: int = 4, cutoffs: int = 
 
 
 def main_label(columns: list[str]) -> str:
-    """The label figures and significance tables focus on: the first nDCG column, else the first."""
-    return next((c for c in columns if c.startswith("ndcg@")), columns[0])
+    """The label figures and significance tables focus on: nDCG at the largest cutoff shown, else
+    the first column."""
+    return max((c for c in columns if c.startswith("ndcg@")), key=lambda c: int(c.partition("@")[2]),
+               default=columns[0])
 
 
 def summary_blocks(
