@@ -21,7 +21,7 @@ from pathlib import Path
 import polars as pl
 
 from recsys_eval.core import atomic
-from recsys_eval.core.results import MANIFEST, ResultsFolder
+from recsys_eval.core.results import CURVES, MANIFEST, ResultsFolder
 from recsys_eval.measure.metrics import AUXILIARY_METRICS, display_label, lower_is_better
 from recsys_eval.report import figures
 from recsys_eval.report.glossary import glossary
@@ -295,6 +295,17 @@ def _figures(folder: Path, manifest: dict, summary: pl.DataFrame, fold: str, foc
         label = display_label(metric)
         add(figures.metric_against_k(summary, metric, fold, colors=colors, ylabel=label),
             f"{metric}-by-k", f"{label} against the cutoff k, one panel per protocol (fold {fold}).")
+    curves = _read(folder, CURVES)
+    if curves is not None and curves.height:
+        curve_fold = fold if fold in set(curves.get_column("fold")) else curves.get_column("fold")[0]
+        add(figures.curves_by_protocol(curves, "roc", curve_fold, colors=colors), "roc-by-protocol",
+            f"ROC curves (fold {curve_fold}): the true positive rate at each false positive rate, averaged over "
+            "the units (vertical averaging) of each fold, then over folds; each unit's whole target set is "
+            "ranked, unlisted targets tied last. The dashed diagonal is a random ranking.")
+        add(figures.curves_by_protocol(curves, "pr", curve_fold, colors=colors), "pr-by-protocol",
+            f"Precision-recall curves (fold {curve_fold}): at each recall level the unit's interpolated "
+            "precision (the best precision at that recall or beyond, 0 if never reached), averaged over the "
+            "units of each fold, then over folds.")
     agreement = _read(folder, "agreement")
     if agreement is not None and agreement.height:
         part = agreement.filter(at_main)

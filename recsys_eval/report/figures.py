@@ -230,3 +230,39 @@ def lines(frame: pl.DataFrame, *, x: str, series: str, value: str, title: str, x
         ax.legend(loc="center left", bbox_to_anchor=(1, 0.5))
         fig.tight_layout()
     return fig
+
+
+#: Axis labels of the averaged curves (recsys_eval.report.curves).
+CURVE_AXES = {"roc": ("false positive rate", "true positive rate (mean over units)"),
+              "pr": ("recall", "interpolated precision (mean over units)")}
+
+
+def curves_by_protocol(curves: pl.DataFrame, curve: str, fold: str = "all", *,
+                       colors: dict[str, tuple] | None = None) -> Figure | None:
+    """One panel per protocol: each system's averaged ``curve`` (``"roc"`` or ``"pr"``), with the
+    chance diagonal on ROC panels."""
+    data = curves.filter((pl.col("curve") == curve) & (pl.col("fold") == fold)).drop_nulls("y")
+    if data.is_empty():
+        return None
+    protocols = data.get_column("protocol").unique(maintain_order=True).to_list()
+    systems = data.get_column("system").unique(maintain_order=True).to_list()
+    colors = _colors(systems, colors)
+    xlabel, ylabel = CURVE_AXES[curve]
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(1, len(protocols), figsize=(3.4 * len(protocols) + 1.5, 3.3), squeeze=False)
+        for ax, protocol in zip(axes[0], protocols, strict=True):
+            if curve == "roc":
+                ax.plot([0, 1], [0, 1], color="0.7", lw=0.8, ls="--")
+            for system in systems:
+                part = data.filter((pl.col("protocol") == protocol) & (pl.col("system") == system)).sort("x")
+                if part.height:
+                    ax.plot(part["x"], part["y"], label=system, color=colors[system],
+                            marker="o" if curve == "pr" else None, ms=3)
+            ax.set_title(protocol)
+            ax.set_xlabel(xlabel)
+            ax.set_ylabel(ylabel)
+            ax.set_xlim(0, 1)
+            ax.set_ylim(0, 1.02)
+        axes[0][-1].legend(loc="center left", bbox_to_anchor=(1, 0.5))
+        fig.tight_layout()
+    return fig

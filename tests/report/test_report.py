@@ -374,3 +374,45 @@ def test_the_readme_main_job_runs_with_its_report(tmp_path):
     assert exit_info.value.code in (0, None)
     folder = next(p for p in (tmp_path / "quickstart").iterdir() if not p.name.startswith("."))
     assert (folder / "report.html").is_file() and (folder / "tables.tex").is_file()
+
+
+def test_curves_average_units_within_a_fold_then_folds():
+    from recsys_eval.report.curves import combine_curves
+
+    # fold f1: two chunks, y 0.2 over 1 unit and 0.6 over 3 units -> 0.5; fold f2: 0.1 over 2 units;
+    # a chunk without units (y NaN) weighs nothing; all: (0.5 + 0.1) / 2
+    rows = pl.DataFrame({"system": "s", "protocol": "p", "fold": ["f1", "f1", "f2", "f2"], "curve": "roc",
+                         "x": 0.5, "y": [0.2, 0.6, 0.1, float("nan")], "units": [1, 3, 2, 0]})
+    rows = rows.with_columns(pl.when(pl.col("units") > 0).then(pl.col("y")).otherwise(0.0).alias("y"))
+    out = {r["fold"]: (r["y"], r["units"]) for r in combine_curves(rows).iter_rows(named=True)}
+    assert out["f1"] == (pytest.approx(0.5), 4) and out["f2"] == (pytest.approx(0.1), 2)
+    assert out["all"] == (pytest.approx(0.3), 6)
+    empty = combine_curves(rows.filter(pl.col("units") == 0))
+    assert empty["y"].to_list() == [None]
+
+
+def test_roc_curves_enclose_the_summary_auc_and_pr_curves_fall(folder):
+    """The area under the averaged ROC (trapezoids on its grid) is the mean of the units' areas.
+    Where every target is ranked (1R protocols: one relevant item, its targets all listed) a unit's
+    area is its AUC, so the area is the summary's mean over units (``micro_mean``) up to the grid.
+    (Under AR+AN a truncated list's unlisted targets tie last on the curve, while the AUC uses
+    their exact scores, so there only the unit counts are compared: a unit is a user.)"""
+    curves = pl.read_parquet(folder / "curves.parquet")
+    summary = pl.read_parquet(folder / "summary.parquet").filter(
+        pl.col("protocol").is_in(["AI+AR+AN", "AI+1R+AN", "AI+1R+NN50"]) & (pl.col("metric") == "auc"))
+    assert summary.height == 3 * 3 * 3  # protocols x systems x (two folds and all)
+    for row in summary.iter_rows(named=True):
+        roc = curves.filter((pl.col("curve") == "roc") & (pl.col("protocol") == row["protocol"])
+                            & (pl.col("system") == row["system"]) & (pl.col("fold") == row["fold"])).sort("x")
+        x, y = roc["x"].to_numpy(), roc["y"].to_numpy()
+        assert x[0] == 0 and x[-1] == 1 and y[-1] == pytest.approx(1.0)
+        if row["protocol"] == "AI+AR+AN":
+            assert roc["units"][0] == row["users_counted"], row
+        else:
+            area = float(((x[1:] - x[:-1]) * (y[1:] + y[:-1]) / 2).sum())
+            assert area == pytest.approx(row["micro_mean"], abs=0.004), row
+    pr = curves.filter(pl.col("curve") == "pr").sort("system", "protocol", "fold", "x")
+    falls = pr.group_by("system", "protocol", "fold").agg((pl.col("y").diff().drop_nulls() <= 1e-12).all())
+    assert falls["y"].all() and falls.height > 0
+    for stem in ("roc-by-protocol", "pr-by-protocol"):
+        assert (folder / "figures" / f"{stem}.svg").is_file()
