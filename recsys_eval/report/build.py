@@ -21,7 +21,7 @@ from pathlib import Path
 import polars as pl
 
 from recsys_eval.core import atomic
-from recsys_eval.core.results import CURVES, MANIFEST, ResultsFolder
+from recsys_eval.core.results import CONFIG, CURVES, MANIFEST, TUNING, ResultsFolder
 from recsys_eval.measure.metrics import AUXILIARY_METRICS, display_label, lower_is_better
 from recsys_eval.report import figures
 from recsys_eval.report.glossary import glossary
@@ -156,10 +156,15 @@ def significance_table(paired: pl.DataFrame, label: str, alpha: float, *, protoc
     )
 
 
+def _config_table(folder: Path, key: str) -> dict:
+    """A table of the config as run (``[report]``, ``[tuning]``), empty when absent."""
+    path = folder / CONFIG
+    return tomllib.loads(path.read_text(encoding="utf-8")).get(key, {}) if path.is_file() else {}
+
+
 def _report_options(folder: Path) -> tuple[list[str] | None, bool]:
     """The config's ``[report] metrics`` and ``intervals`` (absent in runs made before they existed)."""
-    path = folder / "config.toml"
-    options = tomllib.loads(path.read_text(encoding="utf-8")).get("report", {}) if path.is_file() else {}
+    options = _config_table(folder, "report")
     return options.get("metrics"), bool(options.get("intervals", False))
 
 
@@ -182,7 +187,7 @@ def build_sections(folder: Path) -> list[Section]:
     """Collect every section the results folder has data for, results first."""
     sections: list[Section] = []
     manifest = ResultsFolder(folder).manifest if (folder / MANIFEST).is_file() else {}
-    config_text = (folder / "config.toml").read_text() if (folder / "config.toml").is_file() else ""
+    config_text = (folder / CONFIG).read_text(encoding="utf-8") if (folder / CONFIG).is_file() else ""
     alpha = manifest.get("alpha", 0.05)
     tail = _closing_sections(folder, manifest, config_text)
 
@@ -248,6 +253,9 @@ def build_sections(folder: Path) -> list[Section]:
     audit = _aggregation_section(folder, focus)
     if audit is not None:
         sections.append(audit)
+    tuning = _tuning_section(folder)
+    if tuning is not None:
+        sections.append(tuning)
     labels = [c for c in dict.fromkeys(columns + summary.get_column("metric").unique(maintain_order=True).to_list())]
     terms = glossary(manifest.get("protocol_definitions", {}), labels)
     sections.append(Section(
@@ -349,6 +357,38 @@ def _figures(folder: Path, manifest: dict, summary: pl.DataFrame, fold: str, foc
                               ylabel=main, colors=colors),
                 f"{focus}-learning-curve-{first}",
                 f"{main} against the fraction of the training data each system was fitted on ({first}).")
+    return section
+
+
+def _tuning_section(folder: Path) -> Section | None:
+    """A run that tuned (``tuning.parquet``): the hyperparameters chosen per fold and system, the
+    tuning cost, and each system's validation value by trial (recsys_eval.tune.report)."""
+    path = folder / TUNING
+    if not path.is_file():
+        return None
+    from recsys_eval.tune.report import chosen_parameters, curve_figure, tuning_cost
+
+    trials = pl.read_parquet(path)
+    if trials.is_empty():
+        return None
+    options = _config_table(folder, "tuning")
+    what = display_label(options.get("metric", "ndcg@10"))
+    where = options.get("protocol") or "the first protocol"
+    note = (f"Each system with a search space was tuned ({options.get('method', 'tpe')}) on a validation split "
+            f"carved from each fold's train side, maximising {what} under {where}; the chosen "
+            "hyperparameters (the best validation value, the earliest trial on ties) were refitted on the "
+            "fold's whole train side before the test side was used. Every trial: tuning.parquet.")
+    parts = (("Chosen hyperparameters", chosen_parameters(trials)), ("Tuning cost (seconds)", tuning_cost(trials)))
+    section = Section(
+        "tuning", "Tuning",
+        markdown=note + "\n\n" + "".join(f"**{caption}**\n\n{_md_table(frame)}\n" for caption, frame in parts),
+        html=f'<p class="note">{html.escape(note)}</p>' + "".join(
+            f"<h3>{html.escape(caption)}</h3>{_html_table(frame)}" for caption, frame in parts),
+    )
+    caption = (f"Validation {what} by trial (dots) and the best so far (line), one panel per tuned system, "
+               "a line per fold.")
+    section.figures.append(Figure(caption, "tuning-validation-curves",
+                                  figures.save(curve_figure(trials), folder / "figures", "tuning-validation-curves")))
     return section
 
 

@@ -416,3 +416,55 @@ def test_roc_curves_enclose_the_summary_auc_and_pr_curves_fall(folder):
     assert falls["y"].all() and falls.height > 0
     for stem in ("roc-by-protocol", "pr-by-protocol"):
         assert (folder / "figures" / f"{stem}.svg").is_file()
+
+
+TUNED = """
+name = "tuned"
+seed = 7
+
+[dataset]
+path = "{data}"
+columns = {{ user = "userId", item = "movieId", rating = "rating", timestamp = "timestamp" }}
+
+[split]
+method = "holdout"
+params = {{ fraction = 0.2, per_user = true }}
+
+[[protocols]]
+name = "AI+1R+NN50"
+
+[[recommenders]]
+name = "popular"
+
+[[recommenders]]
+name = "user_knn"
+search = {{ k = [3, 10, 40] }}
+
+[tuning]
+method = "grid"
+metric = "ndcg@10"
+
+[metrics]
+names = ["precision", "ndcg"]
+k = [10]
+relevance_threshold = 4
+"""
+
+
+def test_a_tuned_run_reports_the_chosen_parameters_and_the_trials(tmp_path, synthetic_ratings):
+    config = tmp_path / "tuned.toml"
+    config.write_text(TUNED.format(data=synthetic_ratings))
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", str(config), "--out", str(tmp_path), "--quiet"])
+    assert exit_info.value.code in (0, None)
+    folder = (tmp_path / "tuned" / "latest").resolve()
+    trials = pl.read_parquet(folder / "tuning.parquet")
+    best = max(trials.iter_rows(named=True), key=lambda r: (r["value"], -r["trial"]))
+    markdown = (folder / "report.md").read_text()
+    tuning = markdown[markdown.index("## Tuning"):]
+    assert "maximising nDCG@10" in tuning
+    chosen = tuning[tuning.index("**Chosen hyperparameters**"):tuning.index("**Tuning cost")]
+    rows = [line for line in chosen.splitlines() if line.startswith("| holdout")]
+    assert len(rows) == 1 and f"| user_knn | {best['trial']} |" in rows[0] and rows[0].endswith(f"| {best['param_k']} |")
+    assert 'id="tuning"' in (folder / "report.html").read_text()
+    assert (folder / "figures" / "tuning-validation-curves.pdf").is_file()
