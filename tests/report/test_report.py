@@ -23,14 +23,17 @@ from recsys_eval.report.tables import Block, Cell, to_latex
 
 HERE = Path(__file__).parent
 
-CONFIG = """
-name = "reported"
-seed = 3
-
+#: The synthetic dataset, as every config of these tests reads it.
+DATASET = """
 [dataset]
 path = "{data}"
 columns = {{ user = "userId", item = "movieId", rating = "rating", timestamp = "timestamp" }}
+"""
 
+CONFIG = """
+name = "reported"
+seed = 3
+""" + DATASET + """
 [split]
 method = "kfold"
 params = {{ k = 2, per_user = true }}
@@ -421,11 +424,7 @@ def test_roc_curves_enclose_the_summary_auc_and_pr_curves_fall(folder):
 TUNED = """
 name = "tuned"
 seed = 7
-
-[dataset]
-path = "{data}"
-columns = {{ user = "userId", item = "movieId", rating = "rating", timestamp = "timestamp" }}
-
+""" + DATASET + """
 [split]
 method = "holdout"
 params = {{ fraction = 0.2, per_user = true }}
