@@ -28,30 +28,35 @@ def print_summary(console: Console, summary: pl.DataFrame, *, manifest: dict | N
     blocks = summary_blocks(summary, fold=fold, columns=chosen, protocols=manifest.get("protocols"),
                             systems=manifest.get("systems"))
     for block in blocks:
-        name_width = max([len("system"), *map(len, block.rows)])
-        used, shown = name_width + 4, []  # rich's SIMPLE box: one space each side of every column
-        for column in block.columns:
-            width = max(len(display_label(column)), digits + 2) + 2
-            if used + width > console.width:
-                break
-            shown.append(column)
-            used += width
-        table = Table(title=f"{block.protocol} (fold {fold})", title_justify="left", box=box.SIMPLE_HEAD,
-                      pad_edge=False)
-        table.add_column("system", no_wrap=True)
-        for column in shown:
-            table.add_column(display_label(column), justify="right", no_wrap=True)
-        for system, cells in block.rows.items():
-            values = []
-            for column in shown:
-                cell = cells.get(column)
-                if cell is None or cell.mean is None or cell.mean != cell.mean:
-                    values.append("–")
-                else:
-                    text = f"{cell.mean:.{digits}f}"
-                    values.append(f"[bold]{text}[/]" if cell.best else text)
-            table.add_row(system, *values)
+        values = {system: [_cell(cells.get(column), digits) for column in block.columns]
+                  for system, cells in block.rows.items()}
+        shown = len(block.columns)
+        # as many columns as fit, measured as rich will draw them (padding, separators, edges) at
+        # a width that does not squeeze them
+        unbounded = console.options.update_width(10_000)
+        while shown and console.measure(_table(block, fold, values, shown), options=unbounded).maximum > console.width:
+            shown -= 1
+        table = _table(block, fold, values, shown)
         console.print(table)
-        if len(shown) < len(block.columns):
-            left = ", ".join(display_label(c) for c in block.columns[len(shown):])
+        if shown < len(block.columns):
+            left = ", ".join(display_label(c) for c in block.columns[shown:])
             console.print(f"  not shown at this width: {left} (all values in summary.csv)", highlight=False)
+
+
+def _cell(cell, digits: int) -> str:
+    if cell is None or cell.mean is None or cell.mean != cell.mean:
+        return "–"
+    text = f"{cell.mean:.{digits}f}"
+    return f"[bold]{text}[/]" if cell.best else text
+
+
+def _table(block, fold: str, values: dict[str, list[str]], shown: int) -> Table:
+    """The block's table with its first ``shown`` columns."""
+    table = Table(title=f"{block.protocol} (fold {fold})", title_justify="left", box=box.SIMPLE_HEAD,
+                  pad_edge=False, collapse_padding=True)
+    table.add_column("system", no_wrap=True)
+    for column in block.columns[:shown]:
+        table.add_column(display_label(column), justify="right", no_wrap=True)
+    for system, row in values.items():
+        table.add_row(system, *row[:shown])
+    return table

@@ -320,14 +320,23 @@ def test_report_renders_in_headless_chromium_without_console_errors(folder, tmp_
     assert console == []
 
 
-def test_compare_and_report_commands(folder, capsys):
+def test_compare_and_report_commands(folder, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
     with pytest.raises(SystemExit) as exit_info:
         main(["compare", str(folder), "--tests", "t,sign", "--correction", "bonferroni"])
     assert exit_info.value.code in (0, None)
     out = folder / "comparisons" / "baseline-popular_t-sign_bonferroni_alpha-0.05"
     tests = pl.read_parquet(out / "paired_tests.parquet")
     assert set(tests["test"].unique()) == {"t", "sign"}
-    assert "Paired tests" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "Paired tests against the baseline: nDCG@10" in printed
+    table = [line for line in printed.splitlines() if not line.startswith("tables: ")]
+    assert max(map(len, table)) <= 80 and "…" not in printed
+    # one row per protocol, system and test, protocols in config order
+    rows = [line.split() for line in table if line.split() and line.split()[0].startswith("AI+")]
+    assert len(rows) == 6 * 2 * 2
+    assert list(dict.fromkeys(r[0] for r in rows)) == ["AI+AR+AN", "AI+1R+AN", "AI+1R+NN50", "AI+AR+AN+pct3/bin1",
+                                                       "AI+AR+AN+pct3/bin2", "AI+AR+AN+pct3/bin3"]
     with pytest.raises(SystemExit) as exit_info:  # never overwritten without --force
         main(["compare", str(folder), "--tests", "t,sign", "--correction", "bonferroni"])
     assert exit_info.value.code == 1
