@@ -95,7 +95,8 @@ def report(
     results: Path = typer.Argument(..., help="A complete results folder."),
     force: bool = flag("--force", help="Rewrite an existing report."),
 ) -> None:
-    """Write report.md, a self-contained report.html with figures, and tables.tex."""
+    """Write report.md, a self-contained report.html, figures/ (PDF, SVG, PNG) and the LaTeX tables
+    (tables.tex; tables-twocolumn.tex with table* for two-column papers)."""
     from recsys_eval.compare.study import analyse
     from recsys_eval.core.results import ResultsFolder
     from recsys_eval.report import write_report
