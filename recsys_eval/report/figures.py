@@ -249,8 +249,12 @@ def curves_by_protocol(curves: pl.DataFrame, curve: str, fold: str = "all", *,
     colors = _colors(systems, colors)
     xlabel, ylabel = CURVE_AXES[curve]
     with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(1, len(protocols), figsize=(3.4 * len(protocols) + 1.5, 3.3), squeeze=False)
-        for ax, protocol in zip(axes[0], protocols, strict=True):
+        ncols = min(3, len(protocols))
+        nrows = -(-len(protocols) // ncols)
+        fig, axes = plt.subplots(nrows, ncols, figsize=(3.4 * ncols + 1.5, 3.1 * nrows), squeeze=False)
+        for ax in axes.flat[len(protocols):]:
+            ax.set_visible(False)
+        for ax, protocol in zip(axes.flat, protocols):
             if curve == "roc":
                 ax.plot([0, 1], [0, 1], color="0.7", lw=0.8, ls="--")
             for system in systems:
@@ -263,6 +267,6 @@ def curves_by_protocol(curves: pl.DataFrame, curve: str, fold: str = "all", *,
             ax.set_ylabel(ylabel)
             ax.set_xlim(0, 1)
             ax.set_ylim(0, 1.02)
-        axes[0][-1].legend(loc="center left", bbox_to_anchor=(1, 0.5))
+        axes[0][ncols - 1].legend(loc="center left", bbox_to_anchor=(1, 0.5))
         fig.tight_layout()
     return fig
