@@ -109,7 +109,7 @@ def info_command(
         k_core,
         load_dataset,
         min_counts,
-        summarize,
+        describe,
     )
 
     desc = get_descriptor(name)
@@ -126,7 +126,7 @@ def info_command(
     if core is not None:
         data, removed = k_core(data, core)
         steps.append(removed)
-    summary = {"dataset": desc.name, **summarize(data), "steps": [dataclasses.asdict(s) for s in steps]}
+    summary = {"dataset": desc.name, **describe(data), "steps": [dataclasses.asdict(s) for s in steps]}
     if as_json:
         _print_json(summary)
     else:

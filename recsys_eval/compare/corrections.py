@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-from recsys_eval.errors import check_choice
+from recsys_eval.errors import DataError, check_choice
 
 CORRECTIONS = ("holm", "bonferroni", "bh", "none")
 
@@ -24,8 +24,14 @@ def adjust_pvalues(pvalues: np.ndarray, method: str = "holm") -> np.ndarray:
     """
     check_choice("correction", method, CORRECTIONS)
     pvalues = np.asarray(pvalues, dtype=np.float64)
-    adjusted = np.full(pvalues.shape, np.nan)
     valid = ~np.isnan(pvalues)
+    outside = valid & ((pvalues < 0) | (pvalues > 1))
+    if outside.any():
+        raise DataError(
+            f"p-values must lie in [0, 1] (NaN for none); got {int(outside.sum())} outside, e.g. "
+            f"{pvalues[outside][0]!r}"
+        )
+    adjusted = np.full(pvalues.shape, np.nan)
     p = pvalues[valid]
     m = p.size
     if m == 0:

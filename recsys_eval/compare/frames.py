@@ -14,6 +14,7 @@ from functools import cached_property
 import numpy as np
 import polars as pl
 
+from recsys_eval.core.columns import polars_frame
 from recsys_eval.errors import DataError
 
 PER_USER_COLUMNS: tuple[str, ...] = ("system", "protocol", "fold", "user", "metric", "k", "value")
@@ -22,7 +23,9 @@ COLUMN_KEYS: tuple[str, ...] = ("system", "metric", "k")
 
 
 def check_per_user(frame: pl.DataFrame, source: str = "per-user results") -> pl.DataFrame:
-    """Check that ``frame`` has the per-user columns; return them in order, value as Float64."""
+    """Check that ``frame`` (polars or pandas) has the per-user columns; return them in order,
+    value as Float64."""
+    frame = polars_frame(frame, source)
     missing = [c for c in PER_USER_COLUMNS if c not in frame.columns]
     if missing:
         raise DataError(f"{source}: missing columns {missing}; expected {list(PER_USER_COLUMNS)}")

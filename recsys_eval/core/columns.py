@@ -9,6 +9,7 @@ of a text file, a row of a Parquet file.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import polars as pl
 
@@ -19,6 +20,21 @@ Locate = Callable[[int], str]
 # Text that stands for a missing value in the files people write (pandas' NaN written by to_csv,
 # R's NA, SQL's NULL, Python's None): never an id.
 MISSING_TEXT = ("", "nan", "na", "n/a", "null", "none", "<na>")
+
+
+def polars_frame(frame: Any, name: str) -> pl.DataFrame:
+    """``frame`` as a polars DataFrame: a polars one as it is, a pandas one converted (pandas is
+    taken wherever a table is, at the interop edge), anything else refused naming ``name``."""
+    if isinstance(frame, pl.DataFrame):
+        return frame
+    if type(frame).__module__.split(".")[0] == "pandas" and type(frame).__name__ == "DataFrame":
+        try:
+            return pl.from_pandas(frame)
+        except (pl.exceptions.PolarsError, TypeError, ValueError, ImportError) as exc:
+            text = str(exc).strip()
+            reason = text.splitlines()[0] if text else type(exc).__name__
+            raise DataError(f"{name}: this pandas DataFrame cannot be read ({reason})") from None
+    raise DataError(f"{name}: expected a polars or a pandas DataFrame, got {type(frame).__name__}")
 
 
 def row_of(row: int) -> str:

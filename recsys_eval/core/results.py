@@ -23,6 +23,7 @@ import polars as pl
 
 from recsys_eval.core import atomic
 from recsys_eval.core.atomic import is_scratch
+from recsys_eval.core.columns import polars_frame
 from recsys_eval.core.lock import FolderLock
 from recsys_eval.errors import ConfigError, DataError
 
@@ -40,10 +41,13 @@ PER_UNIT_COLUMNS: tuple[str, ...] = tuple(PER_UNIT_SCHEMA)
 
 
 def check_per_unit(frame: pl.DataFrame, source: str = "per-unit results") -> pl.DataFrame:
-    """Check that ``frame`` has the per-unit columns; return it with them in order."""
+    """Check that ``frame`` (polars or pandas) has the per-unit columns; return it with them in order."""
+    frame = polars_frame(frame, source)
     missing = [c for c in PER_UNIT_COLUMNS if c not in frame.columns]
     if missing:
         raise DataError(f"{source}: missing columns {missing}; expected {list(PER_UNIT_COLUMNS)}")
+    if not frame.schema["value"].is_numeric():
+        raise DataError(f"{source}: column 'value' is {frame.schema['value']}; expected numbers")
     return frame.select(PER_UNIT_COLUMNS)
 
 

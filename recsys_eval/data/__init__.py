@@ -4,7 +4,7 @@
   :func:`dataset_path` and :func:`load_dataset` work from the descriptors in ``datasets/``.
 - :func:`load_file` reads your own CSV or Parquet interactions.
 - :func:`apply_threshold`, :func:`min_counts` and :func:`k_core` prepare data and report what they
-  removed; :func:`summarize` gives the figures ``recsys-eval datasets info`` prints.
+  removed; :func:`describe` gives the figures ``recsys-eval datasets info`` prints.
 """
 
 from recsys_eval._lazy import lazy_exports
@@ -16,5 +16,5 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "recsys_eval.data.movielens": ["load_dataset"],
     "recsys_eval.data.prepare": ["Removed", "apply_threshold", "k_core", "min_counts"],
     "recsys_eval.data.sources": ["dataset_path", "fetch_dataset", "presence"],
-    "recsys_eval.data.summary": ["summarize"],
+    "recsys_eval.data.summary": ["describe"],
 })

@@ -48,7 +48,7 @@ import numba
 import numpy as np
 import polars as pl
 
-from recsys_eval.core.columns import id_column, numeric_column
+from recsys_eval.core.columns import id_column, numeric_column, polars_frame
 from recsys_eval.core.units import Rankings, Targets
 from recsys_eval.data.delimited import Table, read_delimited
 from recsys_eval.errors import ConfigError, DataError, check_choice
@@ -157,7 +157,7 @@ def _read(source: Source, kind: str, fmt: str, columns: Sequence[str] | None, na
     if columns is not None and fmt in ("parquet", "ranx"):
         raise ConfigError(f"{name}: columns name the fields of a header-less text file, not of a {fmt} table")
     if not isinstance(source, (str, Path)):
-        return Table(_from_dataframe(source, name), name, unit="row")
+        return Table(polars_frame(source, name), name, unit="row")
     path = Path(source)
     if not path.is_file():
         raise DataError(f"{name}: no such file" + (" (it is a folder)" if path.is_dir() else ""))
@@ -183,17 +183,6 @@ def _read(source: Source, kind: str, fmt: str, columns: Sequence[str] | None, na
 def _first_line(exc: Exception) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
-
-
-def _from_dataframe(frame: Any, name: str) -> pl.DataFrame:
-    if isinstance(frame, pl.DataFrame):
-        return frame
-    if type(frame).__module__.split(".")[0] == "pandas" and type(frame).__name__ == "DataFrame":
-        try:
-            return pl.from_pandas(frame)
-        except (pl.exceptions.PolarsError, TypeError, ValueError, ImportError) as exc:
-            raise DataError(f"{name}: this pandas DataFrame cannot be read ({_first_line(exc)})") from None
-    raise DataError(f"{name}: expected a file path, a polars or a pandas DataFrame, got {type(frame).__name__}")
 
 
 def _layout_names(width: int, layout: list[str], fmt: str, kind: str, name: str) -> list[str]:

@@ -29,7 +29,7 @@ def _iso(seconds: int) -> str:
     return datetime.fromtimestamp(int(seconds), tz=UTC).isoformat().replace("+00:00", "Z")
 
 
-def summarize(data: Interactions) -> dict:
+def describe(data: Interactions) -> dict:
     """A JSON-ready description of ``data``.
 
     Users and items count those with at least one interaction (the index may be larger: a prepared

@@ -18,6 +18,7 @@ import numpy as np
 import polars as pl
 
 from recsys_eval.core import Interactions
+from recsys_eval.errors import ConfigError
 
 ML25M = {"users": 162_541, "items": 59_047, "interactions": 25_000_095}
 
@@ -26,7 +27,10 @@ def _activity(rng: np.random.Generator, users: int, items: int, interactions: in
     """Interactions per user, log-normal, in [20, items // 2], summing to ``interactions``."""
     low, high = 20, items // 2
     if not users * low <= interactions <= users * high:
-        raise ValueError(f"{interactions:,} interactions do not fit {users:,} users x {items:,} items")
+        raise ConfigError(
+            f"synthetic data: {interactions:,} interactions do not fit {users:,} users x {items:,} items; "
+            f"expected between {users * low:,} and {users * high:,} (each user rates {low} to items // 2 items)"
+        )
     weight = rng.lognormal(0.0, 1.1, users)
     counts = np.clip(np.floor(weight / weight.sum() * interactions), low, high).astype(np.int64)
     while (gap := interactions - counts.sum()) != 0:  # spread the rounding gap over users with room

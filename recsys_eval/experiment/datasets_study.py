@@ -8,13 +8,12 @@ post-hoc says which differences the datasets support (recsys_eval.compare.datase
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
 from pathlib import Path
 
 import polars as pl
 from rich.console import Console
 
-from recsys_eval.core.results import CROSS_DATASET, write_csv_atomic, write_parquet_atomic
+from recsys_eval.core.results import CROSS_DATASET, ResultsFolder, config_hash
 from recsys_eval.experiment.config import ExperimentConfig
 from recsys_eval.measure.aggregate import ALL_FOLDS, RULE_USER_MEAN
 from recsys_eval.tune.space import parse_metric, study_metric
@@ -69,7 +68,8 @@ def markdown(config: ExperimentConfig, tables: dict[str, pl.DataFrame]) -> str:
 def run_study(config: ExperimentConfig, config_text: str, *, out_root: str | Path | None = None,
               resume: bool = False, quiet: bool = False, console: Console | None = None):
     """Run the experiment on every dataset, then write the cross-dataset tables into
-    ``<root>/<study>/cross_dataset/<UTC time>/`` (never over an earlier study's)."""
+    ``<root>/<study>/cross_dataset/<UTC time>/`` (a work folder renamed when complete, never over an
+    earlier study's)."""
     from recsys_eval.experiment.runner import RunOutcome, run_experiment
 
     root = Path(out_root or config.output.folder) / config.name
@@ -80,12 +80,12 @@ def run_study(config: ExperimentConfig, config_text: str, *, out_root: str | Pat
                                  resume=resume, quiet=quiet, console=console)
         summaries[dataset.display] = outcome.summary
     tables = cross_dataset(config, dataset_table(config, summaries))
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    folder = root / CROSS_DATASET / stamp
+    folder = ResultsFolder.create(root, CROSS_DATASET, config_hash(config_text), resume=False)
     for key, frame in tables.items():
-        write_parquet_atomic(frame, folder / f"{key}.parquet")
-        write_csv_atomic(frame, folder / f"{key}.csv")
-    (folder / f"{CROSS_DATASET}.md").write_text(markdown(config, tables), encoding="utf-8")
+        folder.write_table(key, frame)
+    folder.write_text(f"{CROSS_DATASET}.md", markdown(config, tables))
+    final = folder.finish({"datasets": list(summaries), "metric": study_metric(config),
+                           "protocol": tables["values"].get_column("protocol")[0]})
     summary = pl.concat([s.with_columns(pl.lit(d).alias("dataset")) for d, s in summaries.items()],
                         how="diagonal_relaxed")
-    return RunOutcome(folder, summary)
+    return RunOutcome(final, summary)

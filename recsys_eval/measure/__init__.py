@@ -15,6 +15,5 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "recsys_eval.measure.beyond": ["beyond_accuracy", "genre_matrix"],
     "recsys_eval.measure.curves": ["average_pr", "average_roc", "pr_points", "roc_points"],
     "recsys_eval.measure.metrics": ["ALL_METRICS", "METRICS", "MetricSpec"],
-    "recsys_eval.measure.ranking": ["rank_targets"],
     "recsys_eval.measure.rating": ["rating_metrics"],
 })

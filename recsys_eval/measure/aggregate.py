@@ -101,8 +101,9 @@ def summarize(per_unit: pl.DataFrame, *, undefined: str = "skip") -> pl.DataFram
     """One row per (system, protocol, fold, metric, k): mean over users, micro mean over units,
     users counted and left out, and the ``rule`` that made the value; an ``f1_pooled`` row (F_tp,fp)
     beside every ``f1``; and a fold ``all`` row (mean of the fold means, pooled F over all folds'
-    units) wherever a system and protocol have more than one fold.
+    units) wherever a system and protocol have more than one fold. ``per_unit``: polars or pandas.
     """
+    per_unit = check_per_unit(per_unit)
     folds = fold_summary(per_unit, undefined=undefined)
     counts = f_count_sums(per_unit) if _has_f1(per_unit) else None
     return with_all_folds(folds, counts)

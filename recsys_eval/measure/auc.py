@@ -1,10 +1,12 @@
-"""Averaged vs pooled AUC across folds (Forman & Scholz 2010; docs/CONVENTIONS.md#pooled-auc).
+"""Per-user vs pooled AUC across folds (Forman & Scholz 2010; docs/CONVENTIONS.md#pooled-auc).
 
-``AUC_avg`` (the default everywhere): per-unit AUC, per-user means, the mean over users within each
-fold, then the mean of the fold means. ``AUC_merge`` pools the scored (relevant, non-relevant) pairs
-of every unit of every fold into one Mann-Whitney count, as if all scores were on one calibrated
-scale; it is offered only to show the difference, never as the default. Target items a truncated
-ranking left out tie below every ranked score (one pooled last group, kept as score -inf).
+``auc`` (the default everywhere, the summary's value): per-unit AUC, per-user means, the mean over
+users within each fold, then the mean of the fold means. Forman & Scholz's two pooled variants pool
+the scored (relevant, non-relevant) pairs of units into one Mann-Whitney count, as if all scores
+were on one calibrated scale: ``auc_avg`` within each fold, then the mean of the fold values;
+``auc_merge`` over every unit of every fold at once. They are offered only to show the difference,
+never as the default. Target items a truncated ranking left out tie below every ranked score (one
+pooled last group, kept as score -inf). The names match :mod:`recsys_eval.compare.audit`.
 """
 
 from __future__ import annotations
@@ -23,18 +25,28 @@ SCORED_SCHEMA = {"score": pl.Float64, "label": pl.Int8, "weight": pl.Float64}
 
 
 def auc_variants(folds: Sequence[tuple[Rankings, Targets]], *, undefined: str = "skip") -> pl.DataFrame:
-    """``variant`` (``auc_avg``, ``auc_merge``) and ``value`` over the given (rankings, targets) folds."""
+    """``variant`` and ``value`` over the given (rankings, targets) folds: ``auc`` (per-user AUC,
+    user -> fold -> mean, as in the summary), ``auc_avg`` (the mean over folds of each fold's pooled
+    AUC) and ``auc_merge`` (every fold's pairs pooled at once); folds where a value is undefined are
+    left out of its mean."""
     if not folds:
         raise ConfigError("auc_variants: no fold given")
-    fold_means = []
+    user_means, fold_pooled = [], []
     for i, (rankings, targets) in enumerate(folds):
         summary = summarize(measure(rankings, targets, metrics=["auc"], k=1, fold=str(i)),
                             undefined=undefined)
-        fold_means.append(summary.filter(pl.col("metric") == "auc").get_column("mean")[0])
+        user_means.append(summary.filter(pl.col("metric") == "auc").get_column("mean")[0])
+        fold_pooled.append(pooled_auc([(rankings, targets)]))
     return pl.DataFrame(
-        {"variant": ["auc_avg", "auc_merge"],
-         "value": [float(np.nanmean(np.array(fold_means, dtype=np.float64))), pooled_auc(folds)]}
+        {"variant": ["auc", "auc_avg", "auc_merge"],
+         "value": [_defined_mean(user_means), _defined_mean(fold_pooled), pooled_auc(folds)]}
     )
+
+
+def _defined_mean(values: list[float | None]) -> float:
+    """The mean of the defined values (NaN when none is)."""
+    array = np.array([np.nan if v is None else v for v in values], dtype=np.float64)
+    return float(np.nanmean(array)) if np.isfinite(array).any() else float("nan")
 
 
 def pooled_auc(folds: Sequence[tuple[Rankings, Targets]]) -> float:

@@ -19,6 +19,7 @@ import numpy as np
 import polars as pl
 from numba import njit, prange
 
+from recsys_eval.errors import DataError
 from recsys_eval.core.units import Rankings, Targets
 from recsys_eval.measure.api import target_roles
 from recsys_eval.measure.kernels import chunk_bounds
@@ -74,8 +75,14 @@ def _points(rankings, role, n_rel, n_non, keep, units, kind) -> pl.DataFrame:
     else:
         wanted = n_rel > 0
     if units is not None:
+        units = np.asarray(units)
+        if units.size and (units.dtype.kind not in "iu" or units.min() < 0 or units.max() >= len(wanted)):
+            raise DataError(
+                f"{kind} points: units must be unit numbers in 0..{len(wanted) - 1}, got {units.dtype} "
+                f"values{'' if units.dtype.kind not in 'iu' else f' in [{units.min()}, {units.max()}]'}"
+            )
         chosen = np.zeros(len(wanted), dtype=bool)
-        chosen[np.asarray(units, dtype=np.int64)] = True
+        chosen[units.astype(np.int64)] = True
         wanted &= chosen
     at = keep & wanted[unit]
     if kind == "pr":

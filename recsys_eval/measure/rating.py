@@ -20,6 +20,7 @@ import numpy as np
 import polars as pl
 from numba import njit, prange
 
+from recsys_eval.core.columns import polars_frame
 from recsys_eval.core.results import PER_UNIT_COLUMNS
 from recsys_eval.errors import DataError
 from recsys_eval.measure.frames import concat_per_unit, long_frame
@@ -66,8 +67,7 @@ def rating_metrics(
 
 
 def _check_predictions(predictions: pl.DataFrame) -> pl.DataFrame:
-    if not isinstance(predictions, pl.DataFrame):
-        raise DataError(f"predictions: expected a polars DataFrame, got {type(predictions).__name__}")
+    predictions = polars_frame(predictions, "predictions")
     missing = [c for c in _COLUMNS if c not in predictions.columns]
     if missing:
         raise DataError(

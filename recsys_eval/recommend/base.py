@@ -172,26 +172,87 @@ def _nan_scores(model: Recommender, method: str) -> DataError:
     return DataError(f"{type(model).__name__}.{method} returned NaN scores")
 
 
+def _check_fitted(model: Recommender, n_items: int, what: str) -> None:
+    """A model must be fitted, on data indexed like the ``what`` it ranks (``n_items`` items)."""
+    fitted = getattr(model, "n_items", 0)
+    if fitted <= 0:
+        raise ConfigError(f"{type(model).__name__} is not fitted: call fit(train) before ranking with it")
+    if fitted != n_items:
+        raise DataError(
+            f"{type(model).__name__} was fitted on {fitted:,} items but the {what} index {n_items:,}; "
+            "fit and rank on splits of the same Interactions"
+        )
+
+
+def _user_indices(users: np.ndarray, n_users: int) -> np.ndarray:
+    """``users`` as int32 user indices, each in 0..n_users - 1 (indices of the train Interactions,
+    not raw ids)."""
+    users = np.asarray(users)
+    if users.size and (users.dtype.kind not in "iu" or users.min() < 0 or users.max() >= n_users):
+        shown = f"{users.dtype} values" if users.dtype.kind not in "iu" else f"values in [{users.min()}, {users.max()}]"
+        raise DataError(
+            f"users must be user indices of the train data, integers in 0..{n_users - 1}; got {shown} "
+            "(map raw ids with Interactions' user index first)"
+        )
+    return users.astype(np.int32, copy=False)
+
+
 def _check_chunk(chunk_size: int) -> None:
     if chunk_size < 1:
         raise ConfigError(f"chunk_size must be a positive integer, got {chunk_size}")
 
 
-def rank_targets(model: Recommender, targets: Targets, *, chunk_size: int = 2048) -> Rankings:
-    """Each unit's listed target items sorted by score (descending, ties by item index); items
-    scored ``-inf`` (not ranked) are left out.
+def rank_targets(
+    scorer: Recommender | np.ndarray, targets: Targets, *, k: int | None = None, chunk_size: int = 2048
+) -> Rankings:
+    """Each unit's listed target items sorted by score (descending, ties by item index ascending);
+    items scored ``-inf`` (not ranked) are left out; ``k`` keeps each unit's top k.
 
-    Pairs are scored ``chunk_size`` units at a time, and at least ``MIN_PAIRS`` pairs at a time
-    so that units of a few items do not pay one call each."""
+    ``scorer`` is a recommender, or the scores you computed yourself: an array with one score per
+    listed target item, in ``targets.items`` order. A recommender scores ``chunk_size`` units at a
+    time, and at least ``MIN_PAIRS`` pairs at a time so that units of a few items do not pay one
+    call each. NaN scores raise."""
     if targets.all_candidates:
         raise ConfigError("full-ranking targets are ranked with recommend_top_k, not rank_targets")
-    _check_chunk(chunk_size)
     if targets.one_relevant:
         raise ConfigError("one-relevant targets are ranked with rank_one_relevant, not rank_targets")
-    if _dense_targets(model, len(targets.items), targets.unit_user):
-        return _dense_rankings(model, targets)
-    scores = score_units(model, targets.unit_user, targets.offsets, targets.items, chunk_size)
-    return _sorted_rankings(targets, scores)
+    if k is not None and k < 1:
+        raise ConfigError(f"rank_targets: k must be a positive integer, got {k}")
+    _check_chunk(chunk_size)
+    if isinstance(scorer, (np.ndarray, list, tuple)):
+        scores = _given_scores(scorer, targets)
+    else:
+        _check_fitted(scorer, targets.n_items, "targets")
+        if _dense_targets(scorer, len(targets.items), targets.unit_user):
+            return _top(_dense_rankings(scorer, targets), k)
+        scores = score_units(scorer, targets.unit_user, targets.offsets, targets.items, chunk_size)
+    return _top(_sorted_rankings(targets, scores), k)
+
+
+def _given_scores(scores: np.ndarray, targets: Targets) -> np.ndarray:
+    """Scores a caller passed for ``targets.items``, checked: one per item, none NaN."""
+    scores = np.asarray(scores)
+    if scores.dtype.kind not in "fiu" or scores.shape != targets.items.shape:
+        raise DataError(
+            f"rank_targets: scores of dtype {scores.dtype} and shape {scores.shape} for "
+            f"{len(targets.items):,} target items; expected one number per listed target item"
+        )
+    scores = scores.astype(np.float64, copy=False)
+    if np.isnan(scores).any():
+        raise DataError(f"rank_targets: {int(np.isnan(scores).sum()):,} NaN scores; expected numbers")
+    return scores
+
+
+def _top(rankings: Rankings, k: int | None) -> Rankings:
+    """Each unit's first ``k`` ranked items (all of them when ``k`` is None)."""
+    if k is None:
+        return rankings
+    lengths = np.minimum(np.diff(rankings.offsets), k)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    rank = np.arange(len(rankings.items), dtype=np.int64) - np.repeat(rankings.offsets[:-1], np.diff(rankings.offsets))
+    keep = rank < k
+    scores = None if rankings.scores is None else rankings.scores[keep]
+    return Rankings(rankings.unit_user, offsets, rankings.items[keep], scores)
 
 
 def score_units(model: Recommender, unit_user: np.ndarray, offsets: np.ndarray, items: np.ndarray,
@@ -390,7 +451,8 @@ def recommend_top_k(
     if k <= 0:
         raise ConfigError(f"k must be a positive integer, got {k}")
     _check_chunk(chunk_size)
-    users = np.asarray(users, dtype=np.int32)
+    _check_fitted(model, train.n_items, "train data")
+    users = _user_indices(users, train.n_users)
     blocked = _blocked(candidates, train.n_items)
     if targets is None:
         place_ptr, placed = no_places(len(users))[:2]
@@ -443,6 +505,7 @@ def rank_one_relevant(
     relevant item scored ``-inf`` is not ranked; NaN raises.
     """
     _check_chunk(chunk_size)
+    _check_fitted(model, targets.n_items, "targets")
     if targets.one_relevant and targets.all_candidates:
         starts = np.flatnonzero(np.r_[True, targets.unit_user[1:] != targets.unit_user[:-1]])
         place_ptr = np.r_[starts, targets.n_units].astype(np.int64)

@@ -6,21 +6,14 @@ import numba
 import numpy as np
 
 from recsys_eval.core import Interactions
+from recsys_eval.core.rng import splitmix64
 from recsys_eval.recommend.base import Recommender
-
-
-@numba.njit(cache=True, inline="always")
-def _splitmix(x: np.uint64) -> np.uint64:
-    """splitmix64's finaliser (Steele, Lea & Flood 2014): a bijective 64-bit mix."""
-    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return x ^ (x >> np.uint64(31))
 
 
 @numba.njit(cache=True, inline="always")
 def _uniform(seed: np.uint64, user: np.uint64, item: np.uint64) -> np.float32:
     """A uniform number in [0, 1) on a 24-bit grid (exact in float32), a hash of (seed, user, item)."""
-    key = _splitmix(_splitmix(seed * np.uint64(0x9E3779B97F4A7C15) + user) + item)
+    key = splitmix64(splitmix64(seed * np.uint64(0x9E3779B97F4A7C15) + user) + item)
     return np.float32(key >> np.uint64(40)) / np.float32(16777216.0)
 
 

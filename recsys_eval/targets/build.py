@@ -41,7 +41,7 @@ from recsys_eval.targets.relevance import (
     row_sums,
     train_rows,
 )
-from recsys_eval.targets.sampling import alias_table, fill_units
+from recsys_eval.targets.sampling import Design, Plan, Pool, UserItems, alias_table, fill_units
 
 SAMPLING = ("uniform", "popularity")
 DEFAULT_CHUNK_SIZE = 16_384
@@ -250,15 +250,16 @@ class _Plan:
         gain = np.empty(offsets[-1], dtype=np.float32)
         judged = self.judged
         scratch = max(len(self.pool_items), int(np.diff(judged.indptr).max(initial=0))) + 1
+        design = Design(bool(per_relevant), bool(self.fresh), self.protocol.candidates == "UT",
+                        bool(negatives_only), np.uint64(self.seed % 2**64))
+        pool = Pool(self.pool_items, bool(self.weighted), self.prob, self.alias, self.weight)
+        data = UserItems(self.tr_ptr, self.tr_idx, judged.indptr, judged.items, judged.gain)
         for start in range(0, len(users), self.chunk_size):
             stop = min(start + self.chunk_size, len(users))
-            fill_units(
-                users[start:stop], first_unit[start:stop], m[start:stop], self.avail[lo + start:lo + stop],
-                per_relevant, self.fresh, self.protocol.candidates == "UT", np.uint64(self.seed % 2**64),
-                self.pool_items, self.weighted, self.prob, self.alias, self.weight, self.tr_ptr, self.tr_idx,
-                judged.indptr, judged.items, judged.gain, offsets, items, gain,
-                int(m[start:stop].max(initial=0)), scratch, 4 * numba.get_num_threads(), negatives_only,
-            )
+            plan = Plan(users[start:stop], first_unit[start:stop], m[start:stop],
+                        self.avail[lo + start:lo + stop], offsets)
+            fill_units(plan, design, pool, data, items, gain, int(m[start:stop].max(initial=0)), scratch,
+                       4 * numba.get_num_threads())
         return items, gain
 
     def _one_relevant(self, lo: int, hi: int) -> Targets:

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 
+from recsys_eval.core import atomic
 from recsys_eval.core.interactions import Interactions
 from recsys_eval.core.units import Targets
 from recsys_eval.errors import ConfigError, DataError
@@ -71,11 +71,7 @@ def save_targets(targets: Targets, path: str | Path, *, ids: Interactions | None
         "all_candidates": targets.all_candidates,
         "candidates": _pack(targets.candidates),
     }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.partial")
-    frame.write_parquet(partial, metadata={_META_KEY: json.dumps(meta)})
-    os.replace(partial, path)
-    return path
+    return atomic.write_parquet(frame, path, metadata={_META_KEY: json.dumps(meta)})
 
 
 def load_targets(path: str | Path) -> Targets:

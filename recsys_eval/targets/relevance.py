@@ -19,7 +19,7 @@ from numba import njit
 
 from recsys_eval.core.interactions import Interactions
 from recsys_eval.core.split import Split
-from recsys_eval.errors import DataError
+from recsys_eval.errors import ConfigError, DataError
 
 
 @dataclass(frozen=True)
@@ -70,6 +70,9 @@ def test_gains(split: Split, threshold: float | None = None) -> np.ndarray:
     Raises DataError for an empty test side, a threshold on data without ratings, a threshold above
     every rating of the split, or a relevant test rating that is not positive.
     """
+    if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, (int, float, np.number))
+                                  or not np.isfinite(threshold)):
+        raise ConfigError(f"relevance threshold must be a finite number or None, got {threshold!r}")
     test = split.test
     if len(test) == 0:
         raise DataError(f"split {split.name!r}: the test side is empty; there is nothing to evaluate")

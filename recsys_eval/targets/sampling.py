@@ -25,37 +25,31 @@ O(items) scratch memory, whatever the number of users.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit, prange
 
+from recsys_eval.core.rng import splitmix64
+
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
-_MIX2 = np.uint64(0x94D049BB133111EB)
 _KEY_DOMAIN = np.uint64(0xD1B54A32D192ED03)  # separates the explicit keys from the draw stream
 _TO_UNIT = 1.0 / 9007199254740992.0  # 2**-53
 _MIN_BLOCK = 1024  # users per parallel task, at the least (each task has O(items) scratch)
 
 
 @njit(cache=True, inline="always")
-def _mix(x):
-    """splitmix64 finaliser: a bijective, well-mixed hash of a uint64."""
-    x = (x ^ (x >> np.uint64(30))) * _MIX1
-    x = (x ^ (x >> np.uint64(27))) * _MIX2
-    return x ^ (x >> np.uint64(31))
-
-
-@njit(cache=True, inline="always")
 def stream_state(seed, user, key):
     """The random stream of (seed, user, key): key -1 for a shared sample, else an item index."""
-    state = _mix(np.uint64(seed) + _GOLDEN)
-    state = _mix(state ^ np.uint64(user))
-    return _mix(state ^ np.uint64(key + 1))
+    state = splitmix64(np.uint64(seed) + _GOLDEN)
+    state = splitmix64(state ^ np.uint64(user))
+    return splitmix64(state ^ np.uint64(key + 1))
 
 
 @njit(cache=True, inline="always")
 def uniform(state, counter):
     """The counter-th uniform number of a stream, in the open interval (0, 1)."""
-    x = _mix(np.uint64(state) + np.uint64(counter + 1) * _GOLDEN)
+    x = splitmix64(np.uint64(state) + np.uint64(counter + 1) * _GOLDEN)
     return (np.float64(x >> np.uint64(11)) + 0.5) * _TO_UNIT
 
 
@@ -143,12 +137,71 @@ def _draw(state, counter, size, weighted, prob, alias):
     return idx
 
 
+class Pool(NamedTuple):
+    """The items non-relevant targets are drawn from: ``items`` (ascending), drawn uniformly or,
+    when ``weighted``, in proportion to ``weight`` (over every item) through the alias table
+    ``prob``/``alias`` (:func:`alias_table`)."""
+
+    items: np.ndarray
+    weighted: bool
+    prob: np.ndarray
+    alias: np.ndarray
+    weight: np.ndarray
+
+
+class UserItems(NamedTuple):
+    """Each user's train items (CSR ``tr_ptr``/``tr_idx``) and judged test items with their gains
+    (CSR ``te_ptr``/``te_items``/``te_gain``, items ascending; gain > 0 is relevant)."""
+
+    tr_ptr: np.ndarray
+    tr_idx: np.ndarray
+    te_ptr: np.ndarray
+    te_items: np.ndarray
+    te_gain: np.ndarray
+
+
+class Design(NamedTuple):
+    """What a unit is: ``one_relevant`` (1R, else AR), ``fresh`` (a new sample per 1R unit, else the
+    user's shared one), ``user_tests`` (UT: sample the user's own non-relevant test items, else the
+    pool), ``negatives_only`` (the lists without their relevant items), and the stream ``seed``."""
+
+    one_relevant: bool
+    fresh: bool
+    user_tests: bool
+    negatives_only: bool
+    seed: np.uint64
+
+
+class Plan(NamedTuple):
+    """Where each of ``users`` writes: its first unit, its sample size ``m_per_user``, the number of
+    items available to its sample ``avail``, and the output's unit offsets."""
+
+    users: np.ndarray
+    first_unit: np.ndarray
+    m_per_user: np.ndarray
+    avail: np.ndarray
+    unit_offsets: np.ndarray
+
+
+class _Scratch(NamedTuple):
+    """One task's buffers: exclusion flags over items, candidates and their keys, the sample, and
+    the radix sort's buffer, byte counts and bit width."""
+
+    mark: np.ndarray
+    candidates: np.ndarray
+    keys: np.ndarray
+    sample: np.ndarray
+    tmp: np.ndarray
+    count: np.ndarray
+    bits: int
+
+
 @njit(cache=True)
-def _smallest_keys(state, candidates, n_candidates, r, weighted, weight, keys, out, start):
+def _smallest_keys(state, candidates, n_candidates, r, pool, keys, out, start):
     """Write to ``out[start:start + r]`` the ``r`` candidates of smallest key -log(U)/w."""
     for p in range(n_candidates):
         item = candidates[p]
-        w = weight[item] if weighted else 1.0
+        w = pool.weight[item] if pool.weighted else 1.0
         keys[p] = -np.log(uniform(state ^ _KEY_DOMAIN, item)) / w
     order = np.argsort(keys[:n_candidates])
     for p in range(r):
@@ -156,23 +209,24 @@ def _smallest_keys(state, candidates, n_candidates, r, weighted, weight, keys, o
 
 
 @njit(cache=True)
-def _sample_pool(state, m, a, pool_items, weighted, prob, alias, weight, mark, scratch, keys, out,
-                 bits, tmp, count):
+def _sample_pool(state, m, a, pool, work):
     """Write ``m`` items drawn without replacement from the unmarked pool items (``a`` of them),
-    ascending, into ``out[:m]``. ``mark`` flags the user's excluded items and is left as found."""
+    ascending, into ``work.sample[:m]``. ``work.mark`` flags the user's excluded items and is left
+    as found."""
+    mark, out = work.mark, work.sample
     if m == a:
         count = 0
-        for item in pool_items:
+        for item in pool.items:
             if mark[item] == 0:
                 out[count] = item
                 count += 1
         return
-    size = len(pool_items)
+    size = len(pool.items)
     budget = 2 * m + size // 4 + 16
     kept = 0
     draw = 0
     while kept < m and draw < budget:
-        item = pool_items[_draw(state, draw, size, weighted, prob, alias)]
+        item = pool.items[_draw(state, draw, size, pool.weighted, pool.prob, pool.alias)]
         draw += 1
         if mark[item] == 0:
             mark[item] = 2
@@ -180,32 +234,31 @@ def _sample_pool(state, m, a, pool_items, weighted, prob, alias, weight, mark, s
             kept += 1
     if kept < m:  # heavy exclusions: finish the same successive sample by exponential keys
         n = 0
-        for item in pool_items:
+        for item in pool.items:
             if mark[item] == 0:
-                scratch[n] = item
+                work.candidates[n] = item
                 n += 1
-        _smallest_keys(state, scratch, n, m - kept, weighted, weight, keys, out, kept)
+        _smallest_keys(state, work.candidates, n, m - kept, pool, work.keys, out, kept)
     for p in range(kept):
         mark[out[p]] = 0
-    sort_items(out, m, bits, tmp, count)
+    sort_items(out, m, work.bits, work.tmp, work.count)
 
 
 @njit(cache=True)
-def _sample_user_tests(state, m, start, stop, te_items, te_gain, weighted, weight, scratch, keys, out,
-                       bits, tmp, count):
+def _sample_user_tests(state, m, start, stop, data, pool, work):
     """UT: write ``m`` of the user's non-relevant test items (positive weight when weighted),
-    drawn without replacement, ascending, into ``out[:m]``."""
+    drawn without replacement, ascending, into ``work.sample[:m]``."""
     n = 0
     for p in range(start, stop):
-        item = te_items[p]
-        if te_gain[p] == 0 and (not weighted or weight[item] > 0):
-            scratch[n] = item
+        item = data.te_items[p]
+        if data.te_gain[p] == 0 and (not pool.weighted or pool.weight[item] > 0):
+            work.candidates[n] = item
             n += 1
     if m == n:
-        out[:m] = scratch[:m]
+        work.sample[:m] = work.candidates[:m]
         return
-    _smallest_keys(state, scratch, n, m, weighted, weight, keys, out, 0)
-    sort_items(out, m, bits, tmp, count)
+    _smallest_keys(state, work.candidates, n, m, pool, work.keys, work.sample, 0)
+    sort_items(work.sample, m, work.bits, work.tmp, work.count)
 
 
 @njit(cache=True, inline="always")
@@ -231,92 +284,79 @@ def _write_unit(dst, out_items, out_gain, rel_items, rel_gain, start, stop, samp
 
 
 @njit(cache=True)
-def _sample(state, m, a, user_tests, start, stop, te_items, te_gain, pool_items, weighted, prob,
-            alias, weight, mark, scratch, keys, out, bits, tmp, count):
-    """``m`` non-relevant items of the user, ascending, into ``out[:m]`` (UT or a global pool)."""
+def _sample(state, m, a, start, stop, design, pool, data, work):
+    """``m`` non-relevant items of the user, ascending, into ``work.sample[:m]`` (UT or the pool)."""
     if m == 0:
         return
-    if user_tests:
-        _sample_user_tests(state, m, start, stop, te_items, te_gain, weighted, weight, scratch, keys,
-                           out, bits, tmp, count)
+    if design.user_tests:
+        _sample_user_tests(state, m, start, stop, data, pool, work)
     else:
-        _sample_pool(state, m, a, pool_items, weighted, prob, alias, weight, mark, scratch, keys, out,
-                     bits, tmp, count)
+        _sample_pool(state, m, a, pool, work)
 
 
 @njit(cache=True, parallel=True)
-def fill_units(
-    users, first_unit, m_per_user, avail, one_relevant, fresh, user_tests, seed,
-    pool_items, weighted, prob, alias, weight, tr_ptr, tr_idx, te_ptr, te_items, te_gain,
-    unit_offsets, out_items, out_gain, max_m, scratch_size, n_tasks, negatives_only,
-):
-    """Fill the listed target sets of the units of ``users``, in ``n_tasks`` parallel tasks.
+def fill_units(plan, design, pool, data, out_items, out_gain, max_m, scratch_size, n_tasks):
+    """Fill the listed target sets of the units of ``plan.users`` (:class:`Plan`, :class:`Design`,
+    :class:`Pool`, :class:`UserItems`) into ``out_items``/``out_gain``, in ``n_tasks`` parallel tasks.
 
     AR: one unit per user, Rel(u) plus the sample. 1R: one unit per relevant item (in item order),
-    that item plus the user's shared sample, or a fresh sample per unit when ``fresh``.
-    ``negatives_only``: the same lists without their relevant items (the same samples).
+    that item plus the user's shared sample, or a fresh sample per unit when ``design.fresh``.
+    ``design.negatives_only``: the same lists without their relevant items (the same samples).
     Blocks of users run in parallel threads; a unit's items depend only on its user, so the
     result is the same whatever the number of threads.
     """
-    n_tasks = max(1, min(n_tasks, (len(users) + _MIN_BLOCK - 1) // _MIN_BLOCK))
-    size = (len(users) + n_tasks - 1) // n_tasks
+    n_users = len(plan.users)
+    n_tasks = max(1, min(n_tasks, (n_users + _MIN_BLOCK - 1) // _MIN_BLOCK))
+    size = (n_users + n_tasks - 1) // n_tasks
     for b in prange(n_tasks):
-        _fill_block(
-            b * size, min((b + 1) * size, len(users)), users, first_unit, m_per_user, avail,
-            one_relevant, fresh, user_tests, seed, pool_items, weighted, prob, alias, weight,
-            tr_ptr, tr_idx, te_ptr, te_items, te_gain, unit_offsets, out_items, out_gain, max_m,
-            scratch_size, negatives_only,
-        )
+        _fill_block(b * size, min((b + 1) * size, n_users), plan, design, pool, data, out_items,
+                    out_gain, max_m, scratch_size)
 
 
 @njit(cache=True)
-def _fill_block(
-    lo, hi, users, first_unit, m_per_user, avail, one_relevant, fresh, user_tests, seed,
-    pool_items, weighted, prob, alias, weight, tr_ptr, tr_idx, te_ptr, te_items, te_gain,
-    unit_offsets, out_items, out_gain, max_m, scratch_size, negatives_only,
-):
-    """The units of ``users[lo:hi]``, with scratch buffers of their own."""
-    mark = np.zeros(len(weight), dtype=np.int8)
-    scratch = np.empty(scratch_size, dtype=np.int32)
-    keys = np.empty(scratch_size, dtype=np.float64)
-    sample = np.empty(max_m + 1, dtype=np.int32)
-    tmp = np.empty(max_m + 1, dtype=np.int32)
-    count = np.zeros(257, dtype=np.int64)
+def _fill_block(lo, hi, plan, design, pool, data, out_items, out_gain, max_m, scratch_size):
+    """The units of ``plan.users[lo:hi]``, with scratch buffers of their own."""
+    n_items = len(pool.weight)
     bits = 1
-    while (1 << bits) < len(weight):
+    while (1 << bits) < n_items:
         bits += 1
+    work = _Scratch(
+        np.zeros(n_items, dtype=np.int8), np.empty(scratch_size, dtype=np.int32),
+        np.empty(scratch_size, dtype=np.float64), np.empty(max_m + 1, dtype=np.int32),
+        np.empty(max_m + 1, dtype=np.int32), np.zeros(257, dtype=np.int64), bits,
+    )
+    mark, sample = work.mark, work.sample
+    te_items, te_gain = data.te_items, data.te_gain
+    seed, one_relevant, negatives_only = design.seed, design.one_relevant, design.negatives_only
     for j in range(lo, hi):
-        u = users[j]
-        m = m_per_user[j]
-        a = avail[j]
-        start, stop = te_ptr[u], te_ptr[u + 1]
-        if not user_tests:  # exclude Tr(u) and Rel(u) from the pool
-            for t in range(tr_ptr[u], tr_ptr[u + 1]):
-                mark[tr_idx[t]] = 1
+        u = plan.users[j]
+        m = plan.m_per_user[j]
+        a = plan.avail[j]
+        start, stop = data.te_ptr[u], data.te_ptr[u + 1]
+        if not design.user_tests:  # exclude Tr(u) and Rel(u) from the pool
+            for t in range(data.tr_ptr[u], data.tr_ptr[u + 1]):
+                mark[data.tr_idx[t]] = 1
             for p in range(start, stop):
                 if te_gain[p] > 0:
                     mark[te_items[p]] = 1
-        if not (one_relevant and fresh):
-            _sample(stream_state(seed, u, -1), m, a, user_tests, start, stop, te_items, te_gain,
-                    pool_items, weighted, prob, alias, weight, mark, scratch, keys, sample, bits, tmp,
-                    count)
+        if not (one_relevant and design.fresh):
+            _sample(stream_state(seed, u, -1), m, a, start, stop, design, pool, data, work)
         if not one_relevant:
-            _write_unit(unit_offsets[first_unit[j]], out_items, out_gain, te_items, te_gain, start,
-                        start if negatives_only else stop, sample, m)
+            _write_unit(plan.unit_offsets[plan.first_unit[j]], out_items, out_gain, te_items, te_gain,
+                        start, start if negatives_only else stop, sample, m)
         else:
-            unit = first_unit[j]
+            unit = plan.first_unit[j]
             for p in range(start, stop):
                 if te_gain[p] <= 0:
                     continue
-                if fresh:
-                    _sample(stream_state(seed, u, te_items[p]), m, a, user_tests, start, stop,
-                            te_items, te_gain, pool_items, weighted, prob, alias, weight, mark,
-                            scratch, keys, sample, bits, tmp, count)
-                _write_unit(unit_offsets[unit], out_items, out_gain, te_items, te_gain, p,
+                if design.fresh:
+                    _sample(stream_state(seed, u, te_items[p]), m, a, start, stop, design, pool, data,
+                            work)
+                _write_unit(plan.unit_offsets[unit], out_items, out_gain, te_items, te_gain, p,
                             p if negatives_only else p + 1, sample, m)
                 unit += 1
-        if not user_tests:
-            for t in range(tr_ptr[u], tr_ptr[u + 1]):
-                mark[tr_idx[t]] = 0
+        if not design.user_tests:
+            for t in range(data.tr_ptr[u], data.tr_ptr[u + 1]):
+                mark[data.tr_idx[t]] = 0
             for p in range(start, stop):
                 mark[te_items[p]] = 0

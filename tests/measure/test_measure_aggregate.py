@@ -130,8 +130,19 @@ def test_averaged_and_pooled_auc_differ_for_uncalibrated_folds():
     high = rankings_of([[0, 1]], [[10.0, 9.0]])
     low = rankings_of([[0, 1]], [[2.0, 1.0]])
     v = dict(auc_variants([(high, targets), (low, targets)]).iter_rows())
-    assert v["auc_avg"] == 1.0
+    assert v["auc"] == 1.0  # per user, each fold ranks its one pair right
+    assert v["auc_avg"] == 1.0  # pooled within each fold: still one pair per fold
     assert v["auc_merge"] == pytest.approx(3 / 4)  # 2 beats 1 only: 10>9, 10>1, 2<9, 2>1
+
+
+def test_per_user_and_fold_pooled_auc_differ_when_users_are_not_on_one_scale():
+    # one fold, two users: each ranks its relevant item first (per-user AUC 1), but user 1's scores
+    # all sit below user 0's, so pooling the fold's pairs loses 1 of the 4 cross pairs
+    targets = targets_of([{0: 1.0, 1: 0.0}, {0: 1.0, 1: 0.0}], 3)
+    rankings = rankings_of([[0, 1], [0, 1]], [[10.0, 9.0], [2.0, 1.0]])
+    v = dict(auc_variants([(rankings, targets)]).iter_rows())
+    assert v["auc"] == 1.0
+    assert v["auc_avg"] == v["auc_merge"] == pytest.approx(3 / 4)
 
 
 def test_summary_options_are_checked():

@@ -9,7 +9,8 @@ import pytest
 from measure_build import rankings_of, targets_of, values
 
 from recsys_eval.errors import ConfigError, DataError
-from recsys_eval.measure import measure, rank_targets
+from recsys_eval.measure import measure
+from recsys_eval.recommend import rank_targets
 
 L3, L5 = math.log2(3), math.log2(5)
 ALL = ["precision", "recall", "f1", "ap", "ndcg", "rr", "hit", "half_life", "auc"]
@@ -152,10 +153,19 @@ def test_rows_are_labelled_and_users_can_be_raw_ids():
 
 def test_rank_targets_orders_by_score_then_item_index():
     targets = targets_of([{1: 1.0, 2: 0.0, 3: 0.0}, {4: 1.0, 5: 0.0}], 6)
-    rankings = rank_targets(targets, np.array([0.5, 0.9, 0.5, 0.1, 0.2]), k=2)
+    rankings = rank_targets(np.array([0.5, 0.9, 0.5, 0.1, 0.2]), targets, k=2)
     assert rankings.items.tolist() == [2, 1, 5, 4]
     assert rankings.offsets.tolist() == [0, 2, 4]
     assert rankings.scores.tolist() == [0.9, 0.5, 0.2, 0.1]
+    shorter = rank_targets([0.5, 0.9, -np.inf, 0.1, 0.2], targets, k=2)  # -inf: not ranked
+    assert shorter.items.tolist() == [2, 1, 5, 4] and shorter.offsets.tolist() == [0, 2, 4]
+    assert rank_targets([0.5, 0.9, -np.inf, 0.1, 0.2], targets).items.tolist() == [2, 1, 5, 4]
+    with pytest.raises(DataError, match="NaN"):
+        rank_targets([0.5, np.nan, 0.5, 0.1, 0.2], targets)
+    with pytest.raises(DataError, match="one number per listed target item"):
+        rank_targets([0.5, 0.9], targets)
+    with pytest.raises(ConfigError, match="k must be a positive"):
+        rank_targets([0.5, 0.9, 0.5, 0.1, 0.2], targets, k=0)
 
 
 def test_deterministic_tie_order_does_not_depend_on_the_listed_order():

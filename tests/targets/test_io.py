@@ -2,7 +2,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from recsys_eval.errors import DataError
+from recsys_eval.errors import DataError, OutputError
 from recsys_eval.targets import build_targets, load_targets, save_targets
 
 from .reference import make_split
@@ -53,3 +53,18 @@ def test_bad_files(tmp_path):
     pl.DataFrame({"unit": [0], "item": [1]}).write_parquet(tmp_path / "plain.parquet")
     with pytest.raises(DataError, match="not a targets file"):
         load_targets(tmp_path / "plain.parquet")
+
+
+def test_a_failed_write_keeps_the_earlier_file_and_names_the_path(split, tmp_path, monkeypatch):
+    first = build_targets(split, "AI+AR+NN1", threshold=4, seed=1)
+    path = save_targets(first, tmp_path / "targets.parquet")
+    before = path.read_bytes()
+
+    def full_disk(self, *args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(pl.DataFrame, "write_parquet", full_disk)
+    with pytest.raises(OutputError, match="targets.parquet"):
+        save_targets(build_targets(split, "AI+AR+NN2", threshold=4, seed=2), path)
+    assert path.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["targets.parquet"]  # no scratch file left

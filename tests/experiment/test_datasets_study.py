@@ -1,0 +1,103 @@
+"""A [[datasets]] study end to end: one complete results folder per dataset, and the cross-dataset
+tables (values, mean ranks, Friedman, post-hoc) computed from those folders' summaries."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from scipy import stats
+
+from recsys_eval.core.results import CROSS_DATASET, ResultsFolder
+from recsys_eval.data.synthetic import write_synthetic_ratings
+from recsys_eval.experiment.config import load_config
+from recsys_eval.experiment.runner import run_experiment
+
+STUDY = """
+name = "three"
+seed = 5
+
+{datasets}
+
+[split]
+method = "holdout"
+params = {{ fraction = 0.2, per_user = true }}
+
+[[protocols]]
+name = "AI+AR+AN"
+
+[[recommenders]]
+name = "popular"
+
+[[recommenders]]
+name = "random"
+
+[[recommenders]]
+name = "item_knn"
+params = {{ k = 50 }}
+
+[metrics]
+names = ["ndcg", "precision"]
+k = [10]
+relevance_threshold = 4
+
+[compare]
+baseline = "popular"
+datasets_metric = "ndcg@10"
+posthoc = "{posthoc}"
+
+[output]
+report = false
+"""
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory) -> list[Path]:
+    folder = tmp_path_factory.mktemp("datasets")
+    return [write_synthetic_ratings(folder / f"shop{i}.csv", users=150, items=200, interactions=5000, seed=i)
+            for i in range(3)]
+
+
+def _study(tmp_path: Path, files: list[Path], posthoc: str = "nemenyi"):
+    columns = '{ user = "userId", item = "movieId", rating = "rating", timestamp = "timestamp" }'
+    datasets = "\n".join(f'[[datasets]]\npath = "{f}"\ncolumns = {columns}\n' for f in files)
+    path = tmp_path / "study.toml"
+    path.write_text(STUDY.format(datasets=datasets, posthoc=posthoc))
+    return run_experiment(load_config(path), path.read_text(), out_root=tmp_path / "results", quiet=True)
+
+
+def test_every_dataset_gets_its_results_and_the_ranks_come_from_their_summaries(tmp_path, files):
+    outcome = _study(tmp_path, files)
+    root = tmp_path / "results" / "three"
+    assert outcome.folder.parent == root / CROSS_DATASET
+    means = {}
+    for f in files:
+        runs = [p for p in (root / f.stem).iterdir() if not p.name.startswith(".")]
+        assert len(runs) == 1
+        summary = ResultsFolder.open(runs[0]).table("summary")
+        rows = summary.filter((pl.col("metric") == "ndcg") & (pl.col("k") == 10) & (pl.col("rule") == "user mean"))
+        means[f.stem] = dict(rows.select("system", "mean").iter_rows())
+    values = pl.read_parquet(outcome.folder / "values.parquet")
+    assert {(d, s): m for d, s, m in values.select("dataset", "system", "mean").iter_rows()} == {
+        (d, s): m for d, by_system in means.items() for s, m in by_system.items()}
+
+    # mean ranks and Friedman's statistic, recomputed from the per-dataset summaries
+    systems = ["popular", "random", "item_knn"]
+    matrix = np.array([[means[f.stem][s] for s in systems] for f in files])
+    expected_ranks = stats.rankdata(-matrix, axis=1).mean(axis=0)
+    ranks = dict(pl.read_parquet(outcome.folder / "ranks.parquet").select("system", "mean_rank").iter_rows())
+    assert [ranks[s] for s in systems] == pytest.approx(expected_ranks.tolist())
+    friedman = pl.read_parquet(outcome.folder / "friedman.parquet").row(0, named=True)
+    assert friedman["chi2"] == pytest.approx(stats.friedmanchisquare(*matrix.T).statistic)
+    assert (outcome.folder / "nemenyi.parquet").is_file() and (outcome.folder / f"{CROSS_DATASET}.md").is_file()
+    assert not [p for p in (root / CROSS_DATASET).iterdir() if p.name.startswith(".")]  # no work folder left
+
+
+def test_a_second_study_never_overwrites_the_first(tmp_path, files):
+    first = _study(tmp_path, files[:2], posthoc="holm")
+    second = _study(tmp_path, files[:2], posthoc="holm")
+    assert first.folder != second.folder and first.folder.is_dir() and second.folder.is_dir()
+    holm = pl.read_parquet(second.folder / "holm.parquet")
+    assert set(holm.get_column("system")) <= {"random", "item_knn"}
