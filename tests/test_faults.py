@@ -94,7 +94,7 @@ def command(*args: str) -> list[str]:
 
 def finished(out: Path) -> list[Path]:
     root = out / "faults"
-    return sorted(p for p in root.iterdir() if not p.name.startswith(".")) if root.is_dir() else []
+    return sorted(p for p in root.iterdir() if not p.name.startswith(".") and not p.is_symlink()) if root.is_dir() else []
 
 
 def listing(folder: Path) -> set[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import typer
@@ -13,25 +14,60 @@ from recsys_eval.errors import ConfigError
 STARTER = Path(__file__).resolve().parents[1] / "experiment" / "starter.toml"
 
 
+def flag(*names: str, help: str) -> bool:
+    """A boolean option shown as a plain flag: typer's help would print ``<bool>`` beside it, as if
+    it took a value, unless the metavar is empty."""
+    return typer.Option(False, *names, metavar="", help=help)
+
+
+SET_HELP = "Override a config key, e.g. --set metrics.k=[5,10] --set recommenders.0.params.factors=32 (repeatable)."
+
+
+def _load(config: Path, overrides: list[str] | None):
+    """The config with its ``--set`` overrides; the config's folder goes first on the import path,
+    so that a plugin module beside the config (``name = "mymodels:MyRecommender"``) imports."""
+    from recsys_eval.experiment.config import load_config
+
+    folder = str(config.resolve().parent)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    return load_config(config, overrides)
+
+
+def _link_latest(folder: Path) -> None:
+    """Point ``results/<name>/latest`` at the run just completed (relative, so the tree can move)."""
+    link = folder.parent / "latest"
+    if link.is_symlink() or not link.exists():
+        tmp = folder.parent / ".latest.tmp"
+        tmp.unlink(missing_ok=True)
+        tmp.symlink_to(folder.name, target_is_directory=True)
+        tmp.replace(link)
+
+
 @app.command()
 def run(
     config: Path = typer.Argument(..., help="The experiment config (TOML)."),
     out: Path = typer.Option(None, "--out", help="Results root (default: the config's output.folder)."),
-    resume: bool = typer.Option(False, "--resume", help="Reuse the folds an interrupted run finished."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars or tables."),
-    no_report: bool = typer.Option(False, "--no-report", help="Skip the analysis and report."),
+    resume: bool = flag("--resume", help="Reuse the folds an interrupted run finished."),
+    quiet: bool = flag("--quiet", "-q", help="No progress bars or tables."),
+    no_report: bool = flag("--no-report", help="Skip the analysis and report."),
     memory: str = typer.Option(None, "--memory", help="Memory budget, e.g. 4GB (default: the config's run.memory)."),
     engine: str = typer.Option(None, "--engine", help="local or spark (default: the config's [engine] name)."),
+    overrides: list[str] = typer.Option(None, "--set", help=SET_HELP),
 ) -> None:
-    """Run an experiment: load, split, fit, build targets, rank, measure, compare, report."""
+    """Run an experiment: load, split, fit, build targets, rank, measure, compare, report.
+
+    The results go to results/<name>/<UTC time>/, and results/<name>/latest points at the newest.
+    """
     from rich.console import Console
 
     from recsys_eval.core.kernel_cache import announce_compilation
-    from recsys_eval.experiment.config import load_config, read_config_text
+    from recsys_eval.core.results import ResultsFolder
+    from recsys_eval.experiment.config import read_config_text
     from recsys_eval.experiment.runner import run_experiment
     from recsys_eval.experiment.summary_table import print_summary
 
-    parsed = load_config(config)
+    parsed = _load(config, overrides)
     console = Console()
     if not quiet:
         announce_compilation(lambda message: console.print(message, style="dim", highlight=False))
@@ -47,23 +83,25 @@ def run(
 
         check_choice("engine", engine, ("local", "spark"))
         parsed = parsed.model_copy(update={"engine": parsed.engine.model_copy(update={"name": engine})})
-    console = Console()
-    outcome = run_experiment(
-        parsed, read_config_text(config), out_root=out, resume=resume, quiet=quiet,
-        console=console,
-    )
+    # The saved config records the overrides (and its hash changes with them, so --resume never mixes).
+    text = read_config_text(config) + "".join(f"\n# --set {o}" for o in overrides or [])
+    outcome = run_experiment(parsed, text, out_root=out, resume=resume, quiet=quiet, console=console)
+    _link_latest(Path(outcome.folder))
     if not quiet:
-        print_summary(console, outcome.summary)
+        print_summary(console, outcome.summary, manifest=ResultsFolder(outcome.folder).manifest,
+                      columns=parsed.report.metrics)
     console.print(f"results: {outcome.folder}", highlight=False)
 
 
 @app.command()
-def validate(config: Path = typer.Argument(..., help="The experiment config (TOML).")) -> None:
+def validate(
+    config: Path = typer.Argument(..., help="The experiment config (TOML)."),
+    overrides: list[str] = typer.Option(None, "--set", help=SET_HELP),
+) -> None:
     """Check a config (keys, types and every name in it) without running it."""
     from recsys_eval.experiment.checks import check_names
-    from recsys_eval.experiment.config import load_config
 
-    parsed = load_config(config)
+    parsed = _load(config, overrides)
     check_names(parsed)
     typer.echo(
         f"{config}: valid ({len(parsed.recommenders)} recommenders, {len(parsed.protocols)} protocols, "
@@ -74,7 +112,7 @@ def validate(config: Path = typer.Argument(..., help="The experiment config (TOM
 @app.command()
 def init(
     path: Path = typer.Argument(Path("experiment.toml"), help="Where to write the starter config."),
-    force: bool = typer.Option(False, "--force", help="Overwrite an existing file."),
+    force: bool = flag("--force", help="Overwrite an existing file."),
 ) -> None:
     """Write a commented starter config."""
     if path.exists() and not force:

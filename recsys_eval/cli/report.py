@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from recsys_eval.cli import app
+from recsys_eval.cli.experiment import flag
 from recsys_eval.errors import ConfigError
 
 
@@ -19,19 +20,19 @@ def _csv(value: str | None) -> list[str] | None:
 def compare(
     results: Path = typer.Argument(..., help="A complete results folder (results/<experiment>/<time>)."),
     baseline: str = typer.Option(None, "--baseline", help="System to test the others against (default: the run's)."),
-    test: str = typer.Option(None, "--test", help="Tests, comma-separated: t, wilcoxon, sign, permutation, mcnemar."),
+    tests_option: str = typer.Option(None, "--tests", help="Tests, comma-separated: t, wilcoxon, sign, permutation, mcnemar."),
     correction: str = typer.Option(None, "--correction", help="holm, bonferroni, bh or none."),
     alpha: float = typer.Option(None, "--alpha", help="Significance level (default: the run's)."),
     out: Path = typer.Option(None, "--out", help="Folder for the tables (default: a subfolder named after the options)."),
-    force: bool = typer.Option(False, "--force", help="Overwrite an existing output folder."),
+    metric: str = typer.Option(None, "--metric", help="metric@k whose tests are printed (default: the report's main one, e.g. ndcg@10)."),
+    force: bool = flag("--force", help="Overwrite an existing output folder."),
 ) -> None:
     """Paired tests, protocol agreement and sampled-metric correction of a results folder.
 
-    The tables are written as CSV and Parquet; the tests against the baseline are printed.
+    The tables are written as CSV and Parquet; the tests of one metric against the baseline are
+    printed, in a table that fits the terminal (every metric and cutoff is in paired_tests.csv).
     """
-    import polars as pl
     from rich.console import Console
-    from rich.table import Table
 
     from recsys_eval.compare import CORRECTIONS, TESTS
     from recsys_eval.errors import check_choice
@@ -39,7 +40,7 @@ def compare(
     from recsys_eval.core.results import ResultsFolder
 
     manifest = ResultsFolder.open(results).manifest
-    tests = _csv(test)
+    tests = _csv(tests_option)
     for name in tests or []:
         check_choice("test", name, TESTS)
     if correction is not None:
@@ -56,24 +57,46 @@ def compare(
     console = Console()
     paired = tables.get("paired_tests")
     if paired is not None and paired.height:
-        shown = paired.filter(pl.col("k").is_null() | (pl.col("k") == pl.col("k").max()))
-        table = Table(title="Paired tests against the baseline (largest cutoff)", title_justify="left")
-        for column in ("protocol", "fold", "metric", "k", "system", "baseline", "test", "mean_diff", "p_adjusted"):
-            table.add_column(column, justify="right" if column in ("k", "mean_diff", "p_adjusted") else "left")
-        for row in shown.iter_rows(named=True):
-            mark = " *" if row["significant"] else ""
-            table.add_row(row["protocol"], row["fold"], row["metric"], str(row["k"] or ""), row["system"],
-                          row["baseline"], row["test"], f"{row['mean_diff']:+.4f}", f"{row['p_adjusted']:.3g}{mark}")
-        console.print(table)
+        _print_tests(console, paired, manifest, metric, alpha or manifest.get("alpha", 0.05))
     console.print(f"tables: {out}", highlight=False)
+
+
+def _print_tests(console: Console, paired: pl.DataFrame, manifest: dict, metric: str | None, alpha: float) -> None:
+    """One metric's tests against the baseline, protocols and systems in config order, p formatted."""
+    import polars as pl
+    from rich import box
+    from rich.table import Table
+
+    from recsys_eval.errors import check_choice
+    from recsys_eval.report.build import significance_table
+    from recsys_eval.report.tables import default_columns, main_label, metric_label
+
+    labels = [metric_label(m, k) for m, k in paired.select("metric", "k").unique(maintain_order=True).iter_rows()]
+    if metric is None:
+        metric = main_label([c for c in default_columns(paired) if c in labels] or labels)
+    check_choice("--metric", metric, labels)
+    shown = significance_table(paired, metric, alpha, protocols=manifest.get("protocols"),
+                               systems=manifest.get("systems"))
+    table = Table(title=f"Paired tests against the baseline: {shown['metric'][0]} (fold {shown['fold'][0]})",
+                  title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    columns = ("protocol", "system", "test", "difference", "vs baseline", "p adjusted")
+    for column in columns:
+        table.add_column(column, justify="left" if column in ("protocol", "system", "test") else "right",
+                         no_wrap=True)
+    for row in shown.filter(pl.col("fold") == shown["fold"][0]).iter_rows(named=True):
+        mark = " *" if row["significant"] == "yes" else ""
+        table.add_row(*(str(row[c]) for c in columns[:-1]), row["p adjusted"] + mark)
+    console.print(table)
+    console.print(f"* significant at {alpha}; baseline {shown['baseline'][0]}", highlight=False)
 
 
 @app.command()
 def report(
     results: Path = typer.Argument(..., help="A complete results folder."),
-    force: bool = typer.Option(False, "--force", help="Rewrite an existing report."),
+    force: bool = flag("--force", help="Rewrite an existing report."),
 ) -> None:
-    """Write report.md, a self-contained report.html with figures, and tables.tex."""
+    """Write report.md, a self-contained report.html, figures/ (PDF, SVG, PNG) and the LaTeX tables
+    (tables.tex; tables-twocolumn.tex with table* for two-column papers)."""
     from recsys_eval.compare.study import analyse
     from recsys_eval.core.results import ResultsFolder
     from recsys_eval.report import write_report

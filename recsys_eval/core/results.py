@@ -63,13 +63,15 @@ LOG = "log.txt"
 EXPOSURE = "exposure_bins"
 AUC_POOLING = "auc_pooling"
 LEARNING_CURVE = "per_unit_learning_curve"
+#: Averaged ROC and PR curves on a fixed grid per (fold, system, protocol) (recsys_eval.report.curves).
+CURVES = "curves"
 #: Every tuning trial (recsys_eval.tune.log), written as trials finish.
 TUNING = "tuning.parquet"
 #: A study over several datasets: the systems' ranks over datasets with the Friedman test and post-hoc.
 CROSS_DATASET = "cross_dataset"
 SPLITS = "splits"
 #: Scratch folders of a run in progress, removed when it completes.
-SCRATCH = ("folds", "exposure", "auc_scores")
+SCRATCH = ("folds", "exposure", "auc_scores", "curve_chunks")
 #: Tables the compare stage writes into a folder (Parquet, with a CSV beside each).
 ANALYSIS_TABLES = (
     "paired_tests", "fold_paired_tests", "agreement", "sampled_correction", "sampled_ordering",

@@ -258,6 +258,12 @@ class TuningConfig(_Strict):
         if self.method != "grid" and self.trials is None and self.seconds is None:
             raise ValueError(f"method {self.method!r} needs a budget: 'trials', 'seconds' or both")
         return self
+class ReportConfig(_Strict):
+    """What the report's tables show: ``metrics`` as ``metric@k`` labels (default: the main metrics
+    at the two largest cutoffs) and whether the LaTeX tables carry intervals."""
+
+    metrics: list[str] | None = None
+    intervals: bool = False
 
 
 class ExperimentConfig(_Strict):
@@ -284,6 +290,7 @@ class ExperimentConfig(_Strict):
     def source(self) -> str:
         """The config file this config was read from (``"config"`` when built from a dict)."""
         return self._source
+    report: ReportConfig = Field(default_factory=ReportConfig)
 
     @model_validator(mode="after")
     def _unique_labels(self) -> ExperimentConfig:
@@ -357,6 +364,51 @@ def parse_config(data: dict[str, Any], source: str = "config") -> ExperimentConf
     return config
 
 
+def apply_overrides(data: dict[str, Any], overrides: list[str], source: str = "config") -> dict[str, Any]:
+    """Apply ``key.path=value`` overrides (``--set``) to a parsed config, in place, and return it.
+
+    The value is read as a TOML value (``5``, ``true``, ``[5, 10]``, ``"x"``); text that is not
+    valid TOML is taken as a string, so ``--set recommenders.0.name=als`` needs no quotes. A number
+    in the path indexes an array of tables (``recommenders.0``).
+    """
+    for override in overrides:
+        path, eq, text = override.partition("=")
+        keys = [k.strip() for k in path.split(".")]
+        if not eq or not all(keys):
+            raise ConfigError(f"--set {override!r}: expected key.path=value, e.g. metrics.k=[5,10]")
+        try:
+            value = tomllib.loads(f"v = {text}")["v"]
+        except tomllib.TOMLDecodeError:
+            value = text
+        node: Any = data
+        for depth, key in enumerate(keys[:-1]):
+            where = ".".join(keys[: depth + 1])
+            if isinstance(node, list):
+                if not key.isdigit() or int(key) >= len(node):
+                    raise ConfigError(f"--set {path}: {where!r} is not an index of the {len(node)} entries")
+                node = node[int(key)]
+            else:
+                node = node.setdefault(key, {})
+            if not isinstance(node, dict | list):
+                raise ConfigError(f"--set {path}: {where!r} is a value, not a table, in {source}")
+        if isinstance(node, list):
+            raise ConfigError(f"--set {path}: {path!r} names an array entry, not a key, in {source}")
+        node[keys[-1]] = value
+    return data
+
+
+def load_config(path: str | Path, overrides: list[str] | None = None) -> ExperimentConfig:
+    """Read and validate a TOML experiment config, after the ``key.path=value`` ``overrides``
+    (:func:`apply_overrides`); names inside it are checked by :func:`check_names`."""
+    path = Path(path)
+    text = read_config_text(path)
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    return parse_config(apply_overrides(data, overrides or [], str(path)), str(path))
+
+
 def read_config_text(path: Path) -> str:
     """The text of a config file, or a ConfigError naming the file (and, for a file that is not
     UTF-8, the byte offset and line of the first byte that is not)."""
@@ -375,13 +427,3 @@ def read_config_text(path: Path) -> str:
             "is not valid UTF-8; save the config as UTF-8 (TOML files must be)"
         ) from None
 
-
-def load_config(path: str | Path) -> ExperimentConfig:
-    """Read and validate a TOML experiment config; names inside it are checked by :func:`check_names`."""
-    path = Path(path)
-    text = read_config_text(path)
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-    return parse_config(data, str(path))

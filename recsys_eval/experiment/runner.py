@@ -22,6 +22,7 @@ from recsys_eval.core import Interactions, Split
 from recsys_eval.core.results import (
     AUC_POOLING,
     CONFIG,
+    CURVES,
     FORMAT_VERSION,
     MANIFEST,
     DATA_STATS,
@@ -139,6 +140,9 @@ def evaluate_fold(
     budget = parse_size(config.run.memory)
     exposure: list[pl.DataFrame] = []
     scored: list[pl.DataFrame] = []
+    from recsys_eval.report.curves import curve_rows
+
+    curves: list[pl.DataFrame] = []  # ROC and PR on a small fixed grid per chunk, for the report
     for target_set in sets:
         users_per_chunk = chunk_users(config, target_set, budget)
         n_chunks = -(-max(target_set.users, 1) // users_per_chunk)
@@ -160,6 +164,8 @@ def evaluate_fold(
                     frame = jobs.measure_ranking(config, data, rankings, chunk, rec.display, split.name)
                     frame = frame.filter(pl.col("user").is_not_null()).with_columns(pl.col("unit") + units_before)
                     run_exposure[rec.display].add(rankings)
+                    curves.append(curve_rows(rankings, chunk.targets, system=rec.display, protocol=chunk.label,
+                                             fold=split.name))
                     out.partitions.append(folder.write_partition(frame, part=part))
                     states[rec.display].append(PartitionState.of(frame, undefined=config.metrics.undefined))
                     del frame
@@ -191,6 +197,8 @@ def evaluate_fold(
         write_parquet_atomic(pl.concat(exposure), folder.path / "exposure" / f"{split.name}.parquet")
     if scored:
         write_parquet_atomic(pl.concat(scored), folder.path / "auc_scores" / f"{split.name}.parquet")
+    if curves:
+        write_parquet_atomic(pl.concat(curves), folder.path / "curve_chunks" / f"{split.name}.parquet")
     return out
 
 
@@ -357,8 +365,14 @@ def result_protocols(config: ExperimentConfig) -> list[str]:
 
 
 def _write_side_tables(folder: ResultsFolder) -> None:
-    """Exposure per popularity bin and the pooled-AUC table, from the folds' scratch files."""
+    """Exposure per popularity bin, the pooled-AUC table and the ROC and PR curves, from the folds'
+    scratch files."""
     from recsys_eval.compare import auc_aggregation
+    from recsys_eval.report.curves import combine_curves
+
+    curves = sorted((folder.path / "curve_chunks").glob("*.parquet"))
+    if curves:
+        folder.write_table(CURVES, combine_curves(pl.concat([pl.read_parquet(f) for f in curves])), csv=False)
 
     exposure = sorted((folder.path / "exposure").glob("*.parquet"))
     if exposure:

@@ -1,41 +1,62 @@
-"""The summary printed at the end of a run: one table per protocol, best value per column marked.
+"""The summary printed at the end of a run: one compact table per protocol that fits the terminal.
 
-Metric names are shown in the short forms papers use (``nDCG@10``, ``MAP@10``: the mean of ``ap``),
-and a table too wide for the terminal is split into several, so that no number is ever cut.
+Protocols and systems come in the config's order (the manifest's), columns are a chosen set of
+``metric@k`` labels (the config's ``[report] metrics``, default the main metrics at the two largest
+cutoffs, :func:`recsys_eval.report.tables.default_columns`) in the paper labels of
+:func:`recsys_eval.measure.metrics.display_label` (``nDCG@10``, ``MAP@10``). Columns that would not
+fit the terminal are left out and named, never cut: every value is in ``summary.csv``.
 """
 
 from __future__ import annotations
 
 import polars as pl
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
 from recsys_eval.measure.metrics import display_label
-from recsys_eval.report.tables import summary_blocks
+from recsys_eval.report.tables import default_columns, summary_blocks
 
-def print_summary(console: Console, summary: pl.DataFrame, *, digits: int = 4) -> None:
-    """Systems as rows, ``metric@k`` as columns, one block per protocol; best in bold green."""
+
+def print_summary(console: Console, summary: pl.DataFrame, *, manifest: dict | None = None,
+                  columns: list[str] | None = None, digits: int = 4) -> None:
+    """Systems as rows and the chosen ``metric@k`` as columns, one table per protocol; best in bold."""
+    manifest = manifest or {}
     folds = summary.get_column("fold").unique().to_list()
     fold = "all" if "all" in folds else folds[0]
-    cell_width = digits + 5
-    for block in summary_blocks(summary, fold=fold):
-        name_width = max([len("system"), *map(len, block.rows)]) + 3
-        per_table = max(1, (console.width - name_width) // cell_width)
-        groups = [block.columns[i:i + per_table] for i in range(0, len(block.columns), per_table)]
-        for part, columns in enumerate(groups):
-            title = f"{block.protocol} (fold {fold})" + (f", part {part + 1}" if len(groups) > 1 else "")
-            table = Table(title=title, title_justify="left")
-            table.add_column("system", no_wrap=True)
-            for column in columns:
-                table.add_column(display_label(column), justify="right", no_wrap=True)
-            for system, cells in block.rows.items():
-                shown = []
-                for column in columns:
-                    cell = cells.get(column)
-                    if cell is None or cell.mean is None or cell.mean != cell.mean:
-                        shown.append("–")
-                    else:
-                        text = f"{cell.mean:.{digits}f}"
-                        shown.append(f"[bold green]{text}[/]" if cell.best else text)
-                table.add_row(system, *shown)
-            console.print(table)
+    chosen = columns or default_columns(summary)
+    blocks = summary_blocks(summary, fold=fold, columns=chosen, protocols=manifest.get("protocols"),
+                            systems=manifest.get("systems"))
+    for block in blocks:
+        values = {system: [_cell(cells.get(column), digits) for column in block.columns]
+                  for system, cells in block.rows.items()}
+        shown = len(block.columns)
+        # as many columns as fit, measured as rich will draw them (padding, separators, edges) at
+        # a width that does not squeeze them
+        unbounded = console.options.update_width(10_000)
+        while shown and console.measure(_table(block, fold, values, shown), options=unbounded).maximum > console.width:
+            shown -= 1
+        table = _table(block, fold, values, shown)
+        console.print(table)
+        if shown < len(block.columns):
+            left = ", ".join(display_label(c) for c in block.columns[shown:])
+            console.print(f"  not shown at this width: {left} (all values in summary.csv)", highlight=False)
+
+
+def _cell(cell, digits: int) -> str:
+    if cell is None or cell.mean is None or cell.mean != cell.mean:
+        return "–"
+    text = f"{cell.mean:.{digits}f}"
+    return f"[bold]{text}[/]" if cell.best else text
+
+
+def _table(block, fold: str, values: dict[str, list[str]], shown: int) -> Table:
+    """The block's table with its first ``shown`` columns."""
+    table = Table(title=f"{block.protocol} (fold {fold})", title_justify="left", box=box.SIMPLE_HEAD,
+                  pad_edge=False, collapse_padding=True)
+    table.add_column("system", no_wrap=True)
+    for column in block.columns[:shown]:
+        table.add_column(display_label(column), justify="right", no_wrap=True)
+    for system, row in values.items():
+        table.add_row(system, *row[:shown])
+    return table

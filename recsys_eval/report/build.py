@@ -1,28 +1,36 @@
-"""The report of a results folder: ``report.md``, a self-contained ``report.html`` and ``tables.tex``.
+"""The report of a results folder: ``report.md``, a self-contained ``report.html``, ``tables.tex``
+(one-column articles) and ``tables-twocolumn.tex`` (``table*``), and ``figures/``.
 
-Sections appear when the run has the data for them: the config, the data and split statistics, the
-summary tables with confidence intervals and significance against the baseline, and the figures
-(metric against k, systems with intervals, protocol agreement, ranks across protocols, sampled vs
-corrected vs full, popularity bins, learning curves). The HTML page embeds its figures as base64 PNG
-and loads nothing from the network.
+Results come first: the summary tables (the config's ``[report] metrics``, default the main metrics
+at the two largest cutoffs), the tests against the baseline, the figures and the analyses; then a
+glossary of the protocols and metrics shown, generated from their definitions
+(:mod:`recsys_eval.report.glossary`), the data statistics and, collapsed, the config as run. Every
+figure is written as PDF, SVG and a 200-dpi PNG named by its content (``ndcg@10-by-protocol.pdf``),
+each system in the same colour throughout; the HTML page embeds the PNGs and loads nothing from the
+network.
 """
 
 from __future__ import annotations
 
-import base64
 import html
+import re
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
 
 from recsys_eval.core import atomic
-from recsys_eval.core.results import MANIFEST, ResultsFolder
-from recsys_eval.measure.metrics import AUXILIARY_METRICS
+from recsys_eval.core.results import CONFIG, CURVES, MANIFEST, TUNING, ResultsFolder
+from recsys_eval.measure.metrics import AUXILIARY_METRICS, display_label, lower_is_better
 from recsys_eval.report import figures
+from recsys_eval.report.glossary import glossary
 from recsys_eval.report.tables import (
+    default_columns,
+    format_p,
     label_filter,
-    metric_label,
+    latex_caption,
+    main_label,
     summary_blocks,
     to_latex,
     to_markdown,
@@ -34,16 +42,30 @@ body { font-family: system-ui, -apple-system, 'Segoe UI', sans-serif; max-width:
 h1 { border-bottom: 2px solid #444; padding-bottom: .2em; }
 h2 { margin-top: 2em; border-bottom: 1px solid #ccc; }
 table { border-collapse: collapse; margin: .8em 0 1.4em; font-size: .9em; }
-th, td { padding: .25em .6em; border-bottom: 1px solid #ddd; text-align: right; }
+th, td { padding: .25em .6em; border-bottom: 1px solid #ddd; text-align: right; white-space: nowrap; }
 th:first-child, td:first-child { text-align: left; }
 thead th { border-bottom: 2px solid #444; }
-td.best { font-weight: bold; }
-.ci { color: #777; font-size: .85em; }
+.best { font-weight: bold; }
+.ci { color: #777; font-size: .8em; display: block; }
 pre { background: #f6f6f6; padding: .8em; overflow-x: auto; font-size: .85em; }
-figure { margin: 1em 0; } figure img { max-width: 100%; }
-figcaption { color: #555; font-size: .9em; }
+figure { margin: 1em 0; } figure img { max-width: min(100%, 900px); }
+figcaption { color: #555; font-size: .9em; max-width: 60em; }
 .note { color: #555; font-size: .9em; }
+dt { font-weight: bold; margin-top: .5em; } dd { margin-left: 1.5em; }
 """
+
+#: How the captions name the paired tests of ``recsys_eval.compare``.
+TEST_NAMES = {"t": "t", "wilcoxon": "Wilcoxon signed-rank", "sign": "sign", "permutation": "randomization",
+              "mcnemar": "McNemar"}
+
+
+@dataclass
+class Figure:
+    """A figure of the report: its caption and file name stem in ``figures/``, and the PNG as base64."""
+
+    caption: str
+    name: str
+    png: str
 
 
 @dataclass
@@ -54,7 +76,7 @@ class Section:
     title: str
     markdown: str = ""
     html: str = ""
-    figures: list[tuple[str, str]] = field(default_factory=list)  # (caption, base64 PNG)
+    figures: list[Figure] = field(default_factory=list)
 
 
 def _read(folder: Path, name: str) -> pl.DataFrame | None:
@@ -62,30 +84,27 @@ def _read(folder: Path, name: str) -> pl.DataFrame | None:
     return ResultsFolder(folder).table(name)
 
 
+def _text(v: object, digits: int) -> str:
+    return f"{v:.{digits}g}" if isinstance(v, float) else ("–" if v is None else str(v))
+
+
 def _html_table(frame: pl.DataFrame, digits: int = 4) -> str:
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
-    body = []
-    for row in frame.iter_rows():
-        cells = []
-        for v in row:
-            text = f"{v:.{digits}g}" if isinstance(v, float) else ("–" if v is None else str(v))
-            cells.append(f"<td>{html.escape(text)}</td>")
-        body.append("<tr>" + "".join(cells) + "</tr>")
+    body = ["<tr>" + "".join(f"<td>{html.escape(_text(v, digits))}</td>" for v in row) + "</tr>"
+            for row in frame.iter_rows()]
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
 def _md_table(frame: pl.DataFrame, digits: int = 4) -> str:
     lines = ["| " + " | ".join(frame.columns) + " |", "|" + "---|" * len(frame.columns)]
-    for row in frame.iter_rows():
-        cells = [f"{v:.{digits}g}" if isinstance(v, float) else ("–" if v is None else str(v)) for v in row]
-        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["| " + " | ".join(_text(v, digits) for v in row) + " |" for row in frame.iter_rows()]
     return "\n".join(lines) + "\n"
 
 
 def _blocks_html(blocks, digits: int = 4) -> str:
     parts = []
     for block in blocks:
-        head = "".join(f"<th>{html.escape(c)}</th>" for c in block.columns)
+        head = "".join(f"<th>{html.escape(display_label(c))}</th>" for c in block.columns)
         rows = []
         for system, cells in block.rows.items():
             tds = [f"<td>{html.escape(system)}</td>"]
@@ -96,7 +115,7 @@ def _blocks_html(blocks, digits: int = 4) -> str:
                     continue
                 text = f"{cell.mean:.{digits}f}" + ("*" if cell.significant else "")
                 if cell.lower is not None and cell.lower == cell.lower:
-                    text += f' <span class="ci">({cell.lower:.{digits}f}–{cell.upper:.{digits}f})</span>'
+                    text += f'<span class="ci">{cell.lower:.{digits}f}–{cell.upper:.{digits}f}</span>'
                 tds.append(f'<td class="{"best" if cell.best else ""}">{text}</td>')
             rows.append("<tr>" + "".join(tds) + "</tr>")
         parts.append(
@@ -106,124 +125,274 @@ def _blocks_html(blocks, digits: int = 4) -> str:
     return "".join(parts)
 
 
+def _slug(text: str) -> str:
+    """A file name stem from a figure's content: ``ndcg@10-by-protocol``; ``/`` and spaces become ``-``."""
+    return re.sub(r"[^\w@+.=-]+", "-", text).strip("-")
+
+
+def significance_table(paired: pl.DataFrame, label: str, alpha: float, *, protocols: list[str] | None = None,
+                       systems: list[str] | None = None) -> pl.DataFrame:
+    """The tests of ``label`` (``ndcg@10``) against the baseline, as read in a paper: the metric and
+    k named, the difference with its direction (better or worse than the baseline, given whether
+    the metric is better higher or lower), p and corrected p formatted (``< 0.001``); protocols and
+    systems in the given (config) order."""
+    rows = paired.filter(label_filter(label))
+    order = [pl.col(c).replace_strict({v: i for i, v in enumerate(names)}, default=len(names))
+             for c, names in (("protocol", protocols), ("system", systems)) if names]
+    rows = rows.sort([*order, "test"], maintain_order=True) if order else rows
+    lower = lower_is_better(label.partition("@")[0])
+    return rows.select(
+        "protocol", "fold",
+        pl.lit(display_label(label)).alias("metric"),
+        "system", "baseline", "test",
+        pl.col("mean_diff").map_elements(lambda d: f"{d:+.4f}", return_dtype=pl.String).alias("difference"),
+        pl.when(pl.col("mean_diff") == 0).then(pl.lit("equal"))
+        .when((pl.col("mean_diff") < 0) == lower).then(pl.lit("better")).otherwise(pl.lit("worse"))
+        .alias("vs baseline"),
+        pl.col("p_value").map_elements(format_p, return_dtype=pl.String).alias("p"),
+        pl.col("p_adjusted").map_elements(format_p, return_dtype=pl.String).alias("p adjusted"),
+        pl.when(pl.col("p_adjusted") < alpha).then(pl.lit("yes")).otherwise(pl.lit("no")).alias("significant"),
+        "n",
+    )
+
+
+def _config_table(folder: Path, key: str) -> dict:
+    """A table of the config as run (``[report]``, ``[tuning]``), empty when absent."""
+    path = folder / CONFIG
+    return tomllib.loads(path.read_text(encoding="utf-8")).get(key, {}) if path.is_file() else {}
+
+
+def _report_options(folder: Path) -> tuple[list[str] | None, bool]:
+    """The config's ``[report] metrics`` and ``intervals`` (absent in runs made before they existed)."""
+    options = _config_table(folder, "report")
+    return options.get("metrics"), bool(options.get("intervals", False))
+
+
+def _sampled_caption(protocol: str, definition: dict, full: str | None, label: str) -> str:
+    """What each bar of the sampled-correction figure is, and what "full" is."""
+    n = definition.get("n")
+    text = (f"{display_label(label)} under {protocol}: 'sampled' is the metric of each relevant item's rank among "
+            f"itself and {n} sampled non-relevant items, averaged per user then per fold like the summary; "
+            "'rescale' evaluates the metric at the full rank whose expected sampled rank is the observed one; "
+            "'bias_variance' is Krichene & Rendle's corrected metric (the per-rank values that best match the "
+            "full-ranking metric in expectation, with a variance penalty). ")
+    if full:
+        text += f"'full' is the same metric measured by ranking every candidate item ({full})."
+    else:
+        text += "The run has no full-ranking counterpart (AI+1R+AN), so no 'full' bar is drawn."
+    return text
+
+
 def build_sections(folder: Path) -> list[Section]:
-    """Collect every section the results folder has data for."""
+    """Collect every section the results folder has data for, results first."""
     sections: list[Section] = []
     manifest = ResultsFolder(folder).manifest if (folder / MANIFEST).is_file() else {}
-    config_text = (folder / "config.toml").read_text() if (folder / "config.toml").is_file() else ""
+    config_text = (folder / CONFIG).read_text(encoding="utf-8") if (folder / CONFIG).is_file() else ""
     alpha = manifest.get("alpha", 0.05)
-
-    sections.append(Section(
-        "config", "Configuration",
-        markdown=f"```toml\n{config_text}\n```\n",
-        html=f"<pre>{html.escape(config_text)}</pre>",
-    ))
-
-    stats = _read(folder, "data_stats")
-    if stats is not None:
-        sections.append(Section("data", "Data and splits", markdown=_md_table(stats), html=_html_table(stats)))
+    tail = _closing_sections(folder, manifest, config_text)
 
     summary = _read(folder, "summary")
     if summary is None:
-        return sections
+        return tail
     summary = summary.filter(~pl.col("metric").is_in(AUXILIARY_METRICS))
+    protocols, systems = manifest.get("protocols"), manifest.get("systems")
     folds = summary.get_column("fold").unique(maintain_order=True).to_list()
     fold = "all" if "all" in folds else folds[0]
+    chosen, intervals = _report_options(folder)
+    columns = chosen or default_columns(summary)
     # Significance marks: the paired t over fold means for cross-validated runs, else the first test.
     paired = _read(folder, "fold_paired_tests" if fold == "all" else "paired_tests")
-    significance = None
+    significance, test = None, None
     if paired is not None and paired.height:
-        significance = paired.filter(pl.col("test") == paired.get_column("test")[0])
-    blocks = summary_blocks(summary, fold=fold, significance=significance, alpha=alpha)
-    note = (
-        f"Mean over users (fold: {fold}); 95% interval in parentheses; best value per column in bold; "
-        f"* marks a difference from the baseline significant at {alpha} after correction."
-    )
+        test = paired.get_column("test")[0]
+        significance = paired.filter(pl.col("test") == test)
+    blocks = summary_blocks(summary, fold=fold, significance=significance, alpha=alpha, columns=columns,
+                            protocols=protocols, systems=systems)
+    baseline = manifest.get("baseline")
+    note = (f"Mean over users (fold: {fold}); 95% interval under each value; best value per column in bold"
+            + (f"; * marks a difference from {baseline} significant at {alpha} after "
+               f"{manifest.get('correction', 'holm')} correction ({TEST_NAMES.get(test, test)} test)"
+               if test and baseline else "")
+            + ". Every metric at every cutoff is in summary.csv.")
     sections.append(Section(
         "summary", "Summary",
         markdown=note + "\n\n" + to_markdown(blocks),
         html=f'<p class="note">{html.escape(note)}</p>' + _blocks_html(blocks),
     ))
-    atomic.write_text(folder / "tables.tex", to_latex(blocks, caption=manifest.get("experiment", "")))
+    caption = latex_caption(manifest.get("description") or manifest.get("experiment", ""), protocol="{protocol}",
+                            intervals=intervals, test=TEST_NAMES.get(test, test), baseline=baseline,
+                            correction=manifest.get("correction", "holm"), alpha=alpha)
+    label = f"tab:{_slug(manifest.get('experiment', 'results'))}"
+    atomic.write_text(folder / "tables.tex", to_latex(blocks, caption=caption, label=label, intervals=intervals))
+    atomic.write_text(folder / "tables-twocolumn.tex",
+                      to_latex(blocks, caption=caption, label=label, intervals=intervals, wide=True))
 
-    labels = [metric_label(m, k) for m, k in summary.select("metric", "k").unique(maintain_order=True).iter_rows()]
-    main_label = next((lab for lab in labels if lab.startswith("ndcg")), labels[0])
+    focus = main_label(columns)
+    main = display_label(focus)
+    at_main = label_filter(focus)
+    for name, title in (("paired_tests", f"Significance against the baseline: {main}"),
+                        ("fold_paired_tests", f"Paired t over fold means: {main}")):
+        frame = _read(folder, name)
+        if frame is not None and frame.height:
+            table = significance_table(frame, focus, alpha, protocols=protocols, systems=systems)
+            text = (f"Every system against {baseline or 'every other'} on {main}, per protocol and test; "
+                    f"difference = system - baseline; p adjusted by {manifest.get('correction', 'holm')} "
+                    f"over the systems of a protocol, fold, metric and test; significant at {alpha}. All "
+                    f"metrics and cutoffs: {name}.csv.")
+            sections.append(Section(name, title, markdown=text + "\n\n" + _md_table(table),
+                                    html=f'<p class="note">{html.escape(text)}</p>' + _html_table(table)))
 
-    figs = Section("figures", "Figures")
-    for metric in summary.get_column("metric").unique(maintain_order=True).to_list():
-        fig = figures.metric_against_k(summary, metric, fold)
+    sections.append(_figures(folder, manifest, summary, fold, focus))
+    for name, title in (("agreement", "Protocol agreement"),
+                        ("sampled_ordering", "Sampled-metric correction: orderings")):
+        frame = _read(folder, name)
+        if frame is not None and frame.height:
+            if name == "agreement":
+                frame = frame.filter(at_main).with_columns(pl.col("swaps").list.join("; "))
+            sections.append(Section(name, title, markdown=_md_table(frame), html=_html_table(frame)))
+    audit = _aggregation_section(folder, focus)
+    if audit is not None:
+        sections.append(audit)
+    tuning = _tuning_section(folder)
+    if tuning is not None:
+        sections.append(tuning)
+    labels = [c for c in dict.fromkeys(columns + summary.get_column("metric").unique(maintain_order=True).to_list())]
+    terms = glossary(manifest.get("protocol_definitions", {}), labels)
+    sections.append(Section(
+        "glossary", "Glossary",
+        markdown="".join(f"- **{term}**: {text}\n" for term, text in terms),
+        html="<dl>" + "".join(f"<dt>{html.escape(term)}</dt><dd>{html.escape(text)}</dd>" for term, text in terms)
+        + "</dl>",
+    ))
+    return [s for s in sections if s.html or s.figures] + tail
+
+
+def _closing_sections(folder: Path, manifest: dict, config_text: str) -> list[Section]:
+    """The data statistics and the config as run (collapsed): what the results rest on."""
+    sections = []
+    stats = _read(folder, "data_stats")
+    if stats is not None:
+        sections.append(Section("data", "Data and splits", markdown=_md_table(stats), html=_html_table(stats)))
+    collapsed = "<details><summary>config.toml as run (click to show)</summary>{}</details>"
+    sections.append(Section(
+        "config", "Configuration",
+        markdown=collapsed.format(f"\n\n```toml\n{config_text}\n```\n\n") + "\n",
+        html=collapsed.format(f"<pre>{html.escape(config_text)}</pre>"),
+    ))
+    return sections
+
+
+def _figures(folder: Path, manifest: dict, summary: pl.DataFrame, fold: str, focus: str) -> Section:
+    """Every figure the run has data for, each system in the colour the manifest's order gives it."""
+    out = folder / "figures"
+    systems = manifest.get("systems") or summary.get_column("system").unique(maintain_order=True).to_list()
+    colors = figures.system_colors(systems)
+    main = display_label(focus)
+    at_main = label_filter(focus)
+    section = Section("figures", "Figures")
+
+    def add(fig, name: str, caption: str) -> None:
         if fig is not None:
-            figs.figures.append((f"{metric} against k", figures.to_png_base64(fig)))
-    fig = figures.systems_with_intervals(summary, main_label, fold)
-    if fig is not None:
-        figs.figures.append((f"Systems per protocol, {main_label}, with 95% intervals", figures.to_png_base64(fig)))
-    fig = figures.ranks_across_protocols(summary, main_label, fold)
-    if fig is not None:
-        figs.figures.append((f"System ranks across protocols by {main_label}", figures.to_png_base64(fig)))
+            section.figures.append(Figure(caption, _slug(name), figures.save(fig, out, _slug(name))))
+
+    add(figures.systems_with_intervals(summary, focus, fold, colors=colors), f"{focus}-by-protocol",
+        f"{main} of every system under every protocol (fold {fold}), bars with 95% intervals.")
+    add(figures.ranks_across_protocols(summary, focus, fold, colors=colors),
+        f"{focus}-ranks-across-protocols", f"Each system's rank by {main} under every protocol (1 = best).")
+    for metric in summary.get_column("metric").unique(maintain_order=True).to_list():
+        label = display_label(metric)
+        add(figures.metric_against_k(summary, metric, fold, colors=colors, ylabel=label),
+            f"{metric}-by-k", f"{label} against the cutoff k, one panel per protocol (fold {fold}).")
+    curves = _read(folder, CURVES)
+    if curves is not None and curves.height:
+        curve_fold = fold if fold in set(curves.get_column("fold")) else curves.get_column("fold")[0]
+        add(figures.curves_by_protocol(curves, "roc", curve_fold, colors=colors), "roc-by-protocol",
+            f"ROC curves (fold {curve_fold}): the true positive rate at each false positive rate, averaged over "
+            "the units (vertical averaging) of each fold, then over folds; each unit's whole target set is "
+            "ranked, unlisted targets tied last. The dashed diagonal is a random ranking.")
+        add(figures.curves_by_protocol(curves, "pr", curve_fold, colors=colors), "pr-by-protocol",
+            f"Precision-recall curves (fold {curve_fold}): at each recall level the unit's interpolated "
+            "precision (the best precision at that recall or beyond, 0 if never reached), averaged over the "
+            "units of each fold, then over folds.")
     agreement = _read(folder, "agreement")
     if agreement is not None and agreement.height:
-        part = agreement.filter(label_filter(main_label))
-        fig = figures.agreement_matrix(part if part.height else agreement, main_label)
-        if fig is not None:
-            figs.figures.append(("Protocol agreement", figures.to_png_base64(fig)))
-    at_main = label_filter(main_label)
+        part = agreement.filter(at_main)
+        add(figures.agreement_matrix(part if part.height else agreement, main), f"{focus}-protocol-agreement",
+            f"Kendall's tau between the orderings of the systems by {main} under each pair of protocols.")
     sampled = _read(folder, "sampled_correction")
+    definitions = manifest.get("protocol_definitions", {})
     if sampled is not None and sampled.height:
         part = sampled.filter(at_main)
         for protocol in part.get_column("protocol").unique(maintain_order=True).to_list():
-            fig = figures.grouped_bars(part.filter(pl.col("protocol") == protocol), group="system",
-                                       series="estimate", value="value",
-                                       title=f"{protocol}: sampled, corrected and full-ranking values",
-                                       ylabel=main_label)
-            if fig is not None:
-                figs.figures.append((f"Sampled vs corrected vs full ranking ({protocol})", figures.to_png_base64(fig)))
+            rows = part.filter(pl.col("protocol") == protocol)
+            full = rows.get_column("full_protocol").drop_nulls()
+            add(figures.grouped_bars(rows, group="system", series="estimate", value="value",
+                                     title=f"{protocol}: sampled, corrected and full-ranking {main}",
+                                     ylabel=main, xlabel="system"),
+                f"{focus}-sampled-correction-{protocol}",
+                _sampled_caption(protocol, definitions.get(protocol, {}), full[0] if full.len() else None,
+                                 focus))
     popularity = _read(folder, "popularity_bins")
     if popularity is not None and popularity.height:
-        fig = figures.grouped_bars(popularity.filter(at_main), group="bin", series="system", value="value",
-                                   title=f"{main_label} per item-popularity bin (1 = least popular)",
-                                   ylabel=main_label)
-        if fig is not None:
-            figs.figures.append(("Popularity bins", figures.to_png_base64(fig)))
+        add(figures.grouped_bars(popularity.filter(at_main), group="bin", series="system", value="value",
+                                 title=f"{main} per item-popularity bin", ylabel=main,
+                                 xlabel="popularity bin (1 = least popular)", colors=colors),
+            f"{focus}-by-popularity-bin", f"{main} when only the items of one popularity bin are targets.")
     exposure = _read(folder, "exposure")
     if exposure is not None and exposure.height:
         first = exposure.get_column("protocol")[0]
-        fig = figures.grouped_bars(exposure.filter(pl.col("protocol") == first), group="bin", series="system",
-                                   value="share", title=f"Share of top-k recommendations per popularity bin ({first})",
-                                   ylabel="share of recommendations")
-        if fig is not None:
-            figs.figures.append(("Exposure per popularity bin", figures.to_png_base64(fig)))
+        add(figures.grouped_bars(exposure.filter(pl.col("protocol") == first), group="bin", series="system",
+                                 value="share", title=f"Top-k recommendations per popularity bin ({first})",
+                                 ylabel="share of recommendations", xlabel="popularity bin (1 = least popular)",
+                                 colors=colors),
+            f"exposure-by-popularity-bin-{first}",
+            f"Share of each system's top-k recommendations that falls in each item-popularity bin ({first}).")
     curve = _read(folder, "learning_curve")
     if curve is not None and curve.height:
         part = curve.filter(at_main)
         first = part.get_column("protocol")[0] if part.height else None
-        fig = figures.lines(part.filter(pl.col("protocol") == first), x="fraction", series="system",
-                            value="value", title=f"Learning curve ({first})", xlabel="training fraction",
-                            ylabel=main_label) if first else None
-        if fig is not None:
-            figs.figures.append(("Learning curve", figures.to_png_base64(fig)))
-    if figs.figures:
-        sections.append(figs)
-
-    for name, title in (("paired_tests", "Significance against the baseline"),
-                        ("fold_paired_tests", "Paired t over fold means"),
-                        ("agreement", "Protocol agreement"),
-                        ("sampled_ordering", "Sampled-metric correction: orderings")):
-        frame = _read(folder, name)
-        if frame is not None and frame.height:
-            if name.endswith("paired_tests"):
-                frame = frame.filter(at_main).select(
-                    "protocol", "fold", "system", "baseline", "test", "mean_diff", "p_value", "p_adjusted",
-                    "cohens_d", "n")
-            elif name == "agreement":
-                frame = frame.filter(at_main).with_columns(pl.col("swaps").list.join("; "))
-            sections.append(Section(name, title, markdown=_md_table(frame), html=_html_table(frame)))
-    audit = _aggregation_section(folder, main_label)
-    if audit is not None:
-        sections.append(audit)
-    return sections
+        if first:
+            add(figures.lines(part.filter(pl.col("protocol") == first), x="fraction", series="system",
+                              value="value", title=f"Learning curve ({first})", xlabel="training fraction",
+                              ylabel=main, colors=colors),
+                f"{focus}-learning-curve-{first}",
+                f"{main} against the fraction of the training data each system was fitted on ({first}).")
+    return section
 
 
-def _aggregation_section(folder: Path, main_label: str) -> Section | None:
+def _tuning_section(folder: Path) -> Section | None:
+    """A run that tuned (``tuning.parquet``): the hyperparameters chosen per fold and system, the
+    tuning cost, and each system's validation value by trial (recsys_eval.tune.report)."""
+    path = folder / TUNING
+    if not path.is_file():
+        return None
+    from recsys_eval.tune.report import chosen_parameters, curve_figure, tuning_cost
+
+    trials = pl.read_parquet(path)
+    if trials.is_empty():
+        return None
+    options = _config_table(folder, "tuning")
+    what = display_label(options.get("metric", "ndcg@10"))
+    where = options.get("protocol") or "the first protocol"
+    note = (f"Each system with a search space was tuned ({options.get('method', 'tpe')}) on a validation split "
+            f"carved from each fold's train side, maximising {what} under {where}; the chosen "
+            "hyperparameters (the best validation value, the earliest trial on ties) were refitted on the "
+            "fold's whole train side before the test side was used. Every trial: tuning.parquet.")
+    parts = (("Chosen hyperparameters", chosen_parameters(trials)), ("Tuning cost (seconds)", tuning_cost(trials)))
+    section = Section(
+        "tuning", "Tuning",
+        markdown=note + "\n\n" + "".join(f"**{caption}**\n\n{_md_table(frame)}\n" for caption, frame in parts),
+        html=f'<p class="note">{html.escape(note)}</p>' + "".join(
+            f"<h3>{html.escape(caption)}</h3>{_html_table(frame)}" for caption, frame in parts),
+    )
+    caption = (f"Validation {what} by trial (dots) and the best so far (line), one panel per tuned system, "
+               "a line per fold.")
+    section.figures.append(Figure(caption, "tuning-validation-curves",
+                                  figures.save(curve_figure(trials), folder / "figures", "tuning-validation-curves")))
+    return section
+
+
+def _aggregation_section(folder: Path, focus: str) -> Section | None:
     """Forman & Scholz's aggregation variants of a cross-validated run, with the system pairs each
     variant would order differently from the reported value."""
     f_table, auc_table = _read(folder, "aggregation_f"), _read(folder, "aggregation_auc")
@@ -243,7 +412,7 @@ def _aggregation_section(folder: Path, main_label: str) -> Section | None:
             "scored targets), which assumes scores comparable across users and folds. " + verdict)
     parts: list[tuple[str, pl.DataFrame]] = []
     if f_table is not None:
-        _, _, k = main_label.partition("@")
+        _, _, k = focus.partition("@")
         shown = f_table.filter(pl.col("k") == int(k)) if k and f_table.filter(pl.col("k") == int(k)).height else f_table
         parts.append(("F-measure variants over folds", shown))
     if auc_table is not None:
@@ -257,14 +426,14 @@ def _aggregation_section(folder: Path, main_label: str) -> Section | None:
 
 
 def write_report(folder: str | Path) -> dict[str, Path]:
-    """Write ``report.md``, ``report.html`` (self-contained) and ``tables.tex`` into the folder."""
+    """Write ``report.md``, ``report.html`` (self-contained), ``tables.tex``, ``tables-twocolumn.tex``
+    and ``figures/`` into the folder."""
     folder = Path(folder)
     sections = build_sections(folder)
     manifest = ResultsFolder(folder).manifest if (folder / MANIFEST).is_file() else {}
     title = f"recsys_eval report: {manifest.get('experiment', folder.parent.name)}"
     if manifest.get("created"):
         title += f" ({manifest['created'].replace('T', ' ')[:16]} UTC)"
-    fig_dir = folder / "figures"
     md = [f"# {title}\n"]
     body = [f"<h1>{html.escape(title)}</h1>", "<nav><ul>"]
     body += [f'<li><a href="#{s.id}">{html.escape(s.title)}</a></li>' for s in sections]
@@ -272,13 +441,12 @@ def write_report(folder: str | Path) -> dict[str, Path]:
     for s in sections:
         md.append(f"## {s.title}\n\n{s.markdown}")
         body.append(f'<section id="{s.id}"><h2>{html.escape(s.title)}</h2>{s.html}')
-        for i, (caption, png) in enumerate(s.figures):
-            name = f"figure{i + 1}.png"
-            atomic.write_bytes(fig_dir / name, base64.b64decode(png))
-            md.append(f"![{caption}](figures/{name})\n")
+        for fig in s.figures:
+            md.append(f"![{fig.caption}](figures/{fig.name}.png)\n\n{fig.caption}\n")
             body.append(
-                f'<figure><img alt="{html.escape(caption)}" src="data:image/png;base64,{png}">'
-                f"<figcaption>{html.escape(caption)}</figcaption></figure>"
+                f'<figure id="fig-{html.escape(fig.name)}"><img alt="{html.escape(fig.caption)}" '
+                f'src="data:image/png;base64,{fig.png}"><figcaption>{html.escape(fig.caption)} '
+                f"(figures/{html.escape(fig.name)}.pdf, .svg, .png)</figcaption></figure>"
             )
         body.append("</section>")
     page = (
@@ -290,4 +458,5 @@ def write_report(folder: str | Path) -> dict[str, Path]:
     with atomic.atomic_path(folder / "report.md") as md_tmp, atomic.atomic_path(folder / "report.html") as page_tmp:
         md_tmp.write_text("\n".join(md), encoding="utf-8")
         page_tmp.write_text(page, encoding="utf-8")
-    return {"markdown": folder / "report.md", "html": folder / "report.html", "latex": folder / "tables.tex"}
+    return {"markdown": folder / "report.md", "html": folder / "report.html", "latex": folder / "tables.tex",
+            "latex_wide": folder / "tables-twocolumn.tex"}

@@ -12,7 +12,11 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from recsys_eval.measure.metrics import display_label, lower_is_better
+from recsys_eval.measure.metrics import AUXILIARY_METRICS, display_label, lower_is_better
+
+#: Metrics a table shows by default, in this order, when the config names them: the accuracy
+#: metrics papers report first (precision, recall, nDCG, MAP), then AUC and the rating errors.
+MAIN_METRICS: tuple[str, ...] = ("precision", "recall", "ndcg", "ap", "auc", "rmse", "mae")
 
 
 def metric_label(metric: str, k: int | None) -> str:
@@ -44,19 +48,52 @@ class Block:
     rows: dict[str, dict[str, Cell]]
 
 
+def format_p(p: float | None) -> str:
+    """A p-value as papers print it: ``< 0.001`` below 0.001, else three significant digits."""
+    if p is None or p != p:
+        return "–"
+    return "< 0.001" if p < 0.001 else f"{p:#.3g}"
+
+
+def default_columns(summary: pl.DataFrame, max_metrics: int = 4, cutoffs: int = 2) -> list[str]:
+    """The labels a table shows when none are chosen: up to ``max_metrics`` of :data:`MAIN_METRICS`
+    the run measured (else its first metrics), cutoff metrics at the ``cutoffs`` largest k."""
+    pairs = summary.filter(~pl.col("metric").is_in(AUXILIARY_METRICS)).select("metric", "k").unique()
+    measured = set(pairs.get_column("metric"))
+    chosen = [m for m in MAIN_METRICS if m in measured][:max_metrics] or sorted(measured)[:max_metrics]
+    labels = []
+    for metric in chosen:
+        ks = sorted(k for k in pairs.filter(pl.col("metric") == metric).get_column("k") if k is not None)
+        labels += [metric_label(metric, k) for k in ks[-cutoffs:]] if ks else [metric]
+    return labels
+
+
+def main_label(columns: list[str]) -> str:
+    """The label figures and significance tables focus on: nDCG at the largest cutoff shown, else
+    the first column."""
+    return max((c for c in columns if c.startswith("ndcg@")), key=lambda c: int(c.partition("@")[2]),
+               default=columns[0])
+
+
 def summary_blocks(
     summary: pl.DataFrame,
     *,
     fold: str,
     significance: pl.DataFrame | None = None,
     alpha: float = 0.05,
+    columns: list[str] | None = None,
+    protocols: list[str] | None = None,
+    systems: list[str] | None = None,
 ) -> list[Block]:
     """Arrange a summary into one Block per protocol, marking bests and significant differences.
 
     ``significance`` has columns ``protocol, fold, metric, k, system, p_adjusted`` (one row per
-    system tested against the baseline, for one chosen test).
+    system tested against the baseline, for one chosen test). ``columns`` (``ndcg@10`` labels)
+    chooses and orders the columns (default: every metric of the summary); ``protocols`` and
+    ``systems`` give the order of blocks and rows (the config's, from the manifest), else the
+    summary's. Auxiliary per-unit counts are never shown.
     """
-    data = summary.filter(pl.col("fold") == fold)
+    data = summary.filter((pl.col("fold") == fold) & ~pl.col("metric").is_in(AUXILIARY_METRICS))
     signif: set[tuple] = set()
     if significance is not None and significance.height:
         hits = significance.filter((pl.col("fold") == fold) & (pl.col("p_adjusted") < alpha))
@@ -64,23 +101,29 @@ def summary_blocks(
             (r["protocol"], metric_label(r["metric"], r["k"]), r["system"])
             for r in hits.iter_rows(named=True)
         }
+    present = data.get_column("protocol").unique(maintain_order=True).to_list()
+    order = [p for p in protocols if p in present] if protocols else present
+    rank = {s: i for i, s in enumerate(systems or [])}
     blocks = []
-    for protocol in data.get_column("protocol").unique(maintain_order=True):
+    for protocol in order:
         part = data.filter(pl.col("protocol") == protocol).with_columns(
-            pl.struct("metric", "k")
-            .map_elements(lambda s: metric_label(s["metric"], s["k"]), return_dtype=pl.String)
-            .alias("label")
+            pl.when(pl.col("k").is_null()).then(pl.col("metric"))
+            .otherwise(pl.format("{}@{}", pl.col("metric"), pl.col("k"))).alias("label")
         )
-        columns = part.get_column("label").unique(maintain_order=True).to_list()
+        shown = part.get_column("label").unique(maintain_order=True).to_list()
+        if columns is not None:
+            shown = [c for c in columns if c in set(shown)]
+            part = part.filter(pl.col("label").is_in(shown))
         best: dict[str, float] = {}
-        for label in columns:
+        for label in shown:
             col = part.filter(pl.col("label") == label)
             metric = col.get_column("metric")[0]
             values = col.get_column("mean").drop_nans().drop_nulls()
             if values.len():
                 best[label] = values.min() if lower_is_better(metric) else values.max()
         rows: dict[str, dict[str, Cell]] = {}
-        for r in part.iter_rows(named=True):
+        part = part.with_columns(pl.col("system").replace_strict(rank, default=len(rank)).alias("_order"))
+        for r in part.sort("_order", maintain_order=True).iter_rows(named=True):
             mean = r["mean"]
             rows.setdefault(r["system"], {})[r["label"]] = Cell(
                 mean=mean,
@@ -89,7 +132,7 @@ def summary_blocks(
                 best=mean is not None and best.get(r["label"]) == mean,
                 significant=(protocol, r["label"], r["system"]) in signif,
             )
-        blocks.append(Block(protocol, columns, rows))
+        blocks.append(Block(protocol, shown, rows))
     return blocks
 
 
@@ -130,38 +173,70 @@ def to_markdown(blocks: list[Block], *, digits: int = 4, intervals: bool = True)
     return "\n".join(out)
 
 
-_LATEX_SPECIAL = str.maketrans({c: f"\\{c}" for c in "&%$#_{}"} | {"~": r"\textasciitilde{}",
-                                                                     "^": r"\textasciicircum{}"})
+_LATEX_SPECIAL = str.maketrans({c: f"\\{c}" for c in "&%$#_{}"} | {
+    "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "<": r"\textless{}", ">": r"\textgreater{}"})
+#: How captions name the multiple-testing corrections of ``recsys_eval.compare``.
+CORRECTION_NAMES = {"holm": "Holm", "bonferroni": "Bonferroni", "bh": "Benjamini-Hochberg"}
 
 
 def latex_escape(text: str) -> str:
     return text.replace("\\", r"\textbackslash{}").translate(_LATEX_SPECIAL)
 
 
-def to_latex(blocks: list[Block], *, digits: int = 4, caption: str = "", label: str = "") -> str:
-    """A booktabs table: one column group per protocol block stacked vertically, best bold,
-    significant differences from the baseline marked with a dagger."""
-    columns = list(dict.fromkeys(c for b in blocks for c in b.columns))
-    lines = [
-        r"\begin{table}[t]",
-        r"\centering",
-        r"\begin{tabular}{l" + "r" * len(columns) + "}",
-        r"\toprule",
-        "System & " + " & ".join(latex_escape(display_label(c)) for c in columns) + r" \\",
-    ]
-    for block in blocks:
-        lines.append(r"\midrule")
-        lines.append(
-            rf"\multicolumn{{{len(columns) + 1}}}{{l}}{{\textit{{{latex_escape(block.protocol)}}}}} \\"
-        )
+def latex_caption(description: str, *, protocol: str, intervals: bool, test: str | None, correction: str,
+                  alpha: float, baseline: str | None) -> str:
+    """The caption of a protocol's table (LaTeX): the run's description, then what the marks mean.
+    ``protocol`` may be the placeholder ``{protocol}``, which :func:`to_latex` fills per table."""
+    text = f"{latex_escape(description.rstrip('.'))}. " if description else ""
+    text += f"Protocol {protocol}; mean over users"
+    text += ", 95\\% interval below each value. " if intervals else ". "
+    text += "Bold: best per column."
+    if test and baseline:
+        corrected = (f"after {CORRECTION_NAMES[correction]} correction" if correction in CORRECTION_NAMES
+                     else "without correction")
+        text += (f" $\\dagger$: different from {latex_escape(baseline)} by a paired {test} test at "
+                 f"$\\alpha = {alpha}$ {corrected}.")
+    return text
+
+
+def to_latex(blocks: list[Block], *, digits: int = 3, caption: str = "", label: str = "",
+             intervals: bool = False, wide: bool = False) -> str:
+    """One booktabs table per protocol block, systems as rows, the block's columns with their paper
+    labels (P@10, nDCG@10, MAP@10); best bold, significant differences from the baseline marked
+    with a dagger. ``caption`` is LaTeX (see :func:`latex_caption`) in which the placeholder
+    ``{protocol}`` names each block; ``wide`` writes ``table*`` for two-column papers; ``intervals``
+    adds a row of ``[lower, upper]`` in script size under each system's values, so that the
+    columns stay narrow. A table wider than the text is scaled down to it (``\\usepackage{graphicx}``).
+    """
+    env = "table*" if wide else "table"
+    out = []
+    for n, block in enumerate(blocks, start=1):
+        lines = [
+            rf"\begin{{{env}}}[t]",
+            r"\centering",
+            r"\small",
+            # shrunk to the text width only when wider (needs graphicx): every chosen column fits
+            r"\resizebox{\ifdim\width>\linewidth\linewidth\else\width\fi}{!}{%",
+            r"\begin{tabular}{@{}l" + "r" * len(block.columns) + "@{}}",
+            r"\toprule",
+            "System & " + " & ".join(latex_escape(display_label(c)) for c in block.columns) + r" \\",
+            r"\midrule",
+        ]
         for system, cells in block.rows.items():
             shown = [_cell_text(cells.get(col), digits, missing="--", bold=r"\textbf{{{}}}",
-                                mark=r"$^{\dagger}$") for col in columns]
+                                mark=r"$^{\dagger}$") for col in block.columns]
             lines.append(f"{latex_escape(system)} & " + " & ".join(shown) + r" \\")
-    lines += [r"\bottomrule", r"\end{tabular}"]
-    if caption:
-        lines.append(rf"\caption{{{latex_escape(caption)}}}")
-    if label:
-        lines.append(rf"\label{{{label}}}")
-    lines.append(r"\end{table}")
-    return "\n".join(lines) + "\n"
+            if intervals:
+                bounds = [cells.get(col) for col in block.columns]
+                lines.append(" & " + " & ".join(
+                    rf"{{\scriptsize [{_fmt(c.lower, digits)}, {_fmt(c.upper, digits)}]}}"
+                    if c is not None and c.lower is not None and c.lower == c.lower else "" for c in bounds
+                ) + r" \\")
+        lines += [r"\bottomrule", r"\end{tabular}}"]
+        if caption:
+            lines.append(rf"\caption{{{caption.replace('{protocol}', latex_escape(block.protocol))}}}")
+        if label:
+            lines.append(rf"\label{{{label}-{n}}}" if len(blocks) > 1 else rf"\label{{{label}}}")
+        lines.append(rf"\end{{{env}}}")
+        out.append("\n".join(lines) + "\n")
+    return "\n".join(out)

@@ -1,12 +1,7 @@
 """Tables and a figure of a run's tuning, from its trial log (``tuning.parquet``): the chosen
 hyperparameters per fold and system, the validation curve (value by trial and best so far) per
-system, and the tuning cost. Frames in; a matplotlib figure and Markdown/HTML strings out.
-
-The report calls, for a folder with a ``tuning.parquet`` (``ResultsFolder.path / TUNING``)::
-
-    trials = pl.read_parquet(path)
-    markdown += tuning_markdown(trials); html += tuning_html(trials)
-    figures.append(("Validation curves", curve_figure(trials)))
+system, and the tuning cost. Frames in; frames and a matplotlib figure out, which the report's
+"Tuning" section shows for a folder with a ``tuning.parquet`` (recsys_eval.report.build).
 """
 
 from __future__ import annotations
@@ -65,16 +60,3 @@ def curve_figure(trials: pl.DataFrame):
     fig.tight_layout()
     return fig
 
-
-def tuning_markdown(trials: pl.DataFrame) -> str:
-    from recsys_eval.report.build import _md_table
-
-    return ("## Tuning\n\nChosen hyperparameters (best validation value per fold and system):\n\n"
-            + _md_table(chosen_parameters(trials)) + "\nTuning cost:\n\n" + _md_table(tuning_cost(trials)))
-
-
-def tuning_html(trials: pl.DataFrame) -> str:
-    from recsys_eval.report.build import _html_table
-
-    return ("<h2>Tuning</h2><p>Chosen hyperparameters (best validation value per fold and system)</p>"
-            + _html_table(chosen_parameters(trials)) + "<p>Tuning cost</p>" + _html_table(tuning_cost(trials)))

@@ -23,14 +23,17 @@ from recsys_eval.report.tables import Block, Cell, to_latex
 
 HERE = Path(__file__).parent
 
-CONFIG = """
-name = "reported"
-seed = 3
-
+#: The synthetic dataset, as every config of these tests reads it.
+DATASET = """
 [dataset]
 path = "{data}"
 columns = {{ user = "userId", item = "movieId", rating = "rating", timestamp = "timestamp" }}
+"""
 
+CONFIG = """
+name = "reported"
+seed = 3
+""" + DATASET + """
 [split]
 method = "kfold"
 params = {{ k = 2, per_user = true }}
@@ -81,7 +84,9 @@ def folder(tmp_path_factory, synthetic_ratings) -> Path:
     with pytest.raises(SystemExit) as exit_info:
         main(["run", str(config), "--out", str(root / "results"), "--quiet"])
     assert exit_info.value.code in (0, None)
-    return next(p for p in (root / "results" / "reported").iterdir() if not p.name.startswith("."))
+    folder = next(p for p in (root / "results" / "reported").iterdir() if p.name[0].isdigit())
+    assert (root / "results" / "reported" / "latest").resolve() == folder.resolve()
+    return folder
 
 
 def test_paired_tests_equal_scipy_on_the_same_users(folder):
@@ -168,7 +173,7 @@ def test_report_has_every_section_and_loads_nothing_from_the_network(folder):
     parser = _Collect()
     parser.feed(page)
     for section in ("config", "data", "summary", "figures", "paired_tests", "fold_paired_tests", "agreement",
-                    "aggregation_audit"):
+                    "aggregation_audit", "glossary"):
         assert section in parser.ids, section
     assert parser.images >= 5
     assert not [s for s in parser.srcs if re.match(r"(?i)(https?:)?//", s)]
@@ -185,6 +190,11 @@ def test_report_has_every_section_and_loads_nothing_from_the_network(folder):
         assert re.fullmatch(r"\|(-+:?\|)+", group[1]), group[1]
         assert len({line.count("|") for line in group}) == 1, group
     assert (folder / "tables.tex").read_text().startswith("\\begin{table}")
+    assert page.index('id="summary"') < page.index('id="glossary"') < page.index('id="config"')
+    assert "<details>" in page and "AI+1R+NN50" in page and "sample of n = 50 per ranking" in page
+    for stem in ("ndcg@10-by-protocol", "ndcg-by-k", "ndcg@10-protocol-agreement"):
+        for ext in ("pdf", "svg", "png"):
+            assert (folder / "figures" / f"{stem}.{ext}").is_file(), (stem, ext)
 
 
 def test_latex_table_matches_golden_file():
@@ -198,7 +208,65 @@ def test_latex_table_matches_golden_file():
             "als": {"ndcg@10": Cell(0.4, None, None, False, False)},
         }),
     ]
-    assert to_latex(blocks, caption="Results & more", label="tab:r") == (HERE / "golden_table.tex").read_text()
+    assert to_latex(blocks, caption=r"Results \& more for {protocol}", label="tab:r") == (HERE / "golden_table.tex").read_text()
+
+
+def test_p_values_are_formatted_as_papers_print_them():
+    from recsys_eval.report.tables import format_p
+
+    assert [format_p(p) for p in (5.885e-238, 0.000999, 0.001, 0.04567, 0.5, None)] == [
+        "< 0.001", "< 0.001", "0.00100", "0.0457", "0.500", "–"]
+
+
+def test_significance_table_names_the_metric_and_the_direction():
+    from recsys_eval.report.build import significance_table
+
+    paired = pl.DataFrame({"protocol": ["B", "A", "A"], "fold": "f", "metric": ["rmse", "rmse", "ndcg"],
+                           "k": [None, None, 10], "system": ["x", "x", "x"], "baseline": "b", "test": "t",
+                           "mean_diff": [-0.1, 0.2, 0.2], "p_value": [1e-9, 0.2, 0.2],
+                           "p_adjusted": [1e-9, 0.4, 0.4], "n": 9})
+    table = significance_table(paired, "rmse", 0.05, protocols=["A", "B"])
+    assert table.select("protocol", "metric", "vs baseline", "p", "significant").rows() == [
+        ("A", "RMSE", "worse", "0.200", "no"), ("B", "RMSE", "better", "< 0.001", "yes")]
+
+
+def test_set_overrides_are_toml_values_and_bad_paths_name_the_key():
+    from recsys_eval.errors import ConfigError
+    from recsys_eval.experiment.config import apply_overrides
+
+    data = {"metrics": {"k": [10]}, "recommenders": [{"name": "als", "params": {}}]}
+    apply_overrides(data, ["metrics.k=[5, 20]", "recommenders.0.params.factors=32", "recommenders.0.name=bpr",
+                           "compare.baseline=\"popular\""])
+    assert data == {"metrics": {"k": [5, 20]}, "recommenders": [{"name": "bpr", "params": {"factors": 32}}],
+                    "compare": {"baseline": "popular"}}
+    for bad, message in (("compare.baseline.x=1", "'compare.baseline' is a value"),
+                         ("metrics.k.x=1", "names an array entry"), ("recommenders.3.name=x", "'recommenders.3'"),
+                         ("metrics", "expected key.path=value")):
+        with pytest.raises(ConfigError, match=re.escape(message)):
+            apply_overrides(data, [bad])
+
+
+@pytest.mark.skipif(shutil.which("pdflatex") is None, reason="pdflatex is not installed")
+@pytest.mark.parametrize("wide", [False, True])
+def test_latex_tables_fit_the_text_width(tmp_path, wide):
+    from recsys_eval.report.tables import latex_caption
+
+    columns = [f"{m}@{k}" for m in ("precision", "recall", "ndcg", "ap") for k in (10, 20)]
+    cell = Cell(0.1234, 0.1111, 0.1357, False, True)
+    blocks = [Block("AI+1R+NN100", columns, {name: dict.fromkeys(columns, cell)
+                                             for name in ("popular", "item_knn_cosine", "als")})]
+    caption = latex_caption("A study & more", protocol="{protocol}", intervals=True, test="t", correction="holm",
+                            alpha=0.05, baseline="popular")
+    body = to_latex(blocks, caption=caption, label="tab:x", intervals=True, wide=wide)
+    options = "twocolumn" if wide else ""
+    (tmp_path / "paper.tex").write_text(f"\\documentclass[{options}]{{article}}\\usepackage{{booktabs,graphicx}}"
+                                        f"\\begin{{document}}\n{body}\n\\end{{document}}\n")
+    result = subprocess.run(["pdflatex", "-interaction=nonstopmode", "paper.tex"], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=120)
+    log = (tmp_path / "paper.log").read_text(errors="replace")
+    assert result.returncode == 0, log[-2000:]
+    assert "Overfull" not in log
+    assert "P@10" in body and "nDCG@20" in body and "MAP@20" in body and r"$\dagger$" in body
 
 
 def test_incomplete_folder_is_a_clear_error(tmp_path):
@@ -245,24 +313,34 @@ def test_report_renders_in_headless_chromium_without_console_errors(folder, tmp_
     assert result.returncode == 0, result.stderr[-2000:]
     dom = _Collect()
     dom.feed(result.stdout)
-    for section in ("config", "summary", "figures", "agreement"):
+    for section in ("config", "summary", "figures", "agreement", "glossary"):
         assert section in dom.ids
+    assert dom.images == len(list((folder / "figures").glob("*.png")))
     console = [line for line in result.stderr.splitlines() if "CONSOLE" in line and "ERROR" in line.upper()]
     assert console == []
 
 
-def test_compare_and_report_commands(folder, capsys):
+def test_compare_and_report_commands(folder, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
     with pytest.raises(SystemExit) as exit_info:
-        main(["compare", str(folder), "--test", "t,sign", "--correction", "bonferroni"])
+        main(["compare", str(folder), "--tests", "t,sign", "--correction", "bonferroni"])
     assert exit_info.value.code in (0, None)
     out = folder / "comparisons" / "baseline-popular_t-sign_bonferroni_alpha-0.05"
     tests = pl.read_parquet(out / "paired_tests.parquet")
     assert set(tests["test"].unique()) == {"t", "sign"}
-    assert "Paired tests" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "Paired tests against the baseline: nDCG@10" in printed
+    table = [line for line in printed.splitlines() if not line.startswith("tables: ")]
+    assert max(map(len, table)) <= 80 and "…" not in printed
+    # one row per protocol, system and test, protocols in config order
+    rows = [line.split() for line in table if line.split() and line.split()[0].startswith("AI+")]
+    assert len(rows) == 6 * 2 * 2
+    assert list(dict.fromkeys(r[0] for r in rows)) == ["AI+AR+AN", "AI+1R+AN", "AI+1R+NN50", "AI+AR+AN+pct3/bin1",
+                                                       "AI+AR+AN+pct3/bin2", "AI+AR+AN+pct3/bin3"]
     with pytest.raises(SystemExit) as exit_info:  # never overwritten without --force
-        main(["compare", str(folder), "--test", "t,sign", "--correction", "bonferroni"])
+        main(["compare", str(folder), "--tests", "t,sign", "--correction", "bonferroni"])
     assert exit_info.value.code == 1
-    for args, message in ((["--baseline", "nobody"], "nobody"), (["--test", "wilcoxn"], "did you mean 'wilcoxon'"),
+    for args, message in ((["--baseline", "nobody"], "nobody"), (["--tests", "wilcoxn"], "did you mean 'wilcoxon'"),
                           (["--correction", "holmes"], "did you mean 'holm'")):
         with pytest.raises(SystemExit) as exit_info:
             main(["compare", str(folder), *args])
@@ -289,10 +367,10 @@ def test_bars_leave_out_missing_values():
 
     frame = pl.DataFrame({"system": ["a", "a", "b", "b"], "estimate": ["sampled", "full"] * 2,
                           "value": [0.5, None, 0.4, None]})
-    fig = figures.grouped_bars(frame, group="system", series="estimate", value="value", title="t", ylabel="y")
+    fig = figures.grouped_bars(frame, group="system", series="estimate", value="value", title="t", ylabel="y", xlabel="x")
     assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == ["sampled"]
     assert figures.grouped_bars(frame.filter(pl.col("estimate") == "full"), group="system", series="estimate",
-                                value="value", title="t", ylabel="y") is None
+                                value="value", title="t", ylabel="y", xlabel="x") is None
 
 
 @pytest.mark.skipif(
@@ -308,3 +386,93 @@ def test_the_readme_main_job_runs_with_its_report(tmp_path):
     assert exit_info.value.code in (0, None)
     folder = next(p for p in (tmp_path / "quickstart").iterdir() if not p.name.startswith("."))
     assert (folder / "report.html").is_file() and (folder / "tables.tex").is_file()
+
+
+def test_curves_average_units_within_a_fold_then_folds():
+    from recsys_eval.report.curves import combine_curves
+
+    # fold f1: two chunks, y 0.2 over 1 unit and 0.6 over 3 units -> 0.5; fold f2: 0.1 over 2 units;
+    # a chunk without units (y NaN) weighs nothing; all: (0.5 + 0.1) / 2
+    rows = pl.DataFrame({"system": "s", "protocol": "p", "fold": ["f1", "f1", "f2", "f2"], "curve": "roc",
+                         "x": 0.5, "y": [0.2, 0.6, 0.1, float("nan")], "units": [1, 3, 2, 0]})
+    rows = rows.with_columns(pl.when(pl.col("units") > 0).then(pl.col("y")).otherwise(0.0).alias("y"))
+    out = {r["fold"]: (r["y"], r["units"]) for r in combine_curves(rows).iter_rows(named=True)}
+    assert out["f1"] == (pytest.approx(0.5), 4) and out["f2"] == (pytest.approx(0.1), 2)
+    assert out["all"] == (pytest.approx(0.3), 6)
+    empty = combine_curves(rows.filter(pl.col("units") == 0))
+    assert empty["y"].to_list() == [None]
+
+
+def test_roc_curves_enclose_the_summary_auc_and_pr_curves_fall(folder):
+    """The area under the averaged ROC (trapezoids on its grid) is the mean of the units' areas.
+    Where every target is ranked (1R protocols: one relevant item, its targets all listed) a unit's
+    area is its AUC, so the area is the summary's mean over units (``micro_mean``) up to the grid.
+    (Under AR+AN a truncated list's unlisted targets tie last on the curve, while the AUC uses
+    their exact scores, so there only the unit counts are compared: a unit is a user.)"""
+    curves = pl.read_parquet(folder / "curves.parquet")
+    summary = pl.read_parquet(folder / "summary.parquet").filter(
+        pl.col("protocol").is_in(["AI+AR+AN", "AI+1R+AN", "AI+1R+NN50"]) & (pl.col("metric") == "auc"))
+    assert summary.height == 3 * 3 * 3  # protocols x systems x (two folds and all)
+    for row in summary.iter_rows(named=True):
+        roc = curves.filter((pl.col("curve") == "roc") & (pl.col("protocol") == row["protocol"])
+                            & (pl.col("system") == row["system"]) & (pl.col("fold") == row["fold"])).sort("x")
+        x, y = roc["x"].to_numpy(), roc["y"].to_numpy()
+        assert x[0] == 0 and x[-1] == 1 and y[-1] == pytest.approx(1.0)
+        if row["protocol"] == "AI+AR+AN":
+            assert roc["units"][0] == row["users_counted"], row
+        else:
+            area = float(((x[1:] - x[:-1]) * (y[1:] + y[:-1]) / 2).sum())
+            assert area == pytest.approx(row["micro_mean"], abs=0.004), row
+    pr = curves.filter(pl.col("curve") == "pr").sort("system", "protocol", "fold", "x")
+    falls = pr.group_by("system", "protocol", "fold").agg((pl.col("y").diff().drop_nulls() <= 1e-12).all())
+    assert falls["y"].all() and falls.height > 0
+    for stem in ("roc-by-protocol", "pr-by-protocol"):
+        assert (folder / "figures" / f"{stem}.svg").is_file()
+
+
+TUNED = """
+name = "tuned"
+seed = 7
+""" + DATASET + """
+[split]
+method = "holdout"
+params = {{ fraction = 0.2, per_user = true }}
+
+[[protocols]]
+name = "AI+1R+NN50"
+
+[[recommenders]]
+name = "popular"
+
+[[recommenders]]
+name = "user_knn"
+search = {{ k = [3, 10, 40] }}
+
+[tuning]
+method = "grid"
+metric = "ndcg@10"
+
+[metrics]
+names = ["precision", "ndcg"]
+k = [10]
+relevance_threshold = 4
+"""
+
+
+def test_a_tuned_run_reports_the_chosen_parameters_and_the_trials(tmp_path, synthetic_ratings):
+    config = tmp_path / "tuned.toml"
+    config.write_text(TUNED.format(data=synthetic_ratings))
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", str(config), "--out", str(tmp_path), "--quiet"])
+    assert exit_info.value.code in (0, None)
+    folder = (tmp_path / "tuned" / "latest").resolve()
+    trials = pl.read_parquet(folder / "tuning.parquet")
+    best = max(trials.iter_rows(named=True), key=lambda r: (r["value"], -r["trial"]))
+    markdown = (folder / "report.md").read_text()
+    tuning = markdown[markdown.index("## Tuning"):]
+    assert "maximising nDCG@10" in tuning
+    chosen = tuning[tuning.index("**Chosen hyperparameters**"):tuning.index("**Tuning cost")]
+    rows = [line for line in chosen.splitlines() if line.startswith("| holdout")]
+    assert len(rows) == 1 and f"| user_knn | {best['trial']} |" in rows[0] and rows[0].endswith(f"| {best['param_k']} |")
+    assert 'id="tuning"' in (folder / "report.html").read_text()
+    assert (folder / "figures" / "tuning-validation-curves.pdf").is_file()
