@@ -151,13 +151,14 @@ def evaluate_fold(
                     start = time.perf_counter()
                     frame = jobs.measure_ranking(config, data, rankings, chunk, rec.display, split.name)
                     frame = frame.filter(pl.col("user").is_not_null()).with_columns(pl.col("unit") + units_before)
-                    run_exposure[rec.display].add(rankings)
+                    if run_names:
+                        jobs.add_exposure(config, run_exposure[rec.display], rankings, run_names)
                     out.partitions.append(folder.write_partition(frame, part=part))
                     states[rec.display].append(PartitionState.of(frame, undefined=config.metrics.undefined))
                     del frame
-                    if chunk.targets.all_candidates:
+                    if chunk.targets.all_candidates and not chunk.targets.one_relevant:
                         exposure.append(jobs.exposure_rows(config, rankings, chunk, rec.display, split.name))
-                    if pool_auc and rankings.scores is not None:
+                    if pool_auc and getattr(rankings, "scores", True) is not None:
                         scored.append(jobs.scored_rows(config, rankings, chunk, rec, split.name, n_chunks))
                     timings.append(_timing(split.name, rec.display, f"measure {chunk.label}", start))
                     advance()

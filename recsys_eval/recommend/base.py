@@ -27,6 +27,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from contextlib import nullcontext
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -442,7 +443,26 @@ def rank_one_relevant(
     of its relevant items at once. Ties and ``-inf`` scores are as in :func:`rank_targets`: a
     relevant item scored ``-inf`` is not ranked; NaN raises.
     """
+    return score_one_relevant(model, train, targets, chunk_size=chunk_size).ranks
+
+
+class OneRelevantScores(NamedTuple):
+    """What :func:`score_one_relevant` computed: the RelevantRanks, each unit's relevant score
+    (float32) and, for listed non-relevant targets, the scored groups (``unit_group``,
+    ``neg_offsets``, ``negatives``, ``neg_scores``; None for "every candidate" targets, whose
+    scores were never held)."""
+
+    ranks: RelevantRanks
+    relevant_scores: np.ndarray
+    groups: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None
+
+
+def score_one_relevant(model: Recommender, train: Interactions, targets: Targets, *,
+                       chunk_size: int = 2048) -> OneRelevantScores:
+    """:func:`rank_one_relevant`, keeping the scores it computed (the lists of
+    :mod:`recsys_eval.recommend.one_relevant` are read off them)."""
     _check_chunk(chunk_size)
+    groups = None
     if targets.one_relevant and targets.all_candidates:
         starts = np.flatnonzero(np.r_[True, targets.unit_user[1:] != targets.unit_user[:-1]])
         place_ptr = np.r_[starts, targets.n_units].astype(np.int64)
@@ -481,7 +501,9 @@ def rank_one_relevant(
             rel_pos = np.flatnonzero(targets.gain > 0)
             relevant, gain, rel_scores = targets.items[rel_pos], targets.gain[rel_pos], neg_scores[rel_pos]
         above, tied, before = place_listed(relevant, rel_scores, unit_group, neg_offsets, negatives, neg_scores)
-    return RelevantRanks(
+        groups = (unit_group, neg_offsets, negatives, neg_scores)
+    ranks = RelevantRanks(
         targets.unit_user.astype(np.int32), above, tied, before, n_non.astype(np.int64), gain.astype(np.float32),
         rel_scores > -np.inf,
     )
+    return OneRelevantScores(ranks, rel_scores, groups)
