@@ -288,11 +288,14 @@ def _scan_candidates(
     place_ptr: np.ndarray,
     placed: np.ndarray,
     chunk_size: int,
+    tiles: bool = True,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Score every item for ``rows`` (user indices), ``chunk_size`` rows at a time, keeping each
     row's top ``k`` candidates (k = 0: none) and placing its items ``placed[place_ptr[r]:
     place_ptr[r + 1]]`` among its other candidates (counts above, tied, tied before, per placed
-    item). Returns ``(offsets, items, scores, above, tied, before)``."""
+    item). ``tiles=False``: a factor model is scored by score blocks, the scores listed targets
+    are ranked by, not by its cached tiles (a dot product may differ in the last bit).
+    Returns ``(offsets, items, scores, above, tied, before)``."""
     seen = train.csr()
     n_placed = len(placed)
     above = np.zeros(n_placed, dtype=np.int64)
@@ -307,7 +310,7 @@ def _scan_candidates(
                                           above, tied, before, chunk_size)
     else:
         chunk_rows = _score_block_chunks(model, seen, rows, k, blocked, place_ptr, placed, above, tied,
-                                         before, chunk_size)
+                                         before, chunk_size, tiles)
     for start, item, score, count in chunk_rows:
         keep = np.arange(k)[None, :] < count[:, None]
         items_out.append(item[keep])
@@ -319,10 +322,14 @@ def _scan_candidates(
     return offsets, items, scores, above, tied, before
 
 
-def _score_block_chunks(model, seen, rows, k, blocked, place_ptr, placed, above, tied, before, chunk_size):
-    """Per chunk of rows: ``(start, items, scores, counts)`` of the top k, from a score block (or
-    a factor model's cached tiles); the placed items' counts are written as a side effect."""
-    factors = model.factors() if callable(getattr(model, "factors", None)) else None
+def _score_block_chunks(model, seen, rows, k, blocked, place_ptr, placed, above, tied, before, chunk_size,
+                        tiles=True):
+    """Per chunk of rows: ``(start, items, scores, counts)`` of the top k, from a score block (or,
+    with ``tiles``, a factor model's cached tiles); the placed items' counts are written as a side
+    effect."""
+    factors = model.factors() if tiles and callable(getattr(model, "factors", None)) else None
+    if factors is None and not tiles:
+        chunk_size = min(chunk_size, max(1, BLOCK_CELLS // max(len(blocked), 1)))
     # a factor model's tiles are the parallelism: BLAS threads on top would oversubscribe
     with threadpool_limits(1, "blas") if factors is not None else nullcontext():
         for start in range(0, len(rows), chunk_size):
@@ -469,10 +476,14 @@ def score_one_relevant(model: Recommender, train: Interactions, targets: Targets
         rows = targets.unit_user[starts].astype(np.int32)
         if len(np.unique(rows)) != len(rows) or np.any(np.diff(targets.items)[np.diff(targets.unit_user) == 0] <= 0):
             raise DataError("one-relevant targets: a user's units must be contiguous and in item order")
+        # scored as the listed targets would be (score blocks), so that every value, pooled-AUC
+        # scores included, is the listed path's to the bit
         _, _, _, above, tied, before = _scan_candidates(
-            model, train, rows, 0, _blocked(targets.candidates, train.n_items), place_ptr, targets.items, chunk_size
+            model, train, rows, 0, _blocked(targets.candidates, train.n_items), place_ptr, targets.items, chunk_size,
+            tiles=False,
         )
-        rel_scores = score_units(model, targets.unit_user, targets.offsets, targets.items, chunk_size)
+        dense = _dense_targets(model, int(np.asarray(targets.n_candidates).sum()), targets.unit_user)
+        rel_scores = score_units(model, targets.unit_user, targets.offsets, targets.items, chunk_size, dense)
         n_non = np.asarray(targets.n_candidates, dtype=np.int64) - 1
         relevant, gain = targets.items, targets.gain
     else:
