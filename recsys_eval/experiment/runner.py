@@ -70,7 +70,7 @@ def partition_rows(config: ExperimentConfig, state: PartitionState) -> tuple[pl.
     from recsys_eval.compare import confidence_intervals
 
     rows = state.summary(config.metrics.undefined)
-    users = state.users
+    users = state.user_values()
     if users.height:
         c = config.compare
         protocol, fold = users.row(0, named=True)["protocol"], users.row(0, named=True)["fold"]
