@@ -43,7 +43,7 @@ from recsys_eval.experiment.config import ExperimentConfig
 from recsys_eval.experiment.manifest import data_statistics, make_manifest
 from recsys_eval.errors import ConfigError
 from recsys_eval.experiment.progress import Progress
-from recsys_eval.measure.aggregate import PartitionState, f_count_sums
+from recsys_eval.measure.aggregate import PartitionState
 from recsys_eval.recommend.external import ExternalRun
 
 _KEYS = ["system", "protocol", "fold", "metric", "k"]
@@ -79,7 +79,7 @@ def partition_rows(config: ExperimentConfig, state: PartitionState) -> tuple[pl.
             method=c.interval, n_resamples=c.resamples, seed=jobs.interval_seed(config, fold, protocol),
         ).select(*_KEYS, "lower", "upper")
         rows = rows.join(ci, on=_KEYS, how="left", nulls_equal=True, maintain_order="left")
-    return rows, f_count_sums(state.f_users) if state.f_users is not None else None
+    return rows, state.f_sums()
 
 
 def evaluate_fold(

@@ -172,10 +172,14 @@ class PartitionState:
         rows = _fold_rows(self.users, self.labels)
         if self.run_rows.height:
             rows = _merge_run_rows(rows, _first_per_group(self.run_rows))
-        if self.f_users is not None:
-            rows = pl.concat([rows, _pooled_f_rows(f_count_sums(self._labelled(self.f_users)))],
-                             how="vertical_relaxed")
+        sums = self.f_sums()
+        if sums is not None:
+            rows = pl.concat([rows, _pooled_f_rows(sums)], how="vertical_relaxed")
         return _finish(rows, undefined, self.order)
+
+    def f_sums(self) -> pl.DataFrame | None:
+        """The F-measure counts summed over these users (:func:`f_count_sums`), None without f1."""
+        return f_count_sums(self._labelled(self.f_users)) if self.f_users is not None else None
 
 
 _LABELS = ["system", "protocol", "fold"]
