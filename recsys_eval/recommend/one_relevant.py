@@ -29,6 +29,7 @@ import numpy as np
 import polars as pl
 
 from recsys_eval.core import Interactions, Rankings, Targets
+from recsys_eval.core.units import RelevantRanks
 from recsys_eval.errors import ConfigError
 from recsys_eval.recommend.base import (
     BLOCK_CELLS,
@@ -51,12 +52,11 @@ class OneRelevantRanking:
     train: Interactions
     targets: Targets
     scored: OneRelevantScores
-    chunk_size: int = 2048
     _groups: tuple | None = field(default=None, repr=False)
     _lists: dict = field(default_factory=dict, repr=False)
 
     @property
-    def ranks(self):
+    def ranks(self) -> RelevantRanks:
         return self.scored.ranks
 
     @property
@@ -210,6 +210,5 @@ def rank_one_relevant_units(model: Recommender, train: Interactions, targets: Ta
     """The closed-form ranking of one-relevant Targets (``build_targets(..., one_relevant=True)``)."""
     if not targets.one_relevant:
         raise ConfigError(f"rank_one_relevant_units takes one-relevant targets, not {targets!r}")
-    return OneRelevantRanking(model, train, targets, score_one_relevant(model, train, targets, chunk_size=chunk_size),
-                              chunk_size)
+    return OneRelevantRanking(model, train, targets, score_one_relevant(model, train, targets, chunk_size=chunk_size))
 
