@@ -3,7 +3,8 @@
 Seeded synthetic input of MovieLens-25M size: 162,541 users, 59,047 items with Zipf-like popularity,
 about 30 relevant test items (graded 1..5) per user, a top-100 list per user (full ranking: AUC over
 every item but the user's ~100 train items). Measured: P, R, AP, nDCG, RR, hit at k in
-{1, 5, 10, 20, 50, 100} plus AUC. Peers compute the same 36 cutoff values (neither has AUC). A peer
+{1, 5, 10, 20, 50, 100} plus AUC: the kernel, measure() (the per-unit table) and the whole way from
+the in-memory Targets/Rankings to the summary (measure + summarize; target < 1 s). Peers compute the same 36 cutoff values (neither has AUC). A peer
 too slow for the whole input runs on a user subsample and its time is extrapolated linearly (said so
 in the output). The compile or cache-load time of the first call is shown apart.
 
@@ -13,13 +14,15 @@ in the output). The compile or cache-load time of the first call is shown apart.
 from __future__ import annotations
 
 import argparse
+import os
+import resource
 import time
 import warnings
 
 import numpy as np
 
 from recsys_eval.core.units import Rankings, Targets
-from recsys_eval.measure import measure
+from recsys_eval.measure import measure, summarize
 from recsys_eval.measure.api import ranking_values
 
 N_USERS, N_ITEMS, TOP, TEST_MEAN, TRAIN_MEAN = 162_541, 59_047, 100, 30, 100
@@ -129,8 +132,12 @@ def main() -> None:
         frame = measure(rankings, targets, metrics=METRICS, k=CUTS)
 
     ours = timed(full, args.repeat)
+    to_summary = timed(lambda: summarize(measure(rankings, targets, metrics=METRICS, k=CUTS)), args.repeat)
     print(f"recsys_eval kernel (values of 37 metric-cutoffs, all users): {kernel:.3f} s")
     print(f"recsys_eval measure() incl. the per-unit table ({frame.height:,} rows): {ours:.3f} s")
+    print(f"recsys_eval the 37 values from in-memory Targets/Rankings to the summary (measure + "
+          f"summarize): {to_summary:.3f} s (target < 1 s; load {os.getloadavg()[0]:.1f}, peak RSS "
+          f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MB)")
 
     n = min(args.peer_users, N_USERS)
     scale = N_USERS / n

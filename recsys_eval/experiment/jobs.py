@@ -19,6 +19,7 @@ from recsys_eval.core import Interactions, Split, Targets
 from recsys_eval.core.rng import derive_seed
 from recsys_eval.experiment.config import ExperimentConfig, ProtocolConfig, RecommenderConfig
 from recsys_eval.recommend.external import ExternalRun, UnknownIdsWarning
+from recsys_eval.recommend.one_relevant import OneRelevantRanking
 
 #: The per-unit metric holding a 1R+NN unit's sampled rank: the relevant item's position among the
 #: n + 1 ranked targets (0 when the ranking left it out), an exact integer stored as a float.
@@ -179,9 +180,11 @@ def target_sets(config: ExperimentConfig, protocol: ProtocolConfig, split: Split
 
     seed = targets_seed(config, split.name, protocol)
     threshold = config.metrics.relevance_threshold
-    options = dict(threshold=threshold, seed=seed, fresh_negatives=protocol.fresh_negatives,
-                   sampling=protocol.sampling)
     parsed = Protocol.parse(protocol.name)
+    # 1R units in their one-relevant form: a unit differs from its user's others by one item, so
+    # its non-relevant targets are held once per user and no unit is ranked on its own
+    options = dict(threshold=threshold, seed=seed, fresh_negatives=protocol.fresh_negatives,
+                   sampling=protocol.sampling, one_relevant=parsed.relevant == "1R")
     definition = protocol.definition
 
     def plan(source: Split, label: str, info: dict) -> TargetSet:
@@ -193,9 +196,12 @@ def target_sets(config: ExperimentConfig, protocol: ProtocolConfig, split: Split
         n = parsed.n or 0
         if parsed.full_ranking:
             listed = per_user_relevant
+        elif parsed.relevant == "1R":  # its relevant item, and its share of its user's sample
+            sample = n if parsed.nonrelevant == "NN" else 0
+            listed = 1.0 + (sample if protocol.fresh_negatives else sample / max(units, 1.0))
         elif parsed.nonrelevant == "NN":
-            listed = n + (1 if parsed.relevant == "1R" else per_user_relevant)
-        else:  # AN listed in full (1R+AN, TI/UT candidates)
+            listed = n + per_user_relevant
+        else:  # AR+AN listed in full (UT candidates)
             listed = float(source.train.n_items)
         return TargetSet(
             label, source.train, definition,
@@ -242,10 +248,16 @@ def make_model(config: ExperimentConfig, rec: RecommenderConfig, data: Interacti
 
 
 def rank(config: ExperimentConfig, model, target: ProtocolTargets):
-    """Rankings of a protocol's units: top-k over all candidates, or the listed targets sorted."""
+    """Rankings of a protocol's units: top-k over all candidates, or the listed targets sorted;
+    for one-relevant (1R) targets, a :class:`~recsys_eval.recommend.one_relevant.OneRelevantRanking`
+    (every unit's place of its relevant item, lists read off its user's list on demand)."""
     from recsys_eval.recommend import rank_targets, recommend_top_k
 
     targets = target.targets
+    if targets.one_relevant:
+        from recsys_eval.recommend.one_relevant import rank_one_relevant_units
+
+        return rank_one_relevant_units(model, target.train, targets, chunk_size=config.run.chunk_size)
     if targets.all_candidates:
         return recommend_top_k(
             model,
@@ -274,15 +286,26 @@ def metric_names(config: ExperimentConfig) -> tuple[list[str], list[str]]:
 
 def measure_ranking(config: ExperimentConfig, data: Interactions, rankings, target: ProtocolTargets,
                     system: str, fold: str) -> pl.DataFrame:
-    """Per-unit values of one ranking: the config's metrics, and a 1R+NN unit's sampled rank."""
+    """Per-unit values of one ranking: the config's metrics, and a 1R+NN unit's sampled rank.
+
+    A one-relevant ranking gives its ranking metrics in closed form and its beyond-accuracy ones
+    from every unit's top-k list (k the largest cutoff: all they read), the rows the ranking of
+    each unit's listed targets gives."""
     from recsys_eval.measure import measure
+    from recsys_eval.measure.metrics import BEYOND_METRICS
 
     m = config.metrics
-    frame = measure(
-        rankings, target.targets, metrics=metric_names(config)[0], k=m.k, gain=m.gain, ties=m.ties,
-        system=system, protocol=target.label, fold=fold,
-        user_ids=data.user_ids, train=target.train, genres=data.items_meta,
-    )
+    names = metric_names(config)[0]
+    common = dict(k=m.k, gain=m.gain, ties=m.ties, system=system, protocol=target.label, fold=fold,
+                  user_ids=data.user_ids, train=target.train, genres=data.items_meta)
+    if isinstance(rankings, OneRelevantRanking):
+        beyond = [n for n in names if n in BEYOND_METRICS]
+        frame = measure(rankings.ranks, target.targets, metrics=[n for n in names if n not in beyond], **common)
+        if beyond:
+            frame = pl.concat([frame, measure(rankings.lists(max(m.k)), target.targets, metrics=beyond, **common)
+                               .with_columns(_whole_list_values(rankings, beyond))], how="vertical_relaxed")
+    else:
+        frame = measure(rankings, target.targets, metrics=names, **common)
     if is_sampled_1r(target.targets):
         frame = pl.concat([frame, *sampled_rank_rows(rankings, target, frame)])
     return frame
@@ -295,17 +318,30 @@ def is_sampled_1r(targets: Targets) -> bool:
     return not targets.all_candidates and "1R" in parts and any(p.startswith("NN") for p in parts)
 
 
+def _whole_list_values(rankings: OneRelevantRanking, beyond: list[str]) -> pl.Expr:
+    """The value of a metric of whole lists (prediction coverage, a run row) that a one-relevant
+    ranking's top-k lists cannot give: the share of items ranked in some unit's whole list."""
+    value = pl.col("value")
+    if "prediction_coverage" not in beyond:
+        return value
+    share = float(rankings.ranked_items().mean())
+    return pl.when(pl.col("metric") == "prediction_coverage").then(pl.lit(share)).otherwise(value).alias("value")
+
+
 def sampled_rank_rows(rankings, target: ProtocolTargets, like: pl.DataFrame) -> list[pl.DataFrame]:
     """``sampled_rank`` rows (k null): the position of each unit's one relevant item among its
     n + 1 ranked targets, 0 when the ranking left it out; and, where the candidate counts are known,
     ``full_candidates`` rows: N = |C(u)| - |Rel(u)| + 1, what the sampled-metric correction needs."""
     targets = target.targets
-    relevant = targets.items[targets.gain > 0]  # exactly one per unit under 1R, in unit order
-    unit = np.repeat(np.arange(rankings.n_units), rankings.lengths)
-    position = np.arange(len(rankings.items)) - rankings.offsets[unit] + 1
-    hit = rankings.items == relevant[unit]
-    rank = np.zeros(rankings.n_units)
-    rank[unit[hit]] = position[hit]
+    if isinstance(rankings, OneRelevantRanking):
+        rank = rankings.ranks.sampled_rank.astype(np.float64)
+    else:
+        relevant = targets.items[targets.gain > 0]  # exactly one per unit under 1R, in unit order
+        unit = np.repeat(np.arange(rankings.n_units), rankings.lengths)
+        position = np.arange(len(rankings.items)) - rankings.offsets[unit] + 1
+        hit = rankings.items == relevant[unit]
+        rank = np.zeros(rankings.n_units)
+        rank[unit[hit]] = position[hit]
     units = (
         like.filter(pl.col("unit").is_not_null())
         .select("system", "protocol", "fold", "user", "unit")
@@ -337,8 +373,24 @@ def scored_rows(config: ExperimentConfig, rankings, target: ProtocolTargets, rec
     first_user = int(target.targets.unit_user[0]) if target.targets.n_units else 0
     seed = derive_seed(config.seed, "auc-pool", fold, rec.definition, target.definition, first_user)
     system = rec.display
-    rows = scored_targets(rankings, target.targets, sample=-(-AUC_POOL_SAMPLE // n_chunks), seed=seed)
+    sample = -(-AUC_POOL_SAMPLE // n_chunks)
+    if isinstance(rankings, OneRelevantRanking):
+        rows = rankings.scored_targets(sample, seed)
+    else:
+        rows = scored_targets(rankings, target.targets, sample=sample, seed=seed)
     return rows.with_columns(system=pl.lit(system), protocol=pl.lit(target.label), fold=pl.lit(fold))
+
+
+def add_exposure(config: ExperimentConfig, exposure, rankings, run_names: list[str]) -> None:
+    """Add a ranking's lists to a run's exposure counts (:class:`~recsys_eval.measure.beyond.RunExposure`);
+    a one-relevant ranking adds every unit's top-k lists (k the largest cutoff) and, for prediction
+    coverage, the items ranked anywhere in its whole lists."""
+    if not isinstance(rankings, OneRelevantRanking):
+        exposure.add(rankings)
+        return
+    exposure.add(rankings.lists(max(config.metrics.k)))
+    if "prediction_coverage" in run_names:
+        exposure.ranked |= rankings.ranked_items()
 
 
 def exposure_bins(config: ExperimentConfig) -> int:

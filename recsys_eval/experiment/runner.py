@@ -44,7 +44,7 @@ from recsys_eval.experiment.config import ExperimentConfig
 from recsys_eval.experiment.manifest import data_statistics, make_manifest
 from recsys_eval.errors import ConfigError
 from recsys_eval.experiment.progress import Progress
-from recsys_eval.measure.aggregate import PartitionState, f_count_sums
+from recsys_eval.measure.aggregate import PartitionState
 from recsys_eval.recommend.external import ExternalRun
 
 _KEYS = ["system", "protocol", "fold", "metric", "k"]
@@ -71,7 +71,7 @@ def partition_rows(config: ExperimentConfig, state: PartitionState) -> tuple[pl.
     from recsys_eval.compare import confidence_intervals
 
     rows = state.summary(config.metrics.undefined)
-    users = state.users
+    users = state.user_values()
     if users.height:
         c = config.compare
         protocol, fold = users.row(0, named=True)["protocol"], users.row(0, named=True)["fold"]
@@ -80,7 +80,7 @@ def partition_rows(config: ExperimentConfig, state: PartitionState) -> tuple[pl.
             method=c.interval, n_resamples=c.resamples, seed=jobs.interval_seed(config, fold, protocol),
         ).select(*_KEYS, "lower", "upper")
         rows = rows.join(ci, on=_KEYS, how="left", nulls_equal=True, maintain_order="left")
-    return rows, f_count_sums(state.f_users) if state.f_users is not None else None
+    return rows, state.f_sums()
 
 
 def fit_models(config: ExperimentConfig, data: Interactions, split: Split, trains: dict[int, Interactions],
@@ -163,15 +163,16 @@ def evaluate_fold(
                     start = time.perf_counter()
                     frame = jobs.measure_ranking(config, data, rankings, chunk, rec.display, split.name)
                     frame = frame.filter(pl.col("user").is_not_null()).with_columns(pl.col("unit") + units_before)
-                    run_exposure[rec.display].add(rankings)
+                    if run_names:
+                        jobs.add_exposure(config, run_exposure[rec.display], rankings, run_names)
                     curves.append(curve_rows(rankings, chunk.targets, system=rec.display, protocol=chunk.label,
                                              fold=split.name))
                     out.partitions.append(folder.write_partition(frame, part=part))
                     states[rec.display].append(PartitionState.of(frame, undefined=config.metrics.undefined))
                     del frame
-                    if chunk.targets.all_candidates:
+                    if chunk.targets.all_candidates and not chunk.targets.one_relevant:
                         exposure.append(jobs.exposure_rows(config, rankings, chunk, rec.display, split.name))
-                    if pool_auc and rankings.scores is not None:
+                    if pool_auc and getattr(rankings, "scores", True) is not None:
                         scored.append(jobs.scored_rows(config, rankings, chunk, rec, split.name, n_chunks))
                     timings.append(_timing(split.name, rec.display, f"measure {chunk.label}", start))
                     advance()

@@ -114,43 +114,85 @@ class PartitionState:
     """What the summary of per-unit values needs, per user: a partition (or a chunk of its users)
     reduced to users x metrics. States of disjoint user chunks merge by concatenation in user order,
     and the summary of the merged state is bit-identical to that of the whole table: every sum runs
-    over the same users in the same order, however the users were chunked."""
+    over the same users in the same order, however the users were chunked.
 
-    users: pl.DataFrame  # system, protocol, fold, user, metric, k, value, unit_sum, unit_count
+    The key columns a partition holds one value of (``system``, ``protocol``, ``fold``: every
+    partition a run writes) are kept once, in ``labels``, not on every user row (at ML-25M size
+    that is 48 bytes on each of tens of millions of rows); a table mixing them keeps them as columns."""
+
+    users: pl.DataFrame  # [system, protocol, fold,] user, metric, k, value, unit_sum, unit_count
     run_rows: pl.DataFrame  # system, protocol, fold, metric, k, run_value (null-user rows)
-    f_users: pl.DataFrame | None  # system, protocol, fold, k, user, tp, fp, fn
+    f_users: pl.DataFrame | None  # [system, protocol, fold,] k, user, tp, fp, fn
     order: dict[str, int]
+    labels: dict[str, str] | None = None  # the constant system, protocol, fold of every row
 
     @classmethod
     def of(cls, per_unit: pl.DataFrame, *, undefined: str = "skip") -> PartitionState:
         per_unit = check_per_unit(per_unit)
         metrics = per_unit.filter(~pl.col("metric").is_in(AUXILIARY_METRICS))
         f_users = f_user_counts(per_unit) if _has_f1(per_unit) else None
-        return cls(_user_values(metrics, undefined), _run_rows(metrics), f_users, _metric_order(per_unit))
+        users = _user_values(metrics, undefined)
+        labels = _constant_labels(per_unit)
+        if labels is not None:
+            users = users.drop(_LABELS)
+            f_users = f_users.drop(_LABELS) if f_users is not None else None
+        return cls(users, _run_rows(metrics), f_users, _metric_order(per_unit), labels)
 
     @classmethod
     def merge(cls, states: list[PartitionState]) -> PartitionState:
         """The state of the concatenated chunks (given in user order)."""
-        f_users = [s.f_users for s in states if s.f_users is not None]
         order: dict[str, int] = {}
         for s in states:
             for name in s.order:
                 order.setdefault(name, len(order))
+        labels = states[0].labels if states else None
+        if any(s.labels != labels for s in states):  # chunks of different partitions: labels as columns
+            labels = None
+            states = [PartitionState(s.user_values(), s.run_rows, s._labelled(s.f_users), s.order) for s in states]
+        f_users = [s.f_users for s in states if s.f_users is not None]
         return cls(
             pl.concat([s.users for s in states], how="vertical_relaxed"),
             pl.concat([s.run_rows for s in states], how="vertical_relaxed"),
             pl.concat(f_users, how="vertical_relaxed") if f_users else None,
             order,
+            labels,
         )
+
+    def user_values(self) -> pl.DataFrame:
+        """The per-user frame with its ``system, protocol, fold`` columns."""
+        return self._labelled(self.users)
+
+    def _labelled(self, frame: pl.DataFrame | None) -> pl.DataFrame | None:
+        if frame is None or self.labels is None:
+            return frame
+        return frame.with_columns(pl.lit(v, pl.String).alias(c) for c, v in self.labels.items()).select(
+            *_LABELS, *[c for c in frame.columns if c not in _LABELS])
 
     def summary(self, undefined: str) -> pl.DataFrame:
         """The fold rows of these users (see :func:`fold_summary`)."""
-        rows = _fold_rows(self.users)
+        rows = _fold_rows(self.users, self.labels)
         if self.run_rows.height:
             rows = _merge_run_rows(rows, _first_per_group(self.run_rows))
-        if self.f_users is not None:
-            rows = pl.concat([rows, _pooled_f_rows(f_count_sums(self.f_users))], how="vertical_relaxed")
+        sums = self.f_sums()
+        if sums is not None:
+            rows = pl.concat([rows, _pooled_f_rows(sums)], how="vertical_relaxed")
         return _finish(rows, undefined, self.order)
+
+    def f_sums(self) -> pl.DataFrame | None:
+        """The F-measure counts summed over these users (:func:`f_count_sums`), None without f1."""
+        return f_count_sums(self._labelled(self.f_users)) if self.f_users is not None else None
+
+
+_LABELS = ["system", "protocol", "fold"]
+
+
+def _constant_labels(per_unit: pl.DataFrame) -> dict[str, str] | None:
+    """``{system, protocol, fold}`` when every row holds the same ones, else None."""
+    if not per_unit.height:
+        return None
+    first = per_unit.row(0, named=True)
+    same = per_unit.select(pl.all_horizontal((pl.col(c) == first[c]).all() for c in _LABELS)).item()
+    return {c: first[c] for c in _LABELS} if same and all(first[c] is not None for c in _LABELS) else None
 
 
 def fold_summary(per_unit: pl.DataFrame, *, undefined: str = "skip") -> pl.DataFrame:
@@ -159,11 +201,14 @@ def fold_summary(per_unit: pl.DataFrame, *, undefined: str = "skip") -> pl.DataF
     return PartitionState.of(per_unit, undefined=undefined).summary(undefined)
 
 
-def _fold_rows(users: pl.DataFrame) -> pl.DataFrame:
+def _fold_rows(users: pl.DataFrame, labels: dict[str, str] | None = None) -> pl.DataFrame:
+    """Per group, the mean over users and the micro mean; with ``labels`` (the constant system,
+    protocol and fold of ``users``) grouped by metric and k alone, the same groups in the same order."""
     schema = {c: SUMMARY_SCHEMA[c] for c in (*_GROUP, "mean", "micro_mean", "users_counted", "users_left_out")}
     if not users.height:
         return pl.DataFrame(schema=schema)
-    users, starts = grouped(users, _GROUP, then="user")
+    keys = _GROUP if labels is None else ["metric", "k"]
+    users, starts = grouped(users, keys, then="user")
     value = users.get_column("value").to_numpy()
     defined = ~np.isnan(value)
     n_users = _reduce(defined.astype(np.int64), starts)
@@ -174,7 +219,10 @@ def _fold_rows(users: pl.DataFrame) -> pl.DataFrame:
         mean = np.where(n_users > 0, user_sum / np.maximum(n_users, 1), np.nan)
         micro = np.where(unit_n > 0, unit_sum / np.maximum(unit_n, 1), np.nan)
     left_out = _reduce(np.ones(len(value), dtype=np.int64), starts) - n_users
-    return users[starts].select(_GROUP).with_columns(
+    groups = users[starts].select(keys)
+    if labels is not None:
+        groups = groups.with_columns(pl.lit(v, pl.String).alias(c) for c, v in labels.items()).select(_GROUP)
+    return groups.with_columns(
         pl.Series("mean", mean), pl.Series("micro_mean", micro),
         pl.Series("users_counted", n_users, dtype=pl.Int64),
         pl.Series("users_left_out", left_out, dtype=pl.Int64),

@@ -71,17 +71,30 @@ def scored_targets(
     rng = np.random.default_rng(seed)
     parts = []
     for label, total in ((1, int(n_rel.sum())), (0, int(n_non.sum()))):
-        scores = rankings.scores[role == label].astype(np.float64)
-        weight = 1.0
-        if sample is not None and len(scores) > sample:
-            weight = len(scores) / sample
-            scores = scores[np.sort(rng.choice(len(scores), sample, replace=False))]
-        left = total - int((role == label).sum())
-        parts.append(pl.DataFrame({"score": scores, "label": label, "weight": weight}, schema=SCORED_SCHEMA))
-        if left:
-            parts.append(pl.DataFrame({"score": [-np.inf], "label": [label], "weight": [float(left)]},
-                                      schema=SCORED_SCHEMA))
+        scores = rankings.scores[role == label]
+        kept, weight = sampled_positions(len(scores), sample, rng)
+        parts += label_rows(label, scores[kept], weight, total - len(scores))
     return pl.concat(parts)
+
+
+def sampled_positions(n: int, sample: int | None, rng: np.random.Generator) -> tuple[np.ndarray, float]:
+    """Which of a label's ``n`` ranked targets (in ranking order) :func:`scored_targets` keeps, and
+    the weight of each: all of them at weight 1, or, when ``n > sample``, a seeded uniform sample
+    of ``sample`` positions (ascending) weighing n / sample each."""
+    if sample is not None and n > sample:
+        return np.sort(rng.choice(n, sample, replace=False)), n / sample
+    return np.arange(n), 1.0
+
+
+def label_rows(label: int, scores: np.ndarray, weight: float, left: int) -> list[pl.DataFrame]:
+    """The scored rows of one label: its kept scores, and one row at -inf weighing the ``left``
+    targets no ranking listed."""
+    parts = [pl.DataFrame({"score": np.asarray(scores, dtype=np.float64), "label": label, "weight": weight},
+                          schema=SCORED_SCHEMA)]
+    if left:
+        parts.append(pl.DataFrame({"score": [-np.inf], "label": [label], "weight": [float(left)]},
+                                  schema=SCORED_SCHEMA))
+    return parts
 
 
 def weighted_auc(scored: pl.DataFrame) -> float:

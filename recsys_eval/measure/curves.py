@@ -20,7 +20,7 @@ import polars as pl
 from numba import njit, prange
 
 from recsys_eval.errors import DataError
-from recsys_eval.core.units import Rankings, Targets
+from recsys_eval.core.units import Rankings, RelevantRanks, Targets
 from recsys_eval.measure.api import target_roles
 from recsys_eval.measure.kernels import chunk_bounds
 from recsys_eval.measure.ties import unit_of_position
@@ -58,6 +58,41 @@ def average_pr(rankings: Rankings, targets: Targets, n_points: int = 11) -> pl.D
     return pl.DataFrame(
         {"recall": grid, "precision": sums.sum(0) / max(used.sum(), 1), "units": int(used.sum())}
     )
+
+
+def average_roc_one_relevant(ranks: RelevantRanks, n_points: int = 101) -> pl.DataFrame:
+    """:func:`average_roc` of 1R units from their places alone (no list is ranked): a unit whose
+    relevant item has ``above`` non-relevant targets scored higher and ``tied`` scored the same,
+    among N, has the ROC (0, 0) - (above/N, 0) - ((above + tied)/N, 1) - (1, 1), its tie group
+    one segment, as the listed path draws it."""
+    grid = np.linspace(0.0, 1.0, n_points)
+    keep = ranks.n_nonrelevant > 0
+    n = ranks.n_nonrelevant[keep].astype(np.float64)
+    start = ranks.above[keep] / n
+    stop = (ranks.above[keep] + ranks.tied[keep]) / n
+    sums = np.zeros(n_points)
+    for lo in range(0, len(n), _CURVE_BLOCK):  # blocks of units x grid, bounded memory
+        x0, x1 = start[lo:lo + _CURVE_BLOCK, None], stop[lo:lo + _CURVE_BLOCK, None]
+        width = np.where(x1 > x0, x1 - x0, 1.0)
+        rising = np.clip((grid[None, :] - x0) / width, 0.0, 1.0)
+        sums += np.where(x1 > x0, rising, grid[None, :] >= x0).sum(axis=0)
+    used = int(keep.sum())
+    return pl.DataFrame({"fpr": grid, "tpr": sums / max(used, 1), "units": used})
+
+
+def average_pr_one_relevant(ranks: RelevantRanks, n_points: int = 11) -> pl.DataFrame:
+    """:func:`average_pr` of 1R units from their places alone: one relevant item at rank r (ties
+    broken by item index) has interpolated precision 1/r at every recall level, 0 if not ranked."""
+    grid = np.linspace(0.0, 1.0, n_points)
+    rank = ranks.above + ranks.before + 1
+    precision = np.where(ranks.ranked, 1.0 / rank, 0.0)
+    used = len(precision)
+    return pl.DataFrame(
+        {"recall": grid, "precision": np.full(n_points, precision.sum() / max(used, 1)), "units": used}
+    )
+
+
+_CURVE_BLOCK = 8192
 
 
 def _points(rankings, role, n_rel, n_non, keep, units, kind) -> pl.DataFrame:

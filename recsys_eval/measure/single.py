@@ -16,7 +16,8 @@ function of the relevant item's place: ``above`` targets score higher, ``tied`` 
 
 The values are computed in the same floating-point steps as the general ranking kernel
 (:mod:`recsys_eval.measure.kernels`) takes walking the relevant item's block of the same ranking
-(the loop below mirrors its block walk on purpose), so the two agree bit for bit; the cost is
+(the loop below mirrors its block walk on purpose, and both write a cutoff's values with the one
+``kernels._record``), so the two agree bit for bit; the cost is
 O(cutoffs) per unit (O(tied) more under average ties) instead of a pass over N + 1 items.
 """
 
@@ -27,42 +28,18 @@ from numba import njit, prange
 
 from recsys_eval.core.units import RelevantRanks, Targets
 from recsys_eval.errors import ConfigError, DataError
-from recsys_eval.measure.kernels import GAIN_CODES, _transformed_gain
-from recsys_eval.measure.metrics import KERNEL_CUTOFF_SLOTS as N_CUTOFF_METRICS
-from recsys_eval.measure.metrics import METRICS
-
-# The registry's column blocks of the cutoff metrics (compile-time constants for numba).
-_P, _R, _F1, _AP, _NDCG, _RR, _HIT, _HL = (
-    METRICS[m].slot for m in ("precision", "recall", "f1", "ap", "ndcg", "rr", "hit", "half_life"))
-
-
-@njit(cache=True)
-def _record(out, u, c, n_cut, k, hits, n_rel, ap, dcg, idcg, rr, found, hl, hl_max, ap_min_rk):
-    """The cutoff metrics of unit ``u`` at cutoff ``c`` from its running sums, in the ranking
-    kernel's columns and with its floating-point steps (so both paths give the same bits)."""
-    out[u, _P * n_cut + c] = hits / k
-    if n_rel > 0:
-        out[u, _R * n_cut + c] = hits / n_rel
-        out[u, _F1 * n_cut + c] = 2.0 * hits / (k + n_rel)
-        out[u, _AP * n_cut + c] = ap / (min(n_rel, k) if ap_min_rk else n_rel)
-        if idcg > 0.0:
-            out[u, _NDCG * n_cut + c] = dcg / idcg
-        out[u, _RR * n_cut + c] = rr
-        out[u, _HIT * n_cut + c] = found
-    else:
-        out[u, _HIT * n_cut + c] = 0.0
-    if hl_max > 0.0:
-        out[u, _HL * n_cut + c] = hl / hl_max
-
+from recsys_eval.measure.kernels import GAIN_CODES, SLOTS, _record, _transformed_gain
+from recsys_eval.measure.metrics import kernel_width
 
 @njit(parallel=True, cache=True)
 def one_relevant_kernel(above, tied, before, n_non, gain, ranked, cutoffs, gain_mode, ap_min_rk, half_life,
-                        neutral, average_ties):
+                        neutral, average_ties, slots, width):
     """Per unit the 8 cutoff metrics at every cutoff (metric-major columns), then AUC: the layout
-    of :func:`recsys_eval.measure.kernels.ranking_kernel`; NaN marks undefined values."""
+    of :func:`recsys_eval.measure.kernels.ranking_kernel`, written by its ``_record`` at the
+    columns ``slots`` give; NaN marks undefined values."""
     n_units = len(above)
     n_cut = len(cutoffs)
-    out = np.full((n_units, N_CUTOFF_METRICS * n_cut + 1), np.nan)
+    out = np.full((n_units, width), np.nan)
     kmax = cutoffs[n_cut - 1]
     ranks = np.arange(1, kmax + 1).astype(np.float64)
     discount = 1.0 / np.log2(ranks + 1.0)
@@ -84,7 +61,8 @@ def one_relevant_kernel(above, tied, before, n_non, gain, ranked, cutoffs, gain_
             a = above[u] if average_ties else above[u] + before[u]  # positions before the block
             n = tied[u] + 1 if average_ties else 1
             while c < n_cut and cutoffs[c] <= a:
-                _record(out, u, c, n_cut, cutoffs[c], hits, 1, ap, dcg, idcg, rr, found, hl, hl_max, ap_min_rk)
+                _record(out[u], slots, c, n_cut, cutoffs[c], 1, ap_min_rk, (hits, ap, dcg, rr, found, hl),
+                        (idcg, hl_max))
                 c += 1
             if a < kmax:
                 share = 1 / n
@@ -101,17 +79,18 @@ def one_relevant_kernel(above, tied, before, n_non, gain, ranked, cutoffs, gain_
                         found += first
                         first = first * (n - t - 1) / (n - 1 - t) if n - 1 - t > 0 else 0.0
                     while c < n_cut and cutoffs[c] == i:
-                        _record(out, u, c, n_cut, cutoffs[c], hits + (t + 1) * share, 1, ap, dcg, idcg, rr,
-                                found, hl, hl_max, ap_min_rk)
+                        _record(out[u], slots, c, n_cut, cutoffs[c], 1, ap_min_rk,
+                                (hits + (t + 1) * share, ap, dcg, rr, found, hl), (idcg, hl_max))
                         c += 1
                 hits += 1
         while c < n_cut:
-            _record(out, u, c, n_cut, cutoffs[c], hits, 1, ap, dcg, idcg, rr, found, hl, hl_max, ap_min_rk)
+            _record(out[u], slots, c, n_cut, cutoffs[c], 1, ap_min_rk, (hits, ap, dcg, rr, found, hl),
+                    (idcg, hl_max))
             c += 1
         if n_non[u] > 0:
             correct = 0.0
             correct += (n_non[u] - above[u] - tied[u]) + 0.5 * tied[u]
-            out[u, N_CUTOFF_METRICS * n_cut] = correct / n_non[u]
+            out[u, slots.n_cutoff_slots * n_cut + slots.auc] = correct / n_non[u]
     return out
 
 
@@ -145,5 +124,5 @@ def one_relevant_values(
     return one_relevant_kernel(
         ranks.above, ranks.tied, ranks.before, ranks.n_nonrelevant, ranks.gain, ranks.ranked,
         np.asarray(cutoffs, dtype=np.int64), GAIN_CODES[gain], ap_denominator == "min_rk", float(half_life),
-        float(neutral), ties == "average",
+        float(neutral), ties == "average", SLOTS, kernel_width(len(cutoffs)),
     )

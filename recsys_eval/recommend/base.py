@@ -27,6 +27,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from contextlib import nullcontext
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -348,11 +349,14 @@ def _scan_candidates(
     place_ptr: np.ndarray,
     placed: np.ndarray,
     chunk_size: int,
+    tiles: bool = True,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Score every item for ``rows`` (user indices), ``chunk_size`` rows at a time, keeping each
     row's top ``k`` candidates (k = 0: none) and placing its items ``placed[place_ptr[r]:
     place_ptr[r + 1]]`` among its other candidates (counts above, tied, tied before, per placed
-    item). Returns ``(offsets, items, scores, above, tied, before)``."""
+    item). ``tiles=False``: a factor model is scored by score blocks, the scores listed targets
+    are ranked by, not by its cached tiles (a dot product may differ in the last bit).
+    Returns ``(offsets, items, scores, above, tied, before)``."""
     seen = train.csr()
     n_placed = len(placed)
     above = np.zeros(n_placed, dtype=np.int64)
@@ -367,7 +371,7 @@ def _scan_candidates(
                                           above, tied, before, chunk_size)
     else:
         chunk_rows = _score_block_chunks(model, seen, rows, k, blocked, place_ptr, placed, above, tied,
-                                         before, chunk_size)
+                                         before, chunk_size, tiles)
     for start, item, score, count in chunk_rows:
         keep = np.arange(k)[None, :] < count[:, None]
         items_out.append(item[keep])
@@ -379,10 +383,14 @@ def _scan_candidates(
     return offsets, items, scores, above, tied, before
 
 
-def _score_block_chunks(model, seen, rows, k, blocked, place_ptr, placed, above, tied, before, chunk_size):
-    """Per chunk of rows: ``(start, items, scores, counts)`` of the top k, from a score block (or
-    a factor model's cached tiles); the placed items' counts are written as a side effect."""
-    factors = model.factors() if callable(getattr(model, "factors", None)) else None
+def _score_block_chunks(model, seen, rows, k, blocked, place_ptr, placed, above, tied, before, chunk_size,
+                        tiles=True):
+    """Per chunk of rows: ``(start, items, scores, counts)`` of the top k, from a score block (or,
+    with ``tiles``, a factor model's cached tiles); the placed items' counts are written as a side
+    effect."""
+    factors = model.factors() if tiles and callable(getattr(model, "factors", None)) else None
+    if factors is None and not tiles:
+        chunk_size = min(chunk_size, max(1, BLOCK_CELLS // max(len(blocked), 1)))
     # a factor model's tiles are the parallelism: BLAS threads on top would oversubscribe
     with threadpool_limits(1, "blas") if factors is not None else nullcontext():
         for start in range(0, len(rows), chunk_size):
@@ -504,18 +512,41 @@ def rank_one_relevant(
     of its relevant items at once. Ties and ``-inf`` scores are as in :func:`rank_targets`: a
     relevant item scored ``-inf`` is not ranked; NaN raises.
     """
+    return score_one_relevant(model, train, targets, chunk_size=chunk_size).ranks
+
+
+class OneRelevantScores(NamedTuple):
+    """What :func:`score_one_relevant` computed: the RelevantRanks, each unit's relevant score
+    (float32) and, for listed non-relevant targets, the scored groups (``unit_group``,
+    ``neg_offsets``, ``negatives``, ``neg_scores``; None for "every candidate" targets, whose
+    scores were never held)."""
+
+    ranks: RelevantRanks
+    relevant_scores: np.ndarray
+    groups: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None
+
+
+def score_one_relevant(model: Recommender, train: Interactions, targets: Targets, *,
+                       chunk_size: int = 2048) -> OneRelevantScores:
+    """:func:`rank_one_relevant`, keeping the scores it computed (the lists of
+    :mod:`recsys_eval.recommend.one_relevant` are read off them)."""
     _check_chunk(chunk_size)
     _check_fitted(model, targets.n_items, "targets")
+    groups = None
     if targets.one_relevant and targets.all_candidates:
         starts = np.flatnonzero(np.r_[True, targets.unit_user[1:] != targets.unit_user[:-1]])
         place_ptr = np.r_[starts, targets.n_units].astype(np.int64)
         rows = targets.unit_user[starts].astype(np.int32)
         if len(np.unique(rows)) != len(rows) or np.any(np.diff(targets.items)[np.diff(targets.unit_user) == 0] <= 0):
             raise DataError("one-relevant targets: a user's units must be contiguous and in item order")
+        # scored as the listed targets would be (score blocks), so that every value, pooled-AUC
+        # scores included, is the listed path's to the bit
         _, _, _, above, tied, before = _scan_candidates(
-            model, train, rows, 0, _blocked(targets.candidates, train.n_items), place_ptr, targets.items, chunk_size
+            model, train, rows, 0, _blocked(targets.candidates, train.n_items), place_ptr, targets.items, chunk_size,
+            tiles=False,
         )
-        rel_scores = score_units(model, targets.unit_user, targets.offsets, targets.items, chunk_size)
+        dense = _dense_targets(model, int(np.asarray(targets.n_candidates).sum()), targets.unit_user)
+        rel_scores = score_units(model, targets.unit_user, targets.offsets, targets.items, chunk_size, dense)
         n_non = np.asarray(targets.n_candidates, dtype=np.int64) - 1
         relevant, gain = targets.items, targets.gain
     else:
@@ -544,7 +575,9 @@ def rank_one_relevant(
             rel_pos = np.flatnonzero(targets.gain > 0)
             relevant, gain, rel_scores = targets.items[rel_pos], targets.gain[rel_pos], neg_scores[rel_pos]
         above, tied, before = place_listed(relevant, rel_scores, unit_group, neg_offsets, negatives, neg_scores)
-    return RelevantRanks(
+        groups = (unit_group, neg_offsets, negatives, neg_scores)
+    ranks = RelevantRanks(
         targets.unit_user.astype(np.int32), above, tied, before, n_non.astype(np.int64), gain.astype(np.float32),
         rel_scores > -np.inf,
     )
+    return OneRelevantScores(ranks, rel_scores, groups)

@@ -30,10 +30,17 @@ def curve_rows(rankings, targets, *, system: str, protocol: str, fold: str) -> p
     ``x`` is the false positive rate (ROC) or the recall level (PR); ``y`` the mean true positive
     rate or interpolated precision over the chunk's ``units`` that define the curve (relevant and
     non-relevant targets for ROC, relevant ones for PR)."""
-    from recsys_eval.measure.curves import average_pr, average_roc
+    from recsys_eval.core.units import Rankings
+    from recsys_eval.measure import curves
 
-    roc = average_roc(rankings, targets, ROC_POINTS).rename({"fpr": "x", "tpr": "y"})
-    pr = average_pr(rankings, targets, PR_POINTS).rename({"recall": "x", "precision": "y"})
+    if isinstance(rankings, Rankings):
+        roc = curves.average_roc(rankings, targets, ROC_POINTS)
+        pr = curves.average_pr(rankings, targets, PR_POINTS)
+    else:  # 1R units ranked in closed form (recsys_eval.recommend.one_relevant): their places
+        roc = curves.average_roc_one_relevant(rankings.ranks, ROC_POINTS)
+        pr = curves.average_pr_one_relevant(rankings.ranks, PR_POINTS)
+    roc = roc.rename({"fpr": "x", "tpr": "y"})
+    pr = pr.rename({"recall": "x", "precision": "y"})
     return pl.concat([roc.with_columns(curve=pl.lit("roc")), pr.with_columns(curve=pl.lit("pr"))]).select(
         pl.lit(system).alias("system"), pl.lit(protocol).alias("protocol"), pl.lit(fold).alias("fold"),
         "curve", pl.col("x").cast(pl.Float64), pl.col("y").cast(pl.Float64), pl.col("units").cast(pl.Int64),

@@ -1,0 +1,214 @@
+"""What a run needs of 1R units beyond their metrics, read off per-user lists instead of a ranking
+per unit.
+
+Under 1R a unit's targets are its relevant item r plus the non-relevant targets of its *group* (its
+user's shared sample, its own fresh sample, or every candidate of its user less the user's relevant
+items). Ranked by (score desc, item asc) with ``-inf`` left out, the unit's list is therefore its
+group's list G with r inserted at position p = above + before (0-based; r is left out when it
+scored ``-inf``): the relative order of G's items does not depend on r. So
+
+- the top-k list of a unit is ``G[:p] + [r] + G[p:k-1]`` (``G[:k]`` when r is not ranked);
+- the items ranked anywhere are G's items and the ranked relevant items;
+- the scored targets of the pooled AUC (:func:`recsys_eval.measure.auc.scored_targets`) are each
+  ranked relevant score (label 1) and, per unit in unit order, G's scores in list order (label 0):
+  a virtual array whose sampled positions map to (unit, position in G).
+
+Each G is sorted once per group, not once per unit. Listed groups come scored from
+:func:`~recsys_eval.recommend.base.score_one_relevant`; "every candidate" groups (AI/TI+1R+AN)
+are scored again from score blocks of a bounded number of users, only when a list or a pooled
+AUC sample is asked for. Both give exactly what ranking every unit's listed targets gives
+(:func:`~recsys_eval.recommend.base.rank_targets`, same scores, same order).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+import polars as pl
+
+from recsys_eval.core import Interactions, Rankings, Targets
+from recsys_eval.core.units import RelevantRanks
+from recsys_eval.errors import ConfigError
+from recsys_eval.recommend.base import (
+    BLOCK_CELLS,
+    OneRelevantScores,
+    Recommender,
+    _blocked,
+    _checked_scores,
+    _nan_scores,
+    score_one_relevant,
+)
+from recsys_eval.recommend.topk import sort_units
+
+
+@dataclass(eq=False)
+class OneRelevantRanking:
+    """1R units ranked in closed form: their RelevantRanks (``ranks``, every metric of a unit) and
+    what is needed to read lists and scored targets off their groups on demand."""
+
+    model: Recommender
+    train: Interactions
+    targets: Targets
+    scored: OneRelevantScores
+    _groups: tuple | None = field(default=None, repr=False)
+    _lists: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def ranks(self) -> RelevantRanks:
+        return self.scored.ranks
+
+    @property
+    def n_units(self) -> int:
+        return self.targets.n_units
+
+    @property
+    def unit_group(self) -> np.ndarray:
+        """The group of every unit: its listed group, or its user's place among the distinct users."""
+        if self.scored.groups is not None:
+            return self.scored.groups[0]
+        starts = np.r_[True, self.targets.unit_user[1:] != self.targets.unit_user[:-1]]
+        return np.cumsum(starts) - 1
+
+    def _group_lists(self, depth: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Every group's list G, its first ``depth`` items (None: whole, listed groups only):
+        ``(offsets, items, scores, ranked)`` with ``ranked`` the length of the whole G."""
+        if self.scored.groups is not None:
+            if self._groups is None:
+                _, offsets, negatives, scores = self.scored.groups
+                order = sort_units(offsets, negatives, scores)
+                keep = scores[order] > -np.inf
+                counts = np.concatenate([[0], np.cumsum(keep)])
+                ranked = counts[offsets[1:]] - counts[offsets[:-1]]
+                self._groups = (counts[offsets].astype(np.int64), negatives[order[keep]], scores[order[keep]], ranked)
+            offsets, items, scores, ranked = self._groups
+            if depth is None:
+                return offsets, items, scores, ranked
+            head = np.minimum(ranked, depth)
+            position = np.arange(len(items)) - np.repeat(offsets[:-1], ranked)
+            keep = position < np.repeat(head, ranked)
+            return np.concatenate([[0], np.cumsum(head)]).astype(np.int64), items[keep], scores[keep], ranked
+        if depth is None:
+            raise ConfigError("every-candidate groups are read a bounded head at a time")
+        heads, scores, ranked = [], [], []
+        for _, block_scores, order, n_ranked in self._candidate_blocks():
+            head = np.minimum(n_ranked, depth)
+            take = np.arange(min(depth, block_scores.shape[1]))[None, :] < head[:, None]
+            top = order[:, :take.shape[1]]
+            heads.append(top[take].astype(np.int32))
+            scores.append(np.take_along_axis(block_scores, top, axis=1)[take])
+            ranked.append(n_ranked)
+        ranked = np.concatenate(ranked) if ranked else np.zeros(0, np.int64)
+        offsets = np.concatenate([[0], np.cumsum(np.minimum(ranked, depth))]).astype(np.int64)
+        return (offsets, np.concatenate(heads) if heads else np.zeros(0, np.int32),
+                np.concatenate(scores) if scores else np.zeros(0, np.float32), ranked)
+
+    def _candidate_blocks(self) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+        """For every-candidate groups, blocks of distinct users in unit order: ``(first group,
+        scores, order, ranked)`` with the candidates of the user that are not in train and not
+        relevant to it kept, the rest at -inf; ``order`` each row's items by (score desc, item
+        asc) and ``ranked`` each row's count of kept items scored above -inf."""
+        targets, model = self.targets, self.model
+        group = self.unit_group
+        starts = np.flatnonzero(np.r_[True, np.diff(group) != 0])
+        users = targets.unit_user[starts].astype(np.int32)
+        n_items = self.train.n_items
+        blocked = _blocked(targets.candidates, n_items)
+        seen = self.train.csr()
+        per_block = max(1, BLOCK_CELLS // max(n_items, 1))
+        for first in range(0, len(users), per_block):
+            block = users[first:first + per_block]
+            scores = _checked_scores(model, model.score_block(block), (len(block), n_items), "score_block").copy()
+            out = np.zeros_like(scores, dtype=bool)
+            out[:, blocked] = True
+            rows = seen[block]
+            out[np.repeat(np.arange(len(block)), np.diff(rows.indptr)), rows.indices] = True
+            lo, hi = starts[first], starts[first + len(block)] if first + len(block) < len(starts) else targets.n_units
+            out[group[lo:hi] - first, targets.items[lo:hi]] = True
+            if np.isnan(scores[~out]).any():
+                raise _nan_scores(model, "score_block")
+            scores[out] = -np.inf
+            order = np.argsort(-scores, axis=1, kind="stable")  # ties keep item order
+            yield first, scores, order, (scores > -np.inf).sum(axis=1)
+
+    def lists(self, depth: int) -> Rankings:
+        """Every unit's top-``depth`` ranked list (and scores): what ranking its listed targets
+        gives, cut at ``depth``."""
+        if depth not in self._lists:
+            self._lists[depth] = self._unit_lists(depth)
+        return self._lists[depth]
+
+    def _unit_lists(self, depth: int) -> Rankings:
+        g_offsets, g_items, g_scores, _ = self._group_lists(depth)
+        ranks = self.ranks
+        group = self.unit_group
+        relevant, rel_scores = self.targets.items, self.scored.relevant_scores
+        head = np.diff(g_offsets)[group]
+        ranked = ranks.ranked
+        place = ranks.above + ranks.before
+        length = np.minimum(depth, head + ranked)
+        offsets = np.concatenate([[0], np.cumsum(length)]).astype(np.int64)
+        unit = np.repeat(np.arange(self.n_units), length)
+        j = np.arange(offsets[-1]) - offsets[unit]
+        at = ranked[unit] & (j == place[unit])
+        source = g_offsets[group[unit]] + j - (ranked[unit] & (j > place[unit]))
+        source = np.where(at, 0, source)
+        items = np.where(at, relevant[unit], g_items[source] if len(g_items) else 0).astype(np.int32)
+        scores = np.where(at, rel_scores[unit], g_scores[source] if len(g_scores) else 0).astype(np.float32)
+        return Rankings(self.targets.unit_user.astype(np.int32), offsets, items, scores)
+
+    def ranked_items(self) -> np.ndarray:
+        """Bool mask over items: ranked in some unit's whole list (prediction coverage)."""
+        mask = np.zeros(self.train.n_items, dtype=bool)
+        mask[self.targets.items[self.ranks.ranked]] = True
+        if self.scored.groups is not None:
+            mask[self._group_lists(None)[1]] = True
+            return mask
+        for _, scores, _, _ in self._candidate_blocks():
+            mask |= (scores > -np.inf).any(axis=0)
+        return mask
+
+    def scored_targets(self, sample: int | None, seed: int) -> pl.DataFrame:
+        """The rows of :func:`recsys_eval.measure.auc.scored_targets` for the ranking of every
+        unit's listed targets (same sample, same seed), from the groups' lists."""
+        from recsys_eval.measure.auc import label_rows, sampled_positions
+
+        ranks, rng = self.ranks, np.random.default_rng(seed)
+        rel = self.scored.relevant_scores[ranks.ranked]
+        kept, weight = sampled_positions(len(rel), sample, rng)
+        parts = label_rows(1, rel[kept], weight, self.n_units - len(rel))
+        group = self.unit_group
+        per_unit = self._ranked_per_group()[group]
+        starts = np.concatenate([[0], np.cumsum(per_unit)])
+        kept, weight = sampled_positions(int(starts[-1]), sample, rng)
+        unit = np.searchsorted(starts, kept, side="right") - 1
+        parts += label_rows(0, self._group_scores_at(group[unit], kept - starts[unit]), weight,
+                            int(ranks.n_nonrelevant.sum()) - int(starts[-1]))
+        return pl.concat(parts)
+
+    def _ranked_per_group(self) -> np.ndarray:
+        if self.scored.groups is not None:
+            return self._group_lists(None)[3]
+        return np.concatenate([r for *_, r in self._candidate_blocks()] or [np.zeros(0, np.int64)])
+
+    def _group_scores_at(self, groups: np.ndarray, positions: np.ndarray) -> np.ndarray:
+        """The score at ``positions`` of the lists of ``groups`` (G in list order)."""
+        if self.scored.groups is not None:
+            offsets, _, scores, _ = self._group_lists(None)
+            return scores[offsets[groups] + positions]
+        out = np.empty(len(groups), dtype=np.float32)
+        for first, scores, order, _ in self._candidate_blocks():
+            mine = np.flatnonzero((groups >= first) & (groups < first + len(scores)))
+            rows = groups[mine] - first
+            out[mine] = scores[rows, order[rows, positions[mine]]]
+        return out
+
+
+def rank_one_relevant_units(model: Recommender, train: Interactions, targets: Targets, *,
+                            chunk_size: int = 2048) -> OneRelevantRanking:
+    """The closed-form ranking of one-relevant Targets (``build_targets(..., one_relevant=True)``)."""
+    if not targets.one_relevant:
+        raise ConfigError(f"rank_one_relevant_units takes one-relevant targets, not {targets!r}")
+    return OneRelevantRanking(model, train, targets, score_one_relevant(model, train, targets, chunk_size=chunk_size))
+

@@ -1,0 +1,85 @@
+"""PartitionState: chunks of a partition's users reduced and merged give the summary of the whole
+table bit for bit (hypothesis tables with NaN, f1 and run rows), with the partition's constant
+system, protocol and fold held once rather than on every user row."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from recsys_eval.core.results import PER_UNIT_SCHEMA
+from recsys_eval.measure.aggregate import PartitionState, fold_summary
+
+
+def per_unit_table(seed: int, n_users: int, labels: list[tuple[str, str, str]]) -> pl.DataFrame:
+    """Per-unit rows of the given (system, protocol, fold) partitions, users in order with 1..3
+    units each, metrics with NaN values, f1 with its n_relevant rows, and a run row."""
+    rng = np.random.default_rng(seed)
+    frames = []
+    for system, protocol, fold in labels:
+        units = rng.integers(1, 4, n_users)
+        user = np.repeat(np.arange(n_users), units)
+        unit = np.arange(len(user))
+        n_rel = rng.integers(0, 4, len(user)).astype(np.float64)
+        for metric, k in (("ndcg", 5), ("ndcg", 10), ("recall", 5), ("f1", 5), ("n_relevant", None)):
+            value = rng.random(len(user)) if metric != "n_relevant" else n_rel
+            if metric == "recall":
+                value[n_rel == 0] = np.nan
+            if metric == "f1":
+                hits = np.minimum(rng.integers(0, 6, len(user)), n_rel)
+                value = np.where(n_rel > 0, 2 * hits / (k + n_rel), np.nan)
+            frames.append(pl.DataFrame({
+                "system": system, "protocol": protocol, "fold": fold, "user": user, "unit": unit,
+                "metric": metric, "k": k, "value": value}, schema=PER_UNIT_SCHEMA))
+        frames.append(pl.DataFrame({"system": [system], "protocol": [protocol], "fold": [fold], "user": [None],
+                                    "unit": [None], "metric": ["catalog_coverage"], "k": [10],
+                                    "value": [rng.random()]}, schema=PER_UNIT_SCHEMA))
+    return pl.concat(frames)
+
+
+def chunks_of(table: pl.DataFrame, bounds: list[int]) -> list[pl.DataFrame]:
+    """The table's rows of users [bounds[i], bounds[i + 1]) (run rows with the last chunk)."""
+    user = pl.col("user")
+    parts = [table.filter((user >= lo) & (user < hi)) for lo, hi in zip(bounds, bounds[1:])]
+    parts[-1] = pl.concat([parts[-1], table.filter(user.is_null())])
+    return parts
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), n_users=st.integers(2, 40), cuts=st.lists(st.integers(1, 39), max_size=4),
+       undefined=st.sampled_from(["skip", "zero"]))
+def test_merged_chunks_summarise_like_the_whole_partition(seed, n_users, cuts, undefined):
+    table = per_unit_table(seed, n_users, [("als", "AI+1R+NN100", "f0")])
+    bounds = sorted({0, n_users, *[c for c in cuts if c < n_users]})
+    states = [PartitionState.of(part, undefined=undefined) for part in chunks_of(table, bounds)]
+    merged = PartitionState.merge(states)
+    assert merged.labels == {"system": "als", "protocol": "AI+1R+NN100", "fold": "f0"}
+    assert not {"system", "protocol", "fold"} & set(merged.users.columns)  # held once, not per row
+    assert not {"system", "protocol", "fold"} & set(merged.f_users.columns)
+    # reference: the same rows beside another partition, so the keys stay columns (the general path)
+    other = per_unit_table(seed + 1, 3, [("pop", "AI+1R+NN100", "f0")])
+    reference = fold_summary(pl.concat([table, other]), undefined=undefined).filter(pl.col("system") == "als")
+    summary = merged.summary(undefined)
+    assert summary.equals(reference)
+    assert merged.user_values().columns[:4] == ["system", "protocol", "fold", "user"]
+    # and the obvious computation: per-user means of the units, then the mean over users
+    ndcg = table.filter((pl.col("metric") == "ndcg") & (pl.col("k") == 5))
+    expected = ndcg.group_by("user").agg(pl.col("value").mean()).get_column("value").mean()
+    got = summary.filter((pl.col("metric") == "ndcg") & (pl.col("k") == 5)).get_column("mean").item()
+    assert np.isclose(got, expected, rtol=1e-12)
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10_000), n_users=st.integers(1, 20))
+def test_tables_mixing_partitions_keep_their_key_columns(seed, n_users):
+    labels = [("als", "AI+AR+AN", "f0"), ("pop", "AI+AR+AN", "f0"), ("als", "AI+AR+AN", "f1")]
+    table = per_unit_table(seed, n_users, labels)
+    state = PartitionState.of(table)
+    assert state.labels is None and "system" in state.users.columns
+    parts = [PartitionState.of(per_unit_table(seed, n_users, [lab])) for lab in labels]
+    merged = PartitionState.merge(parts)  # chunks of different partitions: labels back as columns
+    whole = pl.concat([per_unit_table(seed, n_users, [lab]) for lab in labels])
+    assert merged.labels is None
+    assert merged.summary("skip").equals(fold_summary(whole))
