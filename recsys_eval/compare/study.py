@@ -11,11 +11,13 @@ run's config as recorded in its manifest.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 
+from recsys_eval.core.rng import derive_seed
 from recsys_eval.core.results import AUC_POOLING, EXPOSURE, LEARNING_CURVE, SUMMARY, ResultsFolder
 from recsys_eval.measure.aggregate import ALL_FOLDS, fold_summary, per_user, with_all_folds
 from recsys_eval.measure.metrics import AUXILIARY_METRICS as AUXILIARY
@@ -24,11 +26,10 @@ SAMPLED_RANK = "sampled_rank"
 FULL_CANDIDATES = "full_candidates"
 
 
-def per_user_values(folder: ResultsFolder, undefined: str) -> pl.DataFrame:
-    """Per-user values of every (system, protocol, fold, metric, k), read one (fold, protocol) at a
-    time: only users x metrics are held, never a fold's whole per-unit table (a holdout's is the
-    whole run's)."""
-    frames = []
+def per_user_parts(folder: ResultsFolder, undefined: str) -> Iterator[pl.DataFrame]:
+    """Per-user values of every (system, metric, k), one (fold, protocol) at a time: only one
+    part's users x metrics are held, never the whole run's per-user table (22M rows for the ML-100K
+    protocol study) nor a fold's per-unit table."""
     for fold in folder.manifest["folds"]:
         scan = folder.scan_per_unit(fold=fold)
         for protocol in folder.manifest["protocols"]:
@@ -36,8 +37,16 @@ def per_user_values(folder: ResultsFolder, undefined: str) -> pl.DataFrame:
                 (pl.col("protocol") == protocol) & pl.col("user").is_not_null() & ~pl.col("metric").is_in(AUXILIARY)
             ).collect()
             if part.height:
-                frames.append(per_user(part, undefined=undefined))
-    return pl.concat(frames)
+                yield per_user(part, undefined=undefined)
+
+
+def _fold_means(users: pl.DataFrame) -> pl.DataFrame:
+    """A part's fold means as a per-user frame of one row per (system, protocol, fold, metric, k):
+    the mean over users with a defined value, which is what :func:`fold_paired_tests` averages."""
+    return (users.with_columns(pl.col("value").fill_nan(None))
+            .group_by(["system", "protocol", "fold", "metric", "k"], maintain_order=True)
+            .agg(pl.col("value").mean().fill_null(float("nan")))
+            .with_columns(user=pl.lit(0, dtype=users.schema["user"])).select(users.columns))
 
 
 def _comparable_groups(users: pl.DataFrame, baseline: str | None) -> list[pl.DataFrame]:
@@ -259,14 +268,22 @@ def analyse(
     undefined = undefined or manifest.get("undefined", "skip")
     folds = manifest["folds"]
     summary = folder.table(SUMMARY)
-    users = per_user_values(folder, undefined)
     tables: dict[str, pl.DataFrame] = {}
-    paired, fold_paired = [], []
-    for group in _comparable_groups(users, baseline):
-        paired.append(paired_tests(group, **options))
-        if len(folds) >= 2:
-            fold_paired.append(fold_paired_tests(
-                group, baseline=baseline, correction=options["correction"], alpha=options["alpha"]))
+    paired, means = [], []
+    for users in per_user_parts(folder, undefined):
+        # every test family lies within one (protocol, fold): each part is tested on its own, its
+        # resamples seeded by its own definition, so no part's tests depend on another's
+        fold, protocol = users.row(0, named=True)["fold"], users.row(0, named=True)["protocol"]
+        part_options = {**options, "seed": derive_seed(options["seed"], "paired", fold, protocol)}
+        paired += [paired_tests(group, **part_options) for group in _comparable_groups(users, baseline)]
+        means.append(_fold_means(users))
+        del users
+    fold_paired = []
+    if len(folds) >= 2 and means:
+        fold_paired = [
+            fold_paired_tests(group, baseline=baseline, correction=options["correction"], alpha=options["alpha"])
+            for group in _comparable_groups(pl.concat(means), baseline)
+        ]
     if paired:
         tables["paired_tests"] = pl.concat(paired)
     if fold_paired:
