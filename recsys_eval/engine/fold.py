@@ -204,10 +204,10 @@ def fold_chunk_tables(chunk: pl.DataFrame, task: FoldTask):
                     frame = frame.filter(pl.col("user").is_not_null())
                     mapped = pl.Series("unit", global_unit, dtype=pl.Int64).gather(frame.get_column("unit"))
                     yield PER_UNIT, frame.with_columns(mapped)
-                    if target.targets.all_candidates:
+                    if target.targets.all_candidates and not target.targets.one_relevant:
                         yield EXPOSURE, jobs.exposure_rows(config, rankings, target, rec.display, task.fold,
                                                            getattr(task.item_counts, "value", task.item_counts))
-                    if task.pool_auc and rankings.scores is not None:
+                    if task.pool_auc and getattr(rankings, "scores", True) is not None:  # 1R: sampled too
                         yield SCORED, jobs.scored_rows(config, rankings, target, rec, task.fold, task.n_parts)
 
 

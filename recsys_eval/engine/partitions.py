@@ -171,6 +171,6 @@ def merge_states(states: list[PartitionState]) -> PartitionState:
     the per-user values are put back in user order, the order the local engine sums them in, so
     the summary (means, intervals) is the local one to the last bit."""
     state = PartitionState.merge(states)
-    state.users = state.users.sort(["system", "protocol", "fold", "metric", "k", "user"], nulls_last=False,
-                                   maintain_order=True)
+    labels = [c for c in ("system", "protocol", "fold") if c in state.users.columns]  # absent: held once
+    state.users = state.users.sort([*labels, "metric", "k", "user"], nulls_last=False, maintain_order=True)
     return state

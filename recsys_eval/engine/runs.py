@@ -44,7 +44,7 @@ from recsys_eval.engine.partitions import (
 )
 from recsys_eval.engine.spark import SparkError, spark_failures, task_threads
 from recsys_eval.errors import ConfigError, DataError, RecsysEvalError, check_choice
-from recsys_eval.measure.aggregate import PartitionState, f_count_sums, with_all_folds
+from recsys_eval.measure.aggregate import PartitionState, with_all_folds
 from recsys_eval.measure.metrics import (
     GAINS,
     N_RELEVANT,
@@ -371,7 +371,7 @@ def summarize_parts(parts, undefined: str) -> pl.DataFrame:
     """:func:`recsys_eval.measure.summarize` of the per-unit table made of ``parts`` (tables of
     disjoint users), one part in memory at a time (:func:`merge_states`)."""
     state = merge_states([PartitionState.of(part, undefined=undefined) for part in parts if part.height])
-    counts = f_count_sums(state.f_users) if state.f_users is not None else None
+    counts = state.f_sums()
     return with_all_folds(state.summary(undefined), counts)
 
 
