@@ -163,7 +163,7 @@ class ResultsFolder:
             raise DataError(f"a per-unit partition holds one fold, system and protocol; got {keys.height} combinations")
         fold, system, protocol = keys.row(0)
         target = self.partition_file(fold, system, protocol, part)
-        write_parquet_atomic(check_per_unit(per_unit), target)
+        atomic.write_parquet(check_per_unit(per_unit), target)
         return target
 
     def fold_done(self, fold: str) -> bool:
@@ -273,23 +273,13 @@ class ResultsFolder:
     # -- writing ------------------------------------------------------------------------------
     def write_table(self, name: str, frame: pl.DataFrame, *, csv: bool = True) -> None:
         """``<name>.parquet`` and, with ``csv``, ``<name>.csv`` (list columns joined by "; ")."""
-        write_parquet_atomic(frame, self.path / f"{name}.parquet")
+        atomic.write_parquet(frame, self.path / f"{name}.parquet")
         if csv:
             flat = frame.with_columns(pl.col(pl.List(pl.String)).list.join("; "))
-            write_csv_atomic(flat, self.path / f"{name}.csv")
+            atomic.write_csv(flat, self.path / f"{name}.csv")
 
     def write_text(self, name: str, text: str) -> Path:
         return atomic.write_text(self.path / name, text)
 
     def write_json(self, name: str, data: Any) -> Path:
         return self.write_text(name, json.dumps(data, indent=2, default=str) + "\n")
-
-
-def write_parquet_atomic(frame: pl.DataFrame, target: Path) -> None:
-    """Write a Parquet file atomically (``recsys_eval.core.atomic``), so no reader sees half a file."""
-    atomic.write_parquet(frame, target)
-
-
-def write_csv_atomic(frame: pl.DataFrame, target: Path) -> None:
-    """Write a CSV file atomically."""
-    atomic.write_csv(frame, target)

@@ -260,7 +260,7 @@ def evaluate_fold_spark(
     from recsys_eval.experiment.jobs import protocol_labels
     from recsys_eval.experiment.runner import FoldSummary, _timing, fit_models, partition_rows
     from recsys_eval.measure.aggregate import PartitionState
-    from recsys_eval.core.results import write_parquet_atomic
+    from recsys_eval.core import atomic
 
     engine = config.engine
     spark = spark_session(engine.master)  # first: no PySpark or Java is one message naming the extra
@@ -314,8 +314,8 @@ def evaluate_fold_spark(
             ("system", [rec.display for rec in config.recommenders]))]
         totals = pl.concat(exposure).group_by(["system", "protocol", "fold", "bin"]).agg(pl.col("count").sum()) \
             .sort([*order, "bin"])
-        write_parquet_atomic(totals, folder.path / "exposure" / f"{split.name}.parquet")
+        atomic.write_parquet(totals, folder.path / "exposure" / f"{split.name}.parquet")
     if scored:
-        write_parquet_atomic(pl.concat(scored), folder.path / "auc_scores" / f"{split.name}.parquet")
+        atomic.write_parquet(pl.concat(scored), folder.path / "auc_scores" / f"{split.name}.parquet")
     return out
 

@@ -18,7 +18,7 @@ import numpy as np
 import polars as pl
 from rich.console import Console
 
-from recsys_eval.core import Interactions, Split
+from recsys_eval.core import Interactions, Split, atomic
 from recsys_eval.core.results import (
     AUC_POOLING,
     CONFIG,
@@ -34,8 +34,6 @@ from recsys_eval.core.results import (
     TUNING,
     ResultsFolder,
     config_hash,
-    write_csv_atomic,
-    write_parquet_atomic,
 )
 from recsys_eval.core.memory import format_size, parse_size, peak_bytes, reset_peak, resident_bytes
 from recsys_eval.core.rng import derive_seed
@@ -195,11 +193,11 @@ def evaluate_fold(
             rows, sums = partition_rows(config, PartitionState.of(rating, undefined=config.metrics.undefined))
             out.rows.append(rows)
     if exposure:
-        write_parquet_atomic(pl.concat(exposure), folder.path / "exposure" / f"{split.name}.parquet")
+        atomic.write_parquet(pl.concat(exposure), folder.path / "exposure" / f"{split.name}.parquet")
     if scored:
-        write_parquet_atomic(pl.concat(scored), folder.path / "auc_scores" / f"{split.name}.parquet")
+        atomic.write_parquet(pl.concat(scored), folder.path / "auc_scores" / f"{split.name}.parquet")
     if curves:
-        write_parquet_atomic(pl.concat(curves), folder.path / "curve_chunks" / f"{split.name}.parquet")
+        atomic.write_parquet(pl.concat(curves), folder.path / "curve_chunks" / f"{split.name}.parquet")
     return out
 
 
@@ -335,14 +333,14 @@ def run_experiment(
             log.append(f"fold {split.name}: {len(fold.partitions)} per-unit partitions")
         if config.learning_curve is not None:
             curve = learning_curve_rows(config, data, splits[0], folder, progress, timings)
-            write_parquet_atomic(curve, folder.path / f"{LEARNING_CURVE}.parquet")
+            atomic.write_parquet(curve, folder.path / f"{LEARNING_CURVE}.parquet")
         start = time.perf_counter()
         summary = combine_folds(config, folds)
         timings.append(_timing("", "", "summarise", start))
     _write_side_tables(folder)
     folder.write_table(SUMMARY, summary)
-    write_csv_atomic(pl.DataFrame(timings), folder.path / TIMINGS)
-    write_parquet_atomic(data_statistics(data, prepared, splits), folder.path / f"{DATA_STATS}.parquet")
+    atomic.write_csv(pl.DataFrame(timings), folder.path / TIMINGS)
+    atomic.write_parquet(data_statistics(data, prepared, splits), folder.path / f"{DATA_STATS}.parquet")
     folder.write_text(LOG, "\n".join(log) + "\n")
     partitions = [str(p.relative_to(folder.path)) for f in folds for p in f.partitions]
     manifest = make_manifest(config, cfg_hash, data, splits, result_protocols(config), partitions)
@@ -377,12 +375,12 @@ def _write_side_tables(folder: ResultsFolder) -> None:
 
     exposure = sorted((folder.path / "exposure").glob("*.parquet"))
     if exposure:
-        write_parquet_atomic(jobs.exposure_shares(pl.concat([pl.read_parquet(f) for f in exposure])),
+        atomic.write_parquet(jobs.exposure_shares(pl.concat([pl.read_parquet(f) for f in exposure])),
                              folder.path / f"{EXPOSURE}.parquet")
     scored = sorted((folder.path / "auc_scores").glob("*.parquet"))
     if len(scored) >= 2:
         frame = pl.concat([pl.read_parquet(f) for f in scored])
-        write_parquet_atomic(
+        atomic.write_parquet(
             auc_aggregation(frame.select("system", "protocol", "fold", "score", "label", "weight")),
             folder.path / f"{AUC_POOLING}.parquet",
         )

@@ -14,7 +14,7 @@ from typing import Any
 
 import polars as pl
 
-from recsys_eval.core.results import write_parquet_atomic
+from recsys_eval.core import atomic
 
 COLUMNS = {"fold": pl.String, "system": pl.String, "trial": pl.Int64, "params": pl.String,
            "value": pl.Float64, "fit_seconds": pl.Float64, "eval_seconds": pl.Float64}
@@ -41,7 +41,7 @@ class TrialLog:
             schema=COLUMNS,
         ).with_columns(pl.lit(v).alias(f"{PARAM_PREFIX}{k}") for k, v in params.items())
         self.frame = pl.concat([self.frame, row], how="diagonal_relaxed")
-        write_parquet_atomic(self.frame, self.path)
+        atomic.write_parquet(self.frame, self.path)
 
 
 def best_trial(trials: dict[int, dict[str, Any]]) -> dict[str, Any]:
