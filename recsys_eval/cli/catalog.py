@@ -179,7 +179,8 @@ def _defaults(name: str) -> dict[str, Any]:
 
     def model_class(params: dict) -> type:
         built = make_recommender(name, params, threads=1)
-        return type(getattr(built, "model", built))
+        inner = getattr(built, "model", None)  # a wrapper's library model (None before fit: the wrapper)
+        return type(built if inner is None else inner)
 
     choices = {key: p.choices for key, p in REGISTRY[name].params.items() if p.choices}
     default_class = model_class({})
