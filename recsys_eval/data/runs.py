@@ -35,9 +35,7 @@ user's rows (one counting sort by user, then a sort of each user's few rows), ne
 from __future__ import annotations
 
 import json
-import os
 import re
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -48,6 +46,7 @@ import numba
 import numpy as np
 import polars as pl
 
+from recsys_eval.core import atomic
 from recsys_eval.core.columns import id_column, numeric_column, polars_frame
 from recsys_eval.core.units import Rankings, Targets
 from recsys_eval.data.delimited import Table, read_delimited
@@ -618,16 +617,10 @@ def _ranx_dict(rankings: Rankings, user_ids, item_ids) -> dict[str, dict[str, fl
 
 
 def _write_atomically(path: Path, write) -> None:
-    """Write to a temporary file beside ``path``, then rename it into place: never a half-written
-    file, and the previous one intact when writing fails."""
-    temp = path.with_name(f".{path.name}.tmp-{uuid.uuid4().hex[:8]}")
-    try:
+    """``write`` a file through :mod:`recsys_eval.core.atomic`: never a half-written file, the
+    previous one intact and an OutputError naming the path when writing fails."""
+    with atomic.atomic_path(path) as temp:
         write(temp)
-        os.replace(temp, path)
-    except OSError as exc:
-        raise DataError(f"{path}: cannot be written ({exc.strerror or exc})") from None
-    finally:
-        temp.unlink(missing_ok=True)
 
 
 def to_ranx(values: Rankings | Targets | pl.DataFrame, *, user_ids: pl.Series | None = None,

@@ -1,4 +1,4 @@
-"""Measure: per-unit metric values and their summaries (DESIGN.md sections 5 and 6).
+"""Measure: per-unit metric values and their summaries (docs/CONVENTIONS.md, metrics and averaging).
 
 ``measure`` turns Rankings and Targets into the long per-unit table; ``summarize`` applies the
 averaging rules; ``rating_metrics`` and ``beyond_accuracy`` cover rating prediction and

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from recsys_eval.cli import main
 from recsys_eval.data.runs import load_run, read_judgments, read_run, to_ranx, write_ranx, write_trec
-from recsys_eval.errors import ConfigError, DataError, RecsysEvalError
+from recsys_eval.errors import ConfigError, DataError, OutputError, RecsysEvalError
 from recsys_eval.measure import measure
 
 # users 1..4, items 10..19; ratings 1..5 (all relevant without a threshold); run scores with a tie
@@ -271,3 +271,12 @@ def test_qrels_grades_from_one_are_relevant_and_the_cli_says_so(tmp_path, capsys
     assert "grade >= 1" in re.sub(r"\s+", " ", capsys.readouterr().out)
     per_unit = pl.read_parquet(tmp_path / "o" / "per_unit.parquet").sort("user")
     assert per_unit["value"].to_list() == [0.0, 1.0]  # item 11 graded 0: judged non-relevant
+
+
+def test_a_run_written_over_a_folder_fails_naming_the_path_and_leaves_nothing(tmp_path):
+    data = load_run(TEST, RUN)
+    blocked = tmp_path / "out.trec"
+    blocked.mkdir()  # a folder where the file should go: the rename cannot replace it
+    with pytest.raises(OutputError, match="out.trec"):
+        write_trec(data.rankings, blocked, user_ids=data.user_ids, item_ids=data.item_ids)
+    assert [p.name for p in tmp_path.iterdir()] == ["out.trec"] and blocked.is_dir()
