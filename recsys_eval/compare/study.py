@@ -273,8 +273,8 @@ def analyse(
     for users in per_user_parts(folder, undefined):
         # every test family lies within one (protocol, fold): each part is tested on its own, its
         # resamples seeded by its own definition, so no part's tests depend on another's
-        fold, protocol = users.row(0, named=True)["fold"], users.row(0, named=True)["protocol"]
-        part_options = {**options, "seed": derive_seed(options["seed"], "paired", fold, protocol)}
+        first = users.row(0, named=True)
+        part_options = {**options, "seed": derive_seed(options["seed"], "paired", first["fold"], first["protocol"])}
         paired += [paired_tests(group, **part_options) for group in _comparable_groups(users, baseline)]
         means.append(_fold_means(users))
         del users
