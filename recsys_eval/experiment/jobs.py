@@ -266,7 +266,9 @@ def rank(config: ExperimentConfig, model, target: ProtocolTargets):
             full_ranking_depth(config),
             candidates=targets.candidates,
             chunk_size=config.run.chunk_size,
-            targets=targets,  # exact AUC: each relevant item's rank among all the user's candidates
+            # exact AUC places each relevant item among all the user's candidates: a second pass
+            # over every score, paid only when AUC is asked for
+            targets=targets if "auc" in config.metrics.names else None,
         )
     return rank_targets(model, targets, chunk_size=config.run.chunk_size)
 
