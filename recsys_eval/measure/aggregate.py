@@ -70,27 +70,33 @@ def per_user(per_unit: pl.DataFrame, *, undefined: str = "skip") -> pl.DataFrame
     ``"zero"`` counts them as 0. Rows of a whole run (null user) are left out. The rows come in the
     order of the input's groups (deterministic; see the module docstring).
     """
-    users = _user_values(per_unit, undefined)
+    users = _user_values(check_per_unit(per_unit), undefined)
     return users.select("system", "protocol", "fold", "user", "metric", "k", "value")
 
 
 def _user_values(per_unit: pl.DataFrame, undefined: str) -> pl.DataFrame:
-    """The per-user frame, with each user's sum and count of the units that enter the micro mean."""
+    """The per-user frame, with each user's sum and count of the units that enter the micro mean.
+    The label columns (``system``, ``protocol``, ``fold``) are grouped on when present: a
+    partition's frame may carry them once, outside (:class:`PartitionState`)."""
     check_choice("undefined-value policy", undefined, UNDEFINED_POLICIES)
-    keys = ["system", "protocol", "fold", "metric", "k", "user"]
-    frame = check_per_unit(per_unit).filter(pl.col("user").is_not_null())
+    keys = [*[c for c in _LABELS if c in per_unit.columns], "metric", "k", "user"]
+    frame = per_unit.filter(pl.col("user").is_not_null()) if per_unit.get_column("user").null_count() else per_unit
     frame, starts = grouped(frame, keys, then="unit")
     value = frame.get_column("value").cast(pl.Float64).to_numpy()
     defined = ~np.isnan(value)
     if undefined == "zero":
         value = np.where(defined, value, 0.0)
         defined = np.ones(len(value), dtype=bool)
-    sums = _reduce(np.where(defined, value, 0.0), starts)
-    counts = _reduce(defined.astype(np.int64), starts)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
-    users = frame[starts].select(["system", "protocol", "fold", "user", "metric", "k"])
-    return users.with_columns(
+    if len(starts) == len(value):  # one unit per user (AR): a user's value is its unit's
+        sums, counts, users = np.where(defined, value, 0.0), defined.astype(np.int64), frame.select(keys)
+        mean = value
+    else:
+        sums = _reduce(np.where(defined, value, 0.0), starts)
+        counts = _reduce(defined.astype(np.int64), starts)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+        users = frame[starts].select(keys)
+    return users.select(*keys[:-3], "user", "metric", "k").with_columns(
         pl.Series("value", mean, dtype=pl.Float64), pl.Series("unit_sum", sums),
         pl.Series("unit_count", counts, dtype=pl.Int64),
     )
@@ -129,14 +135,18 @@ class PartitionState:
     @classmethod
     def of(cls, per_unit: pl.DataFrame, *, undefined: str = "skip") -> PartitionState:
         per_unit = check_per_unit(per_unit)
-        metrics = per_unit.filter(~pl.col("metric").is_in(AUXILIARY_METRICS))
-        f_users = f_user_counts(per_unit) if _has_f1(per_unit) else None
-        users = _user_values(metrics, undefined)
         labels = _constant_labels(per_unit)
-        if labels is not None:
-            users = users.drop(_LABELS)
+        names = _metric_names(per_unit)
+        f_users = f_user_counts(per_unit) if "f1" in names else None
+        metrics = per_unit
+        if any(name in AUXILIARY_METRICS for name in names):
+            metrics = per_unit.filter(~pl.col("metric").is_in(AUXILIARY_METRICS))
+        run_rows = _run_rows(metrics)
+        if labels is not None:  # group on metric, k and user alone
+            metrics = metrics.drop(_LABELS)
             f_users = f_users.drop(_LABELS) if f_users is not None else None
-        return cls(users, _run_rows(metrics), f_users, _metric_order(per_unit), labels)
+        order = {name: i for i, name in enumerate(n for n in names if n != N_RELEVANT)}
+        return cls(_user_values(metrics, undefined), run_rows, f_users, order, labels)
 
     @classmethod
     def merge(cls, states: list[PartitionState]) -> PartitionState:
@@ -231,6 +241,8 @@ def _fold_rows(users: pl.DataFrame, labels: dict[str, str] | None = None) -> pl.
 
 def _run_rows(per_unit: pl.DataFrame) -> pl.DataFrame:
     """Values of a whole run (null user): the first row of each group, as it is."""
+    if not per_unit.get_column("user").null_count():
+        per_unit = per_unit.clear()
     return _first_per_group(per_unit.filter(pl.col("user").is_null()).select(*_GROUP, pl.col("value").alias("run_value")))
 
 
@@ -420,10 +432,10 @@ def grouped(frame: pl.DataFrame, keys: list[str], *, then: str | None = None) ->
     otherwise it is stably sorted by the keys (and ``then``), so the order, and every sum over it,
     is the same in every run.
     """
-    starts = _starts(frame, keys)
-    if len(starts) and frame[starts].select(keys).is_duplicated().any():
+    starts, contiguous = _runs(frame, keys)
+    if not contiguous:
         frame = frame.sort([*keys, *([then] if then else [])], maintain_order=True, nulls_last=True)
-        starts = _starts(frame, keys)
+        starts, _ = _runs(frame, keys)
     return frame, starts
 
 
@@ -451,14 +463,29 @@ def _grouped_with_order(frame: pl.DataFrame, keys: list[str]) -> tuple[pl.DataFr
     return indexed.drop("_row"), starts, order
 
 
-def _starts(frame: pl.DataFrame, keys: list[str]) -> np.ndarray:
+def _runs(frame: pl.DataFrame, keys: list[str]) -> tuple[np.ndarray, bool]:
+    """The start offsets of the runs of equal ``keys`` tuples, and whether no tuple starts two runs.
+    That holds at once when the tuples of all but the last key start one block each and the last
+    key rises from run to run within a block (users in order, as measure() writes them); otherwise
+    the runs' tuples are hashed."""
     if not frame.height:
-        return np.zeros(0, dtype=np.int64)
-    changed = frame.select(
-        pl.any_horizontal([pl.col(c).ne_missing(pl.col(c).shift(1)) for c in keys])
-    ).to_series().to_numpy().copy()
-    changed[0] = True
-    return np.flatnonzero(changed)
+        return np.zeros(0, dtype=np.int64), True
+    outer, last = keys[:-1], pl.col(keys[-1])
+    flags = frame.select(
+        pl.any_horizontal([pl.col(c).ne_missing(pl.col(c).shift(1)) for c in outer]).alias("block")
+        if outer else pl.lit(False).alias("block"),
+        last.ne_missing(last.shift(1)).alias("run"),
+        (last > last.shift(1)).fill_null(False).alias("rising"),
+    )
+    block = flags.get_column("block").to_numpy().copy()
+    block[0] = True
+    run = block | flags.get_column("run").to_numpy()
+    starts = np.flatnonzero(run)
+    within = run & ~block
+    if (not outer or not frame[np.flatnonzero(block)].select(outer).is_duplicated().any()) and \
+            flags.get_column("rising").to_numpy()[within].all():
+        return starts, True
+    return starts, not frame[starts].select(keys).is_duplicated().any()
 
 
 def _reduce(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
@@ -521,9 +548,11 @@ def _sorted_summary(out: pl.DataFrame, order: dict[str, int] | None = None) -> p
     )
 
 
-def _metric_order(per_unit: pl.DataFrame) -> dict[str, int]:
-    names = per_unit.get_column("metric").unique(maintain_order=True).to_list()
-    return {name: i for i, name in enumerate(names) if name != N_RELEVANT}
+def _metric_names(per_unit: pl.DataFrame) -> list[str]:
+    """The metrics of a per-unit table in the order first measured (from the rows where the
+    metric changes: a table holds each metric's rows together, so that is a handful)."""
+    metric = per_unit.get_column("metric")
+    return metric.filter(metric.ne_missing(metric.shift(1))).unique(maintain_order=True).to_list()
 
 
 def _ratio(num: pl.Expr, den: pl.Expr) -> pl.Expr:

@@ -10,16 +10,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from recsys_eval.core.results import PER_UNIT_SCHEMA
-from recsys_eval.measure.aggregate import PartitionState, fold_summary
+from recsys_eval.measure.aggregate import PartitionState, fold_summary, grouped
 
 
-def per_unit_table(seed: int, n_users: int, labels: list[tuple[str, str, str]]) -> pl.DataFrame:
-    """Per-unit rows of the given (system, protocol, fold) partitions, users in order with 1..3
-    units each, metrics with NaN values, f1 with its n_relevant rows, and a run row."""
+def per_unit_table(seed: int, n_users: int, labels: list[tuple[str, str, str]], max_units: int = 3) -> pl.DataFrame:
+    """Per-unit rows of the given (system, protocol, fold) partitions, users in order with
+    1..max_units units each (one: an AR table, whose user values are its unit values), metrics with NaN values, f1 with its n_relevant rows, and a run row."""
     rng = np.random.default_rng(seed)
     frames = []
     for system, protocol, fold in labels:
-        units = rng.integers(1, 4, n_users)
+        units = rng.integers(1, max_units + 1, n_users)
         user = np.repeat(np.arange(n_users), units)
         unit = np.arange(len(user))
         n_rel = rng.integers(0, 4, len(user)).astype(np.float64)
@@ -49,9 +49,9 @@ def chunks_of(table: pl.DataFrame, bounds: list[int]) -> list[pl.DataFrame]:
 
 @settings(max_examples=30, deadline=None)
 @given(seed=st.integers(0, 10_000), n_users=st.integers(2, 40), cuts=st.lists(st.integers(1, 39), max_size=4),
-       undefined=st.sampled_from(["skip", "zero"]))
-def test_merged_chunks_summarise_like_the_whole_partition(seed, n_users, cuts, undefined):
-    table = per_unit_table(seed, n_users, [("als", "AI+1R+NN100", "f0")])
+       undefined=st.sampled_from(["skip", "zero"]), max_units=st.sampled_from([1, 3]))
+def test_merged_chunks_summarise_like_the_whole_partition(seed, n_users, cuts, undefined, max_units):
+    table = per_unit_table(seed, n_users, [("als", "AI+1R+NN100", "f0")], max_units)
     bounds = sorted({0, n_users, *[c for c in cuts if c < n_users]})
     states = [PartitionState.of(part, undefined=undefined) for part in chunks_of(table, bounds)]
     merged = PartitionState.merge(states)
@@ -83,3 +83,29 @@ def test_tables_mixing_partitions_keep_their_key_columns(seed, n_users):
     whole = pl.concat([per_unit_table(seed, n_users, [lab]) for lab in labels])
     assert merged.labels is None
     assert merged.summary("skip").equals(fold_summary(whole))
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10_000), n_rows=st.integers(1, 60), shuffle=st.booleans(),
+       users_sorted=st.booleans())
+def test_grouped_makes_every_key_tuple_one_run(seed, n_rows, shuffle, users_sorted):
+    """grouped(): each key tuple one contiguous run (the table's order kept when it already was),
+    and sums over its runs equal polars' group_by, whatever the input order."""
+    rng = np.random.default_rng(seed)
+    frame = pl.DataFrame({
+        "metric": rng.choice(["ndcg", "ap", "rr"], n_rows), "k": rng.choice([5, 10], n_rows).astype(np.int32),
+        "user": rng.integers(0, 6, n_rows), "value": rng.random(n_rows),
+    })
+    if not shuffle:  # runs as measure() writes them: metric blocks, users within each
+        frame = frame.sort(["metric", "k", "user"], descending=[False, False, not users_sorted])
+    keys = ["metric", "k", "user"]
+    out, starts = grouped(frame, keys, then="value")
+    heads = out[starts].select(keys)
+    assert heads.height == frame.select(keys).n_unique()  # one run per tuple
+    if not shuffle:
+        assert out.equals(frame)  # already contiguous: the order is kept
+    sums = np.add.reduceat(out.get_column("value").to_numpy(), starts)
+    expected = frame.group_by(keys).agg(pl.col("value").sum())
+    got = heads.with_columns(pl.Series("got", sums)).join(expected, on=keys)
+    assert got.height == heads.height
+    assert np.allclose(got.get_column("got"), got.get_column("value"), rtol=1e-12)
