@@ -51,6 +51,21 @@ def check_per_unit(frame: pl.DataFrame, source: str = "per-unit results") -> pl.
     return frame.select(PER_UNIT_COLUMNS)
 
 
+def partition_labels(per_unit: pl.DataFrame) -> dict[str, str] | None:
+    """``{system, protocol, fold}`` when every row of ``per_unit`` holds the same ones (a partition
+    of a run), else None: one comparison per row, no hashing."""
+    if not per_unit.height:
+        return None
+    first = per_unit.row(0, named=True)
+    if any(first[c] is None for c in _LABEL_COLUMNS):
+        return None
+    same = per_unit.select(pl.all_horizontal((pl.col(c) == first[c]).all() for c in _LABEL_COLUMNS)).item()
+    return {c: first[c] for c in _LABEL_COLUMNS} if same else None
+
+
+_LABEL_COLUMNS = ("system", "protocol", "fold")
+
+
 # -- the results folder -------------------------------------------------------------------------
 FORMAT_VERSION = 2
 CONFIG = "config.toml"
@@ -158,12 +173,13 @@ class ResultsFolder:
     def write_partition(self, per_unit: pl.DataFrame, *, part: int = 0) -> Path:
         """Write the per-unit rows of one (fold, system, protocol), or of its ``part``-th chunk of
         users, as its own file."""
-        keys = per_unit.select(*_KEY_COLUMNS).unique()
-        if keys.height != 1:
-            raise DataError(f"a per-unit partition holds one fold, system and protocol; got {keys.height} combinations")
-        fold, system, protocol = keys.row(0)
-        target = self.partition_file(fold, system, protocol, part)
-        atomic.write_parquet(check_per_unit(per_unit), target)
+        labels = partition_labels(per_unit)
+        if labels is None:
+            keys = per_unit.select(*_KEY_COLUMNS).unique().height
+            raise DataError(f"a per-unit partition holds one fold, system and protocol; got {keys} combinations")
+        target = self.partition_file(labels["fold"], labels["system"], labels["protocol"], part)
+        # zstd level 1: smaller and faster to write and read than the default level here
+        atomic.write_parquet(check_per_unit(per_unit), target, compression="zstd", compression_level=1)
         return target
 
     def fold_done(self, fold: str) -> bool:

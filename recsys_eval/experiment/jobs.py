@@ -309,7 +309,8 @@ def measure_ranking(config: ExperimentConfig, data: Interactions, rankings, targ
     else:
         frame = measure(rankings, target.targets, metrics=names, **common)
     if is_sampled_1r(target.targets):
-        frame = pl.concat([frame, *sampled_rank_rows(rankings, target, frame)])
+        labels = {"system": system, "protocol": target.label, "fold": fold}
+        frame = pl.concat([frame, sampled_rank_rows(rankings, target, labels, data.user_ids)])
     return frame
 
 
@@ -330,10 +331,12 @@ def _whole_list_values(rankings: OneRelevantRanking, beyond: list[str]) -> pl.Ex
     return pl.when(pl.col("metric") == "prediction_coverage").then(pl.lit(share)).otherwise(value).alias("value")
 
 
-def sampled_rank_rows(rankings, target: ProtocolTargets, like: pl.DataFrame) -> list[pl.DataFrame]:
+def sampled_rank_rows(rankings, target: ProtocolTargets, labels: dict[str, str], user_ids) -> pl.DataFrame:
     """``sampled_rank`` rows (k null): the position of each unit's one relevant item among its
     n + 1 ranked targets, 0 when the ranking left it out; and, where the candidate counts are known,
     ``full_candidates`` rows: N = |C(u)| - |Rel(u)| + 1, what the sampled-metric correction needs."""
+    from recsys_eval.measure.frames import long_frame
+
     targets = target.targets
     if isinstance(rankings, OneRelevantRanking):
         rank = rankings.ranks.sampled_rank.astype(np.float64)
@@ -344,26 +347,13 @@ def sampled_rank_rows(rankings, target: ProtocolTargets, like: pl.DataFrame) -> 
         hit = rankings.items == relevant[unit]
         rank = np.zeros(rankings.n_units)
         rank[unit[hit]] = position[hit]
-    units = (
-        like.filter(pl.col("unit").is_not_null())
-        .select("system", "protocol", "fold", "user", "unit")
-        .unique("unit", keep="first", maintain_order=True)
-        .sort("unit")
-    )
-    index = units.get_column("unit").to_numpy()
-    rows = [units.with_columns(
-        pl.lit(SAMPLED_RANK).alias("metric"), pl.lit(None, dtype=pl.Int32).alias("k"),
-        pl.Series("value", rank[index]),
-    )]
+    columns, names = [rank], [SAMPLED_RANK]
     if target.candidates is not None:
         unit_user = targets.unit_user
         n_rel = np.bincount(unit_user, minlength=len(target.candidates))  # one unit per relevant item
-        full = (target.candidates[unit_user] - n_rel[unit_user] + 1).astype(np.float64)
-        rows.append(units.with_columns(
-            pl.lit(FULL_CANDIDATES).alias("metric"), pl.lit(None, dtype=pl.Int32).alias("k"),
-            pl.Series("value", full[index]),
-        ))
-    return rows
+        columns.append((target.candidates[unit_user] - n_rel[unit_user] + 1).astype(np.float64))
+        names.append(FULL_CANDIDATES)
+    return long_frame(np.column_stack(columns), names, [None] * len(names), targets.unit_user, user_ids, labels)
 
 
 def scored_rows(config: ExperimentConfig, rankings, target: ProtocolTargets, rec: RecommenderConfig,

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from recsys_eval.core.results import check_per_unit
+from recsys_eval.core.results import check_per_unit, partition_labels
 from recsys_eval.errors import DataError, check_choice
 from recsys_eval.measure.metrics import AUXILIARY_METRICS, N_RELEVANT, UNDEFINED_POLICIES
 
@@ -135,7 +135,7 @@ class PartitionState:
     @classmethod
     def of(cls, per_unit: pl.DataFrame, *, undefined: str = "skip") -> PartitionState:
         per_unit = check_per_unit(per_unit)
-        labels = _constant_labels(per_unit)
+        labels = partition_labels(per_unit)
         names = _metric_names(per_unit)
         f_users = f_user_counts(per_unit) if "f1" in names else None
         metrics = per_unit
@@ -194,15 +194,6 @@ class PartitionState:
 
 
 _LABELS = ["system", "protocol", "fold"]
-
-
-def _constant_labels(per_unit: pl.DataFrame) -> dict[str, str] | None:
-    """``{system, protocol, fold}`` when every row holds the same ones, else None."""
-    if not per_unit.height:
-        return None
-    first = per_unit.row(0, named=True)
-    same = per_unit.select(pl.all_horizontal((pl.col(c) == first[c]).all() for c in _LABELS)).item()
-    return {c: first[c] for c in _LABELS} if same and all(first[c] is not None for c in _LABELS) else None
 
 
 def fold_summary(per_unit: pl.DataFrame, *, undefined: str = "skip") -> pl.DataFrame:

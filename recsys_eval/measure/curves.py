@@ -70,14 +70,29 @@ def average_roc_one_relevant(ranks: RelevantRanks, n_points: int = 101) -> pl.Da
     n = ranks.n_nonrelevant[keep].astype(np.float64)
     start = ranks.above[keep] / n
     stop = (ranks.above[keep] + ranks.tied[keep]) / n
-    sums = np.zeros(n_points)
-    for lo in range(0, len(n), _CURVE_BLOCK):  # blocks of units x grid, bounded memory
-        x0, x1 = start[lo:lo + _CURVE_BLOCK, None], stop[lo:lo + _CURVE_BLOCK, None]
-        width = np.where(x1 > x0, x1 - x0, 1.0)
-        rising = np.clip((grid[None, :] - x0) / width, 0.0, 1.0)
-        sums += np.where(x1 > x0, rising, grid[None, :] >= x0).sum(axis=0)
     used = int(keep.sum())
-    return pl.DataFrame({"fpr": grid, "tpr": sums / max(used, 1), "units": used})
+    return pl.DataFrame({"fpr": grid, "tpr": _roc_segment_sums(start, stop, grid) / max(used, 1), "units": used})
+
+
+@njit(cache=True)
+def _roc_segment_sums(start, stop, grid):
+    """Sum over units of their ROC at each grid point: 0 up to ``start``, rising linearly to 1 at
+    ``stop`` (a tie group), 1 after; a unit without ties steps to 1 at ``start``. The rises are
+    added where they are, the steps through one difference array: O(units + points covered)."""
+    n = len(grid)
+    sums = np.zeros(n)
+    steps = np.zeros(n + 1)
+    for u in range(len(start)):
+        x0, x1 = start[u], stop[u]
+        if x1 > x0:
+            i = np.searchsorted(grid, x0, side="right")
+            while i < n and grid[i] < x1:
+                sums[i] += (grid[i] - x0) / (x1 - x0)
+                i += 1
+        else:
+            i = np.searchsorted(grid, x0, side="left")
+        steps[i] += 1.0
+    return sums + np.cumsum(steps)[:n]
 
 
 def average_pr_one_relevant(ranks: RelevantRanks, n_points: int = 11) -> pl.DataFrame:
@@ -90,9 +105,6 @@ def average_pr_one_relevant(ranks: RelevantRanks, n_points: int = 11) -> pl.Data
     return pl.DataFrame(
         {"recall": grid, "precision": np.full(n_points, precision.sum() / max(used, 1)), "units": used}
     )
-
-
-_CURVE_BLOCK = 8192
 
 
 def _points(rankings, role, n_rel, n_non, keep, units, kind) -> pl.DataFrame:
