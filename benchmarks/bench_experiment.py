@@ -123,6 +123,8 @@ def main() -> None:
                .sort("seconds", descending=True))
     for stage, seconds, peak_mb in by_step.iter_rows():
         print(f"  {stage:<12} {seconds:8.1f} s   step peak {peak_mb:,} MB")
+    print(f"  {'other':<12} {wall - timings.get_column('seconds').sum():8.1f} s   (start-up, imports, config "
+          f"checks, manifest: the wall time outside the steps)")
     print(f"results: {folder}")
 
 

@@ -327,7 +327,9 @@ def run_experiment(
             if config.output.save_splits:
                 from recsys_eval.split import save_split
 
+                start = time.perf_counter()
                 save_split(split, folder.path / "splits" / split.name)
+                timings.append(_timing(split.name, "", "save split", start))
             folder.mark_fold_done(split.name, fold.partitions)
             folds.append(fold)
             log.append(f"fold {split.name}: {len(fold.partitions)} per-unit partitions")
@@ -337,10 +339,12 @@ def run_experiment(
         start = time.perf_counter()
         summary = combine_folds(config, folds)
         timings.append(_timing("", "", "summarise", start))
-    _write_side_tables(folder)
-    folder.write_table(SUMMARY, summary)
+        start = time.perf_counter()
+        _write_side_tables(folder)
+        folder.write_table(SUMMARY, summary)
+        atomic.write_parquet(data_statistics(data, prepared, splits), folder.path / f"{DATA_STATS}.parquet")
+        timings.append(_timing("", "", "write results", start))
     atomic.write_csv(pl.DataFrame(timings), folder.path / TIMINGS)
-    atomic.write_parquet(data_statistics(data, prepared, splits), folder.path / f"{DATA_STATS}.parquet")
     folder.write_text(LOG, "\n".join(log) + "\n")
     partitions = [str(p.relative_to(folder.path)) for f in folds for p in f.partitions]
     manifest = make_manifest(config, cfg_hash, data, splits, result_protocols(config), partitions)
