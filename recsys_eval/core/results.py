@@ -57,13 +57,10 @@ def partition_labels(per_unit: pl.DataFrame) -> dict[str, str] | None:
     if not per_unit.height:
         return None
     first = per_unit.row(0, named=True)
-    if any(first[c] is None for c in _LABEL_COLUMNS):
+    if any(first[c] is None for c in _KEY_COLUMNS):
         return None
-    same = per_unit.select(pl.all_horizontal((pl.col(c) == first[c]).all() for c in _LABEL_COLUMNS)).item()
-    return {c: first[c] for c in _LABEL_COLUMNS} if same else None
-
-
-_LABEL_COLUMNS = ("system", "protocol", "fold")
+    same = per_unit.select(pl.all_horizontal((pl.col(c) == first[c]).all() for c in _KEY_COLUMNS)).item()
+    return {c: first[c] for c in _KEY_COLUMNS} if same else None
 
 
 # -- the results folder -------------------------------------------------------------------------
@@ -175,8 +172,11 @@ class ResultsFolder:
         users, as its own file."""
         labels = partition_labels(per_unit)
         if labels is None:
-            keys = per_unit.select(*_KEY_COLUMNS).unique().height
-            raise DataError(f"a per-unit partition holds one fold, system and protocol; got {keys} combinations")
+            keys = per_unit.select(*_KEY_COLUMNS).unique(maintain_order=True)
+            raise DataError(
+                f"a per-unit partition holds one fold, system and protocol, none of them null; got "
+                f"{keys.height} (fold, system, protocol) combinations, e.g. {keys.rows()[:3]}"
+            )
         target = self.partition_file(labels["fold"], labels["system"], labels["protocol"], part)
         # zstd level 1: smaller and faster to write and read than the default level here
         atomic.write_parquet(check_per_unit(per_unit), target, compression="zstd", compression_level=1)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import polars as pl
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -109,3 +110,19 @@ def test_grouped_makes_every_key_tuple_one_run(seed, n_rows, shuffle, users_sort
     got = heads.with_columns(pl.Series("got", sums)).join(expected, on=keys)
     assert got.height == heads.height
     assert np.allclose(got.get_column("got"), got.get_column("value"), rtol=1e-12)
+
+
+def test_a_partition_mixing_systems_or_with_a_null_label_is_refused_naming_them(tmp_path):
+    from recsys_eval.core.results import ResultsFolder, partition_labels
+    from recsys_eval.errors import DataError
+
+    table = per_unit_table(1, 4, [("als", "AI+AR+AN", "f0"), ("pop", "AI+AR+AN", "f0")])
+    one = table.filter(pl.col("system") == "als")
+    assert partition_labels(one) == {"fold": "f0", "system": "als", "protocol": "AI+AR+AN"}
+    folder = ResultsFolder.create(tmp_path, "t", "hash", resume=False)
+    folder.set_layout(["f0"], ["als", "pop"], ["AI+AR+AN"])
+    assert folder.write_partition(one).is_file()
+    with pytest.raises(DataError, match=r"2 \(fold, system, protocol\) combinations.*'pop'"):
+        folder.write_partition(table)
+    with pytest.raises(DataError, match=r"none of them null.*None"):
+        folder.write_partition(one.with_columns(pl.lit(None, pl.String).alias("fold")))
