@@ -20,7 +20,7 @@ from recsys_eval.recommend.base import (
     SparseRecommender,
     user_blocks,
 )
-from recsys_eval.recommend.topk import heap_offer, no_places, top_k_rows
+from recsys_eval.recommend.topk import heap_drain, heap_offer, no_places, top_k_rows
 
 
 def row_normalised(matrix: sp.csr_matrix) -> sp.csr_matrix:
@@ -86,19 +86,23 @@ class UserKNN(SparseRecommender):
 
 
 @numba.njit(cache=True)
-def _resnick_offset(sims_row, item, indptr, raters, centred, heap_s, heap_i):
+def _resnick_offset(sims_row, item, indptr, raters, centred, heap_s, heap_i, best_s, best_i):
     """sum_v w(u, v) c_vi / sum_v w(u, v) over the len(heap_s) raters v of ``item`` most similar
-    to u (positive similarity only); 0 when there is none. c_vi: v's mean-centred rating."""
+    to u (positive similarity only); 0 when there is none. c_vi: v's mean-centred rating. The sums
+    run over the neighbours best first (similarity descending, then user ascending), the order of
+    :func:`_resnick_sweep`, so that both give the same float32 value."""
     size = 0
     for ptr in range(indptr[item], indptr[item + 1]):  # raters in ascending user index
         s = sims_row[raters[ptr]]
         if s > 0 and (size < len(heap_s) or s > heap_s[0]):
             size = heap_offer(heap_s, heap_i, size, s, ptr)
+    n = size
+    heap_drain(heap_s, heap_i, size, best_s, best_i)
     numerator = 0.0
     denominator = 0.0
-    for h in range(size):
-        numerator += heap_s[h] * centred[heap_i[h]]
-        denominator += heap_s[h]
+    for h in range(n):
+        numerator += best_s[h] * centred[best_i[h]]
+        denominator += best_s[h]
     return numerator / denominator if denominator > 0 else 0.0
 
 
@@ -108,19 +112,39 @@ def _resnick_pairs(sims, rows, items, indptr, raters, centred, k):
     for p in numba.prange(len(rows)):
         heap_s = np.empty(k, dtype=np.float32)
         heap_i = np.empty(k, dtype=np.int64)
-        out[p] = _resnick_offset(sims[rows[p]], items[p], indptr, raters, centred, heap_s, heap_i)
+        best_s = np.empty(k, dtype=np.float32)
+        best_i = np.empty(k, dtype=np.int64)
+        out[p] = _resnick_offset(sims[rows[p]], items[p], indptr, raters, centred, heap_s, heap_i,
+                                 best_s, best_i)
     return out
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)
-def _resnick_block(sims, indptr, raters, centred, k):
-    n_items = len(indptr) - 1
+def _resnick_sweep(sims, indptr, items, centred, n_items, k):
+    """Every item's offset for each row of ``sims`` in one sweep over the user's neighbours, best
+    first (similarity descending, user ascending; positive only): each neighbour adds its centred
+    ratings to the items that have fewer than k neighbours so far. An item's first k raters in that
+    order are its k most similar raters, the ones :func:`_resnick_offset` keeps, so the sweep costs
+    one pass over the neighbours' ratings instead of one over every item's raters with a heap."""
     out = np.empty((sims.shape[0], n_items), dtype=np.float32)
     for r in numba.prange(sims.shape[0]):
-        heap_s = np.empty(k, dtype=np.float32)
-        heap_i = np.empty(k, dtype=np.int64)
+        row = sims[r]
+        neighbours = np.argsort(-row, kind="mergesort")  # stable: equal similarities by user index
+        count = np.zeros(n_items, dtype=np.int64)
+        numerator = np.zeros(n_items, dtype=np.float64)
+        denominator = np.zeros(n_items, dtype=np.float64)
+        for v in neighbours:
+            s = row[v]
+            if not s > 0:
+                break
+            for ptr in range(indptr[v], indptr[v + 1]):
+                i = items[ptr]
+                if count[i] < k:
+                    count[i] += 1
+                    numerator[i] += s * centred[ptr]
+                    denominator[i] += s
         for i in range(n_items):
-            out[r, i] = _resnick_offset(sims[r], i, indptr, raters, centred, heap_s, heap_i)
+            out[r, i] = numerator[i] / denominator[i] if denominator[i] > 0 else 0.0
     return out
 
 
@@ -151,6 +175,10 @@ class UserKNNRating(Recommender):
         centred = ratings.copy()
         centred.data -= np.repeat(self.means.astype(np.float64), counts)
         self.vectors = row_normalised(centred)
+        centred.sort_indices()
+        self.user_indptr = centred.indptr.astype(np.int64)
+        self.user_rated = centred.indices.astype(np.int32)
+        self.user_centred = centred.data.astype(np.float32)
         by_item = centred.tocsc()  # keeps centred ratings of exactly 0: the rater still counts
         by_item.sort_indices()
         self.item_indptr = by_item.indptr.astype(np.int64)
@@ -175,9 +203,9 @@ class UserKNNRating(Recommender):
         step = _block_users(len(self.means))
         for start in range(0, len(users), step):
             block = users[start:start + step]
-            offset = _resnick_block(
+            offset = _resnick_sweep(
                 similarity_block(self.vectors, block),
-                self.item_indptr, self.item_raters, self.item_centred, self._heap_size(),
+                self.user_indptr, self.user_rated, self.user_centred, self.n_items, self._heap_size(),
             )
             out[start:start + len(block)] = self.means[block][:, None] + offset
         return out

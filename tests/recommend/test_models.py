@@ -97,6 +97,22 @@ def test_user_knn_rating_equals_a_slow_reference(k):
     np.testing.assert_allclose(model.predict(users, items), expected[users, items], rtol=1e-5, atol=1e-5)
 
 
+def test_user_knn_rating_block_and_pairs_agree_to_the_bit():
+    # integer ratings give tied similarities and ties at the k-th neighbour: the score block (one
+    # sweep over each user's neighbours) and the pairs (a heap over each item's raters) must pick
+    # the same neighbours and sum them in the same order, so that 1R lists read off blocks equal
+    # ranking the listed targets
+    base = random_data(12, n_users=40, n_items=25, density=0.5).frame
+    copies = base.filter(pl.col("user") < 20).with_columns(pl.col("user") + 40)  # twins: equal similarities
+    data = Interactions.from_frame(pl.concat([base, copies]))
+    for k in (1, 2, 7, 60):
+        model = make_recommender("user_knn_rating", {"k": k}).fit(data)
+        block = model.score_block(np.arange(data.n_users))
+        users, items = np.nonzero(np.ones_like(block))
+        np.testing.assert_array_equal(model.predict(users, items), block[users, items])
+    np.testing.assert_allclose(block, slow_user_knn_rating(data, 60), rtol=1e-5, atol=1e-5)
+
+
 def test_user_knn_rating_by_hand():
     # users 0 and 1 agree, user 2 is their reverse; item 2 is unrated by user 0
     frame = pl.DataFrame({
