@@ -69,7 +69,6 @@ def beyond_accuracy(
     if len(rankings.items) and rankings.items.max() >= n_items:
         raise DataError(f"rankings: item index {int(rankings.items.max())} >= n_items {n_items}")
     labels = {"system": system, "protocol": protocol, "fold": str(fold)}
-    users_of, items_of = _train_pairs(train, n_items) if train is not None else (None, None)
     catalogue = catalogue_of(train, n_items)
 
     unit = unit_of_position(rankings.offsets)
@@ -86,7 +85,7 @@ def beyond_accuracy(
         per_unit_ks.append(None)
     info = None
     if "novelty" in names:
-        info = _self_information(users_of, items_of, n_items)
+        info = _self_information(train, n_items)
     masks = _genre_masks(genres, n_items) if "ild" in names else None
     for cut in cutoffs:
         top = position < cut
@@ -237,11 +236,19 @@ def _train_pairs(train, n_items: int) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(users, dtype=np.int64), items
 
 
-def _self_information(users: np.ndarray, items: np.ndarray, n_items: int) -> np.ndarray:
-    """-log2 p(i), p(i) = share of train users with item i (smallest non-zero p where 0)."""
-    pairs = np.unique(users * n_items + items)
-    holders = np.bincount(pairs % n_items, minlength=n_items).astype(np.float64)
-    n_users = len(np.unique(users))
+def _self_information(train, n_items: int) -> np.ndarray:
+    """-log2 p(i), p(i) = share of train users with item i (smallest non-zero p where 0).
+
+    Interactions hold each (user, item) pair once (their duplicates policy resolves repeats), so
+    their holders are a bincount of the train items; other inputs are made unique first."""
+    if isinstance(train, Interactions):
+        holders = np.bincount(train.items, minlength=n_items).astype(np.float64)
+        n_users = int(np.count_nonzero(np.bincount(train.users)))
+    else:
+        users, items = _train_pairs(train, n_items)
+        pairs = np.unique(users * n_items + items)
+        holders = np.bincount(pairs % n_items, minlength=n_items).astype(np.float64)
+        n_users = len(np.unique(users))
     if n_users == 0:
         raise DataError("train: no interactions, so no item popularity for novelty")
     p = holders / n_users

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from measure_build import rankings_of, targets_of, values
 
+from recsys_eval.core import Interactions
 from recsys_eval.errors import ConfigError, DataError
 from recsys_eval.measure import (
     average_pr,
@@ -104,6 +105,28 @@ def test_beyond_accuracy_by_hand():
     assert _run_rows(f, "gini", 2) == pytest.approx([gini(np.array([2, 1]))])
     assert gini(np.array([2, 1])) == pytest.approx((-1 * 1 + 1 * 2) / (2 * 3))
     assert _run_rows(f, "entropy", 2) == pytest.approx([-(2 / 3 * math.log2(2 / 3) + 1 / 3 * math.log2(1 / 3))])
+
+
+def test_novelty_from_interactions_equals_the_deduplicated_frame():
+    # Interactions count each item's holders by a bincount (their pairs are unique); a frame with
+    # repeated pairs and a user without train items in the rankings goes through the unique path
+    rng = np.random.default_rng(3)
+    users, items = rng.integers(0, 30, 400), rng.integers(0, 25, 400)
+    frame = pl.DataFrame({"user": users, "item": items})
+    interactions = Interactions.from_frame(frame.unique(), duplicates="error")
+    n_items = interactions.n_items
+    rankings = rankings_of([list(rng.permutation(n_items)[:6]) for _ in range(8)])
+    as_frame = pl.DataFrame({"user": interactions.users, "item": interactions.items})
+    repeated = pl.concat([as_frame, as_frame.head(50)])
+
+    def novelty(train):
+        f = beyond_accuracy(rankings, k=[3, 6], n_items=n_items, metrics=["novelty"], train=train)
+        return f.get_column("value").to_numpy()
+
+    np.testing.assert_array_equal(novelty(interactions), novelty(repeated))
+    holders = np.array([len({u for u, i in zip(users, items) if i == j}) for j in range(n_items)])
+    assert novelty(interactions)[0] == pytest.approx(
+        np.mean(-np.log2(holders[rankings.items[:3]] / len(set(users)))))
 
 
 def test_gini_and_entropy_extremes():
