@@ -200,8 +200,8 @@ def fold_chunk_tables(chunk: pl.DataFrame, task: FoldTask):
                 for rec in config.recommenders:
                     model = local_model(models[rec.display], split.train)
                     rankings = jobs.rank(config, model, target)
-                    frame = jobs.measure_ranking(config, task.template, rankings, target, rec.display, task.fold)
-                    frame = frame.filter(pl.col("user").is_not_null())
+                    frame = jobs.measure_ranking(config, task.template, rankings, target, rec.display, task.fold,
+                                                 run_level=False)
                     mapped = pl.Series("unit", global_unit, dtype=pl.Int64).gather(frame.get_column("unit"))
                     yield PER_UNIT, frame.with_columns(mapped)
                     if target.targets.all_candidates and not target.targets.one_relevant:

@@ -287,8 +287,11 @@ def metric_names(config: ExperimentConfig) -> tuple[list[str], list[str]]:
 
 
 def measure_ranking(config: ExperimentConfig, data: Interactions, rankings, target: ProtocolTargets,
-                    system: str, fold: str) -> pl.DataFrame:
+                    system: str, fold: str, *, run_level: bool = True) -> pl.DataFrame:
     """Per-unit values of one ranking: the config's metrics, and a 1R+NN unit's sampled rank.
+    ``run_level=False`` leaves out the metrics of a whole run (coverage, Gini, entropy: rows
+    without a user), for a caller that measures a chunk of users and computes those from the
+    exposure counts of all its chunks.
 
     A one-relevant ranking gives its ranking metrics in closed form and its beyond-accuracy ones
     from every unit's top-k list (k the largest cutoff: all they read), the rows the ranking of
@@ -296,8 +299,10 @@ def measure_ranking(config: ExperimentConfig, data: Interactions, rankings, targ
     from recsys_eval.measure import measure
     from recsys_eval.measure.metrics import BEYOND_METRICS
 
+    from recsys_eval.measure.beyond import RUN_METRICS
+
     m = config.metrics
-    names = metric_names(config)[0]
+    names = [n for n in metric_names(config)[0] if run_level or n not in RUN_METRICS]
     common = dict(k=m.k, gain=m.gain, ties=m.ties, system=system, protocol=target.label, fold=fold,
                   user_ids=data.user_ids, train=target.train, genres=data.items_meta)
     if isinstance(rankings, OneRelevantRanking):

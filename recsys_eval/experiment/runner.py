@@ -159,8 +159,10 @@ def evaluate_fold(
                     rankings = jobs.rank(config, model, chunk)
                     timings.append(_timing(split.name, rec.display, f"rank {chunk.label}", start))
                     start = time.perf_counter()
-                    frame = jobs.measure_ranking(config, data, rankings, chunk, rec.display, split.name)
-                    frame = frame.filter(pl.col("user").is_not_null()).with_columns(pl.col("unit") + units_before)
+                    frame = jobs.measure_ranking(config, data, rankings, chunk, rec.display, split.name,
+                                                 run_level=False)
+                    if units_before:
+                        frame = frame.with_columns(pl.col("unit") + units_before)
                     if run_names:
                         jobs.add_exposure(config, run_exposure[rec.display], rankings, run_names)
                     curves.append(curve_rows(rankings, chunk.targets, system=rec.display, protocol=chunk.label,
