@@ -352,13 +352,17 @@ def _scan_candidates(
     placed: np.ndarray,
     chunk_size: int,
     tiles: bool = True,
+    placed_scores: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Score every item for ``rows`` (user indices), ``chunk_size`` rows at a time, keeping each
     row's top ``k`` candidates (k = 0: none) and placing its items ``placed[place_ptr[r]:
     place_ptr[r + 1]]`` among its other candidates (counts above, tied, tied before, per placed
     item). ``tiles=False``: a factor model is scored by score blocks, the scores listed targets
-    are ranked by, not by its cached tiles (a dot product may differ in the last bit).
+    are ranked by, not by its cached tiles (a dot product may differ in the last bit); then
+    ``placed_scores``, when given, receives the placed items' scores, read off the same blocks.
     Returns ``(offsets, items, scores, above, tied, before)``."""
+    if placed_scores is not None and tiles:
+        raise ValueError("placed scores are read off score blocks: call with tiles=False")
     seen = train.csr()
     n_placed = len(placed)
     above = np.zeros(n_placed, dtype=np.int64)
@@ -370,10 +374,10 @@ def _scan_candidates(
     item_scores = model.item_scores() if callable(getattr(model, "item_scores", None)) else None
     if item_scores is not None:
         chunk_rows = _global_order_chunks(model, item_scores, seen, rows, k, blocked, place_ptr, placed,
-                                          above, tied, before, chunk_size)
+                                          above, tied, before, chunk_size, placed_scores)
     else:
         chunk_rows = _score_block_chunks(model, seen, rows, k, blocked, place_ptr, placed, above, tied,
-                                         before, chunk_size, tiles)
+                                         before, chunk_size, tiles, placed_scores)
     for start, item, score, count in chunk_rows:
         keep = np.arange(k)[None, :] < count[:, None]
         items_out.append(item[keep])
@@ -386,7 +390,7 @@ def _scan_candidates(
 
 
 def _score_block_chunks(model, seen, rows, k, blocked, place_ptr, placed, above, tied, before, chunk_size,
-                        tiles=True):
+                        tiles=True, placed_scores=None):
     """Per chunk of rows: ``(start, items, scores, counts)`` of the top k, from a score block (or,
     with ``tiles``, a factor model's cached tiles); the placed items' counts are written as a side
     effect."""
@@ -407,18 +411,22 @@ def _score_block_chunks(model, seen, rows, k, blocked, place_ptr, placed, above,
             else:
                 scores = _checked_scores(model, model.score_block(chunk), (len(chunk), len(blocked)), "score_block")
                 item, score, count, nans = top_k_rows(scores, chunk, seen.indptr, seen.indices, blocked, k, *place)
+                if placed_scores is not None:
+                    placed_scores[a:b] = scores[np.repeat(np.arange(len(chunk)), np.diff(ptr)), placed[a:b]]
             if nans:
                 raise _nan_scores(model, "factors" if factors is not None else "score_block")
             yield start, item, score, count
 
 
 def _global_order_chunks(model, item_scores, seen, rows, k, blocked, place_ptr, placed, above, tied, before,
-                         chunk_size):
+                         chunk_size, placed_scores=None):
     """:func:`_score_block_chunks` for a model whose scores do not depend on the user: one order of
     the candidate items by (score desc, item asc), walked per row past its train items."""
     scores = _checked_scores(model, item_scores, (len(blocked),), "item_scores")
     if np.isnan(scores).any():
         raise _nan_scores(model, "item_scores")
+    if placed_scores is not None:
+        placed_scores[:] = scores[placed]
     pool = np.flatnonzero(~blocked)
     order = pool[np.argsort(-scores[pool], kind="stable")].astype(np.int32)  # ties keep item order
     position = np.full(len(blocked), -1, dtype=np.int64)
@@ -542,13 +550,13 @@ def score_one_relevant(model: Recommender, train: Interactions, targets: Targets
         if len(np.unique(rows)) != len(rows) or np.any(np.diff(targets.items)[np.diff(targets.unit_user) == 0] <= 0):
             raise DataError("one-relevant targets: a user's units must be contiguous and in item order")
         # scored as the listed targets would be (score blocks), so that every value, pooled-AUC
-        # scores included, is the listed path's to the bit
+        # scores included, is the listed path's to the bit; the relevant items' scores are read
+        # off the blocks that place them (one pass over every score, not two)
+        rel_scores = np.empty(targets.n_units, dtype=np.float32)
         _, _, _, above, tied, before = _scan_candidates(
             model, train, rows, 0, _blocked(targets.candidates, train.n_items), place_ptr, targets.items, chunk_size,
-            tiles=False,
+            tiles=False, placed_scores=rel_scores,
         )
-        dense = _dense_targets(model, int(np.asarray(targets.n_candidates).sum()), targets.unit_user)
-        rel_scores = score_units(model, targets.unit_user, targets.offsets, targets.items, chunk_size, dense)
         n_non = np.asarray(targets.n_candidates, dtype=np.int64) - 1
         relevant, gain = targets.items, targets.gain
     else:
