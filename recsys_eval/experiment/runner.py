@@ -10,7 +10,9 @@ partitions and its split are written, so ``--resume`` reuses it whole or redoes 
 
 from __future__ import annotations
 
+import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -91,18 +93,38 @@ def fit_models(config: ExperimentConfig, data: Interactions, split: Split, train
     tuned = tune_fold(config, data, split, folder.path / TUNING, progress.log)
     if tuned:
         timings.append(_timing(split.name, "", "tune", start))
+    to_fit = [(rec, key, train, jobs.make_model(config, chosen(tuned, rec), data, split.name))
+              for rec in config.recommenders for key, train in trains.items()]
+    # fits that run on one thread by design (BPR) go side by side, one per core, before the others
+    side_by_side = [job for job in to_fit if getattr(job[3], "single_threaded_fit", False)]
+    if len(side_by_side) < 2:
+        side_by_side = []
+
+    def fit(job: tuple, step: str) -> tuple[object, dict]:
+        rec, _, train, model = job
+        start = time.perf_counter()
+        model = model.fit(train)
+        return model, _timing(split.name, rec.display, step, start)
+
     models: dict[tuple[str, int], object] = {}
-    with progress.step(f"[{split.name}] fit", total=len(config.recommenders) * len(trains)) as advance:
-        for rec in config.recommenders:
-            for key, train in trains.items():
-                start = time.perf_counter()
-                model = jobs.make_model(config, chosen(tuned, rec), data, split.name).fit(train)
-                if isinstance(model, ExternalRun):
-                    model.check_overlap(np.unique(split.test.users))
-                    if model.unknown["rows"]:
-                        progress.log(f"[yellow]{rec.display}: {model.unknown_message()}[/]")
-                models[rec.display, key] = model
-                timings.append(_timing(split.name, rec.display, "fit", start))
+    with progress.step(f"[{split.name}] fit", total=len(to_fit)) as advance:
+        done = {}
+        if side_by_side:
+            with ThreadPoolExecutor(max_workers=min(len(side_by_side), os.cpu_count() or 1)) as pool:
+                for job, result in zip(side_by_side, pool.map(lambda j: fit(j, "fit side by side"), side_by_side),
+                                       strict=True):
+                    done[id(job)] = result
+                    advance()
+        for job in to_fit:
+            rec, key, _, _ = job
+            model, timing = done[id(job)] if id(job) in done else fit(job, "fit")
+            if isinstance(model, ExternalRun):
+                model.check_overlap(np.unique(split.test.users))
+                if model.unknown["rows"]:
+                    progress.log(f"[yellow]{rec.display}: {model.unknown_message()}[/]")
+            models[rec.display, key] = model
+            timings.append(timing)
+            if id(job) not in done:
                 advance()
     return models
 

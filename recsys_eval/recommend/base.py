@@ -73,6 +73,9 @@ class Recommender(ABC):
 
     predicts_ratings: bool = False
     n_items: int = 0
+    #: True when :meth:`fit` runs on one thread by design (e.g. BPR, for reproducibility): a run
+    #: then fits several such models side by side, one per core.
+    single_threaded_fit: bool = False
 
     @abstractmethod
     def fit(self, train: Interactions) -> Recommender:

@@ -52,6 +52,7 @@ class FactorModel(Recommender):
 
     def __init__(self, model_class: type, params: dict, *, seed: int, threads: int) -> None:
         self.params = dict(params)
+        self.single_threaded_fit = threads == 1
         with threadpool_limits(1, "blas"):  # implicit checks the BLAS threads when a model is made
             self.model = model_class(**params, num_threads=threads, random_state=seed)
 

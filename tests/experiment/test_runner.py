@@ -317,6 +317,21 @@ def test_cross_validated_summary_averages_fold_means(tmp_path):
     assert everything["users_counted"][0] == rows.filter(pl.col("fold") != "all")["users_counted"].sum()
 
 
+def test_single_threaded_fits_side_by_side_give_the_bits_of_one_fit_alone(tmp_path):
+    # two BPR systems (one thread each, by design) are fitted side by side; each gives the values
+    # the same BPR gives when it is the run's only single-threaded fit
+    bpr = '[[recommenders]]\nname = "bpr"\nlabel = "{}"\nparams = {{ factors = 8, iterations = 5 }}\n'
+    alone = run(write_config(tmp_path, recommenders=bpr.format("b1")), tmp_path / "alone")
+    pair = run(write_config(tmp_path, recommenders=bpr.format("b1") + bpr.format("b2")), tmp_path / "pair")
+    timings = pl.read_csv(pair / "timings.csv").filter(pl.col("step").str.starts_with("fit"))
+    assert timings.get_column("step").to_list() == ["fit side by side"] * 2
+    key = ["system", "protocol", "fold", "user", "unit", "metric", "k"]
+    first = per_unit_of(alone).sort(key, nulls_last=True)
+    for label in ("b1", "b2"):
+        side = per_unit_of(pair).filter(pl.col("system") == label).with_columns(pl.lit("b1").alias("system"))
+        assert side.sort(key, nulls_last=True).equals(first)
+
+
 def test_a_relabelled_protocol_or_system_keeps_its_samples(tmp_path):
     config = write_config(tmp_path)
     plain = per_unit_of(run(config, tmp_path / "a"))
