@@ -17,10 +17,10 @@ from recsys_eval.experiment.config import ExperimentConfig
 _VERSIONED = ("recsys-eval", "polars", "numpy", "scipy", "numba", "implicit", "pydantic")
 
 
-def versions() -> dict[str, str]:
-    """Python's and the libraries' versions that can change a number."""
+def versions(extra: tuple[str, ...] = ()) -> dict[str, str]:
+    """Python's and the libraries' versions that can change a number (and those of ``extra``)."""
     found = {"python": platform.python_version()}
-    for name in _VERSIONED:
+    for name in _VERSIONED + extra:
         try:
             found[name] = version(name)
         except PackageNotFoundError:
@@ -64,7 +64,9 @@ def make_manifest(config: ExperimentConfig, cfg_hash: str, data: Interactions, s
             "intervals": {f"{s.name}/{label}": jobs.interval_seed(config, s.name, label)
                           for s in splits for label in protocols},
         },
-        "versions": versions(),
+        "versions": versions(("pyspark",) if config.engine.name == "spark" else ()),
+        # where the folds were ranked and measured (the values do not depend on it)
+        "engine": config.engine.model_dump(),
         "dataset": config.dataset.name or config.dataset.path,
         "users": data.n_users,
         "items": data.n_items,

@@ -110,7 +110,11 @@ def test_experiment_on_spark_equals_local(spark, tmp_path, synthetic_ratings, pa
     _assert_same(local.scan_per_unit().collect(), spark_folder.scan_per_unit().collect())
     # per-unit files in ResultsFolder's layout, every one in the manifest
     files = sorted(str(p.relative_to(spark_folder.path)) for p in (spark_folder.path / "per_unit").rglob("*.parquet"))
-    assert files == sorted(json.loads((spark_folder.path / "manifest.json").read_text())["partitions"])
+    manifest = json.loads((spark_folder.path / "manifest.json").read_text())
+    assert files == sorted(manifest["partitions"])
+    # the manifest says where the folds ran, with Spark's version
+    assert manifest["engine"]["name"] == "spark" and manifest["versions"]["pyspark"] != "not installed"
+    assert json.loads((local.path / "manifest.json").read_text())["engine"]["name"] == "local"
     # the same summary: per-user values summed in the local order
     a, b = local.table("summary"), spark_folder.table("summary")
     assert a.drop("mean", "micro_mean", "lower", "upper").equals(b.drop("mean", "micro_mean", "lower", "upper"))
