@@ -8,9 +8,11 @@ Studies (``--study``):
   per-user 80/20 holdout, popular and ALS (64 factors, 5 iterations) under AI+AR+AN and
   AI+1R+NN100, six metrics at k 10 and 100; target < 2 min and < 4 GB.
 
-The study runs in a child process measured from outside (wall time and the peak RSS of the whole
-process, ``/usr/bin/time`` style through ``resource.getrusage(RUSAGE_CHILDREN)``), so the figures
-are what a user of ``recsys-eval run`` sees.
+The study runs in a child process measured from outside (wall time, and ``/usr/bin/time`` style
+the peak RSS through ``resource.getrusage(RUSAGE_CHILDREN)``), so the figures are what a user of
+``recsys-eval run`` sees. The runner resets the kernel's peak-RSS mark at every timed step (to
+record each step's own peak), which resets ``ru_maxrss`` too: the process's peak is the larger of
+that and the highest step peak in ``timings.csv``.
 
 Run:  RECSYS_EVAL_DATA=../shared/datasets uv run python benchmarks/bench_experiment.py --study ml25m
 """
@@ -115,12 +117,13 @@ def main() -> None:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL, env=env)
     wall = time.perf_counter() - start
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    after_last_step = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024 / 1e6  # KiB -> MB
     folder = next(p for p in (out / "results").glob("*/*") if not p.name.startswith("."))
     rows = ResultsFolder.open(folder).scan_per_unit().select(pl.len()).collect().item()
+    timings = pl.read_csv(folder / "timings.csv")
+    peak = max(after_last_step, timings.get_column("peak_rss_mb").max())
     print(f"study {args.study}: {wall:,.1f} s wall, peak RSS {peak:,.0f} MB, {rows:,} per-unit rows "
           f"(load {os.getloadavg()[0]:.1f})")
-    timings = pl.read_csv(folder / "timings.csv")
     by_step = (timings.with_columns(pl.col("step").str.extract(r"^(\w+)").alias("stage"))
                .group_by("stage").agg(pl.col("seconds").sum(), pl.col("peak_rss_mb").max())
                .sort("seconds", descending=True))

@@ -407,9 +407,12 @@ def _write_side_tables(folder: ResultsFolder) -> None:
                              folder.path / f"{EXPOSURE}.parquet")
     scored = sorted((folder.path / "auc_scores").glob("*.parquet"))
     if len(scored) >= 2:
-        frame = pl.concat([pl.read_parquet(f) for f in scored])
+        # one (system, protocol) at a time: the folds' pooled scores are never all in memory
+        lazy = pl.scan_parquet(scored).select("system", "protocol", "fold", "score", "label", "weight")
+        keys = sorted(lazy.select("system", "protocol").unique().collect().iter_rows())
         atomic.write_parquet(
-            auc_aggregation(frame.select("system", "protocol", "fold", "score", "label", "weight")),
+            pl.concat([auc_aggregation(lazy.filter((pl.col("system") == system) & (pl.col("protocol") == protocol))
+                                       .collect()) for system, protocol in keys]),
             folder.path / f"{AUC_POOLING}.parquet",
         )
 
