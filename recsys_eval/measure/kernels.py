@@ -106,6 +106,7 @@ class _Scratch(NamedTuple):
     ideal: np.ndarray  # the gains an ideal ranking sorts (as long as the chunk's largest target set)
     idcg: np.ndarray  # per cutoff, the ideal DCG
     hl_max: np.ndarray  # per cutoff, the best half-life utility
+    row: np.ndarray  # the unit's values at every kernel column, before the output keeps some
 
 
 def chunk_bounds(n_units: int, per_thread: int = 4) -> np.ndarray:
@@ -151,8 +152,9 @@ def _ideal_at_cutoffs(values, weights, cutoffs, out):
 
 
 @njit(cache=True)
-def _score_unit(u, rankings, targets, options, slots, discount, decay, scratch, out, status):
-    """Write unit ``u``'s row of ``out`` (NaN where undefined) and its status."""
+def _score_unit(u, rankings, targets, options, slots, discount, decay, scratch, status):
+    """Write unit ``u``'s values at every kernel column into ``scratch.row`` (NaN where undefined)
+    and its status."""
     cutoffs = options.cutoffs
     n_cut = len(cutoffs)
     kmax = cutoffs[n_cut - 1]
@@ -161,9 +163,10 @@ def _score_unit(u, rankings, targets, options, slots, discount, decay, scratch, 
     all_candidates = targets.all_candidates
     n_target = targets.n_candidates[u] if all_candidates else te - ts
     r_items, t_items, t_gain = rankings.items, targets.items, targets.gain
-    tag, pos_gain, row = scratch.tag, scratch.gain, out[u]
+    tag, pos_gain, row = scratch.tag, scratch.gain, scratch.row
     idcg, hl_max = scratch.idcg, scratch.hl_max
     gain_mode, neutral, want_hl = options.gain_mode, options.neutral, options.want_hl
+    row[:] = np.nan
     unit_tag = u << _UNIT_SHIFT
     # Mark the unit's targets; count its relevant items.
     n_rel = 0
@@ -303,15 +306,26 @@ def _record(row, slots, c, n_cut, k, n_rel, ap_min_rk, sums, ideal):
         row[slots.half_life * n_cut + c] = hl / hl_max
 
 
-@njit(parallel=True, cache=True)
-def ranking_kernel(rankings, targets, options, slots, width, n_items, bounds):
-    """Per unit, every ranking metric: the cutoff metrics at every cutoff, then the whole-list ones,
-    at the columns ``slots`` give (:func:`~recsys_eval.measure.metrics.kernel_column`).
+@njit(cache=True)
+def keep_columns(row, columns, out, u):
+    """out[j, u] = row[columns[j]]: a unit's kept values into the metric-major output."""
+    for j in range(len(columns)):
+        out[j, u] = row[columns[j]]
 
-    Returns ``(values[n_units, width], status[n_units])``; NaN marks undefined values.
+
+@njit(parallel=True, cache=True)
+def ranking_kernel(rankings, targets, options, slots, width, columns, n_items, bounds):
+    """Per unit, every ranking metric: the cutoff metrics at every cutoff, then the whole-list ones,
+    at the kernel columns ``slots`` give (:func:`~recsys_eval.measure.metrics.kernel_column`), of
+    which the output keeps ``columns``, in that order.
+
+    Returns ``(values[len(columns), n_units], status[n_units])``: metric-major, so that each kept
+    column is one contiguous run, as the long per-unit table stacks them
+    (:func:`~recsys_eval.measure.frames.long_frame` wraps it without a copy); NaN marks undefined
+    values.
     """
     n_units = len(targets.offsets) - 1
-    out = np.full((n_units, width), np.nan)
+    out = np.empty((len(columns), n_units))
     status = np.zeros(n_units, np.int8)
     cutoffs = options.cutoffs
     kmax = cutoffs[len(cutoffs) - 1]
@@ -326,9 +340,10 @@ def ranking_kernel(rankings, targets, options, slots, width, n_items, bounds):
             longest_ranking = max(longest_ranking, rankings.offsets[u + 1] - rankings.offsets[u])
             longest_targets = max(longest_targets, targets.offsets[u + 1] - targets.offsets[u])
         scratch = _Scratch(np.full(n_items, -1, np.int64), np.zeros(longest_ranking), np.empty(longest_targets),
-                           np.zeros(len(cutoffs)), np.zeros(len(cutoffs)))
+                           np.zeros(len(cutoffs)), np.zeros(len(cutoffs)), np.empty(width))
         for u in range(lo, hi):
-            _score_unit(u, rankings, targets, options, slots, discount, decay, scratch, out, status)
+            _score_unit(u, rankings, targets, options, slots, discount, decay, scratch, status)
+            keep_columns(scratch.row, columns, out, u)
     return out, status
 
 
