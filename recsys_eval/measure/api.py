@@ -27,7 +27,7 @@ from recsys_eval.measure.metrics import (
     kernel_width,
 )
 from recsys_eval.measure.single import check_one_relevant, one_relevant_values
-from recsys_eval.measure.ties import check_scores, order_ties, tie_flags
+from recsys_eval.measure.ties import order_ties, scan_scores
 
 
 def measure(
@@ -179,9 +179,9 @@ def ranking_values(
     is the transpose of the kernel's metric-major array, so that each column is contiguous. AUC is
     the exact AUC the Rankings carry when they were made by scoring every candidate."""
     exact_auc = rankings.auc
-    check_scores(rankings)
-    if ties == "first":
-        rankings = order_ties(rankings)
+    tied, in_item_order = scan_scores(rankings)
+    if ties == "first" and not in_item_order:
+        rankings = order_ties(rankings, tied)
     options = kernels.Options(
         np.asarray(cutoffs, dtype=np.int64), kernels.GAIN_CODES[gain], ap_denominator == "min_rk",
         float(half_life), float(neutral), ties == "average", want_ndcg, want_half_life,
@@ -189,7 +189,7 @@ def ranking_values(
     width = kernel_width(len(cutoffs))
     columns = np.arange(width) if columns is None else np.asarray(columns, dtype=np.int64)
     values, status = kernels.ranking_kernel(
-        *kernel_arrays(rankings, targets), options, kernels.SLOTS, width, columns,
+        *kernel_arrays(rankings, targets, tied), options, kernels.SLOTS, width, columns,
         int(targets.n_items), kernels.chunk_bounds(targets.n_units),
     )
     raise_on_status(status, rankings, targets)
@@ -202,23 +202,25 @@ def target_roles(rankings: Rankings, targets: Targets):
     """Per ranked position its role (1 relevant, 0 non-relevant target, -1 not a target), per unit
     its relevant and non-relevant target counts, and the tie flags, in the deterministic order."""
     check_units(rankings, targets)
-    check_scores(rankings)
-    ranked, listed = kernel_arrays(order_ties(rankings), targets)
+    tied, in_item_order = scan_scores(rankings)
+    ranked, listed = kernel_arrays(rankings if in_item_order else order_ties(rankings, tied), targets, tied)
     _, role, n_rel, n_non = kernels.label_kernel(
         ranked, listed, int(targets.n_items), kernels.chunk_bounds(targets.n_units)
     )
     return role, n_rel, n_non, ranked.tied
 
 
-def kernel_arrays(rankings: Rankings, targets: Targets) -> tuple[kernels.RankingArrays, kernels.TargetArrays]:
-    """The CSR arrays the kernels take, in the dtypes they are compiled for."""
+def kernel_arrays(rankings: Rankings, targets: Targets,
+                  tied: np.ndarray) -> tuple[kernels.RankingArrays, kernels.TargetArrays]:
+    """The CSR arrays the kernels take, in the dtypes they are compiled for; ``tied``: the rankings'
+    tie flags (:func:`~recsys_eval.measure.ties.scan_scores`)."""
     n_candidates = (
         np.asarray(targets.n_candidates, dtype=np.int64) if targets.all_candidates
         else np.zeros(0, dtype=np.int64)
     )
     return (
         kernels.RankingArrays(rankings.offsets.astype(np.int64, copy=False),
-                              rankings.items.astype(np.int32, copy=False), tie_flags(rankings)),
+                              rankings.items.astype(np.int32, copy=False), tied),
         kernels.TargetArrays(targets.offsets.astype(np.int64, copy=False),
                              targets.items.astype(np.int32, copy=False),
                              targets.gain.astype(np.float32, copy=False), n_candidates,

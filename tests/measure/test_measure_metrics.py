@@ -13,6 +13,7 @@ from recsys_eval.compare.sampled import SAMPLED_METRICS
 from recsys_eval.measure import beyond_accuracy, measure, rating_metrics
 from recsys_eval.measure import kernels
 from recsys_eval.measure.api import kernel_arrays, ranking_values
+from recsys_eval.measure.ties import scan_scores
 from recsys_eval.measure.metrics import (
     ALL_METRICS,
     BEYOND_METRICS,
@@ -58,7 +59,7 @@ def test_the_kernel_writes_where_the_slots_say():
                                       for name in RANKING_METRICS if METRICS[name].cutoff})
     options = kernels.Options(np.asarray(cutoffs, dtype=np.int64), 0, False, 5.0, 0.0, False, True, True)
     width = kernel_width(2)
-    moved, _ = kernels.ranking_kernel(*kernel_arrays(RANKINGS, TARGETS), options, slots, width,
+    moved, _ = kernels.ranking_kernel(*kernel_arrays(RANKINGS, TARGETS, scan_scores(RANKINGS)[0]), options, slots, width,
                                       np.arange(width), TARGETS.n_items, kernels.chunk_bounds(3))
     moved = moved.T
     for name in RANKING_METRICS:
