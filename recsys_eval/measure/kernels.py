@@ -248,6 +248,14 @@ def _score_unit(u, rankings, targets, options, slots, discount, decay, scratch, 
                     g_dcg += _transformed_gain(g, gain_mode)
                 if want_hl:
                     g_hl += max(g - neutral, 0.0)
+            if r == 0 and g_hl == 0.0:  # no gain in the block: every sum would add exact zeros
+                end = min(b, kmax)
+                while c < n_cut and cutoffs[c] <= end:
+                    _record(row, slots, c, n_cut, cutoffs[c], n_rel, options.ap_min_rk,
+                            (hits, ap, dcg, rr, found, hl), (idcg[c], hl_max[c]))
+                    c += 1
+                a = b
+                continue
             share = r / n
             pairs = r * (r - 1) / (n * (n - 1)) if n > 1 else 0.0
             first = share if (hits == 0.0 and r > 0) else 0.0  # P(first relevant at offset t)
