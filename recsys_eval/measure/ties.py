@@ -60,18 +60,22 @@ def _scan(offsets, scores, items, bounds):
     rise = np.full(n_chunks, -1, np.int64)
     unordered = np.full(n_chunks, -1, np.int64)
     for chunk in prange(n_chunks):
+        first_non_finite = first_rise = first_unordered = -1  # locals: no store per position
         for u in range(bounds[chunk], bounds[chunk + 1]):
-            for j in range(offsets[u], offsets[u + 1]):
-                if non_finite[chunk] < 0 and not np.isfinite(scores[j]):
-                    non_finite[chunk] = j
-                if j > offsets[u]:
-                    if scores[j] > scores[j - 1]:
-                        if rise[chunk] < 0:
-                            rise[chunk] = j
-                    elif scores[j] == scores[j - 1]:
+            start = offsets[u]
+            for j in range(start, offsets[u + 1]):
+                score = scores[j]
+                if first_non_finite < 0 and not np.isfinite(score):
+                    first_non_finite = j
+                if j > start:
+                    if score > scores[j - 1]:
+                        if first_rise < 0:
+                            first_rise = j
+                    elif score == scores[j - 1]:
                         tied[j] = True
-                        if unordered[chunk] < 0 and items[j] < items[j - 1]:
-                            unordered[chunk] = j
+                        if first_unordered < 0 and items[j] < items[j - 1]:
+                            first_unordered = j
+        non_finite[chunk], rise[chunk], unordered[chunk] = first_non_finite, first_rise, first_unordered
     return tied, non_finite, rise, unordered
 
 
