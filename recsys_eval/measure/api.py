@@ -27,7 +27,7 @@ from recsys_eval.measure.metrics import (
     kernel_width,
 )
 from recsys_eval.measure.single import check_one_relevant, one_relevant_values
-from recsys_eval.measure.ties import check_scores, order_ties, tie_flags
+from recsys_eval.measure.ties import order_ties, scan_scores
 
 
 def measure(
@@ -105,19 +105,13 @@ def measure(
         names.append(N_RELEVANT)
     if ranking_names:
         options = dict(gain=gain, ties=ties, ap_denominator=ap_denominator, half_life=half_life, neutral=neutral)
+        columns, metric_names, ks = kernel_layout(ranking_names, cutoffs)
         if one_relevant:
-            values = one_relevant_values(rankings, cutoffs, **options)
+            values = one_relevant_values(rankings, cutoffs, columns, **options)
         else:
-            values = ranking_values(rankings, targets, cutoffs, **options, want_ndcg="ndcg" in names,
-                                    want_half_life="half_life" in names)
-        columns, metric_names, ks = [], [], []
-        n_cut = len(cutoffs)
-        for name in ranking_names:
-            at = cutoffs if METRICS[name].cutoff else [None]
-            columns.extend(kernel_column(name, c, n_cut) for c in range(len(at)))
-            metric_names.extend([name] * len(at))
-            ks.extend(at)
-        frames.append(long_frame(values[:, columns], metric_names, ks, targets.unit_user, user_ids, labels))
+            values = ranking_values(rankings, targets, cutoffs, columns=columns, **options,
+                                    want_ndcg="ndcg" in names, want_half_life="half_life" in names)
+        frames.append(long_frame(values, metric_names, ks, targets.unit_user, user_ids, labels))
     if N_RELEVANT in names:
         counts = targets.n_relevant.astype(np.float64)[:, None]
         frames.append(long_frame(counts, [N_RELEVANT], [None], targets.unit_user, user_ids, labels))
@@ -154,11 +148,24 @@ def check_units(rankings: Rankings, targets: Targets) -> None:
             )
 
 
+def kernel_layout(names: Sequence[str], cutoffs: list[int]) -> tuple[np.ndarray, list[str], list[int | None]]:
+    """The kernel columns of ranking metrics ``names`` in the per-unit table's order (metric-major:
+    each metric at every cutoff, or once without one), with each column's metric and k."""
+    columns, metrics, ks = [], [], []
+    for name in names:
+        at = cutoffs if METRICS[name].cutoff else [None]
+        columns.extend(kernel_column(name, c, len(cutoffs)) for c in range(len(at)))
+        metrics.extend([name] * len(at))
+        ks.extend(at)
+    return np.asarray(columns, dtype=np.int64), metrics, ks
+
+
 def ranking_values(
     rankings: Rankings,
     targets: Targets,
     cutoffs: list[int],
     *,
+    columns: np.ndarray | None = None,
     gain: str = "graded",
     ties: str = "first",
     ap_denominator: str = "relevant",
@@ -167,48 +174,53 @@ def ranking_values(
     want_ndcg: bool = True,
     want_half_life: bool = True,
 ) -> np.ndarray:
-    """The ranking kernel's matrix: per unit, every ranking metric at every cutoff, column
-    :func:`~recsys_eval.measure.metrics.kernel_column` for a metric at a cutoff; AUC is the exact
-    AUC the Rankings carry when they were made by scoring every candidate."""
+    """The ranking kernel's values: per unit (row), the kernel columns ``columns`` (by default all,
+    column :func:`~recsys_eval.measure.metrics.kernel_column` for a metric at a cutoff). The matrix
+    is the transpose of the kernel's metric-major array, so that each column is contiguous. AUC is
+    the exact AUC the Rankings carry when they were made by scoring every candidate."""
     exact_auc = rankings.auc
-    check_scores(rankings)
-    if ties == "first":
-        rankings = order_ties(rankings)
+    tied, in_item_order = scan_scores(rankings)
+    if ties == "first" and not in_item_order:
+        rankings = order_ties(rankings, tied)
     options = kernels.Options(
         np.asarray(cutoffs, dtype=np.int64), kernels.GAIN_CODES[gain], ap_denominator == "min_rk",
         float(half_life), float(neutral), ties == "average", want_ndcg, want_half_life,
     )
+    width = kernel_width(len(cutoffs))
+    columns = np.arange(width) if columns is None else np.asarray(columns, dtype=np.int64)
     values, status = kernels.ranking_kernel(
-        *kernel_arrays(rankings, targets), options, kernels.SLOTS, kernel_width(len(cutoffs)),
+        *kernel_arrays(rankings, targets, tied), options, kernels.SLOTS, width, columns,
         int(targets.n_items), kernels.chunk_bounds(targets.n_units),
     )
     raise_on_status(status, rankings, targets)
     if exact_auc is not None:
-        values[:, -1] = exact_auc
-    return values
+        values[columns == kernel_column("auc", 0, len(cutoffs))] = exact_auc
+    return values.T
 
 
 def target_roles(rankings: Rankings, targets: Targets):
     """Per ranked position its role (1 relevant, 0 non-relevant target, -1 not a target), per unit
     its relevant and non-relevant target counts, and the tie flags, in the deterministic order."""
     check_units(rankings, targets)
-    check_scores(rankings)
-    ranked, listed = kernel_arrays(order_ties(rankings), targets)
+    tied, in_item_order = scan_scores(rankings)
+    ranked, listed = kernel_arrays(rankings if in_item_order else order_ties(rankings, tied), targets, tied)
     _, role, n_rel, n_non = kernels.label_kernel(
         ranked, listed, int(targets.n_items), kernels.chunk_bounds(targets.n_units)
     )
     return role, n_rel, n_non, ranked.tied
 
 
-def kernel_arrays(rankings: Rankings, targets: Targets) -> tuple[kernels.RankingArrays, kernels.TargetArrays]:
-    """The CSR arrays the kernels take, in the dtypes they are compiled for."""
+def kernel_arrays(rankings: Rankings, targets: Targets,
+                  tied: np.ndarray) -> tuple[kernels.RankingArrays, kernels.TargetArrays]:
+    """The CSR arrays the kernels take, in the dtypes they are compiled for; ``tied``: the rankings'
+    tie flags (:func:`~recsys_eval.measure.ties.scan_scores`)."""
     n_candidates = (
         np.asarray(targets.n_candidates, dtype=np.int64) if targets.all_candidates
         else np.zeros(0, dtype=np.int64)
     )
     return (
         kernels.RankingArrays(rankings.offsets.astype(np.int64, copy=False),
-                              rankings.items.astype(np.int32, copy=False), tie_flags(rankings)),
+                              rankings.items.astype(np.int32, copy=False), tied),
         kernels.TargetArrays(targets.offsets.astype(np.int64, copy=False),
                              targets.items.astype(np.int32, copy=False),
                              targets.gain.astype(np.float32, copy=False), n_candidates,

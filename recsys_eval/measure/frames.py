@@ -20,19 +20,22 @@ def long_frame(
     user_ids,
     labels: dict[str, str],
 ) -> pl.DataFrame:
-    """A ``(units x columns)`` matrix as per-unit rows, metric-major; column j is metrics[j]@ks[j]."""
+    """A ``(units x columns)`` matrix as per-unit rows, metric-major; column j is metrics[j]@ks[j].
+
+    The value column is ``values.T`` flattened: no copy when ``values`` is the transpose of a
+    C-contiguous array (the kernels' metric-major output). The other columns are runs of one value
+    per matrix column, built as such (chunks of ``pl.repeat``), not gathered row by row.
+    """
     n_units, n_cols = values.shape
-    distinct = list(dict.fromkeys(metrics))
-    codes = np.array([distinct.index(m) for m in metrics], dtype=np.uint32)
     unit = np.arange(n_units, dtype=np.int64)
     user = _users(unit_user, user_ids)
-    k_col = pl.Series("k", [None if x is None else int(x) for x in ks], dtype=pl.Int32)
     frame = pl.DataFrame(
         {
             "user": pl.concat([user] * n_cols) if n_cols > 1 else user,
             "unit": np.tile(unit, n_cols),
-            "metric": pl.Series(distinct, dtype=pl.String).gather(np.repeat(codes, n_units)),
-            "k": k_col.gather(np.repeat(np.arange(n_cols), n_units)),
+            "metric": pl.concat([pl.repeat(m, n_units, dtype=pl.String, eager=True) for m in metrics]),
+            "k": pl.concat([pl.repeat(None if k is None else int(k), n_units, dtype=pl.Int32, eager=True)
+                            for k in ks]),
             "value": np.ascontiguousarray(values.T).ravel(),
         }
     )

@@ -2,8 +2,9 @@
 
 The kernels work on the CSR arrays of :class:`~recsys_eval.core.units.Rankings` and
 :class:`~recsys_eval.core.units.Targets` (docs/CONVENTIONS.md#ties). Units are split into chunks
-run in parallel; each chunk keeps item-indexed scratch arrays stamped with the unit number, so that
-marking a unit's targets and looking up a ranked item are O(1) with no reset between units.
+run in parallel; each chunk keeps one item-indexed tag array stamped with the unit number, so that
+marking a unit's targets and looking up a ranked item are O(1), one memory access, with no reset
+between units, and small buffers every unit of the chunk reuses (no allocation per unit).
 
 Ties. A ranking is walked in *score groups* (maximal runs of equal scores, from ``tied``). AUC always
 counts a tied (relevant, non-relevant) pair one half. The other metrics walk *blocks*: single
@@ -24,6 +25,7 @@ import numpy as np
 from numba import get_num_threads, njit, prange
 
 from recsys_eval.measure.metrics import KERNEL_CUTOFF_SLOTS, METRICS
+from recsys_eval.targets.sampling import insertion_sort
 
 GAIN_CODES = {"graded": 0, "binary": 1, "exp": 2}
 
@@ -86,12 +88,25 @@ class Slots(NamedTuple):
 SLOTS = Slots(*(METRICS[name].slot for name in Slots._fields[:-1]), KERNEL_CUTOFF_SLOTS)
 
 
-class _Scratch(NamedTuple):
-    """A chunk's item-indexed scratch arrays, stamped with the unit number."""
+#: A tag packs (unit << 32) | (target index + 1) << 1 | listed: the unit that last touched the item,
+#: the item's index in that unit's target list plus one (0: not a target), and whether that unit's
+#: ranking has listed it yet (duplicates). One int64 per item, so that a ranked item costs one
+#: random memory access, where three arrays (stamp, seen, gain) cost three.
+_UNIT_SHIFT = 32
+_INDEX_MASK = (1 << 31) - 1
+#: Ideal gains up to this many are sorted by insertion.
+_INSERTION_SORT_MAX = 64
 
-    stamp: np.ndarray  # the unit whose target the item is
-    seen: np.ndarray  # the unit that listed the item (duplicates)
-    gain_at: np.ndarray  # the item's gain in that unit
+
+class _Scratch(NamedTuple):
+    """A chunk's scratch: the item-indexed tags and the buffers every unit of the chunk reuses."""
+
+    tag: np.ndarray  # int64 per item, packed as above
+    gain: np.ndarray  # per ranked position, the item's target gain (0 if not a target)
+    ideal: np.ndarray  # the gains an ideal ranking sorts (as long as the chunk's largest target set)
+    idcg: np.ndarray  # per cutoff, the ideal DCG
+    hl_max: np.ndarray  # per cutoff, the best half-life utility
+    row: np.ndarray  # the unit's values at every kernel column, before the output keeps some
 
 
 def chunk_bounds(n_units: int, per_thread: int = 4) -> np.ndarray:
@@ -113,8 +128,14 @@ def _transformed_gain(g: float, mode: int) -> float:
 
 @njit(cache=True)
 def _ideal_at_cutoffs(values, weights, cutoffs, out):
-    """out[c] = sum of the largest values, best first, times weights, over the top cutoffs[c]."""
-    values = np.sort(values)[::-1]
+    """out[c] = sum of the largest values, best first, times weights, over the top cutoffs[c].
+    Sorts ``values`` (a scratch buffer) in place: by insertion when short, as a unit's relevant
+    items mostly are (numba's sort costs some 5,000 cycles even on 30 values)."""
+    if len(values) <= _INSERTION_SORT_MAX:
+        insertion_sort(values, len(values))
+    else:
+        values.sort()
+    last = len(values) - 1
     total = 0.0
     c = 0
     n_cut = len(cutoffs)
@@ -124,15 +145,16 @@ def _ideal_at_cutoffs(values, weights, cutoffs, out):
             c += 1
         if c == n_cut:
             return
-        total += values[i] * weights[i]
+        total += values[last - i] * weights[i]
     while c < n_cut:
         out[c] = total
         c += 1
 
 
 @njit(cache=True)
-def _score_unit(u, rankings, targets, options, slots, discount, decay, scratch, out, status):
-    """Write unit ``u``'s row of ``out`` (NaN where undefined) and its status."""
+def _score_unit(u, rankings, targets, options, slots, discount, decay, scratch, status):
+    """Write unit ``u``'s values at every kernel column into ``scratch.row`` (NaN where undefined)
+    and its status."""
     cutoffs = options.cutoffs
     n_cut = len(cutoffs)
     kmax = cutoffs[n_cut - 1]
@@ -141,32 +163,31 @@ def _score_unit(u, rankings, targets, options, slots, discount, decay, scratch, 
     all_candidates = targets.all_candidates
     n_target = targets.n_candidates[u] if all_candidates else te - ts
     r_items, t_items, t_gain = rankings.items, targets.items, targets.gain
-    stamp, seen, gain_at = scratch.stamp, scratch.seen, scratch.gain_at
-    gain_mode, neutral = options.gain_mode, options.neutral
+    tag, pos_gain, row = scratch.tag, scratch.gain, scratch.row
+    idcg, hl_max = scratch.idcg, scratch.hl_max
+    gain_mode, neutral, want_hl = options.gain_mode, options.neutral, options.want_hl
+    row[:] = np.nan
+    unit_tag = u << _UNIT_SHIFT
     # Mark the unit's targets; count its relevant items.
     n_rel = 0
     for j in range(ts, te):
-        item = t_items[j]
-        stamp[item] = u
-        gain_at[item] = t_gain[j]
+        tag[t_items[j]] = unit_tag | ((j - ts + 1) << 1)
         if t_gain[j] > 0.0:
             n_rel += 1
     n_non = n_target - n_rel
-    idcg = np.zeros(n_cut)
-    hl_max = np.zeros(n_cut)
+    idcg[:] = 0.0
+    hl_max[:] = 0.0
     if n_rel > 0 and options.want_ndcg:
-        gains = np.empty(n_rel)
         m = 0
         for j in range(ts, te):
             if t_gain[j] > 0.0:
-                gains[m] = _transformed_gain(t_gain[j], gain_mode)
+                scratch.ideal[m] = _transformed_gain(t_gain[j], gain_mode)
                 m += 1
-        _ideal_at_cutoffs(gains, discount, cutoffs, idcg)
-    if options.want_hl:
-        hl_gains = np.empty(te - ts)
+        _ideal_at_cutoffs(scratch.ideal[:m], discount, cutoffs, idcg)
+    if want_hl:
         for j in range(ts, te):
-            hl_gains[j - ts] = max(t_gain[j] - neutral, 0.0)
-        _ideal_at_cutoffs(hl_gains, decay, cutoffs, hl_max)
+            scratch.ideal[j - ts] = max(t_gain[j] - neutral, 0.0)
+        _ideal_at_cutoffs(scratch.ideal[: te - ts], decay, cutoffs, hl_max)
 
     length = re_ - rs
     hits = 0.0  # relevant items in the blocks walked so far (exact: blocks are whole)
@@ -188,16 +209,27 @@ def _score_unit(u, rankings, targets, options, slots, discount, decay, scratch, 
         group_non = 0
         for j in range(rs + p, rs + q):
             item = r_items[j]
-            if seen[item] == u:
-                status[u] = DUPLICATE_ITEM
-            seen[item] = u
-            if stamp[item] == u:
-                if gain_at[item] > 0.0:
-                    group_rel += 1
-                else:
+            w = tag[item]
+            g = 0.0  # a ranked item that is not a target counts as gain 0 in every block sum
+            if w >> _UNIT_SHIFT == u:
+                if w & 1:
+                    status[u] = DUPLICATE_ITEM
+                tag[item] = w | 1
+                index = (w >> 1) & _INDEX_MASK
+                if index > 0:
+                    g = t_gain[ts + index - 1]
+                    if g > 0.0:
+                        group_rel += 1
+                    else:
+                        group_non += 1
+                elif all_candidates:
                     group_non += 1
-            elif all_candidates:
-                group_non += 1
+            else:
+                tag[item] = unit_tag | 1
+                if all_candidates:
+                    group_non += 1
+            if p < kmax:  # the blocks walked below: every group that starts in the top kmax
+                pos_gain[j - rs] = g
         correct += group_rel * (n_non - non_ranked - group_non) + 0.5 * group_rel * group_non
         rel_ranked += group_rel
         non_ranked += group_non
@@ -209,14 +241,21 @@ def _score_unit(u, rankings, targets, options, slots, discount, decay, scratch, 
             r = 0
             g_dcg = 0.0
             g_hl = 0.0
-            for j in range(rs + a, rs + b):
-                item = r_items[j]
-                if stamp[item] == u:
-                    g = gain_at[item]
-                    if g > 0.0:
-                        r += 1
-                        g_dcg += _transformed_gain(g, gain_mode)
+            for t in range(a, b):
+                g = pos_gain[t]
+                if g > 0.0:
+                    r += 1
+                    g_dcg += _transformed_gain(g, gain_mode)
+                if want_hl:
                     g_hl += max(g - neutral, 0.0)
+            if r == 0 and g_hl == 0.0:  # no gain in the block: every sum would add exact zeros
+                end = min(b, kmax)
+                while c < n_cut and cutoffs[c] <= end:
+                    _record(row, slots, c, n_cut, cutoffs[c], n_rel, options.ap_min_rk,
+                            (hits, ap, dcg, rr, found, hl), (idcg[c], hl_max[c]))
+                    c += 1
+                a = b
+                continue
             share = r / n
             pairs = r * (r - 1) / (n * (n - 1)) if n > 1 else 0.0
             first = share if (hits == 0.0 and r > 0) else 0.0  # P(first relevant at offset t)
@@ -225,7 +264,8 @@ def _score_unit(u, rankings, targets, options, slots, discount, decay, scratch, 
                 if i > kmax:
                     break
                 dcg += g_dcg / n * discount[i - 1]
-                hl += g_hl / n * decay[i - 1]
+                if want_hl:
+                    hl += g_hl / n * decay[i - 1]
                 if r > 0:
                     ap += (share * (hits + 1.0) + t * pairs) / i
                 if first > 0.0:
@@ -233,14 +273,14 @@ def _score_unit(u, rankings, targets, options, slots, discount, decay, scratch, 
                     found += first
                     first = first * (n - t - r) / (n - 1 - t) if n - 1 - t > 0 else 0.0
                 while c < n_cut and cutoffs[c] == i:
-                    _record(out[u], slots, c, n_cut, cutoffs[c], n_rel, options.ap_min_rk,
+                    _record(row, slots, c, n_cut, cutoffs[c], n_rel, options.ap_min_rk,
                             (hits + (t + 1) * share, ap, dcg, rr, found, hl), (idcg[c], hl_max[c]))
                     c += 1
             hits += r
             a = b
         p = q
     while c < n_cut:
-        _record(out[u], slots, c, n_cut, cutoffs[c], n_rel, options.ap_min_rk,
+        _record(row, slots, c, n_cut, cutoffs[c], n_rel, options.ap_min_rk,
                 (hits, ap, dcg, rr, found, hl), (idcg[c], hl_max[c]))
         c += 1
     if n_rel > 0 and n_non > 0:
@@ -249,7 +289,7 @@ def _score_unit(u, rankings, targets, options, slots, discount, decay, scratch, 
         if non_left < 0:
             status[u] = TOO_MANY_NON_RELEVANT
         correct += 0.5 * rel_left * non_left  # unranked targets tie below the last ranked item
-        out[u, slots.n_cutoff_slots * n_cut + slots.auc] = correct / (n_rel * n_non)
+        row[slots.n_cutoff_slots * n_cut + slots.auc] = correct / (n_rel * n_non)
 
 
 @njit(cache=True)
@@ -274,15 +314,26 @@ def _record(row, slots, c, n_cut, k, n_rel, ap_min_rk, sums, ideal):
         row[slots.half_life * n_cut + c] = hl / hl_max
 
 
-@njit(parallel=True, cache=True)
-def ranking_kernel(rankings, targets, options, slots, width, n_items, bounds):
-    """Per unit, every ranking metric: the cutoff metrics at every cutoff, then the whole-list ones,
-    at the columns ``slots`` give (:func:`~recsys_eval.measure.metrics.kernel_column`).
+@njit(cache=True)
+def keep_columns(row, columns, out, u):
+    """out[j, u] = row[columns[j]]: a unit's kept values into the metric-major output."""
+    for j in range(len(columns)):
+        out[j, u] = row[columns[j]]
 
-    Returns ``(values[n_units, width], status[n_units])``; NaN marks undefined values.
+
+@njit(parallel=True, cache=True)
+def ranking_kernel(rankings, targets, options, slots, width, columns, n_items, bounds):
+    """Per unit, every ranking metric: the cutoff metrics at every cutoff, then the whole-list ones,
+    at the kernel columns ``slots`` give (:func:`~recsys_eval.measure.metrics.kernel_column`), of
+    which the output keeps ``columns``, in that order.
+
+    Returns ``(values[len(columns), n_units], status[n_units])``: metric-major, so that each kept
+    column is one contiguous run, as the long per-unit table stacks them
+    (:func:`~recsys_eval.measure.frames.long_frame` wraps it without a copy); NaN marks undefined
+    values.
     """
     n_units = len(targets.offsets) - 1
-    out = np.full((n_units, width), np.nan)
+    out = np.empty((len(columns), n_units))
     status = np.zeros(n_units, np.int8)
     cutoffs = options.cutoffs
     kmax = cutoffs[len(cutoffs) - 1]
@@ -290,10 +341,17 @@ def ranking_kernel(rankings, targets, options, slots, width, n_items, bounds):
     discount = 1.0 / np.log2(ranks + 1.0)
     decay = 2.0 ** (-(ranks - 1.0) / (options.half_life - 1.0))
     for chunk in prange(len(bounds) - 1):
-        scratch = _Scratch(np.full(n_items, -1, np.int64), np.full(n_items, -1, np.int64),
-                           np.zeros(n_items))
-        for u in range(bounds[chunk], bounds[chunk + 1]):
-            _score_unit(u, rankings, targets, options, slots, discount, decay, scratch, out, status)
+        lo, hi = bounds[chunk], bounds[chunk + 1]
+        longest_ranking = 0
+        longest_targets = 0
+        for u in range(lo, hi):
+            longest_ranking = max(longest_ranking, rankings.offsets[u + 1] - rankings.offsets[u])
+            longest_targets = max(longest_targets, targets.offsets[u + 1] - targets.offsets[u])
+        scratch = _Scratch(np.full(n_items, -1, np.int64), np.zeros(longest_ranking), np.empty(longest_targets),
+                           np.zeros(len(cutoffs)), np.zeros(len(cutoffs)), np.empty(width))
+        for u in range(lo, hi):
+            _score_unit(u, rankings, targets, options, slots, discount, decay, scratch, status)
+            keep_columns(scratch.row, columns, out, u)
     return out, status
 
 

@@ -28,69 +28,75 @@ from numba import njit, prange
 
 from recsys_eval.core.units import RelevantRanks, Targets
 from recsys_eval.errors import ConfigError, DataError
-from recsys_eval.measure.kernels import GAIN_CODES, SLOTS, _record, _transformed_gain
+from recsys_eval.measure.kernels import GAIN_CODES, SLOTS, _record, _transformed_gain, chunk_bounds, keep_columns
 from recsys_eval.measure.metrics import kernel_width
+
 
 @njit(parallel=True, cache=True)
 def one_relevant_kernel(above, tied, before, n_non, gain, ranked, cutoffs, gain_mode, ap_min_rk, half_life,
-                        neutral, average_ties, slots, width):
-    """Per unit the 8 cutoff metrics at every cutoff (metric-major columns), then AUC: the layout
-    of :func:`recsys_eval.measure.kernels.ranking_kernel`, written by its ``_record`` at the
-    columns ``slots`` give; NaN marks undefined values."""
+                        neutral, average_ties, slots, width, columns, bounds):
+    """Per unit the 8 cutoff metrics at every cutoff, then AUC, written by the ranking kernel's
+    ``_record`` at the kernel columns ``slots`` give, of which the output keeps ``columns``: the
+    metric-major ``values[len(columns), n_units]`` of :func:`recsys_eval.measure.kernels.ranking_kernel`;
+    NaN marks undefined values."""
     n_units = len(above)
     n_cut = len(cutoffs)
-    out = np.full((n_units, width), np.nan)
+    out = np.empty((len(columns), n_units))
     kmax = cutoffs[n_cut - 1]
     ranks = np.arange(1, kmax + 1).astype(np.float64)
     discount = 1.0 / np.log2(ranks + 1.0)
     decay = 2.0 ** (-(ranks - 1.0) / (half_life - 1.0))
-    for u in prange(n_units):
-        g = np.float64(gain[u])
-        g_dcg = _transformed_gain(g, gain_mode)
-        g_hl = max(g - neutral, 0.0)
-        idcg = 0.0 + g_dcg * discount[0]
-        hl_max = 0.0 + g_hl * decay[0]
-        hits = 0.0
-        found = 0.0
-        rr = 0.0
-        ap = 0.0
-        dcg = 0.0
-        hl = 0.0
-        c = 0
-        if ranked[u]:
-            a = above[u] if average_ties else above[u] + before[u]  # positions before the block
-            n = tied[u] + 1 if average_ties else 1
-            while c < n_cut and cutoffs[c] <= a:
-                _record(out[u], slots, c, n_cut, cutoffs[c], 1, ap_min_rk, (hits, ap, dcg, rr, found, hl),
+    for chunk in prange(len(bounds) - 1):
+        row = np.empty(width)
+        for u in range(bounds[chunk], bounds[chunk + 1]):
+            row[:] = np.nan
+            g = np.float64(gain[u])
+            g_dcg = _transformed_gain(g, gain_mode)
+            g_hl = max(g - neutral, 0.0)
+            idcg = 0.0 + g_dcg * discount[0]
+            hl_max = 0.0 + g_hl * decay[0]
+            hits = 0.0
+            found = 0.0
+            rr = 0.0
+            ap = 0.0
+            dcg = 0.0
+            hl = 0.0
+            c = 0
+            if ranked[u]:
+                a = above[u] if average_ties else above[u] + before[u]  # positions before the block
+                n = tied[u] + 1 if average_ties else 1
+                while c < n_cut and cutoffs[c] <= a:
+                    _record(row, slots, c, n_cut, cutoffs[c], 1, ap_min_rk, (hits, ap, dcg, rr, found, hl),
+                            (idcg, hl_max))
+                    c += 1
+                if a < kmax:
+                    share = 1 / n
+                    first = share  # P(the relevant item at offset t of the block)
+                    for t in range(n):
+                        i = a + t + 1
+                        if i > kmax:
+                            break
+                        dcg += g_dcg / n * discount[i - 1]
+                        hl += g_hl / n * decay[i - 1]
+                        ap += share * (hits + 1.0) / i
+                        if first > 0.0:
+                            rr += first / i
+                            found += first
+                            first = first * (n - t - 1) / (n - 1 - t) if n - 1 - t > 0 else 0.0
+                        while c < n_cut and cutoffs[c] == i:
+                            _record(row, slots, c, n_cut, cutoffs[c], 1, ap_min_rk,
+                                    (hits + (t + 1) * share, ap, dcg, rr, found, hl), (idcg, hl_max))
+                            c += 1
+                    hits += 1
+            while c < n_cut:
+                _record(row, slots, c, n_cut, cutoffs[c], 1, ap_min_rk, (hits, ap, dcg, rr, found, hl),
                         (idcg, hl_max))
                 c += 1
-            if a < kmax:
-                share = 1 / n
-                first = share  # P(the relevant item at offset t of the block)
-                for t in range(n):
-                    i = a + t + 1
-                    if i > kmax:
-                        break
-                    dcg += g_dcg / n * discount[i - 1]
-                    hl += g_hl / n * decay[i - 1]
-                    ap += share * (hits + 1.0) / i
-                    if first > 0.0:
-                        rr += first / i
-                        found += first
-                        first = first * (n - t - 1) / (n - 1 - t) if n - 1 - t > 0 else 0.0
-                    while c < n_cut and cutoffs[c] == i:
-                        _record(out[u], slots, c, n_cut, cutoffs[c], 1, ap_min_rk,
-                                (hits + (t + 1) * share, ap, dcg, rr, found, hl), (idcg, hl_max))
-                        c += 1
-                hits += 1
-        while c < n_cut:
-            _record(out[u], slots, c, n_cut, cutoffs[c], 1, ap_min_rk, (hits, ap, dcg, rr, found, hl),
-                    (idcg, hl_max))
-            c += 1
-        if n_non[u] > 0:
-            correct = 0.0
-            correct += (n_non[u] - above[u] - tied[u]) + 0.5 * tied[u]
-            out[u, slots.n_cutoff_slots * n_cut + slots.auc] = correct / n_non[u]
+            if n_non[u] > 0:
+                correct = 0.0
+                correct += (n_non[u] - above[u] - tied[u]) + 0.5 * tied[u]
+                row[slots.n_cutoff_slots * n_cut + slots.auc] = correct / n_non[u]
+            keep_columns(row, columns, out, u)
     return out
 
 
@@ -112,6 +118,7 @@ def check_one_relevant(ranks: RelevantRanks, targets: Targets, metrics: list[str
 def one_relevant_values(
     ranks: RelevantRanks,
     cutoffs: list[int],
+    columns: np.ndarray,
     *,
     gain: str = "graded",
     ties: str = "first",
@@ -119,10 +126,10 @@ def one_relevant_values(
     half_life: float = 5.0,
     neutral: float = 0.0,
 ) -> np.ndarray:
-    """The matrix of :func:`recsys_eval.measure.api.ranking_values` for 1R units (all metrics:
-    each costs a few operations per cutoff)."""
+    """The values of :func:`recsys_eval.measure.api.ranking_values` for 1R units (all metrics:
+    each costs a few operations per cutoff): per unit, the kernel columns ``columns``."""
     return one_relevant_kernel(
         ranks.above, ranks.tied, ranks.before, ranks.n_nonrelevant, ranks.gain, ranks.ranked,
         np.asarray(cutoffs, dtype=np.int64), GAIN_CODES[gain], ap_denominator == "min_rk", float(half_life),
-        float(neutral), ties == "average", SLOTS, kernel_width(len(cutoffs)),
-    )
+        float(neutral), ties == "average", SLOTS, kernel_width(len(cutoffs)), columns, chunk_bounds(len(ranks.above)),
+    ).T

@@ -10,9 +10,11 @@ only among the listed items: a truncated list cannot say what was tied with its 
 from __future__ import annotations
 
 import numpy as np
+from numba import njit, prange
 
 from recsys_eval.core.units import Rankings
 from recsys_eval.errors import DataError
+from recsys_eval.measure.kernels import chunk_bounds
 
 
 def unit_of_position(offsets: np.ndarray) -> np.ndarray:
@@ -20,58 +22,66 @@ def unit_of_position(offsets: np.ndarray) -> np.ndarray:
     return np.repeat(np.arange(len(offsets) - 1, dtype=np.int64), np.diff(offsets))
 
 
-def check_scores(rankings: Rankings, source: str = "rankings") -> None:
-    """Scores must be finite and non-increasing along every unit's ranking."""
+def scan_scores(rankings: Rankings, source: str = "rankings") -> tuple[np.ndarray, bool]:
+    """Check that scores are finite and never increase along a unit's ranking, and return the tie
+    flags (True at every position whose score equals the previous position's in the same unit) and
+    whether every group of tied items is in item order already: one parallel pass over the scores.
+    Without scores nothing is tied."""
     scores = rankings.scores
     if scores is None:
-        return
-    bad = ~np.isfinite(scores)
-    if bad.any():
-        pos = int(np.flatnonzero(bad)[0])
-        unit = int(unit_of_position(rankings.offsets)[pos])
+        return np.zeros(len(rankings.items), dtype=np.bool_), True
+    offsets = rankings.offsets.astype(np.int64, copy=False)
+    tied, non_finite, rise, unordered = _scan(offsets, scores, rankings.items, chunk_bounds(len(offsets) - 1))
+    if (non_finite >= 0).any():
+        pos = int(non_finite[non_finite >= 0][0])
+        unit = int(unit_of_position(offsets)[pos])
         raise DataError(
-            f"{source}: {int(bad.sum()):,} NaN or infinite scores (first in unit {unit}, user "
-            f"{int(rankings.unit_user[unit])}); expected finite numbers"
+            f"{source}: {int((~np.isfinite(scores)).sum()):,} NaN or infinite scores (first in unit {unit}, "
+            f"user {int(rankings.unit_user[unit])}); expected finite numbers"
         )
-    rises = _within_unit(rankings.offsets, scores[1:] > scores[:-1])
-    if rises.any():
-        pos = int(np.flatnonzero(rises)[0]) + 1
-        unit = int(unit_of_position(rankings.offsets)[pos])
+    if (rise >= 0).any():
+        pos = int(rise[rise >= 0][0])
+        unit = int(unit_of_position(offsets)[pos])
         raise DataError(
             f"{source}: scores rise along the ranking of unit {unit} (user "
-            f"{int(rankings.unit_user[unit])}) at position {pos - int(rankings.offsets[unit]) + 1}; "
+            f"{int(rankings.unit_user[unit])}) at position {pos - int(offsets[unit]) + 1}; "
             "a ranking lists its items best first, so scores must never increase"
         )
+    return tied, not (unordered >= 0).any()
 
 
-def tie_flags(rankings: Rankings) -> np.ndarray:
-    """True at every position whose score equals the previous position's in the same unit."""
-    n = len(rankings.items)
-    flags = np.zeros(n, dtype=np.bool_)
-    if rankings.scores is not None and n > 1:
-        flags[1:] = _within_unit(rankings.offsets, rankings.scores[1:] == rankings.scores[:-1])
-    return flags
+@njit(parallel=True, cache=True)
+def _scan(offsets, scores, items, bounds):
+    """Tie flags, and per chunk of units the first position (-1: none) of a non-finite score, of a
+    score above the previous one, and of a tied item listed after a larger item index."""
+    n_chunks = len(bounds) - 1
+    tied = np.zeros(len(scores), dtype=np.bool_)
+    non_finite = np.full(n_chunks, -1, np.int64)
+    rise = np.full(n_chunks, -1, np.int64)
+    unordered = np.full(n_chunks, -1, np.int64)
+    for chunk in prange(n_chunks):
+        first_non_finite = first_rise = first_unordered = -1  # locals: no store per position
+        for u in range(bounds[chunk], bounds[chunk + 1]):
+            start = offsets[u]
+            for j in range(start, offsets[u + 1]):
+                score = scores[j]
+                if first_non_finite < 0 and not np.isfinite(score):
+                    first_non_finite = j
+                if j > start:
+                    if score > scores[j - 1]:
+                        if first_rise < 0:
+                            first_rise = j
+                    elif score == scores[j - 1]:
+                        tied[j] = True
+                        if first_unordered < 0 and items[j] < items[j - 1]:
+                            first_unordered = j
+        non_finite[chunk], rise[chunk], unordered[chunk] = first_non_finite, first_rise, first_unordered
+    return tied, non_finite, rise, unordered
 
 
-def order_ties(rankings: Rankings) -> Rankings:
-    """Within every group of tied scores, items by index ascending (the deterministic rule).
-
-    Returns ``rankings`` itself when it is already in that order (the usual case: cheap check).
-    """
-    tied = tie_flags(rankings)
-    items = rankings.items
-    out_of_order = tied[1:] & (items[1:] < items[:-1])
-    if not out_of_order.any():
-        return rankings
+def order_ties(rankings: Rankings, tied: np.ndarray) -> Rankings:
+    """Within every group of tied scores (``tied``: :func:`scan_scores`), items by index ascending
+    (the deterministic rule)."""
     group = np.cumsum(~tied)
-    order = np.lexsort((items, group))
-    return Rankings(rankings.unit_user, rankings.offsets, items[order], rankings.scores[order])
-
-
-def _within_unit(offsets: np.ndarray, pair_flags: np.ndarray) -> np.ndarray:
-    """Keep flags of adjacent pairs (position i-1, i) only where both lie in the same unit."""
-    flags = pair_flags.copy()
-    starts = offsets[1:-1]
-    starts = starts[(starts > 0) & (starts < len(flags) + 1)]
-    flags[starts - 1] = False
-    return flags
+    order = np.lexsort((rankings.items, group))
+    return Rankings(rankings.unit_user, rankings.offsets, rankings.items[order], rankings.scores[order])

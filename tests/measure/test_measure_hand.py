@@ -205,3 +205,16 @@ def test_bad_options_raise_clear_errors(call, message):
 def test_bad_rankings_raise_clear_errors(rankings, message):
     with pytest.raises(DataError, match=message):
         measure(rankings, targets_of([{1: 1.0, 2: 0.0}], 3), metrics=["ndcg"], k=1)
+
+
+@pytest.mark.parametrize(
+    "scores, message",
+    [
+        ([[2.0, 1.0], [3.0, 1.0, 2.0]], r"unit 1 \(user 1\) at position 3"),
+        ([[2.0, float("inf")], [3.0, float("nan"), 2.0]], r"2 NaN or infinite scores \(first in unit 0"),
+    ],
+)
+def test_bad_scores_are_located(scores, message):
+    rankings = rankings_of([[1, 2], [0, 1, 2]], scores)
+    with pytest.raises(DataError, match=message):
+        measure(rankings, targets_of([{1: 1.0}, {2: 1.0}], 3), metrics=["ndcg"], k=1)

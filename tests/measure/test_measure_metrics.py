@@ -13,6 +13,7 @@ from recsys_eval.compare.sampled import SAMPLED_METRICS
 from recsys_eval.measure import beyond_accuracy, measure, rating_metrics
 from recsys_eval.measure import kernels
 from recsys_eval.measure.api import kernel_arrays, ranking_values
+from recsys_eval.measure.ties import scan_scores
 from recsys_eval.measure.metrics import (
     ALL_METRICS,
     BEYOND_METRICS,
@@ -57,13 +58,29 @@ def test_the_kernel_writes_where_the_slots_say():
     slots = kernels.SLOTS._replace(**{name: int(order[kernels.SLOTS._asdict()[name]])
                                       for name in RANKING_METRICS if METRICS[name].cutoff})
     options = kernels.Options(np.asarray(cutoffs, dtype=np.int64), 0, False, 5.0, 0.0, False, True, True)
-    moved, _ = kernels.ranking_kernel(*kernel_arrays(RANKINGS, TARGETS), options, slots,
-                                      kernel_width(2), TARGETS.n_items, kernels.chunk_bounds(3))
+    width = kernel_width(2)
+    moved, _ = kernels.ranking_kernel(*kernel_arrays(RANKINGS, TARGETS, scan_scores(RANKINGS)[0]), options, slots, width,
+                                      np.arange(width), TARGETS.n_items, kernels.chunk_bounds(3))
+    moved = moved.T
     for name in RANKING_METRICS:
         for c in range(2 if METRICS[name].cutoff else 1):
             old = kernel_column(name, c, 2)
             new = getattr(slots, name) * 2 + c if METRICS[name].cutoff else old
             np.testing.assert_array_equal(moved[:, new], values[:, old])
+
+
+def test_measure_rows_hold_their_metric_and_cutoff_column():
+    """measure() keeps the asked metrics' kernel columns (metric-major, in the asked order): every
+    (metric, k) row holds the value of that metric's column at that cutoff."""
+    cutoffs = [1, 3]
+    values = ranking_values(RANKINGS, TARGETS, cutoffs)
+    asked = ["auc", "hit", "ndcg", "precision", "half_life", "rr"]
+    rows = measure(RANKINGS, TARGETS, metrics=asked, k=cutoffs)
+    assert list(dict.fromkeys(rows.get_column("metric"))) == asked
+    for (name, k), part in rows.group_by("metric", "k", maintain_order=True):
+        c = cutoffs.index(k) if k is not None else 0
+        np.testing.assert_array_equal(part.get_column("value").to_numpy(),
+                                      values[part.get_column("unit").to_numpy(), kernel_column(name, c, 2)])
 
 
 def _all_rows() -> pl.DataFrame:

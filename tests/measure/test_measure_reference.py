@@ -130,3 +130,24 @@ def test_moving_a_relevant_item_above_a_non_relevant_neighbour_never_hurts(data,
             col = kernel_column(name, c, n_cut)
             b, a = before[0, col], after[0, col]
             assert np.isnan(b) or a >= b - 1e-12, (name, c)
+
+
+def test_ideal_of_long_target_lists_matches_reference():
+    """nDCG and half-life ideals over target sets shorter and longer than the kernel sorts by
+    insertion (64 gains): every unit against the reference, gains in random order."""
+    rng = np.random.default_rng(7)
+    units, lists = [], []
+    for size in (3, 63, 64, 65, 300):
+        items = rng.permutation(400)[:size]
+        gains = rng.choice([0.0, 1.0, 2.0, 3.5, 5.0], size=size)
+        units.append(dict(zip(items.tolist(), gains.tolist())))
+        lists.append(rng.permutation(400)[:30].tolist())
+    cuts = [1, 10, 30, 100]
+    options = {"gain": "exp", "half_life": 5.0, "neutral": 1.5}
+    got = ranking_values(rankings_of(lists), targets_of(units, 400), cuts, **options)
+    for u, (ranked, targets) in enumerate(zip(lists, units)):
+        for c, k in enumerate(cuts):
+            expected = unit_metrics(ranked, None, targets, k, **options)
+            for name in ("ndcg", "half_life"):
+                value = got[u, kernel_column(name, c, len(cuts))]
+                assert close(value, expected[name]), (name, k, len(targets), value, expected[name])
