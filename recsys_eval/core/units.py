@@ -75,6 +75,13 @@ class Targets:
 
     def __post_init__(self) -> None:
         _check_csr("targets", self.unit_user, self.offsets, items=self.items, gain=self.gain)
+        bad = np.flatnonzero(~np.isfinite(self.gain))
+        if len(bad):
+            unit = int(np.searchsorted(self.offsets, bad[0], side="right") - 1)
+            raise DataError(
+                f"targets: gain {self.gain[bad[0]]} of item {int(self.items[bad[0]])} in unit {unit} (user "
+                f"{int(self.unit_user[unit])}); gains must be finite numbers ({len(bad)} are not)"
+            )
         if self.all_candidates and (
             self.n_candidates is None or len(self.n_candidates) != self.n_units
         ):

@@ -218,3 +218,9 @@ def test_bad_scores_are_located(scores, message):
     rankings = rankings_of([[1, 2], [0, 1, 2]], scores)
     with pytest.raises(DataError, match=message):
         measure(rankings, targets_of([{1: 1.0}, {2: 1.0}], 3), metrics=["ndcg"], k=1)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_a_gain_that_is_not_a_finite_number_is_refused_with_its_place(bad):
+    with pytest.raises(DataError, match=r"of item 2 in unit 1 \(user 1\); gains must be finite"):
+        targets_of([{1: 1.0}, {0: 1.0, 2: bad}], 3)
