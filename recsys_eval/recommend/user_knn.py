@@ -41,9 +41,10 @@ def _block_users(n_users: int) -> int:
     return max(1, BLOCK_CELLS // max(n_users, 1))
 
 
-def neighbour_weights(vectors: sp.csr_matrix, users: np.ndarray, k: int) -> sp.csr_matrix:
-    """For each of ``users``, its ``k`` most similar users of positive cosine, as a sparse
-    (len(users), n_users) matrix of their similarities."""
+def nearest_neighbours(vectors: sp.csr_matrix, users: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For each of ``users``, its ``k`` most similar users of positive cosine, best first:
+    ``(neighbours, similarities, counts)``, the first two (len(users), k), of which each row's
+    first ``counts`` entries hold."""
     users = np.asarray(users, dtype=np.int32)
     n_users = vectors.shape[0]
     k = max(1, min(k, n_users))
@@ -53,24 +54,27 @@ def neighbour_weights(vectors: sp.csr_matrix, users: np.ndarray, k: int) -> sp.c
     empty_indptr = np.zeros(step + 1, dtype=np.int64)
     empty_indices = np.zeros(0, dtype=np.int32)
     none_blocked = np.zeros(n_users, dtype=np.bool_)
-    parts = []
+    nbr = np.empty((len(users), k), dtype=np.int32)
+    sim = np.empty((len(users), k), dtype=np.float32)
+    count = np.zeros(len(users), dtype=np.int64)
     for start in range(0, len(users), step):
         block = users[start:start + step]
         sims = similarity_block(vectors, block)
         sims[sims <= 0] = -np.inf
         rows = np.arange(len(block), dtype=np.int32)
-        nbr, sim, count, _ = top_k_rows(sims, rows, empty_indptr, empty_indices, none_blocked, k,
-                                         *no_places(len(block)))
-        keep = np.arange(k)[None, :] < count[:, None]
-        parts.append(sp.csr_matrix(
-            (sim[keep], nbr[keep], np.concatenate([[0], np.cumsum(count)])), shape=(len(block), n_users)
-        ))
-    return sp.vstack(parts, format="csr") if parts else sp.csr_matrix((0, n_users), dtype=np.float32)
+        stop = start + len(block)
+        nbr[start:stop], sim[start:stop], count[start:stop], _ = top_k_rows(
+            sims, rows, empty_indptr, empty_indices, none_blocked, k, *no_places(len(block)))
+    return nbr, sim, count
 
 
 class UserKNN(SparseRecommender):
     """score(u, i) = sum of cosine(u, v) over u's ``k`` nearest users v that interacted with i
-    (binary interaction vectors)."""
+    (binary interaction vectors).
+
+    A user's neighbours do not depend on the protocol, so each user's are found the first time it
+    is scored and kept (users x k entries): a study that ranks the same users under many protocols
+    pays the similarity products once, not once per protocol."""
 
     def __init__(self, k: int = 50) -> None:
         self.k = int(k)
@@ -79,10 +83,26 @@ class UserKNN(SparseRecommender):
         self.n_items = train.n_items
         self.user_items = train.csr()
         self.vectors = row_normalised(self.user_items)
+        n_users = self.vectors.shape[0]
+        width = max(1, min(self.k, n_users))
+        self._neighbours = np.empty((n_users, width), dtype=np.int32)
+        self._similarities = np.empty((n_users, width), dtype=np.float32)
+        self._counts = np.full(n_users, -1, dtype=np.int64)  # -1: not found yet
         return self
 
     def sparse_block(self, users: np.ndarray) -> sp.csr_matrix:
-        return neighbour_weights(self.vectors, users, self.k) @ self.user_items
+        users = np.asarray(users, dtype=np.int32)
+        missing = np.unique(users[self._counts[users] < 0])
+        if len(missing):
+            nbr, sim, count = nearest_neighbours(self.vectors, missing, self.k)
+            self._neighbours[missing], self._similarities[missing], self._counts[missing] = nbr, sim, count
+        count = self._counts[users]
+        keep = np.arange(self._neighbours.shape[1])[None, :] < count[:, None]
+        weights = sp.csr_matrix(
+            (self._similarities[users][keep], self._neighbours[users][keep], np.concatenate([[0], np.cumsum(count)])),
+            shape=(len(users), self.vectors.shape[0]),
+        )
+        return weights @ self.user_items
 
 
 @numba.njit(cache=True)

@@ -97,6 +97,19 @@ def test_user_knn_rating_equals_a_slow_reference(k):
     np.testing.assert_allclose(model.predict(users, items), expected[users, items], rtol=1e-5, atol=1e-5)
 
 
+def test_user_knn_keeps_each_users_neighbours_whatever_the_order_of_the_calls():
+    # neighbours are found the first time a user is scored and kept: scoring some users first,
+    # in another order and in pairs, gives the bits of scoring everyone at once on a fresh model
+    data = random_data(13, n_users=50, n_items=20, density=0.3)
+    whole = make_recommender("user_knn", {"k": 4}).fit(data).score_block(np.arange(data.n_users))
+    model = make_recommender("user_knn", {"k": 4}).fit(data)
+    some = np.array([31, 2, 31, 17], dtype=np.int32)
+    np.testing.assert_array_equal(model.score_block(some), whole[some])
+    users, items = np.nonzero(np.ones_like(whole))
+    np.testing.assert_array_equal(model.score(users[::-1], items[::-1]), whole[users[::-1], items[::-1]])
+    np.testing.assert_array_equal(model.score_block(np.arange(data.n_users)), whole)
+
+
 def test_user_knn_rating_block_and_pairs_agree_to_the_bit():
     # integer ratings give tied similarities and ties at the k-th neighbour: the score block (one
     # sweep over each user's neighbours) and the pairs (a heap over each item's raters) must pick
