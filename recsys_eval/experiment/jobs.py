@@ -297,9 +297,8 @@ def measure_ranking(config: ExperimentConfig, data: Interactions, rankings, targ
     from every unit's top-k list (k the largest cutoff: all they read), the rows the ranking of
     each unit's listed targets gives."""
     from recsys_eval.measure import measure
-    from recsys_eval.measure.metrics import BEYOND_METRICS
-
     from recsys_eval.measure.beyond import RUN_METRICS
+    from recsys_eval.measure.metrics import BEYOND_METRICS
 
     m = config.metrics
     names = [n for n in metric_names(config)[0] if run_level or n not in RUN_METRICS]
