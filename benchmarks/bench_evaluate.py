@@ -106,7 +106,7 @@ def stages(folder: Path, out: Path) -> dict[str, float]:
     """Where the time of ``evaluate`` goes, stage by stage, in this process."""
     import polars as pl
 
-    from recsys_eval.data.runs import Index, load_run, order_rows, read_table
+    from recsys_eval.data.runs import Index, check_rows, load_run, read_table
     from recsys_eval.measure import measure, summarize
 
     times = {}
@@ -119,8 +119,8 @@ def stages(folder: Path, out: Path) -> dict[str, float]:
     times["index ids"] = time.perf_counter() - start
     start = time.perf_counter()
     for i in range(2):
-        order_rows(tables[i], index.user[i], index.item[i], index)
-    times["repeats and ranks (sorted pass)"] = time.perf_counter() - start
+        check_rows(tables[i], index.user[i], index.item[i], index)
+    times["repeats and ranks (TEST, RUN)"] = time.perf_counter() - start
     start = time.perf_counter()
     data = load_run(folder / "test.csv", folder / "run.csv", folder / "train.csv")
     times["load_run in all (the above + build)"] = time.perf_counter() - start

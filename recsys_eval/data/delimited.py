@@ -2,6 +2,10 @@
 
 The fast path is one ``polars.read_csv`` call. A multi-character separator (MovieLens ``::``) is
 replaced by a control character first, and a file in another encoding is re-encoded to UTF-8.
+A file whose fields are all plain non-negative integers (ids, ranks: the usual run and split file)
+is parsed by a numba scan instead, one chunk of lines per core, about 2-3x faster than polars on
+two cores; the first byte that does not fit that layout sends the file to polars, so the result
+(names, Int64 columns, errors) is polars' either way.
 When polars fails, a slow scan of the lines (only on that error path) finds the first line with the
 wrong number of fields or a value of the wrong type, and the error names its line number.
 """
@@ -11,10 +15,13 @@ from __future__ import annotations
 import codecs
 import csv
 import io
+import os
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numba
 import numpy as np
 import polars as pl
 
@@ -97,6 +104,15 @@ def read_delimited(
     given, else inferred by polars. Blank lines are left out.
     """
     utf8 = codecs.lookup(encoding).name == "utf-8"
+    if columns is None:  # inferred types: polars reads a file of plain integers as Int64 columns
+        integers = not dtypes or all(dtype.is_integer() for dtype in dtypes.values())
+    else:  # unnamed types are strings
+        integers = all(c in (dtypes or {}) and dtypes[c].is_integer() for c in columns)
+    if isinstance(source, Path) and integers and utf8 and len(separator) == 1:
+        frame = _read_integers(source, separator, header, columns)
+        if frame is not None:
+            types = {c: dtype for c, dtype in (dtypes or {}).items() if c in frame.columns}
+            return Table(frame.cast(types) if types else frame, what, first_line=1 + int(header))
     if columns is not None and utf8 and len(separator) > 1 and len(set(separator)) == 1:
         frame = _read_repeated_separator(source, separator, header, columns, dtypes or {}, quoting)
         if frame is not None:
@@ -121,6 +137,99 @@ def read_delimited(
     if columns is None and not header:  # numbered from 1, as people count fields
         frame.columns = [f"column_{i}" for i in range(1, frame.width + 1)]
     return _without_blank_lines(frame, what, first_line=1 + int(header))
+
+
+def _read_integers(path: Path, separator: str, header: bool, columns: Sequence[str] | None) -> pl.DataFrame | None:
+    """The file as Int64 columns when every field of every line is a non-negative integer of at
+    most 18 digits (lines end in ``\n`` or ``\r\n``, no blank line, no quote), else None.
+
+    Names come from ``columns``, the header line or ``column_1``, ``column_2``, ...; a header
+    that is not plain ASCII names (quotes, repeats, empty names) also gives None."""
+    data = np.fromfile(path, dtype=np.uint8)
+    first_newline = data[: 1 << 16].tobytes().find(b"\n")
+    if first_newline < 0:
+        return None  # a one-line file, or a first line of 64 KB: not an id file
+    start = 0
+    if header:
+        end = first_newline
+        try:
+            line = bytes(data[:end]).rstrip(b"\r").decode("ascii")
+        except UnicodeDecodeError:
+            return None
+        names = line.split(separator)
+        if '"' in line or len(set(names)) < len(names) or not all(n.isprintable() and n for n in names):
+            return None
+        start = end + 1
+    else:
+        first = data[:first_newline]
+        names = [f"column_{i}" for i in range(1, int((first == ord(separator)).sum()) + 2)]
+    if columns is not None:
+        if len(columns) != len(names):
+            return None
+        names = list(columns)
+    if start >= len(data):
+        return None
+    bounds = _chunk_bounds(data, start, os.cpu_count() or 1)
+    chunks = list(zip(bounds[:-1], bounds[1:], strict=True))
+    with ThreadPoolExecutor(len(chunks)) as pool:
+        rows = list(pool.map(lambda c: _count_lines(data, *c), chunks))
+        out = np.empty((len(names), sum(rows)), dtype=np.int64)
+        firsts = np.cumsum([0] + rows[:-1])
+        failed = list(pool.map(lambda c: _parse_integers(data, c[0][0], c[0][1], ord(separator), out, c[1]),
+                               zip(chunks, firsts, strict=True)))
+    if any(f >= 0 for f in failed):
+        return None
+    return pl.DataFrame([pl.Series(name, out[f]) for f, name in enumerate(names)])
+
+
+def _chunk_bounds(data: np.ndarray, start: int, n: int) -> list[int]:
+    """``n`` (or fewer) byte ranges of whole lines, ``start`` to the end; small files are one."""
+    n = max(1, min(n, (len(data) - start) >> 22))
+    bounds = [start]
+    for j in range(1, n):
+        cut = start + (len(data) - start) * j // n
+        newline = int(np.argmax(data[cut:] == 10))
+        if data[cut + newline] == 10 and cut + newline + 1 > bounds[-1]:
+            bounds.append(cut + newline + 1)
+    return [*bounds, len(data)]
+
+
+@numba.njit(cache=True, nogil=True)
+def _count_lines(data: np.ndarray, start: int, stop: int) -> int:
+    """Lines in ``data[start:stop]``: its newlines, and a last line without one."""
+    chunk = data[start:stop]
+    lines = 0
+    for p in range(len(chunk)):  # a loop over a slice, which LLVM vectorises
+        lines += chunk[p] == 10
+    return lines + (stop > start and data[stop - 1] != 10)
+
+
+@numba.njit(cache=True, nogil=True)
+def _parse_integers(data: np.ndarray, start: int, stop: int, separator: int, out: np.ndarray, row: int) -> int:
+    """Parse the lines of ``data[start:stop]`` into ``out[:, row:]``; -1, or the position of the
+    first byte that is not part of a line of ``out.shape[0]`` non-negative integers."""
+    n_fields = out.shape[0]
+    field, value, digits = 0, 0, 0
+    for p in range(start, stop):
+        c = data[p]
+        if 48 <= c <= 57:
+            if digits == 18:
+                return p
+            value = value * 10 + (c - 48)
+            digits += 1
+        elif c == separator and digits and field < n_fields - 1:
+            out[field, row] = value
+            field, value, digits = field + 1, 0, 0
+        elif c == 10 and digits and field == n_fields - 1:
+            out[field, row] = value
+            row, field, value, digits = row + 1, 0, 0, 0
+        elif not (c == 13 and p + 1 < stop and data[p + 1] == 10):
+            return p
+    if field or digits:  # a last line without a newline
+        if not digits or field != n_fields - 1:
+            return stop
+        out[field, row] = value
+    return -1
 
 
 def _read_repeated_separator(source, separator, header, columns, dtypes, quoting) -> pl.DataFrame | None:

@@ -28,14 +28,17 @@ The checks, the same for every format and every caller (``recsys-eval evaluate``
 experiment config, the API): ids present in every row whatever their type (no empty, NaN or ``nan``
 text, see :func:`recsys_eval.core.columns.id_column`), numeric finite scores, ranks and ratings, no
 repeated (user, item) pair, ranks exactly 1..L per user, a file with rows. Every message names the
-file, the column, the row or line and the value at fault. Repeats and ranks are found by sorting each
-user's rows (one counting sort by user, then a sort of each user's few rows), never by hashing pairs.
+file, the column, the row or line and the value at fault. Repeats and ranks are found in one pass
+over each user's rows (after one counting sort by user) that marks the user's items in an item-sized
+array and puts each row in the slot of its rank: no hashing of pairs, no sort of the rows.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -116,6 +119,10 @@ def read_table(
         raise DataError(f"{name}: has a header and no rows; expected at least one {kind} row")
     out = {c: id_column(frame, c, name, locate) for c in required}
     for column in values:
+        given = frame.get_column(column)
+        if column == "rank" and given.dtype.is_integer() and not given.null_count():
+            out[column] = given.cast(pl.Int64)  # whole and finite already
+            continue
         number = numeric_column(frame, column, name, locate, whole=column == "rank")
         out[column] = number.cast(pl.Int64) if column == "rank" else number
     return Table(pl.DataFrame(out), name, table.first_line, table.lines, table.unit)
@@ -136,7 +143,7 @@ def read_judgments(source: Source, *, format: str | None = None, columns: Sequen
 def _read_checked(source: Source, kind: Kind, format, columns, name) -> pl.DataFrame:
     table = read_table(source, kind, format=format, columns=columns, name=name)
     index = Index.of([table])
-    order_rows(table, index.user[0], index.item[0], index)
+    check_rows(table, index.user[0], index.item[0], index)
     return table.frame
 
 
@@ -262,52 +269,72 @@ class Index:
 def _index(columns: list[pl.Series]) -> tuple[pl.Series, list[np.ndarray]]:
     if any(c.dtype == pl.String for c in columns):
         columns = [c.cast(pl.String) for c in columns]
+    if columns[0].dtype.is_integer():
+        arrays = [c.to_numpy() for c in columns]
+        low = min(int(a.min()) for a in arrays)
+        high = max(int(a.max()) for a in arrays)
+        if high - low < max(4 * sum(len(a) for a in arrays), 1 << 20):  # a lookup table, one pass
+            present = np.zeros(high - low + 1, dtype=np.bool_)
+            for values in arrays:
+                _mark(values, low, present)
+            code_of = (np.cumsum(present, dtype=np.int64) - 1).astype(np.int32)
+            with _threads() as pool:
+                codes = list(pool.map(lambda values: _lookup(values, low, code_of), arrays))
+            return pl.Series(np.flatnonzero(present) + low), codes
     sizes = np.cumsum([0] + [c.len() for c in columns])
-    values = pl.concat(columns)
-    low, high = (values.min(), values.max()) if values.dtype.is_integer() else (0, None)
-    if high is not None and high - low < max(4 * len(values), 1 << 20):  # a lookup table, one pass
-        values = values.to_numpy()
-        present = np.zeros(high - low + 1, dtype=bool)
-        present[values - low] = True
-        codes = (np.cumsum(present, dtype=np.int64) - 1).astype(np.int32)[values - low]
-        ids = pl.Series(np.flatnonzero(present) + low)
-    else:  # one sort; equal neighbours share a code
-        order = values.arg_sort().to_numpy()
-        ordered = values.gather(order)
-        new = np.ones(len(order), dtype=bool)
-        new[1:] = (ordered.slice(1) != ordered.slice(0, len(order) - 1)).to_numpy()
-        codes = np.empty(len(order), dtype=np.int32)
-        codes[order] = np.cumsum(new) - 1
-        ids = ordered.filter(pl.Series(new))
+    values = pl.concat(columns)  # one sort; equal neighbours share a code
+    order = values.arg_sort().to_numpy()
+    ordered = values.gather(order)
+    new = np.ones(len(order), dtype=bool)
+    new[1:] = (ordered.slice(1) != ordered.slice(0, len(order) - 1)).to_numpy()
+    codes = np.empty(len(order), dtype=np.int32)
+    codes[order] = np.cumsum(new) - 1
+    ids = ordered.filter(pl.Series(new))
     return ids, [codes[a:b] for a, b in zip(sizes[:-1], sizes[1:], strict=True)]
 
 
-# -- ordering and checking each user's rows --------------------------------------------------------
+@numba.njit(cache=True, nogil=True)
+def _mark(values: np.ndarray, low: int, present: np.ndarray) -> None:
+    for value in values:
+        present[value - low] = True
+
+
+@numba.njit(cache=True, nogil=True)
+def _lookup(values: np.ndarray, low: int, code_of: np.ndarray) -> np.ndarray:
+    codes = np.empty(len(values), dtype=np.int32)
+    for row in range(len(values)):
+        codes[row] = code_of[values[row] - low]
+    return codes
+
+
+def _threads() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=os.cpu_count() or 1)
+
+
+# -- grouping and checking each user's rows --------------------------------------------------------
 @dataclass(frozen=True)
-class Ordered:
-    """A table's rows grouped by user code (``offsets`` over every user of the index): ``by_item``
-    sorts each user's rows by item code, ``by_rank`` by the run's order (best first; ties by item)."""
+class Grouped:
+    """A table's rows grouped by user code: user ``u``'s rows are ``rows[offsets[u]:offsets[u + 1]]``
+    in file order; for a run, ``by_rank`` holds the same rows best first (ties by item)."""
 
     offsets: np.ndarray
-    by_item: np.ndarray
+    rows: np.ndarray
     by_rank: np.ndarray | None
 
 
-def order_rows(table: Table, user: np.ndarray, item: np.ndarray, index: Index) -> Ordered:
-    """Group ``table``'s rows by user, sort them, and refuse repeated (user, item) pairs and ranks
-    that are not 1..L: the checks every run and judgments table gets."""
+def check_rows(table: Table, user: np.ndarray, item: np.ndarray, index: Index) -> Grouped:
+    """Group ``table``'s rows by user, and refuse repeated (user, item) pairs and ranks that are
+    not 1..L: the checks every run and judgments table gets.
+
+    One counting sort by user, then one pass over each user's rows that marks its items in an
+    item-sized array (a repeat finds its item marked) and puts each row in the slot of its rank."""
     frame = table.frame
     is_run = "score" in frame.columns or "rank" in frame.columns
     has_rank = "rank" in frame.columns
-    if has_rank:  # by rank; ranks are unique, so a score cannot change the order
-        primary = frame.get_column("rank").to_numpy().astype(np.float64)
-    elif is_run:  # by score descending, ties by item
-        primary = -frame.get_column("score").to_numpy()
-    else:
-        primary = np.zeros(0)
-    perm, offsets = _group(user, index.user_ids.len())
-    status = _order_within_users(offsets, perm, item, primary, is_run, has_rank)
-    n_repeats, repeat, earlier, n_bad, bad_user = status[:5]
+    rank = frame.get_column("rank").to_numpy() if has_rank else np.zeros(0, dtype=np.int64)
+    rows, offsets = _group(user, index.user_ids.len())
+    status = _check_rows(offsets, rows, item, index.item_ids.len(), rank)
+    n_repeats, repeat, earlier, n_bad, bad_user, by_rank = status
     if n_repeats:
         u, i = index.user_ids[int(user[repeat])], index.item_ids[int(item[repeat])]
         raise DataError(
@@ -317,24 +344,31 @@ def order_rows(table: Table, user: np.ndarray, item: np.ndarray, index: Index) -
         )
     if n_bad:
         a, b = offsets[bad_user], offsets[bad_user + 1]
-        ranks = np.sort(primary[perm[a:b]]).astype(np.int64)
+        ranks = np.sort(rank[rows[a:b]])
         shown = ", ".join(map(str, ranks[:8])) + (", ..." if len(ranks) > 8 else "")
         raise DataError(
             f"{table.what}: column 'rank' is not 1..L for {n_bad:,} user(s), e.g. user "
             f"{index.user_ids[int(bad_user)]!r} has {b - a} rows with ranks {shown}; expected each of "
             f"1, 2, ..., {b - a} once"
         )
-    return Ordered(offsets, status[6], status[5] if is_run else None)
+    if is_run and not has_rank:  # by score descending, ties by item
+        by_rank = _order_by_score(offsets, rows, item, -frame.get_column("score").to_numpy())
+    return Grouped(offsets, rows, by_rank if is_run else None)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _group(user: np.ndarray, n_users: int) -> tuple[np.ndarray, np.ndarray]:
-    """Rows grouped by user code, stable (a counting sort), and each user's slice bounds."""
+    """Rows grouped by user code, stable (a counting sort), and each user's slice bounds; a file
+    already in user order needs no move."""
     offsets = np.zeros(n_users + 1, dtype=np.int64)
-    for u in user:
-        offsets[u + 1] += 1
+    ascending = True
+    for row in range(len(user)):
+        offsets[user[row] + 1] += 1
+        ascending &= row == 0 or user[row] >= user[row - 1]
     for u in range(n_users):
         offsets[u + 1] += offsets[u]
+    if ascending:
+        return np.arange(len(user)), offsets
     fill = offsets[:-1].copy()
     perm = np.empty(len(user), dtype=np.int64)
     for row in range(len(user)):
@@ -344,51 +378,148 @@ def _group(user: np.ndarray, n_users: int) -> tuple[np.ndarray, np.ndarray]:
     return perm, offsets
 
 
-@numba.njit(cache=True)
-def _order_within_users(offsets, perm, item, primary, is_run, has_rank):
-    """Per user: rows by item code (repeats are then adjacent), and for a run by ``primary``
-    ascending, ties by item. Returns the repeat count, the first repeated row and its earlier twin,
-    the count of users whose ranks are not 1..L and the first of them, and both orders."""
-    n = len(perm)
-    by_item = np.empty(n, dtype=np.int64)
-    by_rank = np.empty(n if is_run else 0, dtype=np.int64)
+@numba.njit(cache=True, nogil=True)
+def _check_rows(offsets, rows, item, n_items, rank):
+    """Repeated items and ranks of each user's rows (see :func:`check_rows`). Returns the repeat
+    count, the first repeated row (the smallest) and the row it repeats, the count of users whose
+    ranks are not 1..L and the first of them, and the rows in rank order (when ``rank`` is given)."""
+    owner = np.full(n_items, -1, dtype=np.int64)
+    first = np.empty(n_items, dtype=np.int64)
+    has_rank = len(rank) > 0
+    by_rank = np.full(len(rows) if has_rank else 0, -1, dtype=np.int64)
     n_repeats, repeat, earlier, n_bad, bad_user = 0, -1, -1, 0, -1
     for u in range(len(offsets) - 1):
         a, b = offsets[u], offsets[u + 1]
-        if b == a:
-            continue
-        rows = perm[a:b]
-        sorted_rows = rows[np.argsort(item[rows], kind="mergesort")]
-        by_item[a:b] = sorted_rows
-        for j in range(1, b - a):
-            if item[sorted_rows[j]] == item[sorted_rows[j - 1]]:
-                first, second = min(sorted_rows[j], sorted_rows[j - 1]), max(sorted_rows[j], sorted_rows[j - 1])
-                if n_repeats == 0 or second < repeat:
-                    repeat, earlier = second, first
+        bad = False
+        for j in range(a, b):
+            row = rows[j]
+            i = item[row]
+            if owner[i] == u:
+                if n_repeats == 0 or row < repeat:
+                    repeat, earlier = row, first[i]
                 n_repeats += 1
-        if is_run:
-            ranked = sorted_rows[np.argsort(primary[sorted_rows], kind="mergesort")]
-            by_rank[a:b] = ranked
+            else:
+                owner[i], first[i] = u, row
             if has_rank:
-                for j in range(b - a):
-                    if primary[ranked[j]] != j + 1:
-                        if n_bad == 0:
-                            bad_user = u
-                        n_bad += 1
-                        break
-    return n_repeats, repeat, earlier, n_bad, bad_user, by_rank, by_item
+                slot = a + rank[row] - 1
+                if a <= slot < b and by_rank[slot] < 0:
+                    by_rank[slot] = row
+                else:
+                    bad = True
+        if bad:
+            if n_bad == 0:
+                bad_user = u
+            n_bad += 1
+    return n_repeats, repeat, earlier, n_bad, bad_user, by_rank
 
 
-@numba.njit(cache=True)
-def _in_sorted(keys: np.ndarray, pool: np.ndarray) -> np.ndarray:
-    """Which of the ascending ``keys`` are in the ascending ``pool`` (one merge pass)."""
-    found = np.zeros(len(keys), dtype=np.bool_)
-    j = 0
-    for i in range(len(keys)):
-        while j < len(pool) and pool[j] < keys[i]:
-            j += 1
-        found[i] = j < len(pool) and pool[j] == keys[i]
-    return found
+@numba.njit(cache=True, nogil=True)
+def _order_by_score(offsets, rows, item, primary):
+    """Each user's rows by ``primary`` ascending, ties by item."""
+    ordered = np.empty(len(rows), dtype=np.int64)
+    for u in range(len(offsets) - 1):
+        a, b = offsets[u], offsets[u + 1]
+        by_item = rows[a:b][np.argsort(item[rows[a:b]], kind="mergesort")]
+        ordered[a:b] = by_item[np.argsort(primary[by_item], kind="mergesort")]
+    return ordered
+
+
+@numba.njit(cache=True, nogil=True)
+def _sort_by_item(offsets, rows, item):
+    """Each user's rows by item (an insertion sort for the usual few rows)."""
+    out = rows.copy()
+    for u in range(len(offsets) - 1):
+        a, b = offsets[u], offsets[u + 1]
+        if b - a > 32:
+            out[a:b] = rows[a:b][np.argsort(item[rows[a:b]])]
+            continue
+        for j in range(a + 1, b):
+            row = out[j]
+            key = item[row]
+            k = j
+            while k > a and item[out[k - 1]] > key:
+                out[k] = out[k - 1]
+                k -= 1
+            out[k] = row
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _gather_users(values, offsets, users):
+    """``values[offsets[u]:offsets[u + 1]]`` for every ``u`` of ``users``, one after the other."""
+    size = 0
+    for u in users:
+        size += offsets[u + 1] - offsets[u]
+    out = np.empty(size, dtype=values.dtype)
+    at = 0
+    for u in users:
+        n = offsets[u + 1] - offsets[u]
+        out[at:at + n] = values[offsets[u]:offsets[u + 1]]
+        at += n
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _train_pass(train, test, run, tested, n_items):
+    """For TRAIN grouped by user (each of ``train``, ``test``, ``run`` is ``(offsets, rows,
+    item)``): every (user, item) pair once (the train-user index of ascending user codes and the
+    item), and, for tested users, how many of their train items are neither tested nor ranked
+    (they leave the AUC candidates) and how many ranked items are train items."""
+    w_offsets, w_rows, w_item = train
+    t_offsets, t_rows, t_item = test
+    r_offsets, r_rows, r_item = run
+    judged = np.full(n_items, -1, dtype=np.int32)  # the last user that tests, ranks, trains on the item
+    ranked = np.full(n_items, -1, dtype=np.int32)
+    trained = np.full(n_items, -1, dtype=np.int32)
+    removed = np.zeros(len(tested), dtype=np.int64)
+    pair_user = np.empty(len(w_rows), dtype=np.int32)
+    pair_item = np.empty(len(w_rows), dtype=np.int32)
+    n_pairs, n_train_users, ranked_train = 0, 0, 0
+    for u in range(len(tested)):
+        a, b = w_offsets[u], w_offsets[u + 1]
+        if a == b:
+            continue
+        if tested[u]:
+            for j in range(r_offsets[u], r_offsets[u + 1]):
+                ranked[r_item[r_rows[j]]] = u
+            for j in range(t_offsets[u], t_offsets[u + 1]):
+                judged[t_item[t_rows[j]]] = u
+        for j in range(a, b):
+            i = w_item[w_rows[j]]
+            if trained[i] == u:
+                continue
+            trained[i] = u
+            if tested[u]:
+                removed[u] += judged[i] != u and ranked[i] != u
+                ranked_train += ranked[i] == u
+            pair_user[n_pairs], pair_item[n_pairs] = n_train_users, i
+            n_pairs += 1
+        n_train_users += 1
+    return removed, ranked_train, pair_user[:n_pairs], pair_item[:n_pairs]
+
+
+@numba.njit(cache=True, nogil=True)
+def _judged_pairs(test, run, n_items):
+    """(TEST row, RUN row) of every judged pair the run ranks, by user then item (``test`` rows
+    sorted by item within each user; each is ``(offsets, rows, item)``)."""
+    t_offsets, t_rows, t_item = test
+    r_offsets, r_rows, r_item = run
+    at = np.full(n_items, -1, dtype=np.int64)
+    owner = np.full(n_items, -1, dtype=np.int64)
+    test_rows = np.empty(len(t_rows), dtype=np.int64)
+    run_rows = np.empty(len(t_rows), dtype=np.int64)
+    n = 0
+    for u in range(len(t_offsets) - 1):
+        if t_offsets[u] == t_offsets[u + 1]:
+            continue
+        for j in range(r_offsets[u], r_offsets[u + 1]):
+            owner[r_item[r_rows[j]]], at[r_item[r_rows[j]]] = u, r_rows[j]
+        for j in range(t_offsets[u], t_offsets[u + 1]):
+            i = t_item[t_rows[j]]
+            if owner[i] == u:
+                test_rows[n], run_rows[n] = t_rows[j], at[i]
+                n += 1
+    return test_rows[:n], run_rows[:n]
 
 
 # -- a run against judgments: what `recsys-eval evaluate` measures ---------------------------------
@@ -407,6 +538,7 @@ class RunInput:
     train: pl.DataFrame | None
     notes: list[str] = field(default_factory=list)
     _pairs: tuple = field(default=(), repr=False)
+    _user_ids_all: pl.Series | None = field(default=None, repr=False)
 
     @cached_property
     def predictions(self) -> pl.DataFrame | None:
@@ -414,16 +546,9 @@ class RunInput:
         judgments have ratings and the run scores; for the rating metrics."""
         if not self._pairs:
             return None
-        all_users, test_keys, ratings, run_keys, scores = self._pairs  # keys ascending
-        found = _in_sorted(test_keys, run_keys)
-        at = np.searchsorted(run_keys, test_keys[found])
-        n_items = self.item_ids.len()
-        return pl.DataFrame({
-            "user": all_users.gather(test_keys[found] // n_items),
-            "item": self.item_ids.gather(test_keys[found] % n_items),
-            "rating": ratings[found],
-            "prediction": scores[at],
-        })
+        user, item, rating, prediction = self._pairs  # codes, by user then item
+        return pl.DataFrame({"user": self._user_ids_all.gather(user), "item": self.item_ids.gather(item),
+                             "rating": rating, "prediction": prediction})
 
 
 def load_run(
@@ -483,10 +608,13 @@ def run_input(test_t: Table, run_t: Table, train_t: Table | None, *, threshold: 
     t_user, r_user = index.user[0], index.user[1]
     t_item, r_item = index.item[0], index.item[1]
 
-    test_o = order_rows(test_t, t_user, t_item, index)
-    run_o = order_rows(run_t, r_user, r_item, index)
-    tested = np.diff(test_o.offsets) > 0
-    listed = np.diff(run_o.offsets) > 0
+    with _threads() as pool:  # the tables' kernels release the GIL: one table per core
+        checked = [pool.submit(check_rows, test_t, t_user, t_item, index),
+                   pool.submit(check_rows, run_t, r_user, r_item, index)]
+        train_grouped = pool.submit(_group, index.user[2], n_users) if train_t is not None else None
+        test_g, run_g = (future.result() for future in checked)
+    tested = np.diff(test_g.offsets) > 0
+    listed = np.diff(run_g.offsets) > 0
     if catalogue is None and not (tested & listed).any():
         raise DataError(
             f"{run_t.what} and {test_t.what} share no user: nothing to evaluate (e.g. RUN user "
@@ -501,51 +629,44 @@ def run_input(test_t: Table, run_t: Table, train_t: Table | None, *, threshold: 
         notes.append(f"{missing:,} TEST users have no ranked list in RUN: they count as empty lists")
 
     units = np.flatnonzero(tested)
-    t_rows = test_o.by_item  # every TEST row, by user then item: its keys ascend
-    r_rows = run_o.by_rank[tested[r_user[run_o.by_rank]]]  # rows of TEST users, best first
-    r_sorted = run_o.by_item[tested[r_user[run_o.by_item]]]  # the same rows by user then item
-    t_keys = t_user[t_rows].astype(np.int64) * n_items + t_item[t_rows]
-    r_keys = r_user[r_sorted].astype(np.int64) * n_items + r_item[r_sorted]
+    test_grouped = (test_g.offsets, test_g.rows, t_item)
+    run_grouped = (run_g.offsets, run_g.rows, r_item)
     removed = np.zeros(n_users, dtype=np.int64)
     train_out = None
-    if train_t is not None:
-        w_user, w_item = index.user[2], index.item[2]
-        perm, offsets = _group(w_user, n_users)
-        w_rows = _order_within_users(offsets, perm, w_item, np.zeros(0), False, False)[6]
-        w_keys = w_user[w_rows].astype(np.int64) * n_items + w_item[w_rows]
-        w_keys = w_keys[np.r_[True, w_keys[1:] != w_keys[:-1]]] if len(w_keys) else w_keys  # repeats once
-        own = w_keys[tested[w_keys // n_items]]
-        unseen = own[~_in_sorted(own, t_keys) & ~_in_sorted(own, r_keys)]
-        removed = np.bincount(unseen // n_items, minlength=n_users).astype(np.int64)
-        ranked_train = int(_in_sorted(r_keys, own).sum())
+    with _threads() as pool:
+        if train_grouped is not None:
+            w_rows, w_offsets = train_grouped.result()
+            train_pass = pool.submit(_train_pass, (w_offsets, w_rows, index.item[2]), test_grouped, run_grouped,
+                                     tested, n_items)
+        t_rows = _sort_by_item(test_g.offsets, test_g.rows, t_item)  # every TEST row, by user then item
+        r_rows = _gather_users(run_g.by_rank, run_g.offsets, units)  # rows of TEST users, best first
+    if train_grouped is not None:
+        removed, ranked_train, pair_user, pair_item = train_pass.result()
         if ranked_train:
             notes.append(f"RUN ranks {ranked_train:,} items that are in the same user's TRAIN: they count "
                          "as non-relevant (and as candidates for AUC)")
-        w_users = w_keys // n_items  # ascending
-        train_out = pl.DataFrame({
-            "user": np.cumsum(np.r_[False, w_users[1:] != w_users[:-1]]).astype(np.int64),
-            "item": (w_keys % n_items).astype(np.int64),
-        })
+        train_out = pl.DataFrame({"user": pair_user, "item": pair_item})
     has_rank = "rank" in run_t.frame.columns
     scores = None if has_rank else run_t.frame.get_column("score").to_numpy()[r_rows]
     unit_user = np.arange(len(units), dtype=np.int32)
     targets = Targets(
         unit_user=unit_user,
-        offsets=_unit_offsets(test_o.offsets, units),
-        items=t_item[t_rows].astype(np.int32),
+        offsets=_unit_offsets(test_g.offsets, units),
+        items=t_item[t_rows],
         gain=gain[t_rows],
         n_items=catalogue or n_items,
         protocol="AI+AR+AN",
         all_candidates=True,
         n_candidates=(catalogue or n_items) - removed[units],
     )
-    rankings = Rankings(unit_user, _unit_offsets(run_o.offsets, units), r_item[r_rows].astype(np.int32), scores)
+    rankings = Rankings(unit_user, _unit_offsets(run_g.offsets, units), r_item[r_rows], scores)
     pairs = ()
     if "rating" in test_t.frame.columns and scores is not None:
-        pairs = (index.user_ids, t_keys, test_t.frame.get_column("rating").to_numpy()[t_rows], r_keys,
-                 run_t.frame.get_column("score").to_numpy()[r_sorted])
+        test_rows, run_rows = _judged_pairs((test_g.offsets, t_rows, t_item), run_grouped, n_items)
+        pairs = (t_user[test_rows], t_item[test_rows], test_t.frame.get_column("rating").to_numpy()[test_rows],
+                 run_t.frame.get_column("score").to_numpy()[run_rows])
     user_ids = index.user_ids.gather(units)
-    return RunInput(rankings, targets, user_ids, index.item_ids, train_out, notes, pairs)
+    return RunInput(rankings, targets, user_ids, index.item_ids, train_out, notes, pairs, index.user_ids)
 
 
 def _unit_offsets(offsets: np.ndarray, units: np.ndarray) -> np.ndarray:

@@ -114,10 +114,11 @@ ids = st.one_of(st.integers(-3, 40), st.sampled_from(["a", "b", "c", "u7", "zz"]
                         min_size=1, max_size=30, unique_by=lambda t: t[:2]),
     run_pairs=st.lists(st.tuples(st.integers(0, 8), st.integers(0, 14), st.sampled_from([0.1, 0.5, 0.5, 2.0])),
                        min_size=1, max_size=40, unique_by=lambda t: t[:2]),
+    train_pairs=st.lists(st.tuples(st.integers(0, 9), st.integers(0, 16)), max_size=40),  # repeats allowed
     text_users=st.booleans(),
     seed=st.integers(0, 100),
 )
-def test_load_run_builds_what_a_slow_reference_builds(test_pairs, run_pairs, text_users, seed):
+def test_load_run_builds_what_a_slow_reference_builds(test_pairs, run_pairs, train_pairs, text_users, seed):
     def user_id(u):
         return f"u{u}" if text_users else u * 3 - 4
 
@@ -125,12 +126,14 @@ def test_load_run_builds_what_a_slow_reference_builds(test_pairs, run_pairs, tex
                          "rating": [g for _, _, g in test_pairs]})
     run = pl.DataFrame({"user": [user_id(u) for u, _, _ in run_pairs], "item": [i for _, i, _ in run_pairs],
                         "score": [s for _, _, s in run_pairs]}).sample(fraction=1.0, shuffle=True, seed=seed)
+    train = pl.DataFrame({"user": [user_id(u) for u, _ in train_pairs], "item": [i for _, i in train_pairs]},
+                         schema={"user": test["user"].dtype, "item": pl.Int64})
     if not set(test["user"]) & set(run["user"]):
         with pytest.raises(DataError, match="share no user"):
             load_run(test, run)
         return
-    got = load_run(test, run)
-    catalogue = sorted(set(test["item"]) | set(run["item"]))
+    got = load_run(test, run, train if len(train) else None)
+    catalogue = sorted(set(test["item"]) | set(run["item"]) | set(train["item"]))
     users = sorted(set(test["user"]))
     assert got.user_ids.to_list() == users and got.item_ids.to_list() == catalogue
     for unit, user in enumerate(users):
@@ -142,7 +145,14 @@ def test_load_run_builds_what_a_slow_reference_builds(test_pairs, run_pairs, tex
         r = slice(got.rankings.offsets[unit], got.rankings.offsets[unit + 1])
         assert got.rankings.items[r].tolist() == [i for _, i in ranked]
         assert got.rankings.scores[r].tolist() == [-s for s, _ in ranked]
-    assert got.targets.n_candidates.tolist() == [len(catalogue)] * len(users)
+    left_out = [len({i for u, i in train.iter_rows() if u == user}
+                    - {i for u, i, _ in test.iter_rows() if u == user}
+                    - {i for u, i, _ in run.iter_rows() if u == user}) for user in users]
+    assert got.targets.n_candidates.tolist() == [len(catalogue) - n for n in left_out]
+    scored = {(u, i): s for u, i, s in run.iter_rows()}
+    judged_and_scored = sorted((users.index(u), catalogue.index(i), g, scored[u, i])
+                               for u, i, g in test.iter_rows() if (u, i) in scored)
+    assert [(users.index(u), catalogue.index(i), g, p) for u, i, g, p in got.predictions.iter_rows()] == judged_and_scored
 
 
 def test_train_items_leave_the_candidates_unless_tested_or_ranked():
