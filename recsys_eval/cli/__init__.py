@@ -12,6 +12,7 @@ formatted by click rather than by rich, whose Markdown renderer alone costs more
 from __future__ import annotations
 
 import importlib
+import os
 import pkgutil
 import sys
 
@@ -55,6 +56,11 @@ def fail(message: str) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the console script."""
+    # numpy asks the kernel for transparent huge pages for large arrays; under the usual defrag
+    # setting ("madvise") a fault then waits for memory compaction when free memory is fragmented.
+    # Measured on `evaluate` over the ML-25M-size files: 3.4 s of kernel time with, 1.3 s without
+    # (wall 6.5-9.4 s vs 5.6-5.9 s). The command owns its process; a user's setting is kept.
+    os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
     for module in pkgutil.iter_modules(__path__):  # every module here adds its commands to `app`
         if not module.name.startswith("_"):
             importlib.import_module(f"{__name__}.{module.name}")

@@ -145,7 +145,8 @@ def _read_integers(path: Path, separator: str, header: bool, columns: Sequence[s
 
     Names come from ``columns``, the header line or ``column_1``, ``column_2``, ...; a header
     that is not plain ASCII names (quotes, repeats, empty names) also gives None."""
-    data = np.fromfile(path, dtype=np.uint8)
+    # mapped, not copied: the page cache holds the bytes
+    data = np.memmap(path, dtype=np.uint8, mode="r") if path.stat().st_size else np.zeros(0, dtype=np.uint8)
     first_newline = data[: 1 << 16].tobytes().find(b"\n")
     if first_newline < 0:
         return None  # a one-line file, or a first line of 64 KB: not an id file

@@ -279,7 +279,8 @@ def _index(columns: list[pl.Series]) -> tuple[pl.Series, list[np.ndarray]]:
                 _mark(values, low, present)
             code_of = (np.cumsum(present, dtype=np.int64) - 1).astype(np.int32)
             with _threads() as pool:
-                codes = list(pool.map(lambda values: _lookup(values, low, code_of), arrays))
+                codes = [np.empty(len(values), dtype=np.int32) for values in arrays]
+                list(pool.map(lambda pair: _lookup(pair[0], low, code_of, pair[1]), zip(arrays, codes, strict=True)))
             return pl.Series(np.flatnonzero(present) + low), codes
     sizes = np.cumsum([0] + [c.len() for c in columns])
     values = pl.concat(columns)  # one sort; equal neighbours share a code
@@ -300,11 +301,9 @@ def _mark(values: np.ndarray, low: int, present: np.ndarray) -> None:
 
 
 @numba.njit(cache=True, nogil=True)
-def _lookup(values: np.ndarray, low: int, code_of: np.ndarray) -> np.ndarray:
-    codes = np.empty(len(values), dtype=np.int32)
+def _lookup(values: np.ndarray, low: int, code_of: np.ndarray, codes: np.ndarray) -> None:
     for row in range(len(values)):
         codes[row] = code_of[values[row] - low]
-    return codes
 
 
 def _threads() -> ThreadPoolExecutor:
@@ -332,9 +331,9 @@ def check_rows(table: Table, user: np.ndarray, item: np.ndarray, index: Index) -
     is_run = "score" in frame.columns or "rank" in frame.columns
     has_rank = "rank" in frame.columns
     rank = frame.get_column("rank").to_numpy() if has_rank else np.zeros(0, dtype=np.int64)
-    rows, offsets = _group(user, index.user_ids.len())
-    status = _check_rows(offsets, rows, item, index.item_ids.len(), rank)
-    n_repeats, repeat, earlier, n_bad, bad_user, by_rank = status
+    rows, offsets = group_by_user(user, index.user_ids.len())
+    by_rank = np.full(len(rows) if has_rank else 0, -1, dtype=np.int64)
+    n_repeats, repeat, earlier, n_bad, bad_user = _check_rows(offsets, rows, item, index.item_ids.len(), rank, by_rank)
     if n_repeats:
         u, i = index.user_ids[int(user[repeat])], index.item_ids[int(item[repeat])]
         raise DataError(
@@ -356,10 +355,19 @@ def check_rows(table: Table, user: np.ndarray, item: np.ndarray, index: Index) -
     return Grouped(offsets, rows, by_rank if is_run else None)
 
 
+def group_by_user(user: np.ndarray, n_users: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rows grouped by user code, stable (a counting sort; a file already in user order needs no
+    move), and each user's slice bounds."""
+    offsets, ascending = _count_users(user, n_users)
+    if ascending:
+        return np.arange(len(user), dtype=np.int64), offsets
+    rows = np.empty(len(user), dtype=np.int64)
+    _scatter_rows(user, offsets, rows)
+    return rows, offsets
+
+
 @numba.njit(cache=True, nogil=True)
-def _group(user: np.ndarray, n_users: int) -> tuple[np.ndarray, np.ndarray]:
-    """Rows grouped by user code, stable (a counting sort), and each user's slice bounds; a file
-    already in user order needs no move."""
+def _count_users(user: np.ndarray, n_users: int) -> tuple[np.ndarray, bool]:
     offsets = np.zeros(n_users + 1, dtype=np.int64)
     ascending = True
     for row in range(len(user)):
@@ -367,26 +375,27 @@ def _group(user: np.ndarray, n_users: int) -> tuple[np.ndarray, np.ndarray]:
         ascending &= row == 0 or user[row] >= user[row - 1]
     for u in range(n_users):
         offsets[u + 1] += offsets[u]
-    if ascending:
-        return np.arange(len(user)), offsets
-    fill = offsets[:-1].copy()
-    perm = np.empty(len(user), dtype=np.int64)
-    for row in range(len(user)):
-        u = user[row]
-        perm[fill[u]] = row
-        fill[u] += 1
-    return perm, offsets
+    return offsets, ascending
 
 
 @numba.njit(cache=True, nogil=True)
-def _check_rows(offsets, rows, item, n_items, rank):
-    """Repeated items and ranks of each user's rows (see :func:`check_rows`). Returns the repeat
-    count, the first repeated row (the smallest) and the row it repeats, the count of users whose
-    ranks are not 1..L and the first of them, and the rows in rank order (when ``rank`` is given)."""
+def _scatter_rows(user: np.ndarray, offsets: np.ndarray, rows: np.ndarray) -> None:
+    fill = offsets[:-1].copy()
+    for row in range(len(user)):
+        u = user[row]
+        rows[fill[u]] = row
+        fill[u] += 1
+
+
+@numba.njit(cache=True, nogil=True)
+def _check_rows(offsets, rows, item, n_items, rank, by_rank):
+    """Repeated items and ranks of each user's rows (see :func:`check_rows`); puts the rows in rank
+    order into ``by_rank`` (all -1) when ``rank`` is given. Returns the repeat count, the first
+    repeated row (the smallest) and the row it repeats, and the count of users whose ranks are not
+    1..L and the first of them."""
     owner = np.full(n_items, -1, dtype=np.int64)
     first = np.empty(n_items, dtype=np.int64)
     has_rank = len(rank) > 0
-    by_rank = np.full(len(rows) if has_rank else 0, -1, dtype=np.int64)
     n_repeats, repeat, earlier, n_bad, bad_user = 0, -1, -1, 0, -1
     for u in range(len(offsets) - 1):
         a, b = offsets[u], offsets[u + 1]
@@ -410,7 +419,7 @@ def _check_rows(offsets, rows, item, n_items, rank):
             if n_bad == 0:
                 bad_user = u
             n_bad += 1
-    return n_repeats, repeat, earlier, n_bad, bad_user, by_rank
+    return n_repeats, repeat, earlier, n_bad, bad_user
 
 
 @numba.njit(cache=True, nogil=True)
@@ -425,9 +434,9 @@ def _order_by_score(offsets, rows, item, primary):
 
 
 @numba.njit(cache=True, nogil=True)
-def _sort_by_item(offsets, rows, item):
-    """Each user's rows by item (an insertion sort for the usual few rows)."""
-    out = rows.copy()
+def _sort_by_item(offsets, rows, item, out):
+    """Each user's rows by item, into ``out`` (a copy of ``rows``; an insertion sort for the usual
+    few rows)."""
     for u in range(len(offsets) - 1):
         a, b = offsets[u], offsets[u + 1]
         if b - a > 32:
@@ -441,30 +450,25 @@ def _sort_by_item(offsets, rows, item):
                 out[k] = out[k - 1]
                 k -= 1
             out[k] = row
-    return out
 
 
 @numba.njit(cache=True, nogil=True)
-def _gather_users(values, offsets, users):
-    """``values[offsets[u]:offsets[u + 1]]`` for every ``u`` of ``users``, one after the other."""
-    size = 0
-    for u in users:
-        size += offsets[u + 1] - offsets[u]
-    out = np.empty(size, dtype=values.dtype)
+def _gather_users(values, offsets, users, out):
+    """``values[offsets[u]:offsets[u + 1]]`` for every ``u`` of ``users``, one after the other, into
+    ``out``."""
     at = 0
     for u in users:
         n = offsets[u + 1] - offsets[u]
         out[at:at + n] = values[offsets[u]:offsets[u + 1]]
         at += n
-    return out
 
 
 @numba.njit(cache=True, nogil=True)
-def _train_pass(train, test, run, tested, n_items):
+def _train_pass(train, test, run, tested, n_items, pair_user, pair_item):
     """For TRAIN grouped by user (each of ``train``, ``test``, ``run`` is ``(offsets, rows,
-    item)``): every (user, item) pair once (the train-user index of ascending user codes and the
-    item), and, for tested users, how many of their train items are neither tested nor ranked
-    (they leave the AUC candidates) and how many ranked items are train items."""
+    item)``): every (user, item) pair once into ``pair_user`` (the train-user index of ascending
+    user codes) and ``pair_item``, and, for tested users, how many of their train items are neither
+    tested nor ranked (they leave the AUC candidates) and how many ranked items are train items."""
     w_offsets, w_rows, w_item = train
     t_offsets, t_rows, t_item = test
     r_offsets, r_rows, r_item = run
@@ -472,8 +476,6 @@ def _train_pass(train, test, run, tested, n_items):
     ranked = np.full(n_items, -1, dtype=np.int32)
     trained = np.full(n_items, -1, dtype=np.int32)
     removed = np.zeros(len(tested), dtype=np.int64)
-    pair_user = np.empty(len(w_rows), dtype=np.int32)
-    pair_item = np.empty(len(w_rows), dtype=np.int32)
     n_pairs, n_train_users, ranked_train = 0, 0, 0
     for u in range(len(tested)):
         a, b = w_offsets[u], w_offsets[u + 1]
@@ -495,7 +497,7 @@ def _train_pass(train, test, run, tested, n_items):
             pair_user[n_pairs], pair_item[n_pairs] = n_train_users, i
             n_pairs += 1
         n_train_users += 1
-    return removed, ranked_train, pair_user[:n_pairs], pair_item[:n_pairs]
+    return removed, ranked_train, n_pairs
 
 
 @numba.njit(cache=True, nogil=True)
@@ -611,7 +613,7 @@ def run_input(test_t: Table, run_t: Table, train_t: Table | None, *, threshold: 
     with _threads() as pool:  # the tables' kernels release the GIL: one table per core
         checked = [pool.submit(check_rows, test_t, t_user, t_item, index),
                    pool.submit(check_rows, run_t, r_user, r_item, index)]
-        train_grouped = pool.submit(_group, index.user[2], n_users) if train_t is not None else None
+        train_grouped = pool.submit(group_by_user, index.user[2], n_users) if train_t is not None else None
         test_g, run_g = (future.result() for future in checked)
     tested = np.diff(test_g.offsets) > 0
     listed = np.diff(run_g.offsets) > 0
@@ -636,12 +638,16 @@ def run_input(test_t: Table, run_t: Table, train_t: Table | None, *, threshold: 
     with _threads() as pool:
         if train_grouped is not None:
             w_rows, w_offsets = train_grouped.result()
+            pairs_out = np.empty(len(w_rows), dtype=np.int32), np.empty(len(w_rows), dtype=np.int32)
             train_pass = pool.submit(_train_pass, (w_offsets, w_rows, index.item[2]), test_grouped, run_grouped,
-                                     tested, n_items)
-        t_rows = _sort_by_item(test_g.offsets, test_g.rows, t_item)  # every TEST row, by user then item
-        r_rows = _gather_users(run_g.by_rank, run_g.offsets, units)  # rows of TEST users, best first
+                                     tested, n_items, *pairs_out)
+        t_rows = test_g.rows.copy()
+        _sort_by_item(test_g.offsets, test_g.rows, t_item, t_rows)  # every TEST row, by user then item
+        r_rows = np.empty(int(np.diff(run_g.offsets)[units].sum()), dtype=np.int64)
+        _gather_users(run_g.by_rank, run_g.offsets, units, r_rows)  # rows of TEST users, best first
     if train_grouped is not None:
-        removed, ranked_train, pair_user, pair_item = train_pass.result()
+        removed, ranked_train, n_pairs = train_pass.result()
+        pair_user, pair_item = (pairs[:n_pairs] for pairs in pairs_out)
         if ranked_train:
             notes.append(f"RUN ranks {ranked_train:,} items that are in the same user's TRAIN: they count "
                          "as non-relevant (and as candidates for AUC)")
