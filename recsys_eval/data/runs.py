@@ -472,9 +472,8 @@ def _train_pass(train, test, run, tested, n_items, pair_user, pair_item):
     w_offsets, w_rows, w_item = train
     t_offsets, t_rows, t_item = test
     r_offsets, r_rows, r_item = run
-    judged = np.full(n_items, -1, dtype=np.int32)  # the last user that tests, ranks, trains on the item
-    ranked = np.full(n_items, -1, dtype=np.int32)
-    trained = np.full(n_items, -1, dtype=np.int32)
+    last = np.full((n_items, 3), -1, dtype=np.int32)  # the last user that tests, ranks, trains on the item
+    judged, ranked, trained = last[:, 0], last[:, 1], last[:, 2]  # side by side: one cache line an item
     removed = np.zeros(len(tested), dtype=np.int64)
     n_pairs, n_train_users, ranked_train = 0, 0, 0
     for u in range(len(tested)):
@@ -643,8 +642,10 @@ def run_input(test_t: Table, run_t: Table, train_t: Table | None, *, threshold: 
                                      tested, n_items, *pairs_out)
         t_rows = test_g.rows.copy()
         _sort_by_item(test_g.offsets, test_g.rows, t_item, t_rows)  # every TEST row, by user then item
-        r_rows = np.empty(int(np.diff(run_g.offsets)[units].sum()), dtype=np.int64)
-        _gather_users(run_g.by_rank, run_g.offsets, units, r_rows)  # rows of TEST users, best first
+        r_rows = run_g.by_rank  # rows of TEST users, best first
+        if only_run.any():
+            r_rows = np.empty(int(np.diff(run_g.offsets)[units].sum()), dtype=np.int64)
+            _gather_users(run_g.by_rank, run_g.offsets, units, r_rows)
     if train_grouped is not None:
         removed, ranked_train, n_pairs = train_pass.result()
         pair_user, pair_item = (pairs[:n_pairs] for pairs in pairs_out)
