@@ -15,7 +15,8 @@ shared per-user kernel cache is for. Each run writes to a fresh results folder.
 
 The children get the environment of a user's shell: ``NUMBA_CACHE_DIR``,
 ``NUMBA_CACHE_LOCATOR_CLASSES``, ``PYTHONDONTWRITEBYTECODE``, ``VIRTUAL_ENV`` and ``UV_*`` are
-removed. Each run goes through a two-line wrapper around the console script's ``main`` that listens
+removed (``UV_CACHE_DIR`` is set to uv's own package cache, which would otherwise move with
+``XDG_CACHE_HOME``). Each run goes through a two-line wrapper around the console script's ``main`` that listens
 to numba's ``numba:compile`` events (fired on cache misses only) and writes each compiled variant's
 time (inclusive, and self: without the kernels compiled inside it) to a JSON file; the table of the
 slowest kernels of run (a) is printed after the wall times.
@@ -72,6 +73,9 @@ def user_environment(cache_home: Path) -> dict[str, str]:
            if k not in ("NUMBA_CACHE_DIR", "NUMBA_CACHE_LOCATOR_CLASSES", "PYTHONDONTWRITEBYTECODE",
                         "VIRTUAL_ENV")
            and not k.startswith("UV_")}
+    # uv keeps its package cache under XDG_CACHE_HOME too: keep using the warm one
+    env["UV_CACHE_DIR"] = subprocess.run(["uv", "cache", "dir"], check=True, capture_output=True,
+                                         text=True).stdout.strip()
     env["XDG_CACHE_HOME"] = str(cache_home)
     return env
 
