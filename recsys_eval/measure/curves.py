@@ -17,10 +17,11 @@ from collections.abc import Sequence
 
 import numpy as np
 import polars as pl
-from numba import njit, prange
+from numba import njit
 
-from recsys_eval.errors import DataError
+from recsys_eval.core.chunks import run_chunks
 from recsys_eval.core.units import Rankings, RelevantRanks, Targets
+from recsys_eval.errors import DataError
 from recsys_eval.measure.api import target_roles
 from recsys_eval.measure.kernels import chunk_bounds
 from recsys_eval.measure.ties import unit_of_position
@@ -166,68 +167,74 @@ def _upper_at(xs, ys, n, grid, out):
             out[g] += ys[i] + w * (ys[i + 1] - ys[i])
 
 
-@njit(parallel=True, cache=True)
 def _average_roc_kernel(offsets, role, tied, n_rel, n_non, grid, bounds):
-    n_chunks = len(bounds) - 1
-    sums = np.zeros((n_chunks, len(grid)))
-    used = np.zeros(n_chunks, np.int64)
-    for chunk in prange(n_chunks):
-        for u in range(bounds[chunk], bounds[chunk + 1]):
-            if n_rel[u] == 0 or n_non[u] == 0:
-                continue
-            lo, hi = offsets[u], offsets[u + 1]
-            xs = np.empty(hi - lo + 2)
-            ys = np.empty(hi - lo + 2)
-            xs[0] = 0.0
-            ys[0] = 0.0
-            n = 1
-            tp = 0
-            fp = 0
-            for j in range(lo, hi):
-                if role[j] == 1:
-                    tp += 1
-                elif role[j] == 0:
-                    fp += 1
-                if j + 1 == hi or not tied[j + 1]:
-                    xs[n] = fp / n_non[u]
-                    ys[n] = tp / n_rel[u]
-                    n += 1
-            xs[n] = 1.0
-            ys[n] = 1.0
-            n += 1
-            _upper_at(xs, ys, n, grid, sums[chunk])
-            used[chunk] += 1
+    sums = np.zeros((len(bounds) - 1, len(grid)))
+    used = np.zeros(len(bounds) - 1, np.int64)
+    run_chunks(_average_roc_chunk, bounds, offsets, role, tied, n_rel, n_non, grid, sums, used, index=True)
     return sums, used
 
 
-@njit(parallel=True, cache=True)
+@njit(cache=True, nogil=True)
+def _average_roc_chunk(chunk, first, last, offsets, role, tied, n_rel, n_non, grid, sums, used):
+    """:func:`_average_roc_kernel` for the units ``first:last``, chunk ``chunk`` of ``sums`` and ``used``."""
+    for u in range(first, last):
+        if n_rel[u] == 0 or n_non[u] == 0:
+            continue
+        lo, hi = offsets[u], offsets[u + 1]
+        xs = np.empty(hi - lo + 2)
+        ys = np.empty(hi - lo + 2)
+        xs[0] = 0.0
+        ys[0] = 0.0
+        n = 1
+        tp = 0
+        fp = 0
+        for j in range(lo, hi):
+            if role[j] == 1:
+                tp += 1
+            elif role[j] == 0:
+                fp += 1
+            if j + 1 == hi or not tied[j + 1]:
+                xs[n] = fp / n_non[u]
+                ys[n] = tp / n_rel[u]
+                n += 1
+        xs[n] = 1.0
+        ys[n] = 1.0
+        n += 1
+        _upper_at(xs, ys, n, grid, sums[chunk])
+        used[chunk] += 1
+
+
 def _average_pr_kernel(offsets, role, n_rel, grid, bounds):
-    n_chunks = len(bounds) - 1
-    sums = np.zeros((n_chunks, len(grid)))
-    used = np.zeros(n_chunks, np.int64)
-    for chunk in prange(n_chunks):
-        for u in range(bounds[chunk], bounds[chunk + 1]):
-            if n_rel[u] == 0:
-                continue
-            lo, hi = offsets[u], offsets[u + 1]
-            recall = np.zeros(hi - lo)
-            precision = np.zeros(hi - lo)
-            tp = 0
-            for j in range(lo, hi):
-                if role[j] == 1:
-                    tp += 1
-                recall[j - lo] = tp / n_rel[u]
-                precision[j - lo] = tp / (j - lo + 1)
-            # interpolated precision: best precision at any recall >= level (scan from the end)
-            best = 0.0
-            g = len(grid) - 1
-            for j in range(hi - lo - 1, -1, -1):
-                while g >= 0 and grid[g] > recall[j]:
-                    sums[chunk, g] += best
-                    g -= 1
-                best = max(best, precision[j])
-            while g >= 0:
+    sums = np.zeros((len(bounds) - 1, len(grid)))
+    used = np.zeros(len(bounds) - 1, np.int64)
+    run_chunks(_average_pr_chunk, bounds, offsets, role, n_rel, grid, sums, used, index=True)
+    return sums, used
+
+
+@njit(cache=True, nogil=True)
+def _average_pr_chunk(chunk, first, last, offsets, role, n_rel, grid, sums, used):
+    """:func:`_average_pr_kernel` for the units ``first:last``, chunk ``chunk`` of ``sums`` and ``used``."""
+    for u in range(first, last):
+        if n_rel[u] == 0:
+            continue
+        lo, hi = offsets[u], offsets[u + 1]
+        recall = np.zeros(hi - lo)
+        precision = np.zeros(hi - lo)
+        tp = 0
+        for j in range(lo, hi):
+            if role[j] == 1:
+                tp += 1
+            recall[j - lo] = tp / n_rel[u]
+            precision[j - lo] = tp / (j - lo + 1)
+        # interpolated precision: best precision at any recall >= level (scan from the end)
+        best = 0.0
+        g = len(grid) - 1
+        for j in range(hi - lo - 1, -1, -1):
+            while g >= 0 and grid[g] > recall[j]:
                 sums[chunk, g] += best
                 g -= 1
-            used[chunk] += 1
-    return sums, used
+            best = max(best, precision[j])
+        while g >= 0:
+            sums[chunk, g] += best
+            g -= 1
+        used[chunk] += 1

@@ -22,8 +22,9 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from numba import get_num_threads, njit, prange
+from numba import njit
 
+from recsys_eval.core.chunks import chunk_bounds, run_chunks
 from recsys_eval.measure.metrics import KERNEL_CUTOFF_SLOTS, METRICS
 from recsys_eval.targets.sampling import insertion_sort
 
@@ -107,12 +108,6 @@ class _Scratch(NamedTuple):
     idcg: np.ndarray  # per cutoff, the ideal DCG
     hl_max: np.ndarray  # per cutoff, the best half-life utility
     row: np.ndarray  # the unit's values at every kernel column, before the output keeps some
-
-
-def chunk_bounds(n_units: int, per_thread: int = 4) -> np.ndarray:
-    """Unit bounds of the parallel chunks (a few per thread, for load balance)."""
-    n_chunks = max(1, min(n_units, per_thread * get_num_threads()))
-    return np.linspace(0, n_units, n_chunks + 1).astype(np.int64)
 
 
 @njit(cache=True)
@@ -321,11 +316,11 @@ def keep_columns(row, columns, out, u):
         out[j, u] = row[columns[j]]
 
 
-@njit(parallel=True, cache=True)
 def ranking_kernel(rankings, targets, options, slots, width, columns, n_items, bounds):
     """Per unit, every ranking metric: the cutoff metrics at every cutoff, then the whole-list ones,
     at the kernel columns ``slots`` give (:func:`~recsys_eval.measure.metrics.kernel_column`), of
-    which the output keeps ``columns``, in that order.
+    which the output keeps ``columns``, in that order; the chunks of units ``bounds`` gives run in
+    parallel (:func:`~recsys_eval.core.chunks.run_chunks`).
 
     Returns ``(values[len(columns), n_units], status[n_units])``: metric-major, so that each kept
     column is one contiguous run, as the long per-unit table stacks them
@@ -335,55 +330,64 @@ def ranking_kernel(rankings, targets, options, slots, width, columns, n_items, b
     n_units = len(targets.offsets) - 1
     out = np.empty((len(columns), n_units))
     status = np.zeros(n_units, np.int8)
+    run_chunks(_ranking_chunk, bounds, rankings, targets, options, slots, width, columns, n_items, out, status)
+    return out, status
+
+
+@njit(cache=True, nogil=True)
+def _ranking_chunk(lo, hi, rankings, targets, options, slots, width, columns, n_items, out, status):
+    """:func:`ranking_kernel` for the units ``lo:hi``."""
     cutoffs = options.cutoffs
     kmax = cutoffs[len(cutoffs) - 1]
     ranks = np.arange(1, kmax + 1).astype(np.float64)
     discount = 1.0 / np.log2(ranks + 1.0)
     decay = 2.0 ** (-(ranks - 1.0) / (options.half_life - 1.0))
-    for chunk in prange(len(bounds) - 1):
-        lo, hi = bounds[chunk], bounds[chunk + 1]
-        longest_ranking = 0
-        longest_targets = 0
-        for u in range(lo, hi):
-            longest_ranking = max(longest_ranking, rankings.offsets[u + 1] - rankings.offsets[u])
-            longest_targets = max(longest_targets, targets.offsets[u + 1] - targets.offsets[u])
-        scratch = _Scratch(np.full(n_items, -1, np.int64), np.zeros(longest_ranking), np.empty(longest_targets),
-                           np.zeros(len(cutoffs)), np.zeros(len(cutoffs)), np.empty(width))
-        for u in range(lo, hi):
-            _score_unit(u, rankings, targets, options, slots, discount, decay, scratch, status)
-            keep_columns(scratch.row, columns, out, u)
-    return out, status
+    longest_ranking = 0
+    longest_targets = 0
+    for u in range(lo, hi):
+        longest_ranking = max(longest_ranking, rankings.offsets[u + 1] - rankings.offsets[u])
+        longest_targets = max(longest_targets, targets.offsets[u + 1] - targets.offsets[u])
+    scratch = _Scratch(np.full(n_items, -1, np.int64), np.zeros(longest_ranking), np.empty(longest_targets),
+                       np.zeros(len(cutoffs)), np.zeros(len(cutoffs)), np.empty(width))
+    for u in range(lo, hi):
+        _score_unit(u, rankings, targets, options, slots, discount, decay, scratch, status)
+        keep_columns(scratch.row, columns, out, u)
 
 
-@njit(parallel=True, cache=True)
 def label_kernel(rankings, targets, n_items, bounds):
     """Per ranked item its gain and role (1 relevant, 0 non-relevant target, -1 not a target);
-    per unit its relevant count R and non-relevant count N over the whole target set."""
+    per unit its relevant count R and non-relevant count N over the whole target set; the chunks
+    of units ``bounds`` gives run in parallel."""
     n_units = len(targets.offsets) - 1
-    r_offsets, r_items = rankings.offsets, rankings.items
-    t_offsets, t_items, t_gain = targets.offsets, targets.items, targets.gain
-    gain = np.zeros(len(r_items))
-    role = np.full(len(r_items), -1, np.int8)
+    gain = np.zeros(len(rankings.items))
+    role = np.full(len(rankings.items), -1, np.int8)
     n_rel = np.zeros(n_units, np.int64)
     n_non = np.zeros(n_units, np.int64)
-    for chunk in prange(len(bounds) - 1):
-        stamp = np.full(n_items, -1, np.int64)
-        gain_at = np.zeros(n_items)
-        for u in range(bounds[chunk], bounds[chunk + 1]):
-            rel = 0
-            for j in range(t_offsets[u], t_offsets[u + 1]):
-                stamp[t_items[j]] = u
-                gain_at[t_items[j]] = t_gain[j]
-                if t_gain[j] > 0.0:
-                    rel += 1
-            n_rel[u] = rel
-            size = targets.n_candidates[u] if targets.all_candidates else t_offsets[u + 1] - t_offsets[u]
-            n_non[u] = size - rel
-            for j in range(r_offsets[u], r_offsets[u + 1]):
-                item = r_items[j]
-                if stamp[item] == u:
-                    gain[j] = gain_at[item]
-                    role[j] = 1 if gain_at[item] > 0.0 else 0
-                elif targets.all_candidates:
-                    role[j] = 0
+    run_chunks(_label_chunk, bounds, rankings, targets, n_items, gain, role, n_rel, n_non)
     return gain, role, n_rel, n_non
+
+
+@njit(cache=True, nogil=True)
+def _label_chunk(lo, hi, rankings, targets, n_items, gain, role, n_rel, n_non):
+    """:func:`label_kernel` for the units ``lo:hi``."""
+    r_offsets, r_items = rankings.offsets, rankings.items
+    t_offsets, t_items, t_gain = targets.offsets, targets.items, targets.gain
+    stamp = np.full(n_items, -1, np.int64)
+    gain_at = np.zeros(n_items)
+    for u in range(lo, hi):
+        rel = 0
+        for j in range(t_offsets[u], t_offsets[u + 1]):
+            stamp[t_items[j]] = u
+            gain_at[t_items[j]] = t_gain[j]
+            if t_gain[j] > 0.0:
+                rel += 1
+        n_rel[u] = rel
+        size = targets.n_candidates[u] if targets.all_candidates else t_offsets[u + 1] - t_offsets[u]
+        n_non[u] = size - rel
+        for j in range(r_offsets[u], r_offsets[u + 1]):
+            item = r_items[j]
+            if stamp[item] == u:
+                gain[j] = gain_at[item]
+                role[j] = 1 if gain_at[item] > 0.0 else 0
+            elif targets.all_candidates:
+                role[j] = 0

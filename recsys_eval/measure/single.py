@@ -24,80 +24,86 @@ O(cutoffs) per unit (O(tied) more under average ties) instead of a pass over N +
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
+from recsys_eval.core.chunks import run_chunks
 from recsys_eval.core.units import RelevantRanks, Targets
 from recsys_eval.errors import ConfigError, DataError
 from recsys_eval.measure.kernels import GAIN_CODES, SLOTS, _record, _transformed_gain, chunk_bounds, keep_columns
 from recsys_eval.measure.metrics import kernel_width
 
 
-@njit(parallel=True, cache=True)
 def one_relevant_kernel(above, tied, before, n_non, gain, ranked, cutoffs, gain_mode, ap_min_rk, half_life,
                         neutral, average_ties, slots, width, columns, bounds):
     """Per unit the 8 cutoff metrics at every cutoff, then AUC, written by the ranking kernel's
     ``_record`` at the kernel columns ``slots`` give, of which the output keeps ``columns``: the
     metric-major ``values[len(columns), n_units]`` of :func:`recsys_eval.measure.kernels.ranking_kernel`;
-    NaN marks undefined values."""
-    n_units = len(above)
+    NaN marks undefined values. The chunks of units ``bounds`` gives run in parallel."""
+    out = np.empty((len(columns), len(above)))
+    run_chunks(_one_relevant_chunk, bounds, above, tied, before, n_non, gain, ranked, cutoffs, gain_mode, ap_min_rk,
+               half_life, neutral, average_ties, slots, width, columns, out)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _one_relevant_chunk(lo, hi, above, tied, before, n_non, gain, ranked, cutoffs, gain_mode, ap_min_rk, half_life,
+                        neutral, average_ties, slots, width, columns, out):
+    """:func:`one_relevant_kernel` for the units ``lo:hi``."""
     n_cut = len(cutoffs)
-    out = np.empty((len(columns), n_units))
     kmax = cutoffs[n_cut - 1]
     ranks = np.arange(1, kmax + 1).astype(np.float64)
     discount = 1.0 / np.log2(ranks + 1.0)
     decay = 2.0 ** (-(ranks - 1.0) / (half_life - 1.0))
-    for chunk in prange(len(bounds) - 1):
-        row = np.empty(width)
-        for u in range(bounds[chunk], bounds[chunk + 1]):
-            row[:] = np.nan
-            g = np.float64(gain[u])
-            g_dcg = _transformed_gain(g, gain_mode)
-            g_hl = max(g - neutral, 0.0)
-            idcg = 0.0 + g_dcg * discount[0]
-            hl_max = 0.0 + g_hl * decay[0]
-            hits = 0.0
-            found = 0.0
-            rr = 0.0
-            ap = 0.0
-            dcg = 0.0
-            hl = 0.0
-            c = 0
-            if ranked[u]:
-                a = above[u] if average_ties else above[u] + before[u]  # positions before the block
-                n = tied[u] + 1 if average_ties else 1
-                while c < n_cut and cutoffs[c] <= a:
-                    _record(row, slots, c, n_cut, cutoffs[c], 1, ap_min_rk, (hits, ap, dcg, rr, found, hl),
-                            (idcg, hl_max))
-                    c += 1
-                if a < kmax:
-                    share = 1 / n
-                    first = share  # P(the relevant item at offset t of the block)
-                    for t in range(n):
-                        i = a + t + 1
-                        if i > kmax:
-                            break
-                        dcg += g_dcg / n * discount[i - 1]
-                        hl += g_hl / n * decay[i - 1]
-                        ap += share * (hits + 1.0) / i
-                        if first > 0.0:
-                            rr += first / i
-                            found += first
-                            first = first * (n - t - 1) / (n - 1 - t) if n - 1 - t > 0 else 0.0
-                        while c < n_cut and cutoffs[c] == i:
-                            _record(row, slots, c, n_cut, cutoffs[c], 1, ap_min_rk,
-                                    (hits + (t + 1) * share, ap, dcg, rr, found, hl), (idcg, hl_max))
-                            c += 1
-                    hits += 1
-            while c < n_cut:
+    row = np.empty(width)
+    for u in range(lo, hi):
+        row[:] = np.nan
+        g = np.float64(gain[u])
+        g_dcg = _transformed_gain(g, gain_mode)
+        g_hl = max(g - neutral, 0.0)
+        idcg = 0.0 + g_dcg * discount[0]
+        hl_max = 0.0 + g_hl * decay[0]
+        hits = 0.0
+        found = 0.0
+        rr = 0.0
+        ap = 0.0
+        dcg = 0.0
+        hl = 0.0
+        c = 0
+        if ranked[u]:
+            a = above[u] if average_ties else above[u] + before[u]  # positions before the block
+            n = tied[u] + 1 if average_ties else 1
+            while c < n_cut and cutoffs[c] <= a:
                 _record(row, slots, c, n_cut, cutoffs[c], 1, ap_min_rk, (hits, ap, dcg, rr, found, hl),
                         (idcg, hl_max))
                 c += 1
-            if n_non[u] > 0:
-                correct = 0.0
-                correct += (n_non[u] - above[u] - tied[u]) + 0.5 * tied[u]
-                row[slots.n_cutoff_slots * n_cut + slots.auc] = correct / n_non[u]
-            keep_columns(row, columns, out, u)
-    return out
+            if a < kmax:
+                share = 1 / n
+                first = share  # P(the relevant item at offset t of the block)
+                for t in range(n):
+                    i = a + t + 1
+                    if i > kmax:
+                        break
+                    dcg += g_dcg / n * discount[i - 1]
+                    hl += g_hl / n * decay[i - 1]
+                    ap += share * (hits + 1.0) / i
+                    if first > 0.0:
+                        rr += first / i
+                        found += first
+                        first = first * (n - t - 1) / (n - 1 - t) if n - 1 - t > 0 else 0.0
+                    while c < n_cut and cutoffs[c] == i:
+                        _record(row, slots, c, n_cut, cutoffs[c], 1, ap_min_rk,
+                                (hits + (t + 1) * share, ap, dcg, rr, found, hl), (idcg, hl_max))
+                        c += 1
+                hits += 1
+        while c < n_cut:
+            _record(row, slots, c, n_cut, cutoffs[c], 1, ap_min_rk, (hits, ap, dcg, rr, found, hl),
+                    (idcg, hl_max))
+            c += 1
+        if n_non[u] > 0:
+            correct = 0.0
+            correct += (n_non[u] - above[u] - tied[u]) + 0.5 * tied[u]
+            row[slots.n_cutoff_slots * n_cut + slots.auc] = correct / n_non[u]
+        keep_columns(row, columns, out, u)
 
 
 def check_one_relevant(ranks: RelevantRanks, targets: Targets, metrics: list[str], beyond: tuple[str, ...]) -> None:

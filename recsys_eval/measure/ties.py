@@ -10,8 +10,9 @@ only among the listed items: a truncated list cannot say what was tied with its 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
+from recsys_eval.core.chunks import run_chunks
 from recsys_eval.core.units import Rankings
 from recsys_eval.errors import DataError
 from recsys_eval.measure.kernels import chunk_bounds
@@ -50,7 +51,6 @@ def scan_scores(rankings: Rankings, source: str = "rankings") -> tuple[np.ndarra
     return tied, not (unordered >= 0).any()
 
 
-@njit(parallel=True, cache=True)
 def _scan(offsets, scores, items, bounds):
     """Tie flags, and per chunk of units the first position (-1: none) of a non-finite score, of a
     score above the previous one, and of a tied item listed after a larger item index."""
@@ -59,24 +59,29 @@ def _scan(offsets, scores, items, bounds):
     non_finite = np.full(n_chunks, -1, np.int64)
     rise = np.full(n_chunks, -1, np.int64)
     unordered = np.full(n_chunks, -1, np.int64)
-    for chunk in prange(n_chunks):
-        first_non_finite = first_rise = first_unordered = -1  # locals: no store per position
-        for u in range(bounds[chunk], bounds[chunk + 1]):
-            start = offsets[u]
-            for j in range(start, offsets[u + 1]):
-                score = scores[j]
-                if first_non_finite < 0 and not np.isfinite(score):
-                    first_non_finite = j
-                if j > start:
-                    if score > scores[j - 1]:
-                        if first_rise < 0:
-                            first_rise = j
-                    elif score == scores[j - 1]:
-                        tied[j] = True
-                        if first_unordered < 0 and items[j] < items[j - 1]:
-                            first_unordered = j
-        non_finite[chunk], rise[chunk], unordered[chunk] = first_non_finite, first_rise, first_unordered
+    run_chunks(_scan_chunk, bounds, offsets, scores, items, tied, non_finite, rise, unordered, index=True)
     return tied, non_finite, rise, unordered
+
+
+@njit(cache=True, nogil=True)
+def _scan_chunk(chunk, first, last, offsets, scores, items, tied, non_finite, rise, unordered):
+    """:func:`_scan` for the units ``first:last``, chunk ``chunk`` of the first positions."""
+    first_non_finite = first_rise = first_unordered = -1  # locals: no store per position
+    for u in range(first, last):
+        start = offsets[u]
+        for j in range(start, offsets[u + 1]):
+            score = scores[j]
+            if first_non_finite < 0 and not np.isfinite(score):
+                first_non_finite = j
+            if j > start:
+                if score > scores[j - 1]:
+                    if first_rise < 0:
+                        first_rise = j
+                elif score == scores[j - 1]:
+                    tied[j] = True
+                    if first_unordered < 0 and items[j] < items[j - 1]:
+                        first_unordered = j
+    non_finite[chunk], rise[chunk], unordered[chunk] = first_non_finite, first_rise, first_unordered
 
 
 def order_ties(rankings: Rankings, tied: np.ndarray) -> Rankings:

@@ -6,6 +6,7 @@ import numba
 import numpy as np
 
 from recsys_eval.core import Interactions
+from recsys_eval.core.chunks import chunk_bounds, run_chunks
 from recsys_eval.core.rng import splitmix64
 from recsys_eval.recommend.base import Recommender
 
@@ -17,22 +18,30 @@ def _uniform(seed: np.uint64, user: np.uint64, item: np.uint64) -> np.float32:
     return np.float32(key >> np.uint64(40)) / np.float32(16777216.0)
 
 
-@numba.njit(cache=True, parallel=True, nogil=True)
 def _random_pairs(seed, users, items):
     out = np.empty(len(users), dtype=np.float32)
-    for p in numba.prange(len(users)):
-        out[p] = _uniform(seed, np.uint64(users[p]), np.uint64(items[p]))
+    run_chunks(_random_pairs_chunk, chunk_bounds(len(users)), seed, users, items, out)
     return out
 
 
-@numba.njit(cache=True, parallel=True, nogil=True)
+@numba.njit(cache=True, nogil=True)
+def _random_pairs_chunk(lo, hi, seed, users, items, out):
+    for p in range(lo, hi):
+        out[p] = _uniform(seed, np.uint64(users[p]), np.uint64(items[p]))
+
+
 def _random_block(seed, users, n_items):
     out = np.empty((len(users), n_items), dtype=np.float32)
-    for r in numba.prange(len(users)):
+    run_chunks(_random_block_chunk, chunk_bounds(len(users)), seed, users, n_items, out)
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _random_block_chunk(lo, hi, seed, users, n_items, out):
+    for r in range(lo, hi):
         user = np.uint64(users[r])
         for i in range(n_items):
             out[r, i] = _uniform(seed, user, np.uint64(i))
-    return out
 
 
 class RandomRecommender(Recommender):

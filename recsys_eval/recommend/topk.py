@@ -19,6 +19,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from recsys_eval.core.chunks import chunk_bounds, run_chunks
+
 
 @numba.njit(cache=True, inline="always")
 def _worse(s_a: float, i_a: int, s_b: float, i_b: int) -> bool:
@@ -170,7 +172,6 @@ def _scan_row(row, seen_indices, first, last, blocked, out_s, out_i, placed, abo
     return count, nans
 
 
-@numba.njit(cache=True, parallel=True, nogil=True)
 def top_k_rows(scores, rows, seen_indptr, seen_indices, blocked, k, place_ptr, placed, above, tied, before):
     """Best ``k`` columns of every row of ``scores`` (rows x columns), skipping the columns of
     CSR row ``rows[r]`` of ``seen`` (indices sorted) and columns with ``blocked[col]``; -inf
@@ -187,15 +188,22 @@ def top_k_rows(scores, rows, seen_indptr, seen_indices, blocked, k, place_ptr, p
     out_s = np.full((n_rows, k), -np.inf, dtype=np.float32)
     counts = np.zeros(n_rows, dtype=np.int64)
     nans = np.zeros(n_rows, dtype=np.int64)
-    for r in numba.prange(n_rows):
+    run_chunks(_top_k_rows_chunk, chunk_bounds(n_rows), scores, rows, seen_indptr, seen_indices, blocked, place_ptr,
+               placed, above, tied, before, out_i, out_s, counts, nans)
+    return out_i, out_s, counts, nans.sum()
+
+
+@numba.njit(cache=True, nogil=True)
+def _top_k_rows_chunk(lo, hi, scores, rows, seen_indptr, seen_indices, blocked, place_ptr, placed, above, tied, before,
+                      out_i, out_s, counts, nans):
+    """:func:`top_k_rows` for the rows ``lo:hi``."""
+    for r in range(lo, hi):
         first, last = seen_indptr[rows[r]], seen_indptr[rows[r] + 1]
         a, b = place_ptr[r], place_ptr[r + 1]
         counts[r], nans[r] = _scan_row(scores[r], seen_indices, first, last, blocked, out_s[r], out_i[r],
                                        placed[a:b], above[a:b], tied[a:b], before[a:b])
-    return out_i, out_s, counts, nans.sum()
 
 
-@numba.njit(cache=True, parallel=True, nogil=True)
 def top_k_factors(user_factors, item_factors_t, rows, seen_indptr, seen_indices, blocked, k, tile,
                   place_ptr, placed, above, tied, before):
     """:func:`top_k_rows` of the scores ``user_factors[rows] @ item_factors_t``, computed ``tile``
@@ -206,7 +214,18 @@ def top_k_factors(user_factors, item_factors_t, rows, seen_indptr, seen_indices,
     out_s = np.full((n_rows, k), -np.inf, dtype=np.float32)
     counts = np.zeros(n_rows, dtype=np.int64)
     nans = np.zeros(n_rows, dtype=np.int64)
-    for t in numba.prange((n_rows + tile - 1) // tile):
+    run_chunks(_top_k_factors_chunk, chunk_bounds((n_rows + tile - 1) // tile), user_factors, item_factors_t, rows,
+               seen_indptr, seen_indices, blocked, tile, place_ptr, placed, above, tied, before, out_i, out_s, counts,
+               nans)
+    return out_i, out_s, counts, nans.sum()
+
+
+@numba.njit(cache=True, nogil=True)
+def _top_k_factors_chunk(t_lo, t_hi, user_factors, item_factors_t, rows, seen_indptr, seen_indices, blocked, tile,
+                         place_ptr, placed, above, tied, before, out_i, out_s, counts, nans):
+    """:func:`top_k_factors` for the tiles ``t_lo:t_hi``."""
+    n_rows = len(rows)
+    for t in range(t_lo, t_hi):
         lo, hi = t * tile, min((t + 1) * tile, n_rows)
         scores = np.dot(user_factors[rows[lo:hi]], item_factors_t)
         for r in range(lo, hi):
@@ -214,10 +233,8 @@ def top_k_factors(user_factors, item_factors_t, rows, seen_indptr, seen_indices,
             a, b = place_ptr[r], place_ptr[r + 1]
             counts[r], nans[r] = _scan_row(scores[r - lo], seen_indices, first, last, blocked, out_s[r],
                                            out_i[r], placed[a:b], above[a:b], tied[a:b], before[a:b])
-    return out_i, out_s, counts, nans.sum()
 
 
-@numba.njit(cache=True, parallel=True, nogil=True)
 def top_k_global(order, rows, seen_indptr, seen_indices, n_items, k, bounds):
     """Top ``k`` of every row when the scores do not depend on the row: the first ``k`` items of
     ``order`` (every allowed item with a finite score, best first) not in CSR row ``rows[r]`` of
@@ -227,24 +244,28 @@ def top_k_global(order, rows, seen_indptr, seen_indices, n_items, k, bounds):
     n_rows = len(rows)
     out_i = np.full((n_rows, k), -1, dtype=np.int32)
     counts = np.zeros(n_rows, dtype=np.int64)
-    for chunk in numba.prange(len(bounds) - 1):
-        stamp = np.full(n_items, -1, dtype=np.int64)
-        for r in range(bounds[chunk], bounds[chunk + 1]):
-            u = rows[r]
-            for p in range(seen_indptr[u], seen_indptr[u + 1]):
-                stamp[seen_indices[p]] = r
-            c = 0
-            for j in order:
-                if c == k:
-                    break
-                if stamp[j] != r:
-                    out_i[r, c] = j
-                    c += 1
-            counts[r] = c
+    run_chunks(_top_k_global_chunk, bounds, order, rows, seen_indptr, seen_indices, n_items, k, out_i, counts)
     return out_i, counts
 
 
-@numba.njit(cache=True, parallel=True, nogil=True)
+@numba.njit(cache=True, nogil=True)
+def _top_k_global_chunk(lo, hi, order, rows, seen_indptr, seen_indices, n_items, k, out_i, counts):
+    """:func:`top_k_global` for the rows ``lo:hi``."""
+    stamp = np.full(n_items, -1, dtype=np.int64)
+    for r in range(lo, hi):
+        u = rows[r]
+        for p in range(seen_indptr[u], seen_indptr[u + 1]):
+            stamp[seen_indices[p]] = r
+        c = 0
+        for j in order:
+            if c == k:
+                break
+            if stamp[j] != r:
+                out_i[r, c] = j
+                c += 1
+        counts[r] = c
+
+
 def place_global(neg_sorted, position, item_scores, rows, seen_indptr, seen_indices, place_ptr, placed,
                  above, tied, before, bounds):
     """:func:`_place_in_row` when the scores do not depend on the row: from one global order of
@@ -253,36 +274,42 @@ def place_global(neg_sorted, position, item_scores, rows, seen_indptr, seen_indi
     the row's excluded items (its allowed seen items and placed items) that fall in the same
     ranges of the order, found by binary search in their sorted positions: O((|seen| + |placed|)
     log) per row instead of a pass over every item."""
-    for chunk in numba.prange(len(bounds) - 1):
-        for r in range(bounds[chunk], bounds[chunk + 1]):
-            a, b = place_ptr[r], place_ptr[r + 1]
-            if a == b:
-                continue
-            u = rows[r]
-            excluded = np.empty(seen_indptr[u + 1] - seen_indptr[u] + b - a, dtype=np.int64)
-            n = 0
-            for p in range(seen_indptr[u], seen_indptr[u + 1]):
-                if position[seen_indices[p]] >= 0:
-                    excluded[n] = position[seen_indices[p]]
-                    n += 1
-            for p in range(a, b):
-                excluded[n] = position[placed[p]]
+    run_chunks(_place_global_chunk, bounds, neg_sorted, position, item_scores, rows, seen_indptr, seen_indices,
+               place_ptr, placed, above, tied, before)
+
+
+@numba.njit(cache=True, nogil=True)
+def _place_global_chunk(lo, hi, neg_sorted, position, item_scores, rows, seen_indptr, seen_indices, place_ptr, placed,
+                        above, tied, before):
+    """:func:`place_global` for the rows ``lo:hi``."""
+    for r in range(lo, hi):
+        a, b = place_ptr[r], place_ptr[r + 1]
+        if a == b:
+            continue
+        u = rows[r]
+        excluded = np.empty(seen_indptr[u + 1] - seen_indptr[u] + b - a, dtype=np.int64)
+        n = 0
+        for p in range(seen_indptr[u], seen_indptr[u + 1]):
+            if position[seen_indices[p]] >= 0:
+                excluded[n] = position[seen_indices[p]]
                 n += 1
-            excluded = np.sort(excluded[:n])
-            for p in range(a, b):
-                key = -item_scores[placed[p]]
-                g0 = np.searchsorted(neg_sorted, key, side="left")  # allowed items scoring higher
-                g1 = np.searchsorted(neg_sorted, key, side="right")  # ... at least as high
-                at = position[placed[p]]
-                e0 = np.searchsorted(excluded, g0)
-                e1 = np.searchsorted(excluded, g1)
-                e_at = np.searchsorted(excluded, at)
-                above[p] = g0 - e0
-                tied[p] = (g1 - g0) - (e1 - e0)  # the placed item itself is among the excluded
-                before[p] = (at - g0) - (e_at - e0)
+        for p in range(a, b):
+            excluded[n] = position[placed[p]]
+            n += 1
+        excluded = np.sort(excluded[:n])
+        for p in range(a, b):
+            key = -item_scores[placed[p]]
+            g0 = np.searchsorted(neg_sorted, key, side="left")  # allowed items scoring higher
+            g1 = np.searchsorted(neg_sorted, key, side="right")  # ... at least as high
+            at = position[placed[p]]
+            e0 = np.searchsorted(excluded, g0)
+            e1 = np.searchsorted(excluded, g1)
+            e_at = np.searchsorted(excluded, at)
+            above[p] = g0 - e0
+            tied[p] = (g1 - g0) - (e1 - e0)  # the placed item itself is among the excluded
+            before[p] = (at - g0) - (e_at - e0)
 
 
-@numba.njit(cache=True, parallel=True, nogil=True)
 def place_listed(relevant, rel_scores, unit_group, neg_offsets, negatives, neg_scores):
     """For every unit, of the listed items of its group ``negatives[neg_offsets[g]:neg_offsets[g +
     1]]`` (``g = unit_group[unit]``) other than its relevant item: those scoring higher than the
@@ -291,7 +318,16 @@ def place_listed(relevant, rel_scores, unit_group, neg_offsets, negatives, neg_s
     above = np.zeros(n, dtype=np.int64)
     tied = np.zeros(n, dtype=np.int64)
     before = np.zeros(n, dtype=np.int64)
-    for u in numba.prange(n):
+    run_chunks(_place_listed_chunk, chunk_bounds(n), relevant, rel_scores, unit_group, neg_offsets, negatives,
+               neg_scores, above, tied, before)
+    return above, tied, before
+
+
+@numba.njit(cache=True, nogil=True)
+def _place_listed_chunk(lo, hi, relevant, rel_scores, unit_group, neg_offsets, negatives, neg_scores, above, tied,
+                        before):
+    """:func:`place_listed` for the units ``lo:hi``."""
+    for u in range(lo, hi):
         g = unit_group[u]
         item = relevant[u]
         s = rel_scores[u]
@@ -306,15 +342,20 @@ def place_listed(relevant, rel_scores, unit_group, neg_offsets, negatives, neg_s
                 tied[u] += 1
                 if j < item:
                     before[u] += 1
-    return above, tied, before
 
 
-@numba.njit(cache=True, parallel=True, nogil=True)
 def sort_units(offsets, items, scores):
     """Positions of every unit's slice ordered by (score desc, item asc): a permutation of
     ``0..len(items)-1`` that keeps each unit's positions inside its slice."""
     order = np.empty(len(items), dtype=np.int64)
-    for u in numba.prange(len(offsets) - 1):
+    run_chunks(_sort_units_chunk, chunk_bounds(len(offsets) - 1), offsets, items, scores, order)
+    return order
+
+
+@numba.njit(cache=True, nogil=True)
+def _sort_units_chunk(first, last, offsets, items, scores, order):
+    """:func:`sort_units` for the units ``first:last``."""
+    for u in range(first, last):
         lo, hi = offsets[u], offsets[u + 1]
         unit_items = items[lo:hi]
         if np.all(unit_items[1:] > unit_items[:-1]):  # the usual case: listed in item order
@@ -323,7 +364,6 @@ def sort_units(offsets, items, scores):
             by_item = np.argsort(unit_items, kind="mergesort")
         by_score = np.argsort(-scores[lo:hi][by_item], kind="mergesort")  # stable: ties keep item order
         order[lo:hi] = lo + by_item[by_score]
-    return order
 
 
 @numba.njit(cache=True, nogil=True)

@@ -28,8 +28,9 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
+from recsys_eval.core.chunks import run_chunks
 from recsys_eval.core.rng import splitmix64
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -296,7 +297,6 @@ def _sample(state, m, a, start, stop, design, pool, data, work):
         _sample_pool(state, m, a, pool, work)
 
 
-@njit(cache=True, parallel=True)
 def fill_units(plan, design, pool, data, out_items, out_gain, max_m, scratch_size, n_tasks):
     """Fill the listed target sets of the units of ``plan.users`` (:class:`Plan`, :class:`Design`,
     :class:`Pool`, :class:`UserItems`) into ``out_items``/``out_gain``, in ``n_tasks`` parallel tasks.
@@ -310,12 +310,11 @@ def fill_units(plan, design, pool, data, out_items, out_gain, max_m, scratch_siz
     n_users = len(plan.users)
     n_tasks = max(1, min(n_tasks, (n_users + _MIN_BLOCK - 1) // _MIN_BLOCK))
     size = (n_users + n_tasks - 1) // n_tasks
-    for b in prange(n_tasks):
-        _fill_block(b * size, min((b + 1) * size, n_users), plan, design, pool, data, out_items,
-                    out_gain, max_m, scratch_size)
+    bounds = np.minimum(np.arange(n_tasks + 1, dtype=np.int64) * size, n_users)
+    run_chunks(_fill_block, bounds, plan, design, pool, data, out_items, out_gain, max_m, scratch_size)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _fill_block(lo, hi, plan, design, pool, data, out_items, out_gain, max_m, scratch_size):
     """The units of ``plan.users[lo:hi]``, with scratch buffers of their own."""
     n_items = len(pool.weight)
