@@ -15,8 +15,6 @@ from __future__ import annotations
 import codecs
 import csv
 import io
-import os
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +23,7 @@ import numba
 import numpy as np
 import polars as pl
 
+from recsys_eval.core.chunks import run_chunks
 from recsys_eval.errors import DataError
 
 _UNIT_SEPARATOR = "\x1f"  # stands in for a multi-character separator; never found in text data
@@ -170,20 +169,19 @@ def _read_integers(path: Path, separator: str, header: bool, columns: Sequence[s
         names = list(columns)
     if start >= len(data):
         return None
-    bounds = _chunk_bounds(data, start, os.cpu_count() or 1)
-    chunks = list(zip(bounds[:-1], bounds[1:], strict=True))
-    with ThreadPoolExecutor(len(chunks)) as pool:
-        rows = list(pool.map(lambda c: _count_lines(data, *c), chunks))
-        out = np.empty((len(names), sum(rows)), dtype=np.int64)
-        firsts = np.cumsum([0] + rows[:-1])
-        failed = list(pool.map(lambda c: _parse_integers(data, c[0][0], c[0][1], ord(separator), out, c[1]),
-                               zip(chunks, firsts, strict=True)))
-    if any(f >= 0 for f in failed):
+    bounds = _chunk_bounds(data, start, numba.get_num_threads())
+    lines = np.zeros(len(bounds) - 1, dtype=np.int64)
+    run_chunks(_count_lines, bounds, data, lines, index=True)
+    out = np.empty((len(names), int(lines.sum())), dtype=np.int64)
+    first_rows = np.cumsum(lines) - lines
+    failed = np.full(len(bounds) - 1, -1, dtype=np.int64)
+    run_chunks(_parse_integers, bounds, data, ord(separator), out, first_rows, failed, index=True)
+    if (failed >= 0).any():
         return None
     return pl.DataFrame([pl.Series(name, out[f]) for f, name in enumerate(names)])
 
 
-def _chunk_bounds(data: np.ndarray, start: int, n: int) -> list[int]:
+def _chunk_bounds(data: np.ndarray, start: int, n: int) -> np.ndarray:
     """``n`` (or fewer) byte ranges of whole lines, ``start`` to the end; small files are one."""
     n = max(1, min(n, (len(data) - start) >> 22))
     bounds = [start]
@@ -192,23 +190,31 @@ def _chunk_bounds(data: np.ndarray, start: int, n: int) -> list[int]:
         newline = int(np.argmax(data[cut:] == 10))
         if data[cut + newline] == 10 and cut + newline + 1 > bounds[-1]:
             bounds.append(cut + newline + 1)
-    return [*bounds, len(data)]
+    return np.array([*bounds, len(data)], dtype=np.int64)
 
 
 @numba.njit(cache=True, nogil=True)
-def _count_lines(data: np.ndarray, start: int, stop: int) -> int:
-    """Lines in ``data[start:stop]``: its newlines, and a last line without one."""
+def _count_lines(chunk_index: int, start: int, stop: int, data: np.ndarray, lines: np.ndarray) -> None:
+    """``lines[chunk_index]``: the lines in ``data[start:stop]`` (its newlines, and a last line
+    without one)."""
     chunk = data[start:stop]
-    lines = 0
+    count = 0
     for p in range(len(chunk)):  # a loop over a slice, which LLVM vectorises
-        lines += chunk[p] == 10
-    return lines + (stop > start and data[stop - 1] != 10)
+        count += chunk[p] == 10
+    lines[chunk_index] = count + (stop > start and data[stop - 1] != 10)
 
 
 @numba.njit(cache=True, nogil=True)
-def _parse_integers(data: np.ndarray, start: int, stop: int, separator: int, out: np.ndarray, row: int) -> int:
-    """Parse the lines of ``data[start:stop]`` into ``out[:, row:]``; -1, or the position of the
-    first byte that is not part of a line of ``out.shape[0]`` non-negative integers."""
+def _parse_integers(chunk_index: int, start: int, stop: int, data: np.ndarray, separator: int, out: np.ndarray,
+                    first_rows: np.ndarray, failed: np.ndarray) -> None:
+    """Parse the lines of ``data[start:stop]`` into ``out[:, first_rows[chunk_index]:]``; sets
+    ``failed[chunk_index]`` to the position of the first byte that is not part of a line of
+    ``out.shape[0]`` non-negative integers."""
+    failed[chunk_index] = _parse_lines(data, start, stop, separator, out, first_rows[chunk_index])
+
+
+@numba.njit(cache=True, nogil=True)
+def _parse_lines(data: np.ndarray, start: int, stop: int, separator: int, out: np.ndarray, row: int) -> int:
     n_fields = out.shape[0]
     field, value, digits = 0, 0, 0
     for p in range(start, stop):

@@ -36,7 +36,6 @@ array and puts each row in the slot of its rank: no hashing of pairs, no sort of
 from __future__ import annotations
 
 import json
-import os
 import re
 from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Sequence
@@ -307,7 +306,7 @@ def _lookup(values: np.ndarray, low: int, code_of: np.ndarray, codes: np.ndarray
 
 
 def _threads() -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(max_workers=os.cpu_count() or 1)
+    return ThreadPoolExecutor(max_workers=numba.get_num_threads())
 
 
 # -- grouping and checking each user's rows --------------------------------------------------------
