@@ -260,8 +260,10 @@ class Index:
 
     @classmethod
     def of(cls, tables: Sequence[Table]) -> Index:
-        user_ids, user = _index([t.frame.get_column("user") for t in tables])
-        item_ids, item = _index([t.frame.get_column("item") for t in tables])
+        with _threads() as pool:  # users and items side by side (the kernels release the GIL)
+            users = pool.submit(_index, [t.frame.get_column("user") for t in tables])
+            item_ids, item = _index([t.frame.get_column("item") for t in tables])
+            user_ids, user = users.result()
         return cls(user_ids.rename("user"), item_ids.rename("item"), user, item)
 
 
@@ -277,9 +279,9 @@ def _index(columns: list[pl.Series]) -> tuple[pl.Series, list[np.ndarray]]:
             for values in arrays:
                 _mark(values, low, present)
             code_of = (np.cumsum(present, dtype=np.int64) - 1).astype(np.int32)
-            with _threads() as pool:
-                codes = [np.empty(len(values), dtype=np.int32) for values in arrays]
-                list(pool.map(lambda pair: _lookup(pair[0], low, code_of, pair[1]), zip(arrays, codes, strict=True)))
+            codes = [np.empty(len(values), dtype=np.int32) for values in arrays]
+            for values, out in zip(arrays, codes, strict=True):
+                _lookup(values, low, code_of, out)
             return pl.Series(np.flatnonzero(present) + low), codes
     sizes = np.cumsum([0] + [c.len() for c in columns])
     values = pl.concat(columns)  # one sort; equal neighbours share a code
