@@ -49,6 +49,7 @@ import numpy as np
 import polars as pl
 
 from recsys_eval.core import atomic
+from recsys_eval.core.chunks import chunk_bounds, run_chunks
 from recsys_eval.core.columns import id_column, numeric_column, polars_frame
 from recsys_eval.core.units import Rankings, Targets
 from recsys_eval.data.delimited import Table, read_delimited
@@ -465,19 +466,21 @@ def _gather_users(values, offsets, users, out):
 
 
 @numba.njit(cache=True, nogil=True)
-def _train_pass(train, test, run, tested, n_items, pair_user, pair_item):
-    """For TRAIN grouped by user (each of ``train``, ``test``, ``run`` is ``(offsets, rows,
-    item)``): every (user, item) pair once into ``pair_user`` (the train-user index of ascending
-    user codes) and ``pair_item``, and, for tested users, how many of their train items are neither
-    tested nor ranked (they leave the AUC candidates) and how many ranked items are train items."""
+def _train_chunk(chunk, lo, hi, train, test, run, tested, n_items, users_before, pair_user, pair_item, removed,
+                 ranked_train, n_pairs):
+    """Users ``lo:hi`` of TRAIN grouped by user (each of ``train``, ``test``, ``run`` is
+    ``(offsets, rows, item)``): their (user, item) pairs once, from ``train[0][lo]`` on, into
+    ``pair_user`` (the train-user index of ascending user codes: ``users_before[u]`` users with
+    train rows come before ``u``) and ``pair_item``, their count into ``n_pairs[chunk]``; for
+    tested users, how many of their train items are neither tested nor ranked (they leave the AUC
+    candidates, ``removed``), and how many ranked items are train items (``ranked_train[chunk]``)."""
     w_offsets, w_rows, w_item = train
     t_offsets, t_rows, t_item = test
     r_offsets, r_rows, r_item = run
     last = np.full((n_items, 3), -1, dtype=np.int32)  # the last user that tests, ranks, trains on the item
     judged, ranked, trained = last[:, 0], last[:, 1], last[:, 2]  # side by side: one cache line an item
-    removed = np.zeros(len(tested), dtype=np.int64)
-    n_pairs, n_train_users, ranked_train = 0, 0, 0
-    for u in range(len(tested)):
+    at, n_ranked_train = w_offsets[lo], 0
+    for u in range(lo, hi):
         a, b = w_offsets[u], w_offsets[u + 1]
         if a == b:
             continue
@@ -493,11 +496,29 @@ def _train_pass(train, test, run, tested, n_items, pair_user, pair_item):
             trained[i] = u
             if tested[u]:
                 removed[u] += judged[i] != u and ranked[i] != u
-                ranked_train += ranked[i] == u
-            pair_user[n_pairs], pair_item[n_pairs] = n_train_users, i
-            n_pairs += 1
-        n_train_users += 1
-    return removed, ranked_train, n_pairs
+                n_ranked_train += ranked[i] == u
+            pair_user[at], pair_item[at] = users_before[u], i
+            at += 1
+    n_pairs[chunk], ranked_train[chunk] = at - w_offsets[lo], n_ranked_train
+
+
+def _train_pairs(train, test, run, tested, n_items) -> tuple[np.ndarray, int, np.ndarray, np.ndarray]:
+    """TRAIN's left-out counts per user, its ranked-train count and its (user, item) pairs once
+    (see :func:`_train_chunk`), over chunks of users on the chunk threads."""
+    w_offsets = train[0]
+    n_rows = len(train[1])
+    users_before = np.cumsum(np.diff(w_offsets) > 0) - (np.diff(w_offsets) > 0)
+    bounds = chunk_bounds(len(tested))
+    pair_user, pair_item = np.empty(n_rows, dtype=np.int32), np.empty(n_rows, dtype=np.int32)
+    removed = np.zeros(len(tested), dtype=np.int64)
+    ranked_train, n_pairs = np.zeros(len(bounds) - 1, dtype=np.int64), np.zeros(len(bounds) - 1, dtype=np.int64)
+    run_chunks(_train_chunk, bounds, train, test, run, tested, n_items, users_before, pair_user, pair_item,
+               removed, ranked_train, n_pairs, index=True)
+    starts = w_offsets[bounds[:-1]]
+    if (starts + n_pairs != w_offsets[bounds[1:]]).any():  # repeated pairs left gaps: close them
+        keep = np.concatenate([np.arange(a, a + n) for a, n in zip(starts, n_pairs, strict=True)])
+        pair_user, pair_item = pair_user[keep], pair_item[keep]
+    return removed, int(ranked_train.sum()), pair_user, pair_item
 
 
 @numba.njit(cache=True, nogil=True)
@@ -638,9 +659,8 @@ def run_input(test_t: Table, run_t: Table, train_t: Table | None, *, threshold: 
     with _threads() as pool:
         if train_grouped is not None:
             w_rows, w_offsets = train_grouped.result()
-            pairs_out = np.empty(len(w_rows), dtype=np.int32), np.empty(len(w_rows), dtype=np.int32)
-            train_pass = pool.submit(_train_pass, (w_offsets, w_rows, index.item[2]), test_grouped, run_grouped,
-                                     tested, n_items, *pairs_out)
+            train_pass = pool.submit(_train_pairs, (w_offsets, w_rows, index.item[2]), test_grouped,
+                                     run_grouped, tested, n_items)
         t_rows = test_g.rows.copy()
         _sort_by_item(test_g.offsets, test_g.rows, t_item, t_rows)  # every TEST row, by user then item
         r_rows = run_g.by_rank  # rows of TEST users, best first
@@ -648,8 +668,7 @@ def run_input(test_t: Table, run_t: Table, train_t: Table | None, *, threshold: 
             r_rows = np.empty(int(np.diff(run_g.offsets)[units].sum()), dtype=np.int64)
             _gather_users(run_g.by_rank, run_g.offsets, units, r_rows)
     if train_grouped is not None:
-        removed, ranked_train, n_pairs = train_pass.result()
-        pair_user, pair_item = (pairs[:n_pairs] for pairs in pairs_out)
+        removed, ranked_train, pair_user, pair_item = train_pass.result()
         if ranked_train:
             notes.append(f"RUN ranks {ranked_train:,} items that are in the same user's TRAIN: they count "
                          "as non-relevant (and as candidates for AUC)")
