@@ -273,8 +273,8 @@ def _index(columns: list[pl.Series]) -> tuple[pl.Series, list[np.ndarray]]:
         columns = [c.cast(pl.String) for c in columns]
     if columns[0].dtype.is_integer():
         arrays = [c.to_numpy() for c in columns]
-        low = min(int(a.min()) for a in arrays)
-        high = max(int(a.max()) for a in arrays)
+        low = min((int(a.min()) for a in arrays if len(a)), default=0)  # a partition's table may be empty
+        high = max((int(a.max()) for a in arrays if len(a)), default=-1)
         if high - low < max(4 * sum(len(a) for a in arrays), 1 << 20):  # a lookup table, one pass
             present = np.zeros(high - low + 1, dtype=np.bool_)
             for values in arrays:
