@@ -85,7 +85,7 @@ def _top_k_of_row(row, seen_indices, first, last, blocked, out_s, out_i):
     k = len(out_s)
     heap_s = np.empty(k, dtype=np.float32)
     heap_i = np.empty(k, dtype=np.int32)
-    size = 0
+    size = np.int64(0)  # not 0: a Literal[int](0) would compile heap_offer and heap_drain once more
     nans = 0
     root = np.float32(-np.inf)  # a score must beat it to enter: -inf until the heap is full, then its worst
     start = 0

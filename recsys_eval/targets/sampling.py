@@ -226,7 +226,7 @@ def _sample_pool(state, m, a, pool, work):
         return
     size = len(pool.items)
     budget = 2 * m + size // 4 + 16
-    kept = 0
+    kept = np.int64(0)  # not 0: a Literal[int](0) would compile _smallest_keys once more
     draw = 0
     while kept < m and draw < budget:
         item = pool.items[_draw(state, draw, size, pool.weighted, pool.prob, pool.alias)]
@@ -236,7 +236,7 @@ def _sample_pool(state, m, a, pool, work):
             out[kept] = item
             kept += 1
     if kept < m:  # heavy exclusions: finish the same successive sample by exponential keys
-        n = 0
+        n = np.int64(0)
         for item in pool.items:
             if mark[item] == 0:
                 work.candidates[n] = item
@@ -251,7 +251,7 @@ def _sample_pool(state, m, a, pool, work):
 def _sample_user_tests(state, m, start, stop, data, pool, work):
     """UT: write ``m`` of the user's non-relevant test items (positive weight when weighted),
     drawn without replacement, ascending, into ``work.sample[:m]``."""
-    n = 0
+    n = np.int64(0)
     for p in range(start, stop):
         item = data.te_items[p]
         if data.te_gain[p] == 0 and (not pool.weighted or pool.weight[item] > 0):
@@ -260,7 +260,7 @@ def _sample_user_tests(state, m, start, stop, data, pool, work):
     if m == n:
         work.sample[:m] = work.candidates[:m]
         return
-    _smallest_keys(state, work.candidates, n, m, pool, work.keys, work.sample, 0)
+    _smallest_keys(state, work.candidates, n, m, pool, work.keys, work.sample, np.int64(0))
     sort_items(work.sample, m, work.bits, work.tmp, work.count)
 
 
