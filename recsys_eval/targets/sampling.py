@@ -39,7 +39,7 @@ _TO_UNIT = 1.0 / 9007199254740992.0  # 2**-53
 _MIN_BLOCK = 1024  # users per parallel task, at the least (each task has O(items) scratch)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def stream_state(seed, user, key):
     """The random stream of (seed, user, key): key -1 for a shared sample, else an item index."""
     state = splitmix64(np.uint64(seed) + _GOLDEN)
@@ -47,7 +47,7 @@ def stream_state(seed, user, key):
     return splitmix64(state ^ np.uint64(key + 1))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def uniform(state, counter):
     """The counter-th uniform number of a stream, in the open interval (0, 1)."""
     x = splitmix64(np.uint64(state) + np.uint64(counter + 1) * _GOLDEN)
@@ -128,7 +128,7 @@ def alias_table(weights):
     return prob, alias
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _draw(state, counter, size, weighted, prob, alias):
     """A pool position: uniform, or by the alias table (the fraction of the scaled draw is the coin)."""
     x = uniform(state, counter) * size
@@ -264,7 +264,7 @@ def _sample_user_tests(state, m, start, stop, data, pool, work):
     sort_items(work.sample, m, work.bits, work.tmp, work.count)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _write_unit(dst, out_items, out_gain, rel_items, rel_gain, start, stop, sample, m):
     """Merge the relevant items of ``rel_items[start:stop]`` (gain > 0; others skipped) and the
     sorted sample (gain 0) into the output from position ``dst``."""
