@@ -205,7 +205,8 @@ def _smallest_keys(state, candidates, n_candidates, r, pool, keys, out, start):
     for p in range(n_candidates):
         item = candidates[p]
         w = pool.weight[item] if pool.weighted else 1.0
-        keys[p] = -np.log(uniform(state ^ _KEY_DOMAIN, item)) / w
+        # int64 counters and keys everywhere (not int32 items, not literals): one compile each
+        keys[p] = -np.log(uniform(state ^ _KEY_DOMAIN, np.int64(item))) / w
     order = np.argsort(keys[:n_candidates])
     for p in range(r):
         out[start + p] = candidates[order[p]]
@@ -227,7 +228,7 @@ def _sample_pool(state, m, a, pool, work):
     size = len(pool.items)
     budget = 2 * m + size // 4 + 16
     kept = np.int64(0)  # not 0: a Literal[int](0) would compile _smallest_keys once more
-    draw = 0
+    draw = np.int64(0)
     while kept < m and draw < budget:
         item = pool.items[_draw(state, draw, size, pool.weighted, pool.prob, pool.alias)]
         draw += 1
@@ -341,7 +342,7 @@ def _fill_block(lo, hi, plan, design, pool, data, out_items, out_gain, max_m, sc
                 if te_gain[p] > 0:
                     mark[te_items[p]] = 1
         if not (one_relevant and design.fresh):
-            _sample(stream_state(seed, u, -1), m, a, start, stop, design, pool, data, work)
+            _sample(stream_state(seed, u, np.int64(-1)), m, a, start, stop, design, pool, data, work)
         if not one_relevant:
             _write_unit(plan.unit_offsets[plan.first_unit[j]], out_items, out_gain, te_items, te_gain,
                         start, start if negatives_only else stop, sample, m)
@@ -351,7 +352,7 @@ def _fill_block(lo, hi, plan, design, pool, data, out_items, out_gain, max_m, sc
                 if te_gain[p] <= 0:
                     continue
                 if design.fresh:
-                    _sample(stream_state(seed, u, te_items[p]), m, a, start, stop, design, pool, data,
+                    _sample(stream_state(seed, u, np.int64(te_items[p])), m, a, start, stop, design, pool, data,
                             work)
                 _write_unit(plan.unit_offsets[unit], out_items, out_gain, te_items, te_gain, p,
                             p if negatives_only else p + 1, sample, m)
