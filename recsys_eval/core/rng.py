@@ -42,7 +42,7 @@ def definition(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def splitmix64(x):
     """splitmix64's finaliser (Steele, Lea & Flood 2014): a bijective, well-mixed hash of a uint64."""
     x = (x ^ (x >> np.uint64(30))) * _MIX1

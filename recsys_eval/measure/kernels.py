@@ -164,7 +164,9 @@ def _score_unit(u, rankings, targets, options, slots, discount, decay, scratch, 
     row[:] = np.nan
     unit_tag = u << _UNIT_SHIFT
     # Mark the unit's targets; count its relevant items.
-    n_rel = 0
+    # Counters passed to kernels start as np.int64(0), not 0: numba types a literal 0 as
+    # Literal[int](0) while it infers the loop and compiles the callee once more for it.
+    n_rel = np.int64(0)
     for j in range(ts, te):
         tag[t_items[j]] = unit_tag | ((j - ts + 1) << 1)
         if t_gain[j] > 0.0:
@@ -191,7 +193,7 @@ def _score_unit(u, rankings, targets, options, slots, discount, decay, scratch, 
     ap = 0.0
     dcg = 0.0
     hl = 0.0
-    c = 0
+    c = np.int64(0)
     rel_ranked = 0  # AUC: relevant and non-relevant target items met so far
     non_ranked = 0
     correct = 0.0  # AUC: (relevant, non-relevant) pairs ordered right, ties one half

@@ -68,12 +68,12 @@ def _one_relevant_chunk(lo, hi, above, tied, before, n_non, gain, ranked, cutoff
         ap = 0.0
         dcg = 0.0
         hl = 0.0
-        c = 0
+        c = np.int64(0)  # not literals (0 here, 1 below): each would compile _record once more
         if ranked[u]:
             a = above[u] if average_ties else above[u] + before[u]  # positions before the block
             n = tied[u] + 1 if average_ties else 1
             while c < n_cut and cutoffs[c] <= a:
-                _record(row, slots, c, n_cut, cutoffs[c], 1, ap_min_rk, (hits, ap, dcg, rr, found, hl),
+                _record(row, slots, c, n_cut, cutoffs[c], np.int64(1), ap_min_rk, (hits, ap, dcg, rr, found, hl),
                         (idcg, hl_max))
                 c += 1
             if a < kmax:
@@ -91,12 +91,12 @@ def _one_relevant_chunk(lo, hi, above, tied, before, n_non, gain, ranked, cutoff
                         found += first
                         first = first * (n - t - 1) / (n - 1 - t) if n - 1 - t > 0 else 0.0
                     while c < n_cut and cutoffs[c] == i:
-                        _record(row, slots, c, n_cut, cutoffs[c], 1, ap_min_rk,
+                        _record(row, slots, c, n_cut, cutoffs[c], np.int64(1), ap_min_rk,
                                 (hits + (t + 1) * share, ap, dcg, rr, found, hl), (idcg, hl_max))
                         c += 1
                 hits += 1
         while c < n_cut:
-            _record(row, slots, c, n_cut, cutoffs[c], 1, ap_min_rk, (hits, ap, dcg, rr, found, hl),
+            _record(row, slots, c, n_cut, cutoffs[c], np.int64(1), ap_min_rk, (hits, ap, dcg, rr, found, hl),
                     (idcg, hl_max))
             c += 1
         if n_non[u] > 0:

@@ -11,7 +11,7 @@ from recsys_eval.core.rng import splitmix64
 from recsys_eval.recommend.base import Recommender
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True)
 def _uniform(seed: np.uint64, user: np.uint64, item: np.uint64) -> np.float32:
     """A uniform number in [0, 1) on a 24-bit grid (exact in float32), a hash of (seed, user, item)."""
     key = splitmix64(splitmix64(seed * np.uint64(0x9E3779B97F4A7C15) + user) + item)

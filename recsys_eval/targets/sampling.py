@@ -39,7 +39,7 @@ _TO_UNIT = 1.0 / 9007199254740992.0  # 2**-53
 _MIN_BLOCK = 1024  # users per parallel task, at the least (each task has O(items) scratch)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def stream_state(seed, user, key):
     """The random stream of (seed, user, key): key -1 for a shared sample, else an item index."""
     state = splitmix64(np.uint64(seed) + _GOLDEN)
@@ -47,7 +47,7 @@ def stream_state(seed, user, key):
     return splitmix64(state ^ np.uint64(key + 1))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def uniform(state, counter):
     """The counter-th uniform number of a stream, in the open interval (0, 1)."""
     x = splitmix64(np.uint64(state) + np.uint64(counter + 1) * _GOLDEN)
@@ -128,7 +128,7 @@ def alias_table(weights):
     return prob, alias
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _draw(state, counter, size, weighted, prob, alias):
     """A pool position: uniform, or by the alias table (the fraction of the scaled draw is the coin)."""
     x = uniform(state, counter) * size
@@ -205,7 +205,8 @@ def _smallest_keys(state, candidates, n_candidates, r, pool, keys, out, start):
     for p in range(n_candidates):
         item = candidates[p]
         w = pool.weight[item] if pool.weighted else 1.0
-        keys[p] = -np.log(uniform(state ^ _KEY_DOMAIN, item)) / w
+        # int64 counters and keys everywhere (not int32 items, not literals): one compile each
+        keys[p] = -np.log(uniform(state ^ _KEY_DOMAIN, np.int64(item))) / w
     order = np.argsort(keys[:n_candidates])
     for p in range(r):
         out[start + p] = candidates[order[p]]
@@ -226,8 +227,8 @@ def _sample_pool(state, m, a, pool, work):
         return
     size = len(pool.items)
     budget = 2 * m + size // 4 + 16
-    kept = 0
-    draw = 0
+    kept = np.int64(0)  # not 0: a Literal[int](0) would compile _smallest_keys once more
+    draw = np.int64(0)
     while kept < m and draw < budget:
         item = pool.items[_draw(state, draw, size, pool.weighted, pool.prob, pool.alias)]
         draw += 1
@@ -236,7 +237,7 @@ def _sample_pool(state, m, a, pool, work):
             out[kept] = item
             kept += 1
     if kept < m:  # heavy exclusions: finish the same successive sample by exponential keys
-        n = 0
+        n = np.int64(0)
         for item in pool.items:
             if mark[item] == 0:
                 work.candidates[n] = item
@@ -251,7 +252,7 @@ def _sample_pool(state, m, a, pool, work):
 def _sample_user_tests(state, m, start, stop, data, pool, work):
     """UT: write ``m`` of the user's non-relevant test items (positive weight when weighted),
     drawn without replacement, ascending, into ``work.sample[:m]``."""
-    n = 0
+    n = np.int64(0)
     for p in range(start, stop):
         item = data.te_items[p]
         if data.te_gain[p] == 0 and (not pool.weighted or pool.weight[item] > 0):
@@ -260,11 +261,11 @@ def _sample_user_tests(state, m, start, stop, data, pool, work):
     if m == n:
         work.sample[:m] = work.candidates[:m]
         return
-    _smallest_keys(state, work.candidates, n, m, pool, work.keys, work.sample, 0)
+    _smallest_keys(state, work.candidates, n, m, pool, work.keys, work.sample, np.int64(0))
     sort_items(work.sample, m, work.bits, work.tmp, work.count)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _write_unit(dst, out_items, out_gain, rel_items, rel_gain, start, stop, sample, m):
     """Merge the relevant items of ``rel_items[start:stop]`` (gain > 0; others skipped) and the
     sorted sample (gain 0) into the output from position ``dst``."""
@@ -341,7 +342,7 @@ def _fill_block(lo, hi, plan, design, pool, data, out_items, out_gain, max_m, sc
                 if te_gain[p] > 0:
                     mark[te_items[p]] = 1
         if not (one_relevant and design.fresh):
-            _sample(stream_state(seed, u, -1), m, a, start, stop, design, pool, data, work)
+            _sample(stream_state(seed, u, np.int64(-1)), m, a, start, stop, design, pool, data, work)
         if not one_relevant:
             _write_unit(plan.unit_offsets[plan.first_unit[j]], out_items, out_gain, te_items, te_gain,
                         start, start if negatives_only else stop, sample, m)
@@ -351,7 +352,7 @@ def _fill_block(lo, hi, plan, design, pool, data, out_items, out_gain, max_m, sc
                 if te_gain[p] <= 0:
                     continue
                 if design.fresh:
-                    _sample(stream_state(seed, u, te_items[p]), m, a, start, stop, design, pool, data,
+                    _sample(stream_state(seed, u, np.int64(te_items[p])), m, a, start, stop, design, pool, data,
                             work)
                 _write_unit(plan.unit_offsets[unit], out_items, out_gain, te_items, te_gain, p,
                             p if negatives_only else p + 1, sample, m)
