@@ -309,6 +309,8 @@ def _lookup(values: np.ndarray, low: int, code_of: np.ndarray, codes: np.ndarray
 
 
 def _threads() -> ThreadPoolExecutor:
+    """A pool for a few different kernels side by side. Not the chunk pool of
+    :mod:`recsys_eval.core.chunks`: a task here may itself wait on chunks run there."""
     return ThreadPoolExecutor(max_workers=numba.get_num_threads())
 
 

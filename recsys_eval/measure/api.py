@@ -7,6 +7,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import polars as pl
 
+from recsys_eval.core.chunks import chunk_bounds
 from recsys_eval.core.units import Rankings, RelevantRanks, Targets
 from recsys_eval.errors import ConfigError, DataError, check_choice
 from recsys_eval.measure import kernels
@@ -190,7 +191,7 @@ def ranking_values(
     columns = np.arange(width) if columns is None else np.asarray(columns, dtype=np.int64)
     values, status = kernels.ranking_kernel(
         *kernel_arrays(rankings, targets, tied), options, kernels.SLOTS, width, columns,
-        int(targets.n_items), kernels.chunk_bounds(targets.n_units),
+        int(targets.n_items), chunk_bounds(targets.n_units),
     )
     raise_on_status(status, rankings, targets)
     if exact_auc is not None:
@@ -205,7 +206,7 @@ def target_roles(rankings: Rankings, targets: Targets):
     tied, in_item_order = scan_scores(rankings)
     ranked, listed = kernel_arrays(rankings if in_item_order else order_ties(rankings, tied), targets, tied)
     _, role, n_rel, n_non = kernels.label_kernel(
-        ranked, listed, int(targets.n_items), kernels.chunk_bounds(targets.n_units)
+        ranked, listed, int(targets.n_items), chunk_bounds(targets.n_units)
     )
     return role, n_rel, n_non, ranked.tied
 

@@ -27,12 +27,12 @@ import numpy as np
 import polars as pl
 from numba import njit, prange
 
+from recsys_eval.core.chunks import chunk_bounds
 from recsys_eval.core.interactions import Interactions
 from recsys_eval.core.results import PER_UNIT_SCHEMA
 from recsys_eval.core.units import Rankings
 from recsys_eval.errors import ConfigError, DataError
 from recsys_eval.measure.frames import concat_per_unit, long_frame
-from recsys_eval.measure.kernels import chunk_bounds
 from recsys_eval.measure.metrics import BEYOND_METRICS, check_cutoffs, check_metrics
 from recsys_eval.measure.ties import unit_of_position
 

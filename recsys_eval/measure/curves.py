@@ -19,11 +19,10 @@ import numpy as np
 import polars as pl
 from numba import njit
 
-from recsys_eval.core.chunks import run_chunks
+from recsys_eval.core.chunks import chunk_bounds, run_chunks
 from recsys_eval.core.units import Rankings, RelevantRanks, Targets
 from recsys_eval.errors import DataError
 from recsys_eval.measure.api import target_roles
-from recsys_eval.measure.kernels import chunk_bounds
 from recsys_eval.measure.ties import unit_of_position
 
 

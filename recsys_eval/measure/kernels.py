@@ -24,7 +24,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from recsys_eval.core.chunks import chunk_bounds, run_chunks
+from recsys_eval.core.chunks import run_chunks
 from recsys_eval.measure.metrics import KERNEL_CUTOFF_SLOTS, METRICS
 from recsys_eval.targets.sampling import insertion_sort
 

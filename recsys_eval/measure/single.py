@@ -26,10 +26,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from recsys_eval.core.chunks import run_chunks
+from recsys_eval.core.chunks import chunk_bounds, run_chunks
 from recsys_eval.core.units import RelevantRanks, Targets
 from recsys_eval.errors import ConfigError, DataError
-from recsys_eval.measure.kernels import GAIN_CODES, SLOTS, _record, _transformed_gain, chunk_bounds, keep_columns
+from recsys_eval.measure.kernels import GAIN_CODES, SLOTS, _record, _transformed_gain, keep_columns
 from recsys_eval.measure.metrics import kernel_width
 
 

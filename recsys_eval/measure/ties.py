@@ -12,10 +12,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from recsys_eval.core.chunks import run_chunks
+from recsys_eval.core.chunks import chunk_bounds, run_chunks
 from recsys_eval.core.units import Rankings
 from recsys_eval.errors import DataError
-from recsys_eval.measure.kernels import chunk_bounds
 
 
 def unit_of_position(offsets: np.ndarray) -> np.ndarray:

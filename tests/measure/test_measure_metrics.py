@@ -10,6 +10,7 @@ import pytest
 from measure_build import rankings_of, targets_of
 
 from recsys_eval.compare.sampled import SAMPLED_METRICS
+from recsys_eval.core.chunks import chunk_bounds
 from recsys_eval.measure import beyond_accuracy, measure, rating_metrics
 from recsys_eval.measure import kernels
 from recsys_eval.measure.api import kernel_arrays, ranking_values
@@ -60,7 +61,7 @@ def test_the_kernel_writes_where_the_slots_say():
     options = kernels.Options(np.asarray(cutoffs, dtype=np.int64), 0, False, 5.0, 0.0, False, True, True)
     width = kernel_width(2)
     moved, _ = kernels.ranking_kernel(*kernel_arrays(RANKINGS, TARGETS, scan_scores(RANKINGS)[0]), options, slots, width,
-                                      np.arange(width), TARGETS.n_items, kernels.chunk_bounds(3))
+                                      np.arange(width), TARGETS.n_items, chunk_bounds(3))
     moved = moved.T
     for name in RANKING_METRICS:
         for c in range(2 if METRICS[name].cutoff else 1):
