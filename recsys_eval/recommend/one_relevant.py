@@ -40,7 +40,7 @@ from recsys_eval.recommend.base import (
     _nan_scores,
     score_one_relevant,
 )
-from recsys_eval.recommend.topk import sort_units
+from recsys_eval.recommend.topk import no_places, sort_units, top_k_rows
 
 
 @dataclass(eq=False)
@@ -92,13 +92,16 @@ class OneRelevantRanking:
         if depth is None:
             raise ConfigError("every-candidate groups are read a bounded head at a time")
         heads, scores, ranked = [], [], []
-        for _, block_scores, order, n_ranked in self._candidate_blocks():
-            head = np.minimum(n_ranked, depth)
-            take = np.arange(min(depth, block_scores.shape[1]))[None, :] < head[:, None]
-            top = order[:, :take.shape[1]]
-            heads.append(top[take].astype(np.int32))
-            scores.append(np.take_along_axis(block_scores, top, axis=1)[take])
-            ranked.append(n_ranked)
+        for _, block_scores in self._candidate_blocks():
+            rows = np.arange(len(block_scores), dtype=np.int32)
+            # the heap keeps (score desc, item asc) and never takes -inf: the head of G, no sort
+            items, top, count, _ = top_k_rows(block_scores, rows, np.zeros(len(rows) + 1, dtype=np.int64),
+                                              np.zeros(0, dtype=np.int32), np.zeros(block_scores.shape[1], np.bool_),
+                                              depth, *no_places(len(rows)))
+            take = np.arange(depth)[None, :] < count[:, None]
+            heads.append(items[take])
+            scores.append(top[take])
+            ranked.append(_ranked(block_scores))
         ranked = np.concatenate(ranked) if ranked else np.zeros(0, np.int64)
         offsets = np.concatenate([[0], np.cumsum(np.minimum(ranked, depth))]).astype(np.int64)
         return (offsets, np.concatenate(heads) if heads else np.zeros(0, np.int32),
@@ -106,9 +109,9 @@ class OneRelevantRanking:
 
     def _candidate_blocks(self) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
         """For every-candidate groups, blocks of distinct users in unit order: ``(first group,
-        scores, order, ranked)`` with the candidates of the user that are not in train and not
-        relevant to it kept, the rest at -inf; ``order`` each row's items by (score desc, item
-        asc) and ``ranked`` each row's count of kept items scored above -inf."""
+        scores)`` with the candidates of the user that are not in train and not relevant to it
+        kept, the rest at -inf. No block is sorted: a head is a heap's top-k and a position's
+        score an order statistic of the row's values (ties do not change a value)."""
         targets, model = self.targets, self.model
         group = self.unit_group
         starts = np.flatnonzero(np.r_[True, np.diff(group) != 0])
@@ -129,8 +132,7 @@ class OneRelevantRanking:
             if np.isnan(scores[~out]).any():
                 raise _nan_scores(model, "score_block")
             scores[out] = -np.inf
-            order = np.argsort(-scores, axis=1, kind="stable")  # ties keep item order
-            yield first, scores, order, (scores > -np.inf).sum(axis=1)
+            yield first, scores
 
     def lists(self, depth: int) -> Rankings:
         """Every unit's top-``depth`` ranked list (and scores): what ranking its listed targets
@@ -165,7 +167,7 @@ class OneRelevantRanking:
         if self.scored.groups is not None:
             mask[self._group_lists(None)[1]] = True
             return mask
-        for _, scores, _, _ in self._candidate_blocks():
+        for _, scores in self._candidate_blocks():
             mask |= (scores > -np.inf).any(axis=0)
         return mask
 
@@ -190,7 +192,7 @@ class OneRelevantRanking:
     def _ranked_per_group(self) -> np.ndarray:
         if self.scored.groups is not None:
             return self._group_lists(None)[3]
-        return np.concatenate([r for *_, r in self._candidate_blocks()] or [np.zeros(0, np.int64)])
+        return np.concatenate([_ranked(scores) for _, scores in self._candidate_blocks()] or [np.zeros(0, np.int64)])
 
     def _group_scores_at(self, groups: np.ndarray, positions: np.ndarray) -> np.ndarray:
         """The score at ``positions`` of the lists of ``groups`` (G in list order)."""
@@ -198,11 +200,17 @@ class OneRelevantRanking:
             offsets, _, scores, _ = self._group_lists(None)
             return scores[offsets[groups] + positions]
         out = np.empty(len(groups), dtype=np.float32)
-        for first, scores, order, _ in self._candidate_blocks():
+        for first, scores in self._candidate_blocks():
             mine = np.flatnonzero((groups >= first) & (groups < first + len(scores)))
-            rows = groups[mine] - first
-            out[mine] = scores[rows, order[rows, positions[mine]]]
+            rows, inverse = np.unique(groups[mine] - first, return_inverse=True)
+            descending = -np.sort(-scores[rows], axis=1)  # only the rows sampled, values only
+            out[mine] = descending[inverse, positions[mine]]
         return out
+
+
+def _ranked(scores: np.ndarray) -> np.ndarray:
+    """Each row's count of items scored above -inf (its list's length)."""
+    return (scores > -np.inf).sum(axis=1)
 
 
 def rank_one_relevant_units(model: Recommender, train: Interactions, targets: Targets, *,
