@@ -114,10 +114,12 @@ def _kernel_run(package_parent: Path, cache_home: Path) -> tuple[str, list[str]]
 
 def test_kernels_compile_once_per_machine_not_per_clone(tmp_path):
     """Two copies of the package (two clones) share one kernel cache in the user cache folder,
-    under a key of the versions; the second copy compiles nothing."""
+    under a key of the versions and the sources; the second copy compiles nothing, and a copy
+    whose sources differ anywhere (a kernel's callee in another module) has a cache of its own."""
     import numba
 
     import recsys_eval
+    from recsys_eval.core.kernel_cache import source_digest
 
     source = Path(recsys_eval.__file__).parent
     clones = []
@@ -128,8 +130,11 @@ def test_kernels_compile_once_per_machine_not_per_clone(tmp_path):
     second_file, second = _kernel_run(clones[1], tmp_path / "cache")
     assert first_file.startswith(str(clones[0])) and second_file.startswith(str(clones[1]))
     assert first == ["_group_order"] and second == []
-    key = f"{recsys_eval.__version__}-{numba.__version__}-{sys.implementation.cache_tag}"
+    key = f"{recsys_eval.__version__}-{source_digest()}-{numba.__version__}-{sys.implementation.cache_tag}"
     assert list((tmp_path / "cache" / "recsys-eval" / "numba" / key / "split").glob("order._group_order-*.nbi"))
+    changed = tmp_path / "clone1" / "recsys_eval" / "core" / "chunks.py"  # not the kernel's own module
+    changed.write_text(changed.read_text() + "\n# changed\n")
+    assert _kernel_run(clones[0], tmp_path / "cache")[1] == ["_group_order"]
 
 
 def test_numba_cache_dir_given_by_the_user_is_kept(tmp_path):

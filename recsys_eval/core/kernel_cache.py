@@ -2,9 +2,12 @@
 
 numba compiles every ``@njit(cache=True)`` kernel on its first call and keeps the machine code in a
 cache folder; a cold cache costs tens of seconds on the first run. recsys_eval's kernels are cached
-in ``<user cache>/recsys-eval/numba/<recsys-eval version>-<numba version>-<python>`` (platformdirs'
-per-user cache folder), by their place in the package, so that every clone and environment of one
-version on a machine shares one cache (:mod:`recsys_eval.core.kernel_locator`). Setting
+in ``<user cache>/recsys-eval/numba/<recsys-eval version>-<source digest>-<numba version>-<python>``
+(platformdirs' per-user cache folder), by their place in the package, so that every clone and
+environment of the same sources on a machine shares one cache (:mod:`recsys_eval.core.kernel_locator`).
+The digest is part of the key because numba checks a cached kernel against its own bytecode only: a
+kernel keeps the machine code of the functions it calls from other modules, so after such a function
+changed (a commit between two clones of one version) the stale kernel would be loaded, and can crash. Setting
 ``NUMBA_CACHE_DIR`` (or ``NUMBA_CACHE_LOCATOR_CLASSES``) keeps numba's own behaviour instead.
 
 numba reads both variables once, when it is imported, which is why :func:`configure` runs in the
@@ -13,6 +16,8 @@ package's ``__init__`` and reads versions from package metadata instead of impor
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import os
 import sys
 from collections.abc import Callable
@@ -32,8 +37,20 @@ def cache_folder(package_version: str) -> Path:
         numba_version = version("numba")
     except PackageNotFoundError:
         numba_version = "unknown"
-    key = f"{package_version}-{numba_version}-{sys.implementation.cache_tag}"
+    key = f"{package_version}-{source_digest()}-{numba_version}-{sys.implementation.cache_tag}"
     return Path(user_cache_dir("recsys-eval")) / "numba" / key
+
+
+@functools.cache
+def source_digest() -> str:
+    """The first 12 hex digits of the SHA-256 of every module of the package (path and bytes, in
+    path order): the same in every copy of the same sources (~2 ms)."""
+    package = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for path in sorted(package.rglob("*.py")):
+        digest.update(path.relative_to(package).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
 
 
 def configure() -> None:
