@@ -9,7 +9,7 @@ randomises (recsys_eval.core.rng; docs/CONVENTIONS.md#seeds).
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -20,6 +20,7 @@ from recsys_eval.core.rng import derive_seed
 from recsys_eval.experiment.config import ExperimentConfig, ProtocolConfig, RecommenderConfig
 from recsys_eval.recommend.external import ExternalRun, UnknownIdsWarning
 from recsys_eval.recommend.one_relevant import OneRelevantRanking
+from recsys_eval.targets.build import UnitPlan
 
 #: The per-unit metric holding a 1R+NN unit's sampled rank: the relevant item's position among the
 #: n + 1 ranked targets (0 when the ranking left it out), an exact integer stored as a float.
@@ -142,22 +143,37 @@ def protocol_labels(protocol: ProtocolConfig) -> list[str]:
 @dataclass
 class TargetSet:
     """One evaluated target set of a fold (a protocol, or one bin of a percentile design), whose
-    units can be built a chunk of users at a time (bounded memory; the same units in any chunking).
-    ``units_per_user`` and ``listed_per_unit`` are the means the memory budget plans with."""
+    units are filled a chunk of users at a time from its plan (bounded memory; the same units in
+    any chunking). ``units_per_user`` and ``listed_per_unit`` are the means the memory budget
+    plans with."""
 
     label: str
     train: Interactions
     definition: dict
-    build: Callable[[int], Iterator[Targets]]
-    users: int
+    plan: UnitPlan
     units_per_user: float
     listed_per_unit: float
     info: dict = field(default_factory=dict)
     candidates: np.ndarray | None = None
 
+    @property
+    def users(self) -> int:
+        """How many users have units."""
+        return len(self.plan.users)
+
     def chunks(self, users_per_chunk: int) -> Iterator[ProtocolTargets]:
-        for targets in self.build(users_per_chunk):
-            yield ProtocolTargets(self.label, targets, self.train, self.info, self.definition, self.candidates)
+        """The units, ``users_per_chunk`` of the set's users at a time."""
+        for lo in range(0, max(self.users, 1), users_per_chunk):
+            yield self._of(self.plan.targets(lo, min(lo + users_per_chunk, self.users)))
+
+    def of_users(self, first: int, stop: int) -> ProtocolTargets:
+        """The units of the users whose index is in ``first:stop`` (a range every target set of a
+        fold can be cut by)."""
+        lo, hi = np.searchsorted(self.plan.users, [first, stop])
+        return self._of(self.plan.targets(int(lo), int(hi)))
+
+    def _of(self, targets: Targets) -> ProtocolTargets:
+        return ProtocolTargets(self.label, targets, self.train, self.info, self.definition, self.candidates)
 
 
 def candidate_counts(split: Split, candidates: str) -> np.ndarray:
@@ -176,7 +192,8 @@ def candidate_counts(split: Split, candidates: str) -> np.ndarray:
 
 def target_sets(config: ExperimentConfig, protocol: ProtocolConfig, split: Split) -> list[TargetSet]:
     """The target sets of one protocol entry on one fold (one per bin for a percentile design)."""
-    from recsys_eval.targets import Protocol, iter_targets, popularity_bins, qrels, uniform_test
+    import recsys_eval.targets as targets_module
+    from recsys_eval.targets import Protocol, uniform_test
 
     seed = targets_seed(config, split.name, protocol)
     threshold = config.metrics.relevance_threshold
@@ -184,15 +201,16 @@ def target_sets(config: ExperimentConfig, protocol: ProtocolConfig, split: Split
     # 1R units in their one-relevant form: a unit differs from its user's others by one item, so
     # its non-relevant targets are held once per user and no unit is ranked on its own
     options = dict(threshold=threshold, seed=seed, fresh_negatives=protocol.fresh_negatives,
-                   sampling=protocol.sampling, one_relevant=parsed.relevant == "1R")
+                   sampling=protocol.sampling, one_relevant=parsed.relevant == "1R",
+                   chunk_size=config.run.chunk_size)
     definition = protocol.definition
 
-    def plan(source: Split, label: str, info: dict) -> TargetSet:
-        judged = qrels(source, threshold)
-        users = int(np.count_nonzero(np.diff(judged.indptr)))
+    def target_set(source: Split, plan: UnitPlan, label: str, info: dict, definition: dict) -> TargetSet:
+        judged = plan.judged  # a bin's: restricted to the bin's items
+        users = max(len(plan.users), 1)
         relevant = int((judged.gain > 0).sum())
-        units = relevant / max(users, 1) if parsed.relevant == "1R" else 1.0
-        per_user_relevant = relevant / max(users, 1)
+        units = relevant / users if parsed.relevant == "1R" else 1.0
+        per_user_relevant = relevant / users
         n = parsed.n or 0
         if parsed.full_ranking:
             listed = per_user_relevant
@@ -203,28 +221,19 @@ def target_sets(config: ExperimentConfig, protocol: ProtocolConfig, split: Split
             listed = n + per_user_relevant
         else:  # AR+AN listed in full (UT candidates)
             listed = float(source.train.n_items)
-        return TargetSet(
-            label, source.train, definition,
-            lambda chunk: iter_targets(source, parsed, **options, chunk_size=chunk),
-            users, units, listed, info, candidate_counts(source, parsed.candidates),
-        )
+        return TargetSet(label, source.train, definition, plan, units, listed, info,
+                         candidate_counts(source, parsed.candidates))
 
     if protocol.design == "standard":
-        return [plan(split, protocol.display, {})]
+        return [target_set(split, targets_module.plan_targets(split, parsed, **options), protocol.display, {},
+                           definition)]
     if protocol.design == "uniform_test":
         moved_split, report = uniform_test(split, protocol.per_item, threshold=threshold, seed=seed)
-        return [plan(moved_split, protocol.display, {"uniform_test": report})]
+        return [target_set(moved_split, targets_module.plan_targets(moved_split, parsed, **options), protocol.display,
+                           {"uniform_test": report}, definition)]
     labels = protocol_labels(protocol)
-    sets = []
-    for info, targets in popularity_bins(split, protocol.bins, parsed, **options,
-                                         chunk_size=config.run.chunk_size):
-        units = targets.n_units / max(len(np.unique(targets.unit_user)), 1)
-        sets.append(TargetSet(
-            labels[info["bin"] - 1], split.train, {**definition, "bin": info["bin"]},
-            lambda chunk, targets=targets: iter([targets]), len(np.unique(targets.unit_user)), units,
-            float(np.diff(targets.offsets).mean()) if targets.n_units else 0.0, {"bin": info},
-        ))
-    return sets
+    return [target_set(split, plan, labels[info["bin"] - 1], {"bin": info}, {**definition, "bin": info["bin"]})
+            for info, plan in targets_module.popularity_bin_plans(split, protocol.bins, parsed, **options)]
 
 
 def build_protocol_targets(

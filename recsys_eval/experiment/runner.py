@@ -15,6 +15,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
@@ -46,6 +47,9 @@ from recsys_eval.errors import ConfigError
 from recsys_eval.experiment.progress import Progress
 from recsys_eval.measure.aggregate import PartitionState
 from recsys_eval.recommend.external import ExternalRun
+
+if TYPE_CHECKING:
+    from recsys_eval.recommend.base import Recommender
 
 _KEYS = ["system", "protocol", "fold", "metric", "k"]
 
@@ -137,10 +141,18 @@ def evaluate_fold(
     progress: Progress,
     timings: list[dict],
 ) -> FoldSummary:
-    """Every recommender under every protocol on one fold. Each target set is evaluated a chunk of
-    users at a time (the chunk sized by the memory budget): the chunk's targets are built once for
-    all recommenders, ranked and measured, its per-unit rows written as their own file and reduced
-    to per-user values; a partition is summarised from its users once all its chunks are done."""
+    """Every recommender under every protocol on one fold, a range of users at a time (the range
+    sized by the memory budget). A range's units of every target set are built once for all
+    recommenders; each recommender then ranks and measures them all, reading one score block of
+    the range (:class:`~recsys_eval.recommend.base.SharedBlock`) where it scores by blocks, so a
+    user is scored once per (recommender, train), not once per target set. Each chunk's per-unit
+    rows are written as their own file and reduced to per-user values; a partition is summarised
+    from its users once all its chunks are done. Outputs are in target-set order, whatever the
+    ranges."""
+    from recsys_eval.measure.beyond import RUN_METRICS, RunExposure, catalogue_of, run_frame
+    from recsys_eval.recommend.base import SharedBlock
+    from recsys_eval.report.curves import curve_rows
+
     with progress.step(f"[{split.name}] targets", total=len(config.protocols)) as advance:
         sets: list[jobs.TargetSet] = []
         for protocol in config.protocols:
@@ -153,75 +165,90 @@ def evaluate_fold(
     models = fit_models(config, data, split, trains, folder, progress, timings)
     ranking_names, rating_names = jobs.metric_names(config)
     pool_auc = "auc" in ranking_names and len(folder.layout["folds"]) >= 2
-    out = FoldSummary([], [], [])
-    from recsys_eval.measure.beyond import RUN_METRICS, RunExposure, catalogue_of, run_frame
-
     run_names = [m for m in ranking_names if m in RUN_METRICS]
-    budget = parse_size(config.run.memory)
-    exposure: list[pl.DataFrame] = []
-    scored: list[pl.DataFrame] = []
-    from recsys_eval.report.curves import curve_rows
-
-    curves: list[pl.DataFrame] = []  # ROC and PR on a small fixed grid per chunk, for the report
-    for target_set in sets:
-        users_per_chunk = chunk_users(config, target_set, budget)
-        n_chunks = -(-max(target_set.users, 1) // users_per_chunk)
-        states: dict[str, list[PartitionState]] = {r.display: [] for r in config.recommenders}
-        # run-level metrics (coverage, Gini, entropy) from exposure counts summed over the chunks
-        run_exposure = {r.display: RunExposure(data.n_items, sorted(config.metrics.k),
-                                               catalogue_of(target_set.train, data.n_items))
-                        for r in config.recommenders}
-        units_before = 0
-        with progress.step(f"[{split.name}] {target_set.label}",
-                           total=n_chunks * len(config.recommenders)) as advance:
-            for part, chunk in enumerate(target_set.chunks(users_per_chunk)):
-                for rec in config.recommenders:
-                    model = models[rec.display, id(target_set.train)]
+    recs = config.recommenders
+    n_users = split.train.n_users
+    per_range = range_users(config, sets, n_users, split.train.n_items, parse_size(config.run.memory))
+    starts = np.arange(0, max(n_users, 1), per_range)
+    # per set: the ranges holding its users (a set without users is evaluated once, empty)
+    chunks_of = [max(len(np.unique(np.searchsorted(starts, s.plan.users, side="right"))), 1) for s in sets]
+    # the sets of each train together, so that one shared block is alive at a time
+    by_train = sorted(range(len(sets)), key=lambda s: list(trains).index(id(sets[s].train)))
+    states = {(s, r): [] for s in range(len(sets)) for r in range(len(recs))}
+    # run-level metrics (coverage, Gini, entropy) from exposure counts summed over the chunks
+    run_exposure = {(s, r): RunExposure(data.n_items, sorted(config.metrics.k), catalogue_of(sets[s].train, data.n_items))
+                    for s in range(len(sets)) for r in range(len(recs))}
+    # outputs keyed (set, part, recommender): written out in that order at the end
+    partitions: dict[tuple, Path] = {}
+    exposure: dict[tuple, pl.DataFrame] = {}
+    scored: dict[tuple, pl.DataFrame] = {}
+    curves: dict[tuple, pl.DataFrame] = {}  # ROC and PR on a small fixed grid per chunk, for the report
+    parts = [0] * len(sets)
+    units_before = [0] * len(sets)
+    with progress.step(f"[{split.name}] rank and measure", total=len(starts) * len(recs) * len(sets)) as advance:
+        for first in starts:
+            stop = min(int(first) + per_range, n_users)
+            chunks = [s.of_users(int(first), stop) for s in sets]
+            todo = [s for s in by_train if chunks[s].targets.n_units or (sets[s].users == 0 and first == 0)]
+            for r, rec in enumerate(recs):
+                shared: dict[int, Recommender] = {}
+                for s in todo:
+                    chunk, key = chunks[s], id(sets[s].train)
+                    if key not in shared:
+                        shared.clear()  # the previous train's block is done with
+                        model = models[rec.display, key]
+                        shared[key] = SharedBlock(model, int(first), stop) if SharedBlock.shares(model) else model
                     start = time.perf_counter()
-                    rankings = jobs.rank(config, model, chunk)
+                    rankings = jobs.rank(config, shared[key], chunk)
                     timings.append(_timing(split.name, rec.display, f"rank {chunk.label}", start))
                     start = time.perf_counter()
                     frame = jobs.measure_ranking(config, data, rankings, chunk, rec.display, split.name,
                                                  run_level=False)
-                    if units_before:
-                        frame = frame.with_columns(pl.col("unit") + units_before)
+                    if units_before[s]:
+                        frame = frame.with_columns(pl.col("unit") + units_before[s])
                     if run_names:
-                        jobs.add_exposure(config, run_exposure[rec.display], rankings, run_names)
-                    curves.append(curve_rows(rankings, chunk.targets, system=rec.display, protocol=chunk.label,
-                                             fold=split.name))
-                    out.partitions.append(folder.write_partition(frame, part=part))
-                    states[rec.display].append(PartitionState.of(frame, undefined=config.metrics.undefined))
+                        jobs.add_exposure(config, run_exposure[s, r], rankings, run_names)
+                    at = (s, parts[s], r)
+                    curves[at] = curve_rows(rankings, chunk.targets, system=rec.display, protocol=chunk.label,
+                                            fold=split.name)
+                    partitions[at] = folder.write_partition(frame, part=parts[s])
+                    states[s, r].append(PartitionState.of(frame, undefined=config.metrics.undefined))
                     del frame
                     if chunk.targets.all_candidates and not chunk.targets.one_relevant:
-                        exposure.append(jobs.exposure_rows(config, rankings, chunk, rec.display, split.name))
+                        exposure[at] = jobs.exposure_rows(config, rankings, chunk, rec.display, split.name)
                     if pool_auc and getattr(rankings, "scores", True) is not None:
-                        scored.append(jobs.scored_rows(config, rankings, chunk, rec, split.name, n_chunks))
+                        scored[at] = jobs.scored_rows(config, rankings, chunk, rec, split.name, chunks_of[s])
                     timings.append(_timing(split.name, rec.display, f"measure {chunk.label}", start))
                     advance()
-                units_before += chunk.targets.n_units
-        for rec in config.recommenders:
+                advance(len(sets) - len(todo))
+                shared.clear()
+            for s in todo:
+                units_before[s] += chunks[s].targets.n_units
+                parts[s] += 1
+    out = FoldSummary([], [], [])
+    for s, target_set in enumerate(sets):
+        out.partitions += [partitions[key] for key in sorted(partitions) if key[0] == s]
+        for r, rec in enumerate(recs):
             if run_names:
                 labels = {"system": rec.display, "protocol": target_set.label, "fold": split.name}
                 user_type = pl.Int64 if data.user_ids.dtype.is_integer() else pl.String
-                frame = run_frame(run_exposure[rec.display].values(run_names), labels, user_type)
-                out.partitions.append(folder.write_partition(frame, part=n_chunks))
-                states[rec.display].append(PartitionState.of(frame, undefined=config.metrics.undefined))
-            rows, sums = partition_rows(config, PartitionState.merge(states.pop(rec.display)))
+                frame = run_frame(run_exposure[s, r].values(run_names), labels, user_type)
+                out.partitions.append(folder.write_partition(frame, part=parts[s]))
+                states[s, r].append(PartitionState.of(frame, undefined=config.metrics.undefined))
+            rows, sums = partition_rows(config, PartitionState.merge(states.pop((s, r))))
             out.rows.append(rows)
             if sums is not None:
                 out.f_sums.append(sums)
-    for rec in config.recommenders:
+    for rec in recs:
         rating = jobs.rating_rows(models[rec.display, id(split.train)], split, rec.display, rating_names, data)
         if rating is not None:
             out.partitions.append(folder.write_partition(rating))
             rows, sums = partition_rows(config, PartitionState.of(rating, undefined=config.metrics.undefined))
             out.rows.append(rows)
-    if exposure:
-        atomic.write_parquet(pl.concat(exposure), folder.path / "exposure" / f"{split.name}.parquet")
-    if scored:
-        atomic.write_parquet(pl.concat(scored), folder.path / "auc_scores" / f"{split.name}.parquet")
-    if curves:
-        atomic.write_parquet(pl.concat(curves), folder.path / "curve_chunks" / f"{split.name}.parquet")
+    for name, tables in (("exposure", exposure), ("auc_scores", scored), ("curve_chunks", curves)):
+        if tables:
+            atomic.write_parquet(pl.concat([tables[key] for key in sorted(tables)]),
+                                 folder.path / name / f"{split.name}.parquet")
     return out
 
 
@@ -233,26 +260,31 @@ _ROW_BYTES = 240
 _TARGET_BYTES, _RANKED_BYTES = 16, 24
 
 
-def chunk_users(config: ExperimentConfig, target_set: jobs.TargetSet, budget: int) -> int:
-    """Users per chunk so that the run stays under ``budget`` bytes: what is free of the budget
-    now (data and models are resident) divided by a chunk's cost per user, a planning estimate
-    from the target set's mean units per user, listed targets and per-unit rows per unit."""
+def range_users(config: ExperimentConfig, sets: list[jobs.TargetSet], n_users: int, n_items: int,
+                budget: int) -> int:
+    """Users per range of a fold so that the run stays under ``budget`` bytes: what is free of the
+    budget now (data and models are resident) divided by a range's cost per user, a planning
+    estimate: every target set's units of the user (from its mean units per user, listed targets
+    and per-unit rows per unit, weighted by the share of users the set has), and a row of one
+    shared score block (``n_items`` float32)."""
     if config.run.users_per_chunk is not None:
-        return min(config.run.users_per_chunk, max(target_set.users, 1))
+        return min(config.run.users_per_chunk, max(n_users, 1))
     values = len(config.metrics.k) * len(config.metrics.names) + 2  # + whole-list metrics, aux
-    ranked = jobs.full_ranking_depth(config) if target_set.listed_per_unit == 0 else target_set.listed_per_unit
-    per_unit = values * _ROW_BYTES + target_set.listed_per_unit * _TARGET_BYTES + ranked * _RANKED_BYTES
-    per_user = max(target_set.units_per_user, 1.0) * per_unit
+    per_user = 4.0 * n_items
+    for target_set in sets:
+        ranked = jobs.full_ranking_depth(config) if target_set.listed_per_unit == 0 else target_set.listed_per_unit
+        per_unit = values * _ROW_BYTES + target_set.listed_per_unit * _TARGET_BYTES + ranked * _RANKED_BYTES
+        per_user += max(target_set.units_per_user, 1.0) * per_unit * target_set.users / max(n_users, 1)
     free = budget - resident_bytes()
     smallest = MIN_CHUNK_USERS * per_user
     if free < smallest:
         raise ConfigError(
-            f"memory budget {format_size(budget)} is too small for {target_set.label}: the data and "
-            f"models take {format_size(resident_bytes())} and the smallest chunk "
-            f"({MIN_CHUNK_USERS} users) about {format_size(smallest)}; set [run] memory (or --memory) "
+            f"memory budget {format_size(budget)} is too small for this fold's {len(sets)} target sets: "
+            f"the data and models take {format_size(resident_bytes())} and the smallest range of users "
+            f"({MIN_CHUNK_USERS}) about {format_size(smallest)}; set [run] memory (or --memory) "
             f"to at least {format_size(resident_bytes() + smallest)}"
         )
-    return int(min(max(target_set.users, 1), free // per_user))
+    return int(min(max(n_users, 1), free // per_user))
 
 
 def reuse_fold(config: ExperimentConfig, folder: ResultsFolder, fold: str) -> FoldSummary:

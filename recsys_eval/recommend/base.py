@@ -76,6 +76,9 @@ class Recommender(ABC):
     #: True when :meth:`fit` runs on one thread by design (e.g. BPR, for reproducibility): a run
     #: then fits several such models side by side, one per core.
     single_threaded_fit: bool = False
+    #: True when ``score(u, i)`` is ``score_block([u])[0, i]`` to the bit (both computed the same
+    #: way): pairs may then be read off a score block already computed (:class:`SharedBlock`).
+    pairs_match_blocks: bool = False
 
     @abstractmethod
     def fit(self, train: Interactions) -> Recommender:
@@ -123,6 +126,8 @@ class SparseRecommender(Recommender):
     """A recommender whose scores of a block of users come as a sparse matrix (most entries 0, as
     in neighbourhood models): pairs are gathered from it without making it dense."""
 
+    pairs_match_blocks = True  # a pair is an entry of the sparse block a score block densifies
+
     @abstractmethod
     def sparse_block(self, users: np.ndarray) -> sp.csr_matrix:
         """Scores of every item for each of ``users`` as a sparse (len(users), n_items) matrix."""
@@ -136,6 +141,57 @@ class SparseRecommender(Recommender):
         for block, positions, rows in user_blocks(users, SPARSE_BLOCK_USERS):
             out[positions] = np.asarray(self.sparse_block(block)[rows, items[positions]]).ravel()
         return out
+
+
+class SharedBlock(Recommender):
+    """A fitted model seen through one score block of the users ``first:stop``, computed the first
+    time a block of them is asked for and then read by every ranking of those users: the target
+    sets of a fold that score the same users (full ranking, popularity bins, 1R lists and their
+    pooled-AUC samples) pay one scoring pass instead of one each. Pairs are read off the block once
+    it exists when the model's pairs match its blocks (``pairs_match_blocks``); anything else, and
+    users outside the range, go to the model. Memory: (stop - first) x n_items float32 scores,
+    the chunk the caller's memory budget sized."""
+
+    def __init__(self, model: Recommender, first: int, stop: int) -> None:
+        self.model, self.first, self.stop = model, int(first), int(stop)
+        self.n_items = model.n_items
+        self.predicts_ratings = model.predicts_ratings
+        self._block: np.ndarray | None = None
+
+    @staticmethod
+    def shares(model: Recommender) -> bool:
+        """Whether ``model`` gains from a shared block: it scores users by blocks (no factors for
+        tiles, no item scores for one global order)."""
+        return not any(callable(getattr(model, name, None)) and getattr(model, name)() is not None
+                       for name in ("factors", "item_scores"))
+
+    def fit(self, train: Interactions) -> SharedBlock:
+        raise ConfigError("a shared block reads a fitted model; fit the model itself")
+
+    def _rows(self, users: np.ndarray) -> np.ndarray | None:
+        rows = np.asarray(users, dtype=np.int64) - self.first
+        if len(rows) and (rows.min() < 0 or rows.max() >= self.stop - self.first):
+            return None
+        return rows
+
+    def score_block(self, users: np.ndarray) -> np.ndarray:
+        rows = self._rows(users)
+        if rows is None:
+            return self.model.score_block(users)
+        if self._block is None:
+            shape = (self.stop - self.first, self.n_items)
+            block = self.model.score_block(np.arange(self.first, self.stop, dtype=np.int32))
+            self._block = _checked_scores(self.model, block, shape, "score_block")
+        return self._block[rows]
+
+    def score(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
+        rows = self._rows(users)
+        if rows is None or self._block is None or not self.model.pairs_match_blocks:
+            return self.model.score(users, items)
+        return self._block[rows, np.asarray(items, dtype=np.int64)]
+
+    def predict(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
+        return self.model.predict(users, items)
 
 
 def overrides(cls: type, method: str) -> bool:

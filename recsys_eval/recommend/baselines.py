@@ -48,6 +48,8 @@ class RandomRecommender(Recommender):
     """Uniform random scores, a counter-based hash of (seed, user, item): a pair's score does not
     depend on which other pairs are scored with it, or in what chunks."""
 
+    pairs_match_blocks = True
+
     def __init__(self, seed: int = 0) -> None:
         self.seed = np.uint64(int(seed) % 2**64)
 

@@ -26,6 +26,7 @@ class BiasPredictor(Recommender):
     """
 
     predicts_ratings = True
+    pairs_match_blocks = True  # mu + b_u + b_i in the same float64 order, then float32
 
     def __init__(self, reg_item: float = 25.0, reg_user: float = 10.0, iterations: int = 1) -> None:
         self.reg_item = float(reg_item)

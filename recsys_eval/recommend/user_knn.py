@@ -179,6 +179,7 @@ class UserKNNRating(Recommender):
     """
 
     predicts_ratings = True
+    pairs_match_blocks = True  # same neighbours, summed in the same order (the sweep's docstring)
 
     def __init__(self, k: int = 50) -> None:
         self.k = int(k)

@@ -10,8 +10,8 @@ built Targets with the closed-form expectations of a random recommender; ``save_
 from recsys_eval._lazy import lazy_exports
 
 __all__, __getattr__, __dir__ = lazy_exports(__name__, {
-    "recsys_eval.targets.build": ["build_targets", "iter_targets"],
-    "recsys_eval.targets.designs": ["item_popularity_bins", "popularity_bins", "uniform_test"],
+    "recsys_eval.targets.build": ["build_targets", "iter_targets", "plan_targets"],
+    "recsys_eval.targets.designs": ["item_popularity_bins", "popularity_bin_plans", "popularity_bins", "uniform_test"],
     "recsys_eval.targets.io": ["load_targets", "save_targets"],
     "recsys_eval.targets.protocol": ["Protocol"],
     "recsys_eval.targets.relevance": ["Qrels", "qrels"],

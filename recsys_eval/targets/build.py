@@ -66,8 +66,8 @@ def build_targets(
     ``chunk_size`` (users per chunk, which bounds the working memory). ``one_relevant``: 1R
     protocols in their compact form (module docstring; no effect on AR protocols).
     """
-    plan = _plan(split, protocol, threshold, seed, fresh_negatives, sampling, chunk_size, one_relevant)
-    return plan.targets()
+    return plan_targets(split, protocol, threshold=threshold, seed=seed, fresh_negatives=fresh_negatives,
+                        sampling=sampling, chunk_size=chunk_size, one_relevant=one_relevant).targets()
 
 
 def iter_targets(
@@ -83,12 +83,27 @@ def iter_targets(
 ) -> Iterator[Targets]:
     """The targets of :func:`build_targets`, a chunk of ``chunk_size`` users at a time (memory
     bounded by the chunk); concatenated, the chunks are exactly ``build_targets``'s units."""
-    plan = _plan(split, protocol, threshold, seed, fresh_negatives, sampling, chunk_size, one_relevant)
+    plan = plan_targets(split, protocol, threshold=threshold, seed=seed, fresh_negatives=fresh_negatives,
+                        sampling=sampling, chunk_size=chunk_size, one_relevant=one_relevant)
     for lo in range(0, max(len(plan.users), 1), chunk_size):
         yield plan.targets(lo, min(lo + chunk_size, len(plan.users)))
 
 
-def _plan(split, protocol, threshold, seed, fresh_negatives, sampling, chunk_size, one_relevant) -> _Plan:
+def plan_targets(
+    split: Split,
+    protocol: Protocol | str,
+    *,
+    threshold: float | None = None,
+    seed: int = 0,
+    fresh_negatives: bool = False,
+    sampling: str = "uniform",
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
+    one_relevant: bool = False,
+) -> UnitPlan:
+    """What :func:`build_targets` fills units from, without filling any: ``plan.users`` (the
+    users with units, ascending user indices) and ``plan.targets(lo, hi)``, the units of
+    ``users[lo:hi]``, for a caller that picks its own chunks (e.g. the same user range across
+    several protocols)."""
     protocol = Protocol.parse(protocol)
     check_options(protocol, fresh_negatives, sampling, chunk_size)
     judged = qrels(split, threshold)
@@ -125,7 +140,7 @@ def plan_units(
     item_pool: np.ndarray | None = None,
     *,
     one_relevant: bool = False,
-) -> _Plan:
+) -> UnitPlan:
     """Units, sizes and sampling inputs of a protocol; ``item_pool`` (a bool mask over items)
     restricts candidates and test items to a subset (a popularity bin); ``one_relevant``: 1R
     targets in their compact form."""
@@ -151,7 +166,7 @@ def plan_units(
 
     if protocol.full_ranking:
         n_train_in_pool = count_in_pool(tr_ptr, tr_idx, pool, users)
-        return _Plan(
+        return UnitPlan(
             protocol, n_items, users, judged, candidates=candidates,
             n_candidates=int(pool.sum()) - n_train_in_pool,
         )
@@ -172,7 +187,7 @@ def plan_units(
         prob, alias = alias_table(weight[pool_items])
     else:
         prob, alias = np.ones(1), np.zeros(1, dtype=np.int64)
-    return _Plan(
+    return UnitPlan(
         protocol, n_items, users, judged, candidates=candidates, m=m.astype(np.int64), avail=avail.astype(np.int64),
         n_rel=n_rel[users], fresh=fresh_negatives, seed=seed, weighted=weighted, weight=weight,
         pool_items=pool_items, prob=prob, alias=alias, tr_ptr=tr_ptr,
@@ -181,7 +196,7 @@ def plan_units(
 
 
 @dataclass
-class _Plan:
+class UnitPlan:
     """Everything needed to fill the units of users ``users[lo:hi]``, chunk by chunk.
 
     Full ranking needs only ``candidates`` (the global candidate pool, also that of one-relevant

@@ -16,7 +16,7 @@ import polars as pl
 from recsys_eval.core.split import Split
 from recsys_eval.core.units import Targets
 from recsys_eval.errors import ConfigError, DataError
-from recsys_eval.targets.build import DEFAULT_CHUNK_SIZE, check_options, plan_units
+from recsys_eval.targets.build import DEFAULT_CHUNK_SIZE, UnitPlan, check_options, plan_units
 from recsys_eval.targets.protocol import Protocol
 from recsys_eval.targets.relevance import qrels, test_gains
 
@@ -101,6 +101,25 @@ def popularity_bins(
     popular (items never rated in training fall there). Within a bin, the protocol applies with
     candidates and test items restricted to the bin's items.
     """
+    return [(info, plan.targets()) for info, plan in popularity_bin_plans(
+        split, m, protocol, threshold=threshold, seed=seed, fresh_negatives=fresh_negatives, sampling=sampling,
+        chunk_size=chunk_size, one_relevant=one_relevant)]
+
+
+def popularity_bin_plans(
+    split: Split,
+    m: int,
+    protocol: Protocol | str,
+    *,
+    threshold: float | None = None,
+    seed: int = 0,
+    fresh_negatives: bool = False,
+    sampling: str = "uniform",
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
+    one_relevant: bool = False,
+) -> list[tuple[dict[str, Any], UnitPlan]]:
+    """:func:`popularity_bins` as plans (:func:`~recsys_eval.targets.build.plan_targets`): each
+    bin's units filled a chunk of users at a time by the caller."""
     protocol = Protocol.parse(protocol)
     check_options(protocol, fresh_negatives, sampling, chunk_size)
     n_items = split.n_items
@@ -133,7 +152,7 @@ def popularity_bins(
             "max_item_ratings": int(counts[members].max()),
             "seed": bin_seed,
         }
-        out.append((info, plan.targets()))
+        out.append((info, plan))
     return out
 
 

@@ -87,12 +87,12 @@ params = { factors = 8, iterations = 3 }
 
 def materialised(monkeypatch) -> None:
     """Make the runner build 1R targets listed, one list per unit (the path before the fast one)."""
-    listed = targets_module.iter_targets
+    listed = targets_module.plan_targets
 
-    def iter_listed(*args, one_relevant=False, **kwargs):
+    def plan_listed(*args, one_relevant=False, **kwargs):
         return listed(*args, **kwargs)
 
-    monkeypatch.setattr(targets_module, "iter_targets", iter_listed)
+    monkeypatch.setattr(targets_module, "plan_targets", plan_listed)
 
 
 def run(config: Path, out: Path) -> Path:
