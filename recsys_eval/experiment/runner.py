@@ -183,13 +183,32 @@ def evaluate_fold(
     exposure: dict[tuple, pl.DataFrame] = {}
     scored: dict[tuple, pl.DataFrame] = {}
     curves: dict[tuple, pl.DataFrame] = {}  # ROC and PR on a small fixed grid per chunk, for the report
-    parts = [0] * len(sets)
+    parts = [0] * len(sets)  # chunks done per set (a set's partitions are numbered 0, 1, ...)
     units_before = [0] * len(sets)
+    summaries: dict[tuple[int, int], tuple[pl.DataFrame, pl.DataFrame | None]] = {}
+    run_parts: dict[tuple[int, int], Path] = {}
+
+    def summarise(s: int, r: int) -> None:
+        """(set, recommender) done: its run-level rows, then its summary, and its users let go."""
+        rec = recs[r]
+        if run_names:
+            labels = {"system": rec.display, "protocol": sets[s].label, "fold": split.name}
+            user_type = pl.Int64 if data.user_ids.dtype.is_integer() else pl.String
+            frame = run_frame(run_exposure.pop((s, r)).values(run_names), labels, user_type)
+            run_parts[s, r] = folder.write_partition(frame, part=parts[s])
+            states[s, r].append(PartitionState.of(frame, undefined=config.metrics.undefined))
+        summaries[s, r] = partition_rows(config, PartitionState.merge(states.pop((s, r))))
+
     with progress.step(f"[{split.name}] rank and measure", total=len(starts) * len(recs) * len(sets)) as advance:
         for first in starts:
             stop = min(int(first) + per_range, n_users)
+            last = stop == n_users
             chunks = [s.of_users(int(first), stop) for s in sets]
             todo = [s for s in by_train if chunks[s].targets.n_units or (sets[s].users == 0 and first == 0)]
+            part, before = list(parts), list(units_before)
+            for s in todo:
+                units_before[s] += chunks[s].targets.n_units
+                parts[s] += 1
             for r, rec in enumerate(recs):
                 shared: dict[int, Recommender] = {}
                 for s in todo:
@@ -204,38 +223,35 @@ def evaluate_fold(
                     start = time.perf_counter()
                     frame = jobs.measure_ranking(config, data, rankings, chunk, rec.display, split.name,
                                                  run_level=False)
-                    if units_before[s]:
-                        frame = frame.with_columns(pl.col("unit") + units_before[s])
+                    if before[s]:
+                        frame = frame.with_columns(pl.col("unit") + before[s])
                     if run_names:
                         jobs.add_exposure(config, run_exposure[s, r], rankings, run_names)
-                    at = (s, parts[s], r)
+                    at = (s, part[s], r)
                     curves[at] = curve_rows(rankings, chunk.targets, system=rec.display, protocol=chunk.label,
                                             fold=split.name)
-                    partitions[at] = folder.write_partition(frame, part=parts[s])
+                    partitions[at] = folder.write_partition(frame, part=part[s])
                     states[s, r].append(PartitionState.of(frame, undefined=config.metrics.undefined))
                     del frame
                     if chunk.targets.all_candidates and not chunk.targets.one_relevant:
                         exposure[at] = jobs.exposure_rows(config, rankings, chunk, rec.display, split.name)
                     if pool_auc and getattr(rankings, "scores", True) is not None:
                         scored[at] = jobs.scored_rows(config, rankings, chunk, rec, split.name, chunks_of[s])
+                    del rankings
                     timings.append(_timing(split.name, rec.display, f"measure {chunk.label}", start))
                     advance()
                 advance(len(sets) - len(todo))
                 shared.clear()
-            for s in todo:
-                units_before[s] += chunks[s].targets.n_units
-                parts[s] += 1
+                if last:
+                    for s in range(len(sets)):
+                        summarise(s, r)
     out = FoldSummary([], [], [])
-    for s, target_set in enumerate(sets):
+    for s in range(len(sets)):
         out.partitions += [partitions[key] for key in sorted(partitions) if key[0] == s]
-        for r, rec in enumerate(recs):
-            if run_names:
-                labels = {"system": rec.display, "protocol": target_set.label, "fold": split.name}
-                user_type = pl.Int64 if data.user_ids.dtype.is_integer() else pl.String
-                frame = run_frame(run_exposure[s, r].values(run_names), labels, user_type)
-                out.partitions.append(folder.write_partition(frame, part=parts[s]))
-                states[s, r].append(PartitionState.of(frame, undefined=config.metrics.undefined))
-            rows, sums = partition_rows(config, PartitionState.merge(states.pop((s, r))))
+        for r in range(len(recs)):
+            if (s, r) in run_parts:
+                out.partitions.append(run_parts[s, r])
+            rows, sums = summaries.pop((s, r))
             out.rows.append(rows)
             if sums is not None:
                 out.f_sums.append(sums)
