@@ -266,7 +266,8 @@ def evaluate_fold_spark(
     spark = spark_session(engine.master)  # first: no PySpark or Java is one message naming the extra
     from pyspark.sql import types as T
     context = spark.sparkContext
-    models = fit_models(config, data, split, {id(split.train): split.train}, folder, progress, timings)
+    models = fit_models(config, data, split, {id(split.train): split.train}, folder, progress, timings).all(
+        split.name, timings)
     start = time.perf_counter()
     n_parts = engine.partitions or 4 * context.defaultParallelism
     task = FoldTask(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -87,10 +87,38 @@ def partition_rows(config: ExperimentConfig, state: PartitionState) -> tuple[pl.
     return rows, state.f_sums()
 
 
+@dataclass
+class FittedModels:
+    """The fold's models, ``{(system, id(train)): model}``, and the fits still running in the
+    background (``{system: [(id(train), future of (model, seconds))]}``)."""
+
+    models: dict[tuple[str, int], object]
+    background: dict[str, list[tuple[int, Future]]]
+
+    def wait_for(self, system: str, fold: str, timings: list[dict]) -> None:
+        """The background fits of ``system``, once they are done (a fit's error is raised here)."""
+        for key, future in self.background.pop(system, []):
+            model, seconds = future.result()
+            self.models[system, key] = model
+            timings.append(_timing(fold, system, "fit in background", time.perf_counter() - seconds))
+
+    def all(self, fold: str, timings: list[dict]) -> dict[tuple[str, int], object]:
+        """Every model, once the background fits are done."""
+        for system in list(self.background):
+            self.wait_for(system, fold, timings)
+        return self.models
+
+
 def fit_models(config: ExperimentConfig, data: Interactions, split: Split, trains: dict[int, Interactions],
-               folder: ResultsFolder, progress: Progress, timings: list[dict]) -> dict[tuple[str, int], object]:
+               folder: ResultsFolder, progress: Progress, timings: list[dict]) -> FittedModels:
     """Every recommender of the config (tuned on the fold when the config asks) fitted on each of
-    ``trains`` (keyed by ``id``): ``{(system, id(train)): model}``."""
+    ``trains`` (keyed by ``id``).
+
+    Fits that run on one thread by design (BPR) would leave a core idle: when other systems are
+    there to evaluate meanwhile, they run in the background on all cores but one, and their
+    systems are evaluated last (:meth:`FittedModels.wait_for`); otherwise two or more of them go
+    side by side, one per core. Each has its own seed and state either way, so its factors are
+    those of a fit alone."""
     from recsys_eval.tune import chosen, tune_fold
 
     start = time.perf_counter()
@@ -99,38 +127,47 @@ def fit_models(config: ExperimentConfig, data: Interactions, split: Split, train
         timings.append(_timing(split.name, "", "tune", start))
     to_fit = [(rec, key, train, jobs.make_model(config, chosen(tuned, rec), data, split.name))
               for rec in config.recommenders for key, train in trains.items()]
-    # fits that run on one thread by design (BPR) go side by side, one per core, before the others
-    side_by_side = [job for job in to_fit if getattr(job[3], "single_threaded_fit", False)]
-    if len(side_by_side) < 2:
-        side_by_side = []
+    single = [job for job in to_fit if getattr(job[3], "single_threaded_fit", False)]
+    cores = os.cpu_count() or 1
+    in_background = len(single) < len(to_fit) and cores >= 2
+    fitted = FittedModels({}, {})
 
-    def fit(job: tuple, step: str) -> tuple[object, dict]:
-        rec, _, train, model = job
+    def fit_alone(job: tuple) -> tuple[object, float]:
         start = time.perf_counter()
-        model = model.fit(train)
-        return model, _timing(split.name, rec.display, step, start)
+        return job[3].fit(job[2]), time.perf_counter() - start
 
-    models: dict[tuple[str, int], object] = {}
     with progress.step(f"[{split.name}] fit", total=len(to_fit)) as advance:
         done = {}
-        if side_by_side:
-            with ThreadPoolExecutor(max_workers=min(len(side_by_side), os.cpu_count() or 1)) as pool:
-                for job, result in zip(side_by_side, pool.map(lambda j: fit(j, "fit side by side"), side_by_side),
-                                       strict=True):
-                    done[id(job)] = result
+        if single and in_background:
+            pool = ThreadPoolExecutor(max_workers=min(len(single), cores - 1), thread_name_prefix="recsys-fit")
+            for job in single:
+                fitted.background.setdefault(job[0].display, []).append((job[1], pool.submit(fit_alone, job)))
+                done[id(job)] = None
+                advance()
+            pool.shutdown(wait=False)  # the workers finish their fits; nothing else is queued
+        elif len(single) >= 2:
+            with ThreadPoolExecutor(max_workers=min(len(single), cores)) as pool:
+                for job, (model, seconds) in zip(single, pool.map(fit_alone, single), strict=True):
+                    done[id(job)] = model
+                    timings.append(_timing(split.name, job[0].display, "fit side by side",
+                                           time.perf_counter() - seconds))
                     advance()
         for job in to_fit:
             rec, key, _, _ = job
-            model, timing = done[id(job)] if id(job) in done else fit(job, "fit")
+            if id(job) in done:
+                if done[id(job)] is not None:
+                    fitted.models[rec.display, key] = done[id(job)]
+                continue
+            start = time.perf_counter()
+            model = job[3].fit(job[2])
+            timings.append(_timing(split.name, rec.display, "fit", start))
             if isinstance(model, ExternalRun):
                 model.check_overlap(np.unique(split.test.users))
                 if model.unknown["rows"]:
                     progress.log(f"[yellow]{rec.display}: {model.unknown_message()}[/]")
-            models[rec.display, key] = model
-            timings.append(timing)
-            if id(job) not in done:
-                advance()
-    return models
+            fitted.models[rec.display, key] = model
+            advance()
+    return fitted
 
 
 def evaluate_fold(
@@ -162,7 +199,8 @@ def evaluate_fold(
             advance()
     # Protocols that moved ratings into train (uniform test) need their own fitted model.
     trains: dict[int, Interactions] = {id(t.train): t.train for t in sets}
-    models = fit_models(config, data, split, trains, folder, progress, timings)
+    fitted = fit_models(config, data, split, trains, folder, progress, timings)
+    models = fitted.models
     ranking_names, rating_names = jobs.metric_names(config)
     pool_auc = "auc" in ranking_names and len(folder.layout["folds"]) >= 2
     run_names = [m for m in ranking_names if m in RUN_METRICS]
@@ -199,6 +237,7 @@ def evaluate_fold(
             states[s, r].append(PartitionState.of(frame, undefined=config.metrics.undefined))
         summaries[s, r] = partition_rows(config, PartitionState.merge(states.pop((s, r))))
 
+    rec_order = sorted(range(len(recs)), key=lambda r: recs[r].display in fitted.background)  # those fitted last
     with progress.step(f"[{split.name}] rank and measure", total=len(starts) * len(recs) * len(sets)) as advance:
         for first in starts:
             stop = min(int(first) + per_range, n_users)
@@ -209,7 +248,9 @@ def evaluate_fold(
             for s in todo:
                 units_before[s] += chunks[s].targets.n_units
                 parts[s] += 1
-            for r, rec in enumerate(recs):
+            for r in rec_order:
+                rec = recs[r]
+                fitted.wait_for(rec.display, split.name, timings)
                 shared: dict[int, Recommender] = {}
                 for s in todo:
                     chunk, key = chunks[s], id(sets[s].train)

@@ -5,7 +5,8 @@ its rating). Scoring reads the learnt factors or similarity matrix directly, so 
 users is one matrix product instead of one library call per user.
 
 Threads: implicit parallelises fitting over its own threads; OpenBLAS threads on top of them only
-oversubscribe the cores (implicit warns about it), so fitting runs with BLAS limited to one thread.
+oversubscribe the cores (implicit warns about it), so ALS, the one that solves with BLAS, is fitted
+with BLAS limited to one thread.
 Scoring is a plain BLAS product and keeps BLAS's threads.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import os
 import warnings
+from contextlib import nullcontext
 
 import numba
 import numpy as np
@@ -50,15 +52,20 @@ class FactorModel(Recommender):
     a column of ones on the user side, so the dot product is the model's full score.
     """
 
-    def __init__(self, model_class: type, params: dict, *, seed: int, threads: int) -> None:
+    def __init__(self, model_class: type, params: dict, *, seed: int, threads: int, blas_in_fit: bool = True) -> None:
         self.params = dict(params)
-        self.single_threaded_fit = threads == 1
+        # ALS solves with BLAS (implicit warns when BLAS has threads of its own), under a
+        # process-wide limit: such a fit is not left to run beside other threads
+        self.blas_in_fit = blas_in_fit
+        self.single_threaded_fit = threads == 1 and not blas_in_fit
         with threadpool_limits(1, "blas"):  # implicit checks the BLAS threads when a model is made
             self.model = model_class(**params, num_threads=threads, random_state=seed)
 
     def fit(self, train: Interactions) -> FactorModel:
         self.n_items = train.n_items
-        with threadpool_limits(1, "blas"):
+        # BLAS limits are process-wide and restored on exit: a fit without BLAS (BPR, LMF: their
+        # own update loops) sets none, so it may run beside threads that set and restore theirs
+        with threadpool_limits(1, "blas") if self.blas_in_fit else nullcontext():
             self.model.fit(train.csr(), show_progress=False)
         self.user_factors = np.ascontiguousarray(self.model.user_factors, dtype=np.float32)
         self.item_factors = np.ascontiguousarray(self.model.item_factors, dtype=np.float32)

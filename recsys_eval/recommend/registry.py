@@ -76,7 +76,7 @@ def _implicit_factor(kind: str) -> Callable[[dict, int, int], Recommender]:
             threads = 1
         cls = {"als": AlternatingLeastSquares, "bpr": BayesianPersonalizedRanking,
                "lmf": LogisticMatrixFactorization}[kind]
-        return FactorModel(cls, params, seed=seed, threads=threads)
+        return FactorModel(cls, params, seed=seed, threads=threads, blas_in_fit=kind == "als")
 
     return build
 

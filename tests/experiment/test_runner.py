@@ -332,6 +332,24 @@ def test_single_threaded_fits_side_by_side_give_the_bits_of_one_fit_alone(tmp_pa
         assert side.sort(key, nulls_last=True).equals(first)
 
 
+def test_a_single_threaded_fit_in_the_background_gives_the_bits_of_one_fit_alone(tmp_path):
+    # with other systems to evaluate meanwhile, BPR is fitted in the background and evaluated last;
+    # its values, and the others', are those of runs where each system is alone, and the results
+    # keep the config's order of systems
+    bpr = '[[recommenders]]\nname = "bpr"\nparams = { factors = 8, iterations = 5 }\n'
+    knn = '[[recommenders]]\nname = "item_knn"\nparams = { k = 10 }\n'
+    both = run(write_config(tmp_path, recommenders=bpr + knn), tmp_path / "both")
+    steps = pl.read_csv(both / "timings.csv").filter(pl.col("step").str.starts_with("fit"))
+    assert sorted(steps.select("system", "step").iter_rows()) == [("bpr", "fit in background"), ("item_knn", "fit")]
+    key = ["system", "protocol", "fold", "user", "unit", "metric", "k"]
+    values = per_unit_of(both).sort(key, nulls_last=True)
+    for alone, system in ((bpr, "bpr"), (knn, "item_knn")):
+        single = per_unit_of(run(write_config(tmp_path, recommenders=alone), tmp_path / system))
+        assert values.filter(pl.col("system") == system).equals(single.sort(key, nulls_last=True))
+    summary = pl.read_csv(both / "summary.csv")
+    assert summary.get_column("system").unique(maintain_order=True).to_list()[:2] == ["bpr", "item_knn"]
+
+
 def test_a_relabelled_protocol_or_system_keeps_its_samples(tmp_path):
     config = write_config(tmp_path)
     plain = per_unit_of(run(config, tmp_path / "a"))
