@@ -188,8 +188,8 @@ class RunConfig(_Strict):
 
     threads: int | None = Field(None, ge=1)
     chunk_size: int = Field(2048, ge=1)
-    #: The run's memory budget ("4GB", "1500MB", "8GiB"): each target set is evaluated in chunks of
-    #: users sized to stay under it; results do not depend on it.
+    #: The run's memory budget ("4GB", "1500MB", "8GiB"): a fold is evaluated in ranges of users
+    #: sized to stay under it; results do not depend on it.
     memory: str = "4GB"
     #: Users per evaluation chunk, fixed (default: sized from ``memory``).
     users_per_chunk: int | None = Field(None, ge=1)
