@@ -206,7 +206,8 @@ def evaluate_fold(
     run_names = [m for m in ranking_names if m in RUN_METRICS]
     recs = config.recommenders
     n_users = split.train.n_users
-    per_range = range_users(config, sets, n_users, split.train.n_items, parse_size(config.run.memory))
+    block_items = split.train.n_items if any(SharedBlock.shares(m) for m in models.values()) else 0
+    per_range = range_users(config, sets, n_users, block_items, parse_size(config.run.memory))
     starts = np.arange(0, max(n_users, 1), per_range)
     # per set: the ranges holding its users (a set without users is evaluated once, empty)
     chunks_of = [max(len(np.unique(np.searchsorted(starts, s.plan.users, side="right"))), 1) for s in sets]
@@ -317,17 +318,17 @@ _ROW_BYTES = 240
 _TARGET_BYTES, _RANKED_BYTES = 16, 24
 
 
-def range_users(config: ExperimentConfig, sets: list[jobs.TargetSet], n_users: int, n_items: int,
+def range_users(config: ExperimentConfig, sets: list[jobs.TargetSet], n_users: int, block_items: int,
                 budget: int) -> int:
     """Users per range of a fold so that the run stays under ``budget`` bytes: what is free of the
     budget now (data and models are resident) divided by a range's cost per user, a planning
     estimate: every target set's units of the user (from its mean units per user, listed targets
     and per-unit rows per unit, weighted by the share of users the set has), and a row of one
-    shared score block (``n_items`` float32)."""
+    shared score block (``block_items`` float32; 0 when no model shares blocks)."""
     if config.run.users_per_chunk is not None:
         return min(config.run.users_per_chunk, max(n_users, 1))
     values = len(config.metrics.k) * len(config.metrics.names) + 2  # + whole-list metrics, aux
-    per_user = 4.0 * n_items
+    per_user = 4.0 * block_items
     for target_set in sets:
         ranked = jobs.full_ranking_depth(config) if target_set.listed_per_unit == 0 else target_set.listed_per_unit
         per_unit = values * _ROW_BYTES + target_set.listed_per_unit * _TARGET_BYTES + ranked * _RANKED_BYTES
