@@ -1,9 +1,11 @@
 """User-based nearest neighbours, for ranking (binary cosine, one neighbourhood per user) and for
 rating prediction (mean-centred ratings, one neighbourhood per user and item).
 
-Similarities of a block of users to every user are one sparse product; the block is sized so that
-it holds at most ``BLOCK_CELLS`` similarities. Neighbours are users of positive similarity only,
-never the user itself, and ties go to the smaller user index.
+A user's similarities to every user are one row that a numba kernel sums from the unit vectors by
+user and by item (:func:`similarity_row`) into a scratch row of the thread that uses it at once:
+no block of users x users similarities is stored, and the kernels run on chunks of users in
+parallel. Neighbours are users of positive similarity only, never the user itself, and ties go to
+the smaller user index: the order (similarity descending, user ascending) of :func:`best_first`.
 """
 
 from __future__ import annotations
@@ -13,59 +15,116 @@ import numpy as np
 import scipy.sparse as sp
 
 from recsys_eval.core import Interactions
+from recsys_eval.core.chunks import chunk_bounds, run_chunks
 from recsys_eval.errors import DataError
-from recsys_eval.recommend.base import (
-    BLOCK_CELLS,
-    Recommender,
-    SparseRecommender,
-    user_blocks,
-)
-from recsys_eval.recommend.topk import heap_drain, heap_offer, no_places, top_k_rows
+from recsys_eval.recommend.base import Recommender, SparseRecommender, user_blocks
+from recsys_eval.targets.sampling import sort_items
 
 
 def row_normalised(matrix: sp.csr_matrix) -> sp.csr_matrix:
-    """Rows scaled to unit length (all-zero rows stay zero), so that products are cosines."""
+    """Rows scaled to unit length (all-zero rows stay zero), so that products are cosines; float32,
+    the structure of ``matrix`` kept (explicit zeros too)."""
     norms = np.sqrt(np.asarray(matrix.multiply(matrix).sum(axis=1)).ravel())
-    scale = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
-    return sp.csr_matrix(sp.diags(scale.astype(np.float32)) @ matrix, dtype=np.float32)
+    scale = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0).astype(np.float32)
+    unit = sp.csr_matrix(matrix, dtype=np.float32, copy=True)
+    unit.data = (np.repeat(scale.astype(np.float64), np.diff(matrix.indptr)) * matrix.data).astype(np.float32)
+    return unit
 
 
-def similarity_block(vectors: sp.csr_matrix, users: np.ndarray) -> np.ndarray:
-    """Dense cosines (len(users), n_users) of ``users`` to every user; -inf for a user itself."""
-    sims = (vectors[users] @ vectors.T).toarray().astype(np.float32, copy=False)
-    sims[np.arange(len(users)), users] = -np.inf
-    return sims
+def cosine_index(vectors: sp.csr_matrix) -> tuple[np.ndarray, ...]:
+    """What :func:`similarity_row` reads of the unit vectors ``vectors`` (users x items, indices
+    sorted): by user ``(indptr, items, values)`` and by item ``(item_indptr, users,
+    item_values)``, users ascending."""
+    by_item = vectors.tocsc()
+    by_item.sort_indices()
+    return (vectors.indptr.astype(np.int64), vectors.indices.astype(np.int32), vectors.data.astype(np.float32),
+            by_item.indptr.astype(np.int64), by_item.indices.astype(np.int32), by_item.data.astype(np.float32))
 
 
-def _block_users(n_users: int) -> int:
-    return max(1, BLOCK_CELLS // max(n_users, 1))
+@numba.njit(cache=True, nogil=True)
+def similarity_row(u, indptr, items, values, item_indptr, users, item_values, row):
+    """``row[v]`` = cosine(u, v) for every user v (``row`` has n_users entries), -inf for u itself:
+    for each of u's items i (ascending), for each rater v of i (ascending), row[v] += x_ui x_vi in
+    float32, the sums of scipy's float32 sparse product.
+
+    An item's raters are distinct, so four cells are read before any of them is written: the plain
+    read-add-write loop runs 2-3 times slower (0.45 against 0.18 ms per user at ML-1M size), the
+    CPU holding each read back behind the earlier writes it might depend on."""
+    row[:] = 0
+    for p in range(indptr[u], indptr[u + 1]):
+        x = values[p]
+        i = items[p]
+        q, end = item_indptr[i], item_indptr[i + 1]
+        while q + 4 <= end:
+            v0, v1, v2, v3 = users[q], users[q + 1], users[q + 2], users[q + 3]
+            a0 = row[v0] + x * item_values[q]
+            a1 = row[v1] + x * item_values[q + 1]
+            a2 = row[v2] + x * item_values[q + 2]
+            a3 = row[v3] + x * item_values[q + 3]
+            row[v0], row[v1], row[v2], row[v3] = a0, a1, a2, a3
+            q += 4
+        for q in range(q, end):
+            row[users[q]] += x * item_values[q]
+    row[u] = -np.inf
 
 
-def nearest_neighbours(vectors: sp.csr_matrix, users: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """For each of ``users``, its ``k`` most similar users of positive cosine, best first:
-    ``(neighbours, similarities, counts)``, the first two (len(users), k), of which each row's
-    first ``counts`` entries hold."""
+@numba.njit(cache=True)
+def _order_scratch(n_users):
+    """Scratch of :func:`best_first` for rows of ``n_users``: ``(order, keys, tmp, count)``."""
+    return (np.empty(n_users, dtype=np.int32), np.empty(n_users, dtype=np.int64),
+            np.empty(n_users, dtype=np.int64), np.empty(257, dtype=np.int64))
+
+
+@numba.njit(cache=True)
+def best_first(row, order, keys, tmp, count):
+    """The users of positive ``row[v]`` best first (similarity descending, user ascending) into
+    ``order``; returns how many.
+
+    A radix sort of the keys (0x7F800000 - the bits of the similarity) << user bits | v: positive
+    float32 values order as their bit patterns, so ascending keys are the order. At ML-1M size
+    (3,000 positive neighbours of 6,040 users) 0.09 ms a user against 0.7 for a merge sort of the
+    row."""
+    user_bits = np.int64(1)
+    while (np.int64(1) << user_bits) < len(row):
+        user_bits += 1
+    bits = row.view(np.int32)
+    n = np.int64(0)
+    for v in range(len(row)):  # written whatever the sign, kept if positive: no branch to mispredict
+        keys[n] = ((np.int64(0x7F800000) - bits[v]) << user_bits) | v
+        n += row[v] > 0
+    sort_items(keys, n, 31 + user_bits, tmp, count)
+    mask = (np.int64(1) << user_bits) - 1
+    for j in range(n):
+        order[j] = keys[j] & mask
+    return n
+
+
+def nearest_neighbours(cosines: tuple[np.ndarray, ...], users: np.ndarray,
+                       k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For each of ``users``, its ``k`` most similar users of positive cosine (``cosines`` from
+    :func:`cosine_index`), best first: ``(neighbours, similarities, counts)``, the first two
+    (len(users), k), of which each row's first ``counts`` entries hold."""
     users = np.asarray(users, dtype=np.int32)
-    n_users = vectors.shape[0]
+    n_users = len(cosines[0]) - 1
     k = max(1, min(k, n_users))
-    step = _block_users(n_users)
-    # top_k_rows skips the columns of a CSR row and blocked columns: here none (the user itself and
-    # non-positive similarities are -inf, which it never takes)
-    empty_indptr = np.zeros(step + 1, dtype=np.int64)
-    empty_indices = np.zeros(0, dtype=np.int32)
-    none_blocked = np.zeros(n_users, dtype=np.bool_)
-    nbr = np.empty((len(users), k), dtype=np.int32)
-    sim = np.empty((len(users), k), dtype=np.float32)
+    nbr = np.zeros((len(users), k), dtype=np.int32)
+    sim = np.zeros((len(users), k), dtype=np.float32)
     count = np.zeros(len(users), dtype=np.int64)
-    for start in range(0, len(users), step):
-        block = users[start:start + step]
-        sims = similarity_block(vectors, block)
-        sims[sims <= 0] = -np.inf
-        rows = np.arange(len(block), dtype=np.int32)
-        stop = start + len(block)
-        nbr[start:stop], sim[start:stop], count[start:stop], _ = top_k_rows(
-            sims, rows, empty_indptr, empty_indices, none_blocked, k, *no_places(len(block)))
+    run_chunks(_nearest_chunk, chunk_bounds(len(users)), users, *cosines, nbr, sim, count)
     return nbr, sim, count
+
+
+@numba.njit(cache=True, nogil=True)
+def _nearest_chunk(lo, hi, users, indptr, items, values, item_indptr, item_users, item_values, nbr, sim, count):
+    """:func:`nearest_neighbours` for the users ``lo:hi``."""
+    row = np.empty(len(indptr) - 1, dtype=np.float32)
+    order, keys, tmp, counts = _order_scratch(len(row))
+    for r in range(lo, hi):
+        similarity_row(users[r], indptr, items, values, item_indptr, item_users, item_values, row)
+        count[r] = min(best_first(row, order, keys, tmp, counts), nbr.shape[1])
+        for j in range(count[r]):
+            nbr[r, j] = order[j]
+            sim[r, j] = row[order[j]]
 
 
 class UserKNN(SparseRecommender):
@@ -74,7 +133,7 @@ class UserKNN(SparseRecommender):
 
     A user's neighbours do not depend on the protocol, so each user's are found the first time it
     is scored and kept (users x k entries): a study that ranks the same users under many protocols
-    pays the similarity products once, not once per protocol."""
+    pays the similarities once, not once per protocol."""
 
     def __init__(self, k: int = 50) -> None:
         self.k = int(k)
@@ -82,8 +141,8 @@ class UserKNN(SparseRecommender):
     def fit(self, train: Interactions) -> UserKNN:
         self.n_items = train.n_items
         self.user_items = train.csr()
-        self.vectors = row_normalised(self.user_items)
-        n_users = self.vectors.shape[0]
+        self.cosines = cosine_index(row_normalised(self.user_items))
+        n_users = self.user_items.shape[0]
         width = max(1, min(self.k, n_users))
         self._neighbours = np.empty((n_users, width), dtype=np.int32)
         self._similarities = np.empty((n_users, width), dtype=np.float32)
@@ -94,78 +153,137 @@ class UserKNN(SparseRecommender):
         users = np.asarray(users, dtype=np.int32)
         missing = np.unique(users[self._counts[users] < 0])
         if len(missing):
-            nbr, sim, count = nearest_neighbours(self.vectors, missing, self.k)
+            nbr, sim, count = nearest_neighbours(self.cosines, missing, self.k)
             self._neighbours[missing], self._similarities[missing], self._counts[missing] = nbr, sim, count
         count = self._counts[users]
         keep = np.arange(self._neighbours.shape[1])[None, :] < count[:, None]
         weights = sp.csr_matrix(
             (self._similarities[users][keep], self._neighbours[users][keep], np.concatenate([[0], np.cumsum(count)])),
-            shape=(len(users), self.vectors.shape[0]),
+            shape=(len(users), self.user_items.shape[0]),
         )
         return weights @ self.user_items
 
 
 @numba.njit(cache=True)
-def _resnick_offset(sims_row, item, indptr, raters, centred, heap_s, heap_i, best_s, best_i):
-    """sum_v w(u, v) c_vi / sum_v w(u, v) over the len(heap_s) raters v of ``item`` most similar
-    to u (positive similarity only); 0 when there is none. c_vi: v's mean-centred rating. The sums
-    run over the neighbours best first (similarity descending, then user ascending), the order of
-    :func:`_resnick_sweep`, so that both give the same float32 value."""
-    size = 0
-    for ptr in range(indptr[item], indptr[item + 1]):  # raters in ascending user index
-        s = sims_row[raters[ptr]]
-        if s > 0 and (size < len(heap_s) or s > heap_s[0]):
-            size = heap_offer(heap_s, heap_i, size, s, ptr)
-    n = size
-    heap_drain(heap_s, heap_i, size, best_s, best_i)
-    numerator = 0.0
-    denominator = 0.0
-    for h in range(n):
-        numerator += best_s[h] * centred[best_i[h]]
-        denominator += best_s[h]
-    return numerator / denominator if denominator > 0 else 0.0
+def _offset(numerator, denominator):
+    """sum_v w(u, v) c_vi / sum_v w(u, v) as float32, 0 without neighbours."""
+    return np.float32(numerator / denominator if denominator > 0 else 0.0)
 
 
-@numba.njit(cache=True, parallel=True, nogil=True)
-def _resnick_pairs(sims, rows, items, indptr, raters, centred, k):
-    out = np.empty(len(rows), dtype=np.float32)
-    for p in numba.prange(len(rows)):
-        heap_s = np.empty(k, dtype=np.float32)
-        heap_i = np.empty(k, dtype=np.int64)
-        best_s = np.empty(k, dtype=np.float32)
-        best_i = np.empty(k, dtype=np.int64)
-        out[p] = _resnick_offset(sims[rows[p]], items[p], indptr, raters, centred, heap_s, heap_i,
-                                 best_s, best_i)
-    return out
+@numba.njit(cache=True, nogil=True)
+def _resnick_sweep_chunk(lo, hi, users, indptr, items, values, item_indptr, raters, item_values, walk_ranks,
+                         walk_centred, full, rank_of_item, means, k, out):
+    """Every item's prediction for the users ``lo:hi`` (rows of ``out``) in one walk of the user's
+    neighbours best first: each adds w(u, v) c_vi (c_vi its rating less its mean) and w(u, v) to
+    the numerator and denominator of the items that have fewer than k neighbours so far. An
+    item's first k raters in that order are its k most similar raters, the ones
+    :func:`_resnick_pairs_chunk` keeps, summed in the same order: the same float32 values.
 
-
-@numba.njit(cache=True, parallel=True, nogil=True)
-def _resnick_sweep(sims, indptr, items, centred, n_items, k):
-    """Every item's offset for each row of ``sims`` in one sweep over the user's neighbours, best
-    first (similarity descending, user ascending; positive only): each neighbour adds its centred
-    ratings to the items that have fewer than k neighbours so far. An item's first k raters in that
-    order are its k most similar raters, the ones :func:`_resnick_offset` keeps, so the sweep costs
-    one pass over the neighbours' ratings instead of one over every item's raters with a heap."""
-    out = np.empty((sims.shape[0], n_items), dtype=np.float32)
-    for r in numba.prange(sims.shape[0]):
-        row = sims[r]
-        neighbours = np.argsort(-row, kind="mergesort")  # stable: equal similarities by user index
-        count = np.zeros(n_items, dtype=np.int64)
-        numerator = np.zeros(n_items, dtype=np.float64)
-        denominator = np.zeros(n_items, dtype=np.float64)
-        for v in neighbours:
-            s = row[v]
-            if not s > 0:
+    The walk reads each neighbour's ratings by item popularity (``walk_ranks``, the items'
+    popularity ranks, ascending in each row, and ``walk_centred``). The popular items fill up
+    first, so the ranks below a frontier soon all hold ``full[t]`` = min(k, raters) neighbours,
+    and every later neighbour's row is read from the frontier on (a binary search): at ML-1M size
+    and k = 50 the walk reads 190,000 of the 400,000 ratings of a user's 3,000 positive
+    neighbours, 170,000 of them taken, and stops once every item is full. (Finishing the open
+    items from their raters instead never pays there: the open items keep more raters than the
+    walk has ratings left.) The sums are kept by popularity rank and written out by item."""
+    n_items = out.shape[1]
+    row = np.empty(len(indptr) - 1, dtype=np.float32)
+    order, keys, tmp, counts = _order_scratch(len(row))
+    count = np.empty(n_items, dtype=np.int64)
+    numerator = np.empty(n_items, dtype=np.float64)
+    denominator = np.empty(n_items, dtype=np.float64)
+    for r in range(lo, hi):
+        u = users[r]
+        similarity_row(u, indptr, items, values, item_indptr, raters, item_values, row)
+        n = best_first(row, order, keys, tmp, counts)
+        count[:] = 0
+        numerator[:] = 0.0
+        denominator[:] = 0.0
+        frontier = 0  # every item of popularity rank below it is full
+        for j in range(n):
+            if frontier == n_items:
                 break
-            for ptr in range(indptr[v], indptr[v + 1]):
-                i = items[ptr]
-                if count[i] < k:
-                    count[i] += 1
-                    numerator[i] += s * centred[ptr]
-                    denominator[i] += s
+            v = order[j]
+            s = row[v]
+            first, last = indptr[v], indptr[v + 1]
+            for p in range(first + np.searchsorted(walk_ranks[first:last], frontier), last):
+                t = walk_ranks[p]
+                if count[t] < k:
+                    count[t] += 1
+                    numerator[t] += s * walk_centred[p]
+                    denominator[t] += s
+            while frontier < n_items and count[frontier] == full[frontier]:
+                frontier += 1
         for i in range(n_items):
-            out[r, i] = numerator[i] / denominator[i] if denominator[i] > 0 else 0.0
-    return out
+            t = rank_of_item[i]
+            out[r, i] = means[u] + _offset(numerator[t], denominator[t])
+
+
+# the bit index of each 64-bit de Bruijn product's top 6 bits
+_DE_BRUIJN_BITS = np.zeros(64, dtype=np.int64)
+for _b in range(64):
+    _DE_BRUIJN_BITS[((1 << _b) * 0x03F79D71B4CA8B09 % (1 << 64)) >> 58] = _b
+
+
+@numba.njit(cache=True)
+def _lowest_bit(word):
+    """Index of the lowest set bit of a non-zero uint64 (de Bruijn multiplication)."""
+    return _DE_BRUIJN_BITS[((word & (~word + np.uint64(1))) * np.uint64(0x03F79D71B4CA8B09)) >> np.uint64(58)]
+
+
+@numba.njit(cache=True, nogil=True)
+def _resnick_pairs_chunk(lo, hi, block, pair_ptr, positions, pair_items, indptr, items, values, item_indptr, raters,
+                         item_values, item_centred, means, k, out):
+    """The predictions of the pairs of the users ``block[lo:hi]`` (user b's pairs are
+    ``positions[pair_ptr[b]:pair_ptr[b + 1]]``).
+
+    Per user, the rank of each positive neighbour in the order best first; per pair, the ranks of
+    the item's raters of positive similarity are listed, marked in a bitmap, and the first k marks
+    in rank order summed: the sweep's neighbours in the sweep's order, without a heap or a sort
+    per pair: 2 against 7 us a pair with a heap of the raters at ML-1M size, and the order costs
+    the time of 40 pairs. The marks are set from the list rather than as the raters are read,
+    which takes a third off."""
+    row = np.empty(len(indptr) - 1, dtype=np.float32)
+    order, keys, tmp, counts = _order_scratch(len(row))
+    rank = np.empty(len(row), dtype=np.int32)
+    listed = np.empty(len(row), dtype=np.int64)  # rank << 32 | the rater's place among the item's raters
+    at = np.empty(len(row), dtype=np.int64)  # that place, by rank
+    marks = np.zeros((len(row) + 63) // 64, dtype=np.uint64)
+    for b in range(lo, hi):
+        u = block[b]
+        similarity_row(u, indptr, items, values, item_indptr, raters, item_values, row)
+        n = best_first(row, order, keys, tmp, counts)
+        rank[:] = n  # not a neighbour
+        for j in range(n):
+            rank[order[j]] = j
+        for q in range(pair_ptr[b], pair_ptr[b + 1]):
+            p = positions[q]
+            i = pair_items[p]
+            first = item_indptr[i]
+            m = 0
+            for ptr in range(first, item_indptr[i + 1]):
+                j = rank[raters[ptr]]
+                listed[m] = (np.int64(j) << 32) | (ptr - first)
+                m += j < n
+            for h in range(m):
+                j = listed[h] >> 32
+                marks[j >> 6] |= np.uint64(1) << np.uint64(j & 63)
+                at[j] = first + (listed[h] & 0xFFFFFFFF)
+            numerator = 0.0
+            denominator = 0.0
+            taken = 0
+            for w in range((n + 63) >> 6):
+                word = marks[w]
+                marks[w] = 0
+                while word and taken < k:
+                    j = w * 64 + _lowest_bit(word)
+                    word &= word - np.uint64(1)
+                    s = row[order[j]]
+                    numerator += s * item_centred[at[j]]
+                    denominator += s
+                    taken += 1
+            out[p] = means[u] + _offset(numerator, denominator)
 
 
 class UserKNNRating(Recommender):
@@ -195,44 +313,45 @@ class UserKNNRating(Recommender):
         self.means = np.where(counts > 0, sums / np.maximum(counts, 1), overall).astype(np.float32)
         centred = ratings.copy()
         centred.data -= np.repeat(self.means.astype(np.float64), counts)
-        self.vectors = row_normalised(centred)
-        centred.sort_indices()
-        self.user_indptr = centred.indptr.astype(np.int64)
-        self.user_rated = centred.indices.astype(np.int32)
-        self.user_centred = centred.data.astype(np.float32)
-        by_item = centred.tocsc()  # keeps centred ratings of exactly 0: the rater still counts
+        # the unit vectors keep the centred ratings' structure, a rating equal to the user's mean
+        # as an explicit 0 (the rater still counts): the cosine index by user and by item is also
+        # the ratings' structure
+        self.cosines = cosine_index(row_normalised(centred))
+        by_item = centred.tocsc()
         by_item.sort_indices()
-        self.item_indptr = by_item.indptr.astype(np.int64)
-        self.item_raters = by_item.indices.astype(np.int32)
         self.item_centred = by_item.data.astype(np.float32)
+        # the sweep's copy of the ratings: items by popularity rank (most raters first), ascending
+        # in each user's row
+        raters = np.diff(by_item.indptr)
+        by_popularity = np.argsort(-raters, kind="stable")
+        self.rank_of_item = np.empty(self.n_items, dtype=np.int64)
+        self.rank_of_item[by_popularity] = np.arange(self.n_items)
+        walk = sp.csr_matrix((centred.data, self.rank_of_item[centred.indices], centred.indptr), shape=centred.shape)
+        walk.sort_indices()
+        self.walk_ranks = walk.indices.astype(np.int32)
+        self.walk_centred = walk.data.astype(np.float32)
+        self.full = np.minimum(raters[by_popularity], self._k()).astype(np.int64)
         return self
 
     def score(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
         items = np.asarray(items, dtype=np.int64)
         out = np.empty(len(items), dtype=np.float32)
-        for block, positions, rows in user_blocks(users, _block_users(len(self.means))):
-            sims = similarity_block(self.vectors, block)
-            out[positions] = self.means[block[rows]] + _resnick_pairs(
-                sims, rows, items[positions], self.item_indptr, self.item_raters, self.item_centred,
-                self._heap_size(),
-            )
+        for block, positions, rows in user_blocks(users, max(1, len(items))):  # one block: every user
+            pair_ptr = np.searchsorted(rows, np.arange(len(block) + 1))
+            run_chunks(_resnick_pairs_chunk, chunk_bounds(len(block)), block, pair_ptr, positions, items,
+                       *self.cosines, self.item_centred, self.means, self._k(), out)
         return out
 
     def score_block(self, users: np.ndarray) -> np.ndarray:
         users = np.asarray(users, dtype=np.int32)
         out = np.empty((len(users), self.n_items), dtype=np.float32)
-        step = _block_users(len(self.means))
-        for start in range(0, len(users), step):
-            block = users[start:start + step]
-            offset = _resnick_sweep(
-                similarity_block(self.vectors, block),
-                self.user_indptr, self.user_rated, self.user_centred, self.n_items, self._heap_size(),
-            )
-            out[start:start + len(block)] = self.means[block][:, None] + offset
+        run_chunks(_resnick_sweep_chunk, chunk_bounds(len(users)), users, *self.cosines, self.walk_ranks,
+                   self.walk_centred, self.full, self.rank_of_item, self.means, self._k(), out)
         return out
 
     def predict(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
         return self.score(users, items)
 
-    def _heap_size(self) -> int:
+    def _k(self) -> int:
+        """k, at least 1 and at most the number of users."""
         return max(1, min(self.k, len(self.means)))

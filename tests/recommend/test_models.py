@@ -6,11 +6,14 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from recommend_data import ALL_MODELS, all_scores, per_unit, random_data
 
 from recsys_eval.core import Interactions
 from recsys_eval.errors import DataError
 from recsys_eval.recommend import make_recommender, recommend_top_k
+from recsys_eval.recommend.user_knn import cosine_index, row_normalised, similarity_row
 
 
 def test_popular_ranks_by_train_counts_with_index_ties():
@@ -124,6 +127,104 @@ def test_user_knn_rating_block_and_pairs_agree_to_the_bit():
         users, items = np.nonzero(np.ones_like(block))
         np.testing.assert_array_equal(model.predict(users, items), block[users, items])
     np.testing.assert_allclose(block, slow_user_knn_rating(data, 60), rtol=1e-5, atol=1e-5)
+
+
+def full_sweep(data: Interactions, means: np.ndarray, k: int) -> np.ndarray:
+    """UserKNNRating's score block by the plain full sweep, in Python: each user's similarities
+    summed item by item (ascending) in float32, then all its positive neighbours walked best first
+    (similarity desc, user asc), each adding w * c (a float32 product) and w to the float64 sums
+    of the items that have fewer than k neighbours so far. ``means``: the model's user means."""
+    centred = data.csr("rating").astype(np.float64)
+    centred.data -= np.repeat(means.astype(np.float64), np.diff(centred.indptr))
+    unit = row_normalised(centred)
+    by_item = unit.tocsc()
+    by_item.sort_indices()
+    c32 = centred.data.astype(np.float32)
+    out = np.empty((data.n_users, data.n_items), dtype=np.float32)
+    for u in range(data.n_users):
+        sims = np.zeros(data.n_users, dtype=np.float32)
+        for p in range(unit.indptr[u], unit.indptr[u + 1]):
+            i = unit.indices[p]
+            raters = slice(by_item.indptr[i], by_item.indptr[i + 1])
+            sims[by_item.indices[raters]] += unit.data[p] * by_item.data[raters]
+        neighbours = sorted((v for v in range(data.n_users) if v != u and sims[v] > 0), key=lambda v: (-sims[v], v))
+        count = np.zeros(data.n_items, dtype=np.int64)
+        numerator = np.zeros(data.n_items)
+        denominator = np.zeros(data.n_items)
+        for v in neighbours:
+            for p in range(centred.indptr[v], centred.indptr[v + 1]):
+                i = centred.indices[p]
+                if count[i] < k:
+                    count[i] += 1
+                    numerator[i] += float(sims[v] * c32[p])
+                    denominator[i] += float(sims[v])
+        for i in range(data.n_items):
+            out[u, i] = means[u] + np.float32(numerator[i] / denominator[i] if denominator[i] > 0 else 0.0)
+    return out
+
+
+@st.composite
+def rating_data(draw) -> Interactions:
+    """Ratings where the sweep's frontier moves at different points: dense or sparse, with or
+    without an item everyone rated and rare items, integer ratings (tied similarities) or half
+    stars, and twin users (equal similarities to everyone else)."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    n_users, n_items = draw(st.integers(2, 45)), draw(st.integers(1, 20))
+    mask = rng.random((n_users, n_items)) < draw(st.floats(0.05, 0.9))
+    mask[np.arange(n_users), rng.integers(0, n_items, n_users)] = True
+    if draw(st.booleans()):
+        mask[:, 0] = True  # one item everybody rated
+    if draw(st.booleans()):
+        mask[2:, -1] = False  # a rare item
+    if draw(st.booleans()):
+        ratings = rng.integers(2, 11, (n_users, n_items)) / 2
+    else:
+        ratings = rng.integers(1, 6, (n_users, n_items)).astype(np.float64)
+    twins = draw(st.integers(0, n_users // 2))
+    mask[n_users - twins:], ratings[n_users - twins:] = mask[:twins], ratings[:twins]
+    users, items = np.nonzero(mask)
+    return Interactions.from_frame(pl.DataFrame({"user": users, "item": items, "rating": ratings[users, items]}))
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=rating_data(), k=st.sampled_from([1, 2, 3, 5, 8, 60]))
+def test_user_knn_rating_sweep_equals_the_full_sweep_to_the_bit(data, k):
+    # the sweep skips the items below its frontier (full ones) and stops when every item is full;
+    # it must give the bits of walking every positive neighbour, and the pairs the bits of both
+    model = make_recommender("user_knn_rating", {"k": k}).fit(data)
+    block = model.score_block(np.arange(data.n_users))
+    np.testing.assert_array_equal(block, full_sweep(data, model.means, k))
+    users, items = np.nonzero(np.ones_like(block))
+    np.testing.assert_array_equal(model.predict(users, items), block[users, items])
+
+
+@pytest.mark.parametrize("k", [1, 4, 30])
+def test_user_knn_rating_sweep_equals_the_full_sweep_on_popular_items(k):
+    # many users and skewed popularity: the frontier passes the popular items early and, for small
+    # k, reaches the last item before the neighbours run out
+    from recsys_eval.data.synthetic import synthetic_interactions
+
+    data = synthetic_interactions(150, 60, 3600, seed=3)
+    model = make_recommender("user_knn_rating", {"k": k}).fit(data)
+    users = np.arange(data.n_users)
+    np.testing.assert_array_equal(model.score_block(users), full_sweep(data, model.means, k))
+
+
+@pytest.mark.parametrize("values", ["ones", "rating"])
+def test_similarity_rows_equal_the_sparse_product(values):
+    data = random_data(21, n_users=50, n_items=30, density=0.3)
+    matrix = data.csr(values).astype(np.float64)
+    if values == "rating":
+        matrix.data -= np.repeat(np.asarray(matrix.sum(axis=1)).ravel() / np.diff(matrix.indptr), np.diff(matrix.indptr))
+    vectors = row_normalised(matrix)
+    users = np.array([0, 7, 49, 7, 23])
+    expected = (vectors[users] @ vectors.T).toarray()
+    expected[np.arange(len(users)), users] = -np.inf
+    cosines = cosine_index(vectors)
+    row = np.empty(data.n_users, dtype=np.float32)
+    for r, u in enumerate(users):
+        similarity_row(u, *cosines, row)
+        np.testing.assert_allclose(row, expected[r], rtol=1e-6, atol=1e-7)
 
 
 def test_user_knn_rating_by_hand():
