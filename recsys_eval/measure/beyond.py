@@ -73,7 +73,6 @@ def beyond_accuracy(
     if len(rankings.items) and rankings.items.max() >= n_items:
         raise DataError(f"rankings: item index {int(rankings.items.max())} >= n_items {n_items}")
     labels = {"system": system, "protocol": protocol, "fold": str(fold)}
-    catalogue = catalogue_of(train, n_items)
 
     unit = unit_of_position(rankings.offsets)
     position = np.arange(len(rankings.items), dtype=np.int64) - rankings.offsets[unit]
@@ -107,9 +106,11 @@ def beyond_accuracy(
                                              chunk_bounds(n_units)))
             per_unit_names.append("ild")
             per_unit_ks.append(cut)
-    exposure = RunExposure(n_items, cutoffs, catalogue)
-    exposure.add(rankings)
-    run_rows = exposure.values(names)
+    run_rows = []
+    if any(name in RUN_METRICS for name in names):
+        exposure = RunExposure(n_items, cutoffs, catalogue_of(train, n_items))
+        exposure.add(rankings)
+        run_rows = exposure.values(names)
     if per_unit_cols:
         order = sorted(range(len(per_unit_names)), key=lambda j: names.index(per_unit_names[j]))
         frames.append(
@@ -136,15 +137,20 @@ class RunExposure:
     chunks of users gets the same values as one measured whole."""
 
     def __init__(self, n_items: int, cutoffs: list[int], catalogue: np.ndarray) -> None:
-        self.cutoffs = cutoffs
+        self.cutoffs = sorted(cutoffs)
         self.catalogue = catalogue
         self.counts = np.zeros((len(cutoffs), n_items), dtype=np.int64)
         self.ranked = np.zeros(n_items, dtype=bool)
 
     def add(self, rankings: Rankings) -> None:
+        """One pass over the lists: each entry counted in the band of cutoffs its position falls
+        in, then the bands summed (an item in the top 5 is in the top 10 too)."""
+        n_items = self.counts.shape[1]
         position = np.arange(len(rankings.items), dtype=np.int64) - rankings.offsets[unit_of_position(rankings.offsets)]
-        for c, cut in enumerate(self.cutoffs):
-            self.counts[c] += np.bincount(rankings.items[position < cut], minlength=self.counts.shape[1])
+        band = np.searchsorted(np.asarray(self.cutoffs), position, side="right")  # first cutoff above it
+        inside = band < len(self.cutoffs)
+        by_band = np.bincount(band[inside] * n_items + rankings.items[inside], minlength=len(self.cutoffs) * n_items)
+        self.counts += np.cumsum(by_band.reshape(len(self.cutoffs), n_items), axis=0)
         self.ranked[rankings.items] = True
 
     def values(self, names: Sequence[str]) -> list[tuple[str, int | None, float]]:
@@ -173,12 +179,29 @@ def run_frame(rows: list[tuple[str, int | None, float]], labels: dict[str, str],
 
 
 def catalogue_of(train, n_items: int) -> np.ndarray:
-    """The catalogue: the items of train when given, else every item."""
+    """The catalogue: the items of train when given, else every item (read-only; kept with an
+    Interactions, which every system and protocol of a fold measures against)."""
     if train is None:
         return np.ones(n_items, dtype=bool)
+    return _per_train(train, ("catalogue", n_items), lambda: _catalogue(train, n_items))
+
+
+def _catalogue(train, n_items: int) -> np.ndarray:
     catalogue = np.zeros(n_items, dtype=bool)
     catalogue[_train_pairs(train, n_items)[1]] = True
     return catalogue
+
+
+def _per_train(train, key: tuple, compute) -> np.ndarray:
+    """``compute()``, kept in an Interactions' cache under ``key`` (other inputs: computed each
+    time), read-only."""
+    if not isinstance(train, Interactions):
+        return compute()
+    if key not in train._cache:
+        value = compute()
+        value.flags.writeable = False
+        train._cache[key] = value
+    return train._cache[key]
 
 
 def gini(counts: np.ndarray) -> float:
@@ -251,6 +274,10 @@ def _self_information(train, n_items: int) -> np.ndarray:
 
     Interactions hold each (user, item) pair once (their duplicates policy resolves repeats), so
     their holders are a bincount of the train items; other inputs are made unique first."""
+    return _per_train(train, ("self_information", n_items), lambda: _information(train, n_items))
+
+
+def _information(train, n_items: int) -> np.ndarray:
     if isinstance(train, Interactions):
         holders = np.bincount(train.items, minlength=n_items).astype(np.float64)
         n_users = int(np.count_nonzero(np.bincount(train.users)))
