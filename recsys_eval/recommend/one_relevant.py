@@ -54,6 +54,7 @@ class OneRelevantRanking:
     scored: OneRelevantScores
     _groups: tuple | None = field(default=None, repr=False)
     _lists: dict = field(default_factory=dict, repr=False)
+    _ranked: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def ranks(self) -> RelevantRanks:
@@ -103,6 +104,7 @@ class OneRelevantRanking:
             scores.append(top[take])
             ranked.append(_ranked(block_scores))
         ranked = np.concatenate(ranked) if ranked else np.zeros(0, np.int64)
+        self._ranked = ranked  # the lengths of the whole lists: a pooled-AUC sample needs no pass for them
         offsets = np.concatenate([[0], np.cumsum(np.minimum(ranked, depth))]).astype(np.int64)
         return (offsets, np.concatenate(heads) if heads else np.zeros(0, np.int32),
                 np.concatenate(scores) if scores else np.zeros(0, np.float32), ranked)
@@ -192,6 +194,8 @@ class OneRelevantRanking:
     def _ranked_per_group(self) -> np.ndarray:
         if self.scored.groups is not None:
             return self._group_lists(None)[3]
+        if self._ranked is not None:
+            return self._ranked
         return np.concatenate([_ranked(scores) for _, scores in self._candidate_blocks()] or [np.zeros(0, np.int64)])
 
     def _group_scores_at(self, groups: np.ndarray, positions: np.ndarray) -> np.ndarray:
