@@ -98,7 +98,9 @@ class FittedModels:
     def wait_for(self, system: str, fold: str, timings: list[dict]) -> None:
         """The background fits of ``system``, once they are done (a fit's error is raised here)."""
         for key, future in self.background.pop(system, []):
+            start = time.perf_counter()
             model, seconds = future.result()
+            timings.append(_timing(fold, system, "wait for background fit", start))
             self.models[system, key] = model
             timings.append(_timing(fold, system, "fit in background", time.perf_counter() - seconds))
 
@@ -229,7 +231,7 @@ def evaluate_fold(
 
     def summarise(s: int, r: int) -> None:
         """(set, recommender) done: its run-level rows, then its summary, and its users let go."""
-        rec = recs[r]
+        rec, start = recs[r], time.perf_counter()
         if run_names:
             labels = {"system": rec.display, "protocol": sets[s].label, "fold": split.name}
             user_type = pl.Int64 if data.user_ids.dtype.is_integer() else pl.String
@@ -237,13 +239,16 @@ def evaluate_fold(
             run_parts[s, r] = folder.write_partition(frame, part=parts[s])
             states[s, r].append(PartitionState.of(frame, undefined=config.metrics.undefined))
         summaries[s, r] = partition_rows(config, PartitionState.merge(states.pop((s, r))))
+        timings.append(_timing(split.name, rec.display, f"summarise {sets[s].label}", start))
 
     rec_order = sorted(range(len(recs)), key=lambda r: recs[r].display in fitted.background)  # those fitted last
     with progress.step(f"[{split.name}] rank and measure", total=len(starts) * len(recs) * len(sets)) as advance:
         for first in starts:
             stop = min(int(first) + per_range, n_users)
             last = stop == n_users
+            start = time.perf_counter()
             chunks = [s.of_users(int(first), stop) for s in sets]
+            timings.append(_timing(split.name, "", "build targets", start))
             todo = [s for s in by_train if chunks[s].targets.n_units or (sets[s].users == 0 and first == 0)]
             part, before = list(parts), list(units_before)
             for s in todo:
