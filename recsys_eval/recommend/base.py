@@ -74,7 +74,8 @@ class Recommender(ABC):
     predicts_ratings: bool = False
     n_items: int = 0
     #: True when :meth:`fit` runs on one thread by design (e.g. BPR, for reproducibility): a run
-    #: then fits several such models side by side, one per core.
+    #: fits it in the background while its other systems are evaluated, or, with no other
+    #: systems, several such models side by side, one per core.
     single_threaded_fit: bool = False
     #: True when ``score(u, i)`` is ``score_block([u])[0, i]`` to the bit (both computed the same
     #: way): pairs may then be read off a score block already computed (:class:`SharedBlock`).

@@ -109,7 +109,7 @@ class OneRelevantRanking:
         return (offsets, np.concatenate(heads) if heads else np.zeros(0, np.int32),
                 np.concatenate(scores) if scores else np.zeros(0, np.float32), ranked)
 
-    def _candidate_blocks(self) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+    def _candidate_blocks(self) -> Iterator[tuple[int, np.ndarray]]:
         """For every-candidate groups, blocks of distinct users in unit order: ``(first group,
         scores)`` with the candidates of the user that are not in train and not relevant to it
         kept, the rest at -inf. No block is sorted: a head is a heap's top-k and a position's

@@ -297,3 +297,26 @@ def test_same_seed_gives_the_same_scores(name, params):
     np.testing.assert_array_equal(scores(11), scores(11))
     if name in ("random", "als", "bpr", "lmf"):
         assert not np.array_equal(scores(11), scores(12))
+
+
+@pytest.mark.parametrize("name,params", ALL_MODELS)
+def test_a_shared_block_scores_what_the_model_scores(name, params):
+    # what the runner's rankings of a range of users read: the model's own block rows, and, once
+    # the block exists, its pairs where the model says they match (else the model's own pairs);
+    # users outside the range go to the model
+    from recsys_eval.recommend.base import SharedBlock
+
+    data = random_data(21, n_users=40, n_items=25, density=0.3)
+    model = make_recommender(name, params, seed=3).fit(data)
+    if name in ("als", "bpr", "lmf", "popular"):  # tiles and one global order: a BLAS block's bits
+        assert not SharedBlock.shares(model)      # depend on its shape, so factors are never shared
+        return
+    assert SharedBlock.shares(model)
+    shared = SharedBlock(model, 10, 30)
+    inside, outside = np.array([29, 10, 17, 17], dtype=np.int32), np.array([3, 35], dtype=np.int32)
+    users, items = np.repeat(inside, 25), np.tile(np.arange(25), len(inside))
+    np.testing.assert_array_equal(shared.score(users, items), model.score(users, items))  # no block yet
+    np.testing.assert_array_equal(shared.score_block(inside), model.score_block(inside))
+    np.testing.assert_array_equal(shared.score(users, items), model.score(users, items))  # off the block
+    np.testing.assert_array_equal(shared.score_block(outside), model.score_block(outside))
+    assert shared.pairs_match_blocks is False and shared.n_items == model.n_items
