@@ -229,69 +229,104 @@ def evaluate_fold(
     summaries: dict[tuple[int, int], tuple[pl.DataFrame, pl.DataFrame | None]] = {}
     run_parts: dict[tuple[int, int], Path] = {}
 
-    def summarise(s: int, r: int) -> None:
-        """(set, recommender) done: its run-level rows, then its summary, and its users let go."""
+    def keep(at: tuple[int, int, int], frame: pl.DataFrame, offset: int, label: str, then_summarise: bool) -> None:
+        """A chunk's per-unit rows written as their partition and reduced to per-user values, then
+        the (set, recommender) summarised if that was its last chunk (on the keeper thread)."""
+        start = time.perf_counter()
+        if offset:
+            frame = frame.with_columns(pl.col("unit") + offset)
+        partitions[at] = folder.write_partition(frame, part=at[1])
+        states[at[0], at[2]].append(PartitionState.of(frame, undefined=config.metrics.undefined))
+        del frame
+        timings.append(_timing(split.name, recs[at[2]].display, f"write {label}", start))
+        if then_summarise:
+            summarise(at[0], at[2], at[1] + 1)
+
+    def summarise(s: int, r: int, part: int) -> None:
+        """(set, recommender) done: its run-level rows, then its summary, and its users let go (on
+        the keeper thread, after its chunks)."""
         rec, start = recs[r], time.perf_counter()
         if run_names:
             labels = {"system": rec.display, "protocol": sets[s].label, "fold": split.name}
             user_type = pl.Int64 if data.user_ids.dtype.is_integer() else pl.String
             frame = run_frame(run_exposure.pop((s, r)).values(run_names), labels, user_type)
-            run_parts[s, r] = folder.write_partition(frame, part=parts[s])
+            run_parts[s, r] = folder.write_partition(frame, part=part)
             states[s, r].append(PartitionState.of(frame, undefined=config.metrics.undefined))
         summaries[s, r] = partition_rows(config, PartitionState.merge(states.pop((s, r))))
         timings.append(_timing(split.name, rec.display, f"summarise {sets[s].label}", start))
 
-    rec_order = sorted(range(len(recs)), key=lambda r: recs[r].display in fitted.background)  # those fitted last
-    with progress.step(f"[{split.name}] rank and measure", total=len(starts) * len(recs) * len(sets)) as advance:
-        for first in starts:
-            stop = min(int(first) + per_range, n_users)
-            last = stop == n_users
-            start = time.perf_counter()
-            chunks = [s.of_users(int(first), stop) for s in sets]
-            timings.append(_timing(split.name, "", "build targets", start))
-            todo = [s for s in by_train if chunks[s].targets.n_units or (sets[s].users == 0 and first == 0)]
-            part, before = list(parts), list(units_before)
-            for s in todo:
-                units_before[s] += chunks[s].targets.n_units
-                parts[s] += 1
-            for r in rec_order:
-                rec = recs[r]
-                fitted.wait_for(rec.display, split.name, timings)
-                shared: dict[int, Recommender] = {}
+    # Writing and reducing a chunk's rows, and summarising a finished (set, recommender), run on one
+    # keeper thread, in submission order, while the next chunk is ranked and measured (polars and
+    # the Parquet writer release the GIL). A task waits for the one before it to finish, so at most
+    # one chunk's rows are held beside the chunk being measured.
+    keeper = ThreadPoolExecutor(max_workers=1, thread_name_prefix="recsys-keep")
+    kept: list[Future] = []
+
+    waited = [0.0]
+
+    def drain() -> None:
+        start = time.perf_counter()
+        while kept:
+            kept.pop().result()  # raises the keeper's error here
+        waited[0] += time.perf_counter() - start
+
+    def in_background(task, *args) -> None:
+        drain()
+        kept.append(keeper.submit(task, *args))
+
+    try:
+        rec_order = sorted(range(len(recs)), key=lambda r: recs[r].display in fitted.background)  # those fitted last
+        with progress.step(f"[{split.name}] rank and measure", total=len(starts) * len(recs) * len(sets)) as advance:
+            for first in starts:
+                stop = min(int(first) + per_range, n_users)
+                last = stop == n_users
+                start = time.perf_counter()
+                chunks = [s.of_users(int(first), stop) for s in sets]
+                timings.append(_timing(split.name, "", "build targets", start))
+                todo = [s for s in by_train if chunks[s].targets.n_units or (sets[s].users == 0 and first == 0)]
+                part, before = list(parts), list(units_before)
                 for s in todo:
-                    chunk, key = chunks[s], id(sets[s].train)
-                    if key not in shared:
-                        shared.clear()  # the previous train's block is done with
-                        model = models[rec.display, key]
-                        shared[key] = SharedBlock(model, int(first), stop) if SharedBlock.shares(model) else model
-                    start = time.perf_counter()
-                    rankings = jobs.rank(config, shared[key], chunk)
-                    timings.append(_timing(split.name, rec.display, f"rank {chunk.label}", start))
-                    start = time.perf_counter()
-                    frame = jobs.measure_ranking(config, data, rankings, chunk, rec.display, split.name,
-                                                 run_level=False)
-                    if before[s]:
-                        frame = frame.with_columns(pl.col("unit") + before[s])
-                    if run_names:
-                        jobs.add_exposure(config, run_exposure[s, r], rankings, run_names)
-                    at = (s, part[s], r)
-                    curves[at] = curve_rows(rankings, chunk.targets, system=rec.display, protocol=chunk.label,
-                                            fold=split.name)
-                    partitions[at] = folder.write_partition(frame, part=part[s])
-                    states[s, r].append(PartitionState.of(frame, undefined=config.metrics.undefined))
-                    del frame
-                    if chunk.targets.all_candidates and not chunk.targets.one_relevant:
-                        exposure[at] = jobs.exposure_rows(config, rankings, chunk, rec.display, split.name)
-                    if pool_auc and getattr(rankings, "scores", True) is not None:
-                        scored[at] = jobs.scored_rows(config, rankings, chunk, rec, split.name, chunks_of[s])
-                    del rankings
-                    timings.append(_timing(split.name, rec.display, f"measure {chunk.label}", start))
-                    advance()
-                advance(len(sets) - len(todo))
-                shared.clear()
-                if last:
-                    for s in range(len(sets)):
-                        summarise(s, r)
+                    units_before[s] += chunks[s].targets.n_units
+                    parts[s] += 1
+                for r in rec_order:
+                    rec = recs[r]
+                    fitted.wait_for(rec.display, split.name, timings)
+                    shared: dict[int, Recommender] = {}
+                    for s in todo:
+                        chunk, key = chunks[s], id(sets[s].train)
+                        if key not in shared:
+                            shared.clear()  # the previous train's block is done with
+                            model = models[rec.display, key]
+                            shared[key] = SharedBlock(model, int(first), stop) if SharedBlock.shares(model) else model
+                        start = time.perf_counter()
+                        rankings = jobs.rank(config, shared[key], chunk)
+                        timings.append(_timing(split.name, rec.display, f"rank {chunk.label}", start))
+                        start = time.perf_counter()
+                        frame = jobs.measure_ranking(config, data, rankings, chunk, rec.display, split.name,
+                                                     run_level=False)
+                        at = (s, part[s], r)
+                        in_background(keep, at, frame, before[s], chunk.label, last)
+                        del frame
+                        if run_names:
+                            jobs.add_exposure(config, run_exposure[s, r], rankings, run_names)
+                        curves[at] = curve_rows(rankings, chunk.targets, system=rec.display, protocol=chunk.label,
+                                                fold=split.name)
+                        if chunk.targets.all_candidates and not chunk.targets.one_relevant:
+                            exposure[at] = jobs.exposure_rows(config, rankings, chunk, rec.display, split.name)
+                        if pool_auc and getattr(rankings, "scores", True) is not None:
+                            scored[at] = jobs.scored_rows(config, rankings, chunk, rec, split.name, chunks_of[s])
+                        del rankings
+                        timings.append(_timing(split.name, rec.display, f"measure {chunk.label}", start))
+                        advance()
+                    advance(len(sets) - len(todo))
+                    shared.clear()
+                    if last:  # the sets without users in the last range
+                        for s in sorted(set(range(len(sets))) - set(todo)):
+                            in_background(summarise, s, r, parts[s])
+        drain()
+        timings.append({**_timing(split.name, "", "wait for writes", 0.0), "seconds": waited[0]})
+    finally:
+        keeper.shutdown(wait=True, cancel_futures=True)
     out = FoldSummary([], [], [])
     for s in range(len(sets)):
         out.partitions += [partitions[key] for key in sorted(partitions) if key[0] == s]
