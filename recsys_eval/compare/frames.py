@@ -71,12 +71,7 @@ def partitions(frame: pl.DataFrame, source: str = "per-user results") -> list[Pa
         n_rows, n_cols = int(rows.max()) + 1, columns.height
         flat = rows * n_cols + cols
         if np.bincount(flat, minlength=n_rows * n_cols).max() > 1:
-            dup = coded.filter(pl.struct("row", "col").is_duplicated()).row(0, named=True)
-            raise DataError(
-                f"{source}: more than one value for system {dup['system']!r}, protocol {protocol!r}, "
-                f"fold {fold!r}, user {dup['user']!r}, metric {dup['metric']!r}, k {dup['k']!r}; "
-                "expected one row per user (aggregate units with per_user first)"
-            )
+            raise _more_than_one(source, coded.filter(pl.struct("row", "col").is_duplicated()))
         values = np.full(n_rows * n_cols, np.nan)
         values[flat] = coded["value"].to_numpy()
         present = np.zeros(n_rows * n_cols, dtype=bool)
@@ -88,6 +83,22 @@ def partitions(frame: pl.DataFrame, source: str = "per-user results") -> list[Pa
             )
         )
     return result
+
+
+def check_one_row_per_user(frame: pl.DataFrame, source: str = "per-user results") -> None:
+    """A per-user frame (checked) has one row per (system, protocol, fold, metric, k, user)."""
+    repeated = frame.filter(pl.struct(*PARTITION_KEYS, *COLUMN_KEYS, "user").is_duplicated())
+    if repeated.height:
+        raise _more_than_one(source, repeated)
+
+
+def _more_than_one(source: str, repeated: pl.DataFrame) -> DataError:
+    dup = repeated.row(0, named=True)
+    return DataError(
+        f"{source}: more than one value for system {dup['system']!r}, protocol {dup['protocol']!r}, "
+        f"fold {dup['fold']!r}, user {dup['user']!r}, metric {dup['metric']!r}, k {dup['k']!r}; "
+        "expected one row per user (aggregate units with per_user first)"
+    )
 
 
 def mask_groups(defined: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:

@@ -11,7 +11,7 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
-from recsys_eval.compare.frames import check_per_user, mask_groups, partitions
+from recsys_eval.compare.frames import check_one_row_per_user, check_per_user, mask_groups, partitions
 from recsys_eval.compare.resampling import (
     bootstrap_interval,
     bootstrap_means,
@@ -45,29 +45,28 @@ def confidence_intervals(
     check_choice("interval method", method, INTERVAL_METHODS)
     check_choice("bootstrap method", bootstrap_method, BOOTSTRAP_METHODS)
     _check_level(level)
+    if method == "t":
+        return _t_intervals(per_user_frame, level)
     rng = np.random.default_rng(seed)
     pieces = []
     for part in partitions(per_user_frame):
         defined = ~np.isnan(part.values)
         n = defined.sum(axis=0)
         mean = _nan_mean(part.values, n)
-        if method == "t":
-            lower, upper = _t_interval(part.values, mean, n, level)
-        else:
-            lower = np.full(mean.shape, np.nan)
-            upper = np.full(mean.shape, np.nan)
-            for rows, cols in mask_groups(defined):
-                if rows.size == 0:
-                    continue
-                block = part.values[np.ix_(rows, cols)]
-                distribution = bootstrap_means(block, n_resamples, rng)
-                lower[cols], upper[cols] = bootstrap_interval(
-                    distribution, mean[cols], level=level, method=bootstrap_method,
-                    acceleration=mean_acceleration(block),
-                )
-                constant = block.min(axis=0) == block.max(axis=0)
-                lower[cols] = np.where(constant, mean[cols], lower[cols])
-                upper[cols] = np.where(constant, mean[cols], upper[cols])
+        lower = np.full(mean.shape, np.nan)
+        upper = np.full(mean.shape, np.nan)
+        for rows, cols in mask_groups(defined):
+            if rows.size == 0:
+                continue
+            block = part.values[np.ix_(rows, cols)]
+            distribution = bootstrap_means(block, n_resamples, rng)
+            lower[cols], upper[cols] = bootstrap_interval(
+                distribution, mean[cols], level=level, method=bootstrap_method,
+                acceleration=mean_acceleration(block),
+            )
+            constant = block.min(axis=0) == block.max(axis=0)
+            lower[cols] = np.where(constant, mean[cols], lower[cols])
+            upper[cols] = np.where(constant, mean[cols], upper[cols])
         pieces.append(
             part.columns.with_columns(
                 protocol=pl.lit(part.protocol), fold=pl.lit(part.fold),
@@ -110,10 +109,15 @@ def _nan_mean(values: np.ndarray, n: np.ndarray) -> np.ndarray:
         return np.where(n > 0, np.nansum(values, axis=0) / np.maximum(n, 1), np.nan)
 
 
-def _t_interval(values: np.ndarray, mean: np.ndarray, n: np.ndarray, level: float):
-    with np.errstate(invalid="ignore", divide="ignore"):
-        sd = np.sqrt(np.nansum((values - mean) ** 2, axis=0) / (n - 1))
-    return _t_bounds(mean, sd, n, level)
+def _t_intervals(per_user_frame: pl.DataFrame, level: float) -> pl.DataFrame:
+    """The t-interval of every (system, protocol, fold, metric, k) from its users' n, mean and sd,
+    reduced in the long layout (no users x columns matrix: a run computes it for every partition)."""
+    frame = check_per_user(per_user_frame)
+    check_one_row_per_user(frame)
+    groups = group_stats(frame, list(SUMMARY_KEYS))
+    lower, upper = _t_bounds(groups["mean"].to_numpy(), groups["sd"].to_numpy(), groups["n"].to_numpy(), level)
+    return _concat_summary([groups.with_columns(lower=lower, upper=upper,
+                                                n_undefined=pl.col("rows") - pl.col("n"))])
 
 
 def _t_bounds(mean: np.ndarray, sd: np.ndarray, n: np.ndarray, level: float):

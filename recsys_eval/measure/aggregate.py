@@ -432,7 +432,8 @@ def grouped(frame: pl.DataFrame, keys: list[str], *, then: str | None = None) ->
 
 def group_stats(frame: pl.DataFrame, keys: list[str], value: str = "value") -> pl.DataFrame:
     """Per ``keys`` group, over its defined (non-NaN, non-null) values: ``n``, ``mean`` and the
-    sample standard deviation ``sd`` (NaN below two values), summed in a fixed order."""
+    sample standard deviation ``sd`` (NaN below two values), summed in a fixed order; ``rows``
+    counts the group's rows, defined or not."""
     frame, starts = grouped(frame, keys)
     values = frame.get_column(value).cast(pl.Float64).fill_null(float("nan")).to_numpy()
     defined = ~np.isnan(values)
@@ -443,7 +444,8 @@ def group_stats(frame: pl.DataFrame, keys: list[str], value: str = "value") -> p
     with np.errstate(invalid="ignore", divide="ignore"):
         sd = np.where(n > 1, np.sqrt(_reduce(deviation**2, starts) / np.maximum(n - 1, 1)), np.nan)
     return frame[starts].select(keys).with_columns(
-        pl.Series("n", n, dtype=pl.Int64), pl.Series("mean", mean), pl.Series("sd", sd))
+        pl.Series("n", n, dtype=pl.Int64), pl.Series("mean", mean), pl.Series("sd", sd),
+        pl.Series("rows", sizes, dtype=pl.Int64))
 
 
 def _grouped_with_order(frame: pl.DataFrame, keys: list[str]) -> tuple[pl.DataFrame, np.ndarray, np.ndarray]:
