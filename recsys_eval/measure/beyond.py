@@ -86,19 +86,11 @@ def beyond_accuracy(
         per_unit_cols.append((rankings.lengths > 0).astype(np.float64))
         per_unit_names.append("user_coverage")
         per_unit_ks.append(None)
-    info = None
-    if "novelty" in names:
-        info = _self_information(train, n_items)
+    novelty = _novelty(rankings, unit, position, _self_information(train, n_items), cutoffs) if "novelty" in names else None
     masks = _genre_masks(genres, n_items) if "ild" in names else None
-    for cut in cutoffs:
-        top = position < cut
-        top_items = rankings.items[top]
-        top_unit = unit[top]
-        if "novelty" in names:
-            total = np.bincount(top_unit, weights=info[top_items], minlength=n_units)
-            listed = np.bincount(top_unit, minlength=n_units)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                per_unit_cols.append(np.where(listed > 0, total / np.maximum(listed, 1), np.nan))
+    for c, cut in enumerate(cutoffs):
+        if novelty is not None:
+            per_unit_cols.append(novelty[:, c])
             per_unit_names.append("novelty")
             per_unit_ks.append(cut)
         if "ild" in names:
@@ -124,6 +116,22 @@ def beyond_accuracy(
         user_type = frames[0].schema["user"] if frames else PER_UNIT_SCHEMA["user"]
         frames.append(run_frame(run_rows, labels, user_type))
     return concat_per_unit(frames)
+
+
+def _novelty(rankings: Rankings, unit: np.ndarray, position: np.ndarray, info: np.ndarray,
+             cutoffs: list[int]) -> np.ndarray:
+    """units x cutoffs: the mean self-information of each unit's top-k items (NaN for an empty
+    list). One pass over the lists: each entry's information summed into the band of cutoffs its
+    position falls in, then the bands summed in cutoff order (the top 5 are in the top 10 too)."""
+    n_units, n_bands = rankings.n_units, len(cutoffs)
+    band = np.searchsorted(np.asarray(cutoffs), position, side="right")  # first cutoff above it
+    inside = band < n_bands
+    cell = unit[inside] * n_bands + band[inside]
+    total = np.cumsum(np.bincount(cell, weights=info[rankings.items[inside]], minlength=n_units * n_bands)
+                      .reshape(n_units, n_bands), axis=1)
+    listed = np.cumsum(np.bincount(cell, minlength=n_units * n_bands).reshape(n_units, n_bands), axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(listed > 0, total / np.maximum(listed, 1), np.nan)
 
 
 #: The beyond-accuracy metrics of a whole run, functions of the exposure counts of its lists.
