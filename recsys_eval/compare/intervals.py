@@ -110,14 +110,19 @@ def _nan_mean(values: np.ndarray, n: np.ndarray) -> np.ndarray:
 
 
 def _t_intervals(per_user_frame: pl.DataFrame, level: float) -> pl.DataFrame:
-    """The t-interval of every (system, protocol, fold, metric, k) from its users' n, mean and sd,
-    reduced in the long layout (no users x columns matrix: a run computes it for every partition)."""
     frame = check_per_user(per_user_frame)
     check_one_row_per_user(frame)
-    groups = group_stats(frame, list(SUMMARY_KEYS))
+    return _concat_summary([t_interval_rows(frame, list(SUMMARY_KEYS), level)])
+
+
+def t_interval_rows(per_user_frame: pl.DataFrame, keys: list[str], level: float = 0.95) -> pl.DataFrame:
+    """The t-interval of every ``keys`` group of a per-user frame (one row per user and group,
+    unchecked) from its users' n, mean and sd, reduced in the long layout: no users x columns
+    matrix, as a run computes it for every partition. Columns: keys, mean, lower, upper, n,
+    n_undefined."""
+    groups = group_stats(per_user_frame, keys)
     lower, upper = _t_bounds(groups["mean"].to_numpy(), groups["sd"].to_numpy(), groups["n"].to_numpy(), level)
-    return _concat_summary([groups.with_columns(lower=lower, upper=upper,
-                                                n_undefined=pl.col("rows") - pl.col("n"))])
+    return groups.with_columns(lower=lower, upper=upper, n_undefined=pl.col("rows") - pl.col("n")).drop("sd", "rows")
 
 
 def _t_bounds(mean: np.ndarray, sd: np.ndarray, n: np.ndarray, level: float):

@@ -74,11 +74,16 @@ def partition_rows(config: ExperimentConfig, state: PartitionState) -> tuple[pl.
     """One partition's fold rows (mean over users with its interval, micro mean, users counted and
     left out, the rule) and its summed F-measure counts when ``f1`` is measured."""
     from recsys_eval.compare import confidence_intervals
+    from recsys_eval.compare.intervals import t_interval_rows
 
     rows = state.summary(config.metrics.undefined)
-    users = state.user_values()
-    if users.height:
-        c = config.compare
+    c = config.compare
+    if state.users.height and c.interval == "t":  # on the users as the state keeps them
+        keys = ["metric", "k"] if state.labels is not None else _KEYS
+        ci = t_interval_rows(state.users, keys).select(*keys, "lower", "upper")
+        rows = rows.join(ci, on=keys, how="left", nulls_equal=True, maintain_order="left")
+    elif state.users.height:
+        users = state.user_values()
         protocol, fold = users.row(0, named=True)["protocol"], users.row(0, named=True)["fold"]
         ci = confidence_intervals(
             users.select("system", "protocol", "fold", "user", "metric", "k", "value"),

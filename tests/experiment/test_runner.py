@@ -300,6 +300,24 @@ def test_external_run_with_unknown_ids_is_reported(tmp_path):
         ExternalRun(frame.filter(pl.col("user") == 99999), data)
 
 
+def test_run_intervals_are_those_of_confidence_intervals_on_its_per_user_values(tmp_path):
+    # the runner reduces each partition's t-intervals from the users it keeps; the public function
+    # computes them from the per-user table of the written per-unit rows: the same numbers
+    from recsys_eval.compare import confidence_intervals
+    from recsys_eval.measure.aggregate import per_user
+
+    folder = run(write_config(tmp_path, method="kfold", params="{ k = 2, per_user = true }"), tmp_path / "r")
+    per_unit = per_unit_of(folder).filter(pl.col("user").is_not_null()
+                                          & ~pl.col("metric").is_in(["n_relevant", "sampled_rank", "full_candidates"]))
+    expected = confidence_intervals(per_user(per_unit)).select("system", "protocol", "fold", "metric", "k",
+                                                               "lower", "upper")
+    summary = pl.read_parquet(folder / "summary.parquet").filter(pl.col("fold") != "all")
+    both = expected.join(summary, on=["system", "protocol", "fold", "metric", "k"], nulls_equal=True, suffix="_run")
+    assert both.height == expected.height > 50
+    for side in ("lower", "upper"):
+        assert both[side].to_numpy() == pytest.approx(both[f"{side}_run"].to_numpy(), rel=1e-12, abs=1e-15, nan_ok=True)
+
+
 def test_cross_validated_summary_averages_fold_means(tmp_path):
     from scipy import stats
 
