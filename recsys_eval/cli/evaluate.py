@@ -183,7 +183,7 @@ def _write(out: Path, per_unit, summary, force: bool) -> None:
     temp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex[:8]}"
     temp.mkdir()
     try:
-        per_unit.write_parquet(temp / "per_unit.parquet")
+        per_unit.write_parquet(temp / "per_unit.parquet", compression="zstd", compression_level=1)  # as a run's
         summary.write_csv(temp / "summary.csv")
         if out.exists():
             if not force:

@@ -11,7 +11,6 @@ from recsys_eval.core.chunks import chunk_bounds
 from recsys_eval.core.units import Rankings, RelevantRanks, Targets
 from recsys_eval.errors import ConfigError, DataError, check_choice
 from recsys_eval.measure import kernels
-from recsys_eval.measure.beyond import beyond_accuracy
 from recsys_eval.measure.frames import concat_per_unit, long_frame
 from recsys_eval.measure.metrics import (
     AP_DENOMINATORS,
@@ -118,6 +117,8 @@ def measure(
         frames.append(long_frame(counts, [N_RELEVANT], [None], targets.unit_user, user_ids, labels))
     beyond = [m for m in names if m in BEYOND_METRICS]
     if beyond:
+        from recsys_eval.measure.beyond import beyond_accuracy  # scipy's import only when asked for
+
         frames.append(
             beyond_accuracy(
                 rankings, k=cutoffs, n_items=targets.n_items, metrics=beyond, train=train,
