@@ -310,11 +310,11 @@ def evaluate_fold(
                         start = time.perf_counter()
                         frame = jobs.measure_ranking(config, data, rankings, chunk, rec.display, split.name,
                                                      run_level=False)
+                        if run_names:  # before the keeper may summarise (s, r), which reads them
+                            jobs.add_exposure(config, run_exposure[s, r], rankings, run_names)
                         at = (s, part[s], r)
                         in_background(keep, at, frame, before[s], chunk.label, last)
                         del frame
-                        if run_names:
-                            jobs.add_exposure(config, run_exposure[s, r], rankings, run_names)
                         curves[at] = curve_rows(rankings, chunk.targets, system=rec.display, protocol=chunk.label,
                                                 fold=split.name)
                         if chunk.targets.all_candidates and not chunk.targets.one_relevant:

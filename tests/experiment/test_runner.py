@@ -300,6 +300,27 @@ def test_external_run_with_unknown_ids_is_reported(tmp_path):
         ExternalRun(frame.filter(pl.col("user") == 99999), data)
 
 
+def test_run_level_values_count_every_range_whatever_the_keeper_threads_timing(tmp_path, monkeypatch):
+    # the keeper thread summarises a (set, system) after its last range; the main thread must have
+    # counted that range's exposure (catalogue coverage) before: a slow count changes nothing
+    import time
+
+    from recsys_eval.experiment import jobs
+
+    config = write_config(tmp_path, extra="\n[run]\nusers_per_chunk = 40\n")
+    coverage = pl.col("metric") == "catalog_coverage"
+    reference = pl.read_parquet(run(config, tmp_path / "a") / "summary.parquet").filter(coverage)
+    real = jobs.add_exposure
+
+    def slow(*args, **kwargs):
+        time.sleep(0.05)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(jobs, "add_exposure", slow)
+    slowed = pl.read_parquet(run(config, tmp_path / "b") / "summary.parquet").filter(coverage)
+    assert reference.height > 0 and slowed.equals(reference)
+
+
 def test_run_intervals_are_those_of_confidence_intervals_on_its_per_user_values(tmp_path):
     # the runner reduces each partition's t-intervals from the users it keeps; the public function
     # computes them from the per-user table of the written per-unit rows: the same numbers
