@@ -330,7 +330,7 @@ def evaluate_fold(
                         for s in sorted(set(range(len(sets))) - set(todo)):
                             in_background(summarise, s, r, parts[s])
         drain()
-        timings.append({**_timing(split.name, "", "wait for writes", 0.0), "seconds": waited[0]})
+        timings.append(_timing(split.name, "", "wait for writes", time.perf_counter() - waited[0]))
     finally:  # on an error, the task under way finishes before the error goes up
         wait(kept)
     out = FoldSummary([], [], [])

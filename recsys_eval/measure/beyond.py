@@ -74,8 +74,6 @@ def beyond_accuracy(
         raise DataError(f"rankings: item index {int(rankings.items.max())} >= n_items {n_items}")
     labels = {"system": system, "protocol": protocol, "fold": str(fold)}
 
-    unit = unit_of_position(rankings.offsets)
-    position = np.arange(len(rankings.items), dtype=np.int64) - rankings.offsets[unit]
     n_units = rankings.n_units
     frames: list[pl.DataFrame] = []
     per_unit_cols: list[np.ndarray] = []
@@ -86,7 +84,7 @@ def beyond_accuracy(
         per_unit_cols.append((rankings.lengths > 0).astype(np.float64))
         per_unit_names.append("user_coverage")
         per_unit_ks.append(None)
-    novelty = _novelty(rankings, unit, position, _self_information(train, n_items), cutoffs) if "novelty" in names else None
+    novelty = _novelty(rankings, _self_information(train, n_items), cutoffs) if "novelty" in names else None
     masks = _genre_masks(genres, n_items) if "ild" in names else None
     for c, cut in enumerate(cutoffs):
         if novelty is not None:
@@ -118,14 +116,22 @@ def beyond_accuracy(
     return concat_per_unit(frames)
 
 
-def _novelty(rankings: Rankings, unit: np.ndarray, position: np.ndarray, info: np.ndarray,
-             cutoffs: list[int]) -> np.ndarray:
-    """units x cutoffs: the mean self-information of each unit's top-k items (NaN for an empty
-    list). One pass over the lists: each entry's information summed into the band of cutoffs its
-    position falls in, then the bands summed in cutoff order (the top 5 are in the top 10 too)."""
-    n_units, n_bands = rankings.n_units, len(cutoffs)
+def _cutoff_bands(rankings: Rankings, cutoffs: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every list entry's unit and band of (ascending) cutoffs: band c holds the positions from
+    cutoffs[c-1] to cutoffs[c] - 1, so the top-k of cutoff c are bands 0..c. Also the mask of the
+    entries inside the largest cutoff."""
+    unit = unit_of_position(rankings.offsets)
+    position = np.arange(len(rankings.items), dtype=np.int64) - rankings.offsets[unit]
     band = np.searchsorted(np.asarray(cutoffs), position, side="right")  # first cutoff above it
-    inside = band < n_bands
+    return unit, band, band < len(cutoffs)
+
+
+def _novelty(rankings: Rankings, info: np.ndarray, cutoffs: list[int]) -> np.ndarray:
+    """units x cutoffs: the mean self-information of each unit's top-k items (NaN for an empty
+    list). One pass over the lists: each entry's information summed into its band of cutoffs,
+    then the bands summed in cutoff order (the top 5 are in the top 10 too)."""
+    n_units, n_bands = rankings.n_units, len(cutoffs)
+    unit, band, inside = _cutoff_bands(rankings, cutoffs)
     cell = unit[inside] * n_bands + band[inside]
     total = np.cumsum(np.bincount(cell, weights=info[rankings.items[inside]], minlength=n_units * n_bands)
                       .reshape(n_units, n_bands), axis=1)
@@ -151,12 +157,10 @@ class RunExposure:
         self.ranked = np.zeros(n_items, dtype=bool)
 
     def add(self, rankings: Rankings) -> None:
-        """One pass over the lists: each entry counted in the band of cutoffs its position falls
-        in, then the bands summed (an item in the top 5 is in the top 10 too)."""
+        """One pass over the lists: each entry counted in its band of cutoffs, then the bands
+        summed (an item in the top 5 is in the top 10 too)."""
         n_items = self.counts.shape[1]
-        position = np.arange(len(rankings.items), dtype=np.int64) - rankings.offsets[unit_of_position(rankings.offsets)]
-        band = np.searchsorted(np.asarray(self.cutoffs), position, side="right")  # first cutoff above it
-        inside = band < len(self.cutoffs)
+        _, band, inside = _cutoff_bands(rankings, self.cutoffs)
         by_band = np.bincount(band[inside] * n_items + rankings.items[inside], minlength=len(self.cutoffs) * n_items)
         self.counts += np.cumsum(by_band.reshape(len(self.cutoffs), n_items), axis=0)
         self.ranked[rankings.items] = True
