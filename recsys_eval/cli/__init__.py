@@ -66,9 +66,11 @@ def main(argv: list[str] | None = None) -> None:
             if not module.name.startswith("_"):
                 importlib.import_module(f"{__name__}.{module.name}")
         app(args=argv, prog_name="recsys-eval")
-    except SystemExit as exc:  # typer turns Ctrl-C inside a command into exit status 130
+    except SystemExit as exc:  # typer ends every command so; Ctrl-C inside one becomes status 130
         if _interrupted(exc):
             _interrupt_handled()
+        elif not exc.code and argv is None:
+            _leave_without_teardown()
         raise
     except KeyboardInterrupt:
         _interrupt_handled()
@@ -82,6 +84,24 @@ def main(argv: list[str] | None = None) -> None:
             _interrupt_handled()
             sys.exit(130)
         raise
+
+
+def _leave_without_teardown() -> None:
+    """End the process now that its command succeeded, without the interpreter's teardown.
+
+    A finished command has written, closed and renamed every file and drained its threads, so the
+    teardown only frees memory that the kernel frees at exit anyway: 0.26 s of a 4 s ``evaluate`` at
+    ML-25M size, 0.5 s after a small ``run``. Only for the console script itself (``argv`` None), and
+    not once PySpark is loaded, whose JVM is stopped by an exit handler.
+    """
+    if "pyspark" in sys.modules:
+        return
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):  # a closed or broken pipe: let the interpreter report it
+        return
+    os._exit(0)
 
 
 def _interrupt_handled() -> None:
