@@ -40,13 +40,14 @@ REPO = Path(__file__).resolve().parent.parent
 TARGET = 1.5
 
 # Runs the console script's main with numba's compile events recorded (per thread, as nested
-# compiles of the kernels a kernel calls), then writes them to sys.argv[1].
+# compiles of the kernels a kernel calls), one JSON line each to sys.argv[1] as it ends (the console
+# script leaves without the interpreter's teardown, so nothing is written at exit).
 WRAPPER = r"""
-import atexit, json, sys, threading, time
+import json, sys, threading, time
 out = sys.argv.pop(1)
 import recsys_eval.cli
 from numba.core import event
-records, stacks = [], threading.local()
+lines, stacks = open(out, "a"), threading.local()
 class Recorder(event.Listener):
     def on_start(self, ev):
         stack = stacks.__dict__.setdefault("s", [])
@@ -59,10 +60,10 @@ class Recorder(event.Listener):
         took = time.perf_counter() - start
         if stack:
             stack[-1][3] += took
-        records.append({"kernel": name, "args": args, "inclusive": took, "self": took - inner,
-                        "top": not stack})
+        lines.write(json.dumps({"kernel": name, "args": args, "inclusive": took, "self": took - inner,
+                                "top": not stack}) + "\n")
+        lines.flush()
 event.register("numba:compile", Recorder())
-atexit.register(lambda: open(out, "w").write(json.dumps(records)))
 sys.argv[0] = "recsys-eval"
 recsys_eval.cli.main()
 """
@@ -105,7 +106,7 @@ def quickstart(checkout: Path, env: dict[str, str], results: Path, events: Path)
 
 
 def compiled(events: Path) -> list[dict]:
-    return json.loads(events.read_text()) if events.exists() else []
+    return [json.loads(line) for line in events.read_text().splitlines()] if events.exists() else []
 
 
 def kernel_table(records: list[dict], top: int) -> None:
