@@ -51,6 +51,7 @@ import polars as pl
 from recsys_eval.core import atomic
 from recsys_eval.core.chunks import chunk_bounds, run_chunks
 from recsys_eval.core.columns import id_column, numeric_column, polars_frame
+from recsys_eval.core.sorting import stable_argsort
 from recsys_eval.core.units import Rankings, Targets
 from recsys_eval.data.delimited import Table, read_delimited
 from recsys_eval.errors import ConfigError, DataError, check_choice
@@ -432,8 +433,8 @@ def _order_by_score(offsets, rows, item, primary):
     ordered = np.empty(len(rows), dtype=np.int64)
     for u in range(len(offsets) - 1):
         a, b = offsets[u], offsets[u + 1]
-        by_item = rows[a:b][np.argsort(item[rows[a:b]], kind="mergesort")]
-        ordered[a:b] = by_item[np.argsort(primary[by_item], kind="mergesort")]
+        by_item = rows[a:b][stable_argsort(item[rows[a:b]])]
+        ordered[a:b] = by_item[stable_argsort(primary[by_item])]
     return ordered
 
 
@@ -444,7 +445,7 @@ def _sort_by_item(offsets, rows, item, out):
     for u in range(len(offsets) - 1):
         a, b = offsets[u], offsets[u + 1]
         if b - a > 32:
-            out[a:b] = rows[a:b][np.argsort(item[rows[a:b]])]
+            out[a:b] = rows[a:b][stable_argsort(item[rows[a:b]])]
             continue
         for j in range(a + 1, b):
             row = out[j]

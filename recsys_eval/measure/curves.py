@@ -20,6 +20,7 @@ import polars as pl
 from numba import njit
 
 from recsys_eval.core.chunks import chunk_bounds, run_chunks
+from recsys_eval.core.sorting import bisect
 from recsys_eval.core.units import Rankings, RelevantRanks, Targets
 from recsys_eval.errors import DataError
 from recsys_eval.measure.api import target_roles
@@ -85,12 +86,12 @@ def _roc_segment_sums(start, stop, grid):
     for u in range(len(start)):
         x0, x1 = start[u], stop[u]
         if x1 > x0:
-            i = np.searchsorted(grid, x0, side="right")
+            i = bisect(grid, x0, True)
             while i < n and grid[i] < x1:
                 sums[i] += (grid[i] - x0) / (x1 - x0)
                 i += 1
         else:
-            i = np.searchsorted(grid, x0, side="left")
+            i = bisect(grid, x0, False)
         steps[i] += 1.0
     return sums + np.cumsum(steps)[:n]
 

@@ -22,6 +22,7 @@ from numba import njit, prange
 
 from recsys_eval.core.chunks import chunk_bounds
 from recsys_eval.core.columns import polars_frame
+from recsys_eval.core.sorting import stable_argsort
 from recsys_eval.core.results import PER_UNIT_COLUMNS
 from recsys_eval.errors import DataError
 from recsys_eval.measure.frames import concat_per_unit, long_frame
@@ -97,7 +98,7 @@ def _check_predictions(predictions: pl.DataFrame) -> pl.DataFrame:
 
 @njit(cache=True)
 def _average_ranks(values):
-    order = np.argsort(values, kind="mergesort")
+    order = stable_argsort(values)
     ranks = np.empty(len(values))
     i = 0
     while i < len(values):

@@ -20,7 +20,7 @@ import numba
 import numpy as np
 
 from recsys_eval.core.chunks import chunk_bounds, run_chunks
-from recsys_eval.targets.sampling import sort_items
+from recsys_eval.core.sorting import bisect, sort_items, stable_argsort
 
 
 @numba.njit(cache=True, inline="always")
@@ -116,7 +116,7 @@ def _place_in_row(row, seen_indices, first, last, blocked, placed, above, tied, 
     placed_s = np.empty(n, dtype=np.float32)
     for p in range(n):
         placed_s[p] = row[placed[p]]
-    order = np.argsort(placed_s, kind="mergesort")
+    order = stable_argsort(placed_s)
     sorted_s = placed_s[order]
     lowest = sorted_s[0]
     n_lo = np.zeros(n + 1, dtype=np.int64)  # columns with lo(j) = q, and with hi(j) = q
@@ -135,8 +135,8 @@ def _place_in_row(row, seen_indices, first, last, blocked, placed, above, tied, 
                     nxt += 1
                 if nxt < n and placed[nxt] == j:
                     continue
-                lo = np.searchsorted(sorted_s, s, side="left")
-                hi = np.searchsorted(sorted_s, s, side="right")
+                lo = bisect(sorted_s, s, False)
+                hi = bisect(sorted_s, s, True)
                 n_lo[lo] += 1
                 n_hi[hi] += 1
                 for q in range(lo, hi):
@@ -309,12 +309,12 @@ def _place_global_chunk(lo, hi, neg_sorted, position, item_scores, rows, seen_in
         excluded = excluded[:n]
         for p in range(a, b):
             key = -item_scores[placed[p]]
-            g0 = np.searchsorted(neg_sorted, key, side="left")  # allowed items scoring higher
-            g1 = np.searchsorted(neg_sorted, key, side="right")  # ... at least as high
+            g0 = bisect(neg_sorted, key, False)  # allowed items scoring higher
+            g1 = bisect(neg_sorted, key, True)  # ... at least as high
             at = position[placed[p]]
-            e0 = np.searchsorted(excluded, g0)
-            e1 = np.searchsorted(excluded, g1)
-            e_at = np.searchsorted(excluded, at)
+            e0 = bisect(excluded, g0, False)
+            e1 = bisect(excluded, g1, False)
+            e_at = bisect(excluded, at, False)
             above[p] = g0 - e0
             tied[p] = (g1 - g0) - (e1 - e0)  # the placed item itself is among the excluded
             before[p] = (at - g0) - (e_at - e0)
@@ -371,8 +371,8 @@ def _sort_units_chunk(first, last, offsets, items, scores, order):
         if np.all(unit_items[1:] > unit_items[:-1]):  # the usual case: listed in item order
             by_item = np.arange(hi - lo)
         else:
-            by_item = np.argsort(unit_items, kind="mergesort")
-        by_score = np.argsort(-scores[lo:hi][by_item], kind="mergesort")  # stable: ties keep item order
+            by_item = stable_argsort(unit_items)
+        by_score = stable_argsort(-scores[lo:hi][by_item])  # ties keep item order
         order[lo:hi] = lo + by_item[by_score]
 
 

@@ -18,7 +18,7 @@ from recsys_eval.core import Interactions
 from recsys_eval.core.chunks import chunk_bounds, run_chunks
 from recsys_eval.errors import DataError
 from recsys_eval.recommend.base import Recommender, SparseRecommender, user_blocks
-from recsys_eval.targets.sampling import sort_items
+from recsys_eval.core.sorting import bisect, sort_items
 
 
 def row_normalised(matrix: sp.csr_matrix) -> sp.csr_matrix:
@@ -207,7 +207,7 @@ def _resnick_sweep_chunk(lo, hi, users, indptr, items, values, item_indptr, rate
             v = order[j]
             s = row[v]
             first, last = indptr[v], indptr[v + 1]
-            for p in range(first + np.searchsorted(walk_ranks[first:last], frontier), last):
+            for p in range(first + bisect(walk_ranks[first:last], frontier, False), last):
                 t = walk_ranks[p]
                 if count[t] < k:
                     count[t] += 1

@@ -18,6 +18,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from recsys_eval.core.sorting import stable_argsort
+
 
 @numba.njit(cache=True)
 def _group_order(group, n_groups):  # pragma: no cover - compiled
@@ -70,7 +72,7 @@ def _sort_groups_by_time(order, offsets, time):  # pragma: no cover - compiled
         start, end = offsets[g], offsets[g + 1]
         if end - start > 1:
             seg = order[start:end].copy()
-            order[start:end] = seg[np.argsort(time[seg])]
+            order[start:end] = seg[stable_argsort(time[seg])]
 
 
 @numba.njit(cache=True)

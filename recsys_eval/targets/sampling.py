@@ -32,6 +32,7 @@ from numba import njit
 
 from recsys_eval.core.chunks import run_chunks
 from recsys_eval.core.rng import splitmix64
+from recsys_eval.core.sorting import sort_items, stable_argsort
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _KEY_DOMAIN = np.uint64(0xD1B54A32D192ED03)  # separates the explicit keys from the draw stream
@@ -53,47 +54,6 @@ def uniform(state, counter):
     x = splitmix64(np.uint64(state) + np.uint64(counter + 1) * _GOLDEN)
     return (np.float64(x >> np.uint64(11)) + 0.5) * _TO_UNIT
 
-
-
-@njit(cache=True)
-def insertion_sort(a, n):
-    """Sort ``a[:n]`` in place by insertion: O(n^2), but no call and no allocation, so the fastest
-    way for a few dozen values."""
-    for i in range(1, n):
-        x = a[i]
-        j = i - 1
-        while j >= 0 and a[j] > x:
-            a[j + 1] = a[j]
-            j -= 1
-        a[j + 1] = x
-
-
-@njit(cache=True)
-def sort_items(a, n, bits, tmp, count):
-    """Sort ``a[:n]`` (non-negative ints below ``2**bits``) in place: LSD radix sort by bytes.
-
-    A short sample is otherwise sorted with a comparison sort that mispredicts on every other
-    branch; radix passes are branch-free and several times faster at n = 100.
-    """
-    if n < 24:
-        insertion_sort(a, n)
-        return
-    src, dst = a, tmp
-    passes = 0
-    for shift in range(0, bits, 8):
-        count[:] = 0
-        for i in range(n):
-            count[((src[i] >> shift) & 255) + 1] += 1
-        for b in range(256):
-            count[b + 1] += count[b]
-        for i in range(n):
-            digit = (src[i] >> shift) & 255
-            dst[count[digit]] = src[i]
-            count[digit] += 1
-        src, dst = dst, src
-        passes += 1
-    if passes % 2 == 1:
-        a[:n] = tmp[:n]
 
 
 @njit(cache=True)
@@ -207,7 +167,7 @@ def _smallest_keys(state, candidates, n_candidates, r, pool, keys, out, start):
         w = pool.weight[item] if pool.weighted else 1.0
         # int64 counters and keys everywhere (not int32 items, not literals): one compile each
         keys[p] = -np.log(uniform(state ^ _KEY_DOMAIN, np.int64(item))) / w
-    order = np.argsort(keys[:n_candidates])
+    order = stable_argsort(keys[:n_candidates])
     for p in range(r):
         out[start + p] = candidates[order[p]]
 
