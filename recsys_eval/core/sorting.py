@@ -34,38 +34,32 @@ def _before(a, b):  # pragma: no cover - compiled
 def stable_argsort(keys):  # pragma: no cover - compiled
     """Indices that sort ``keys`` ascending; equal keys keep their order, NaN go last (as
     ``np.argsort(keys, kind="stable")``)."""
+    # Plain loops only: slices, np.arange and min() each cost compile time in every key type.
     n = len(keys)
-    src = np.arange(n)
-    for lo in range(0, n, _RUN):
-        hi = min(lo + _RUN, n)
-        for i in range(lo + 1, hi):
-            index = src[i]
-            key = keys[index]
-            j = i - 1
-            while j >= lo and _before(key, keys[src[j]]):
-                src[j + 1] = src[j]
-                j -= 1
-            src[j + 1] = index
-    if n <= _RUN:
-        return src
+    src = np.empty(n, np.int64)
+    for i in range(n):
+        index = i
+        key = keys[i]
+        j = i - 1
+        lo = i - i % _RUN
+        while j >= lo and _before(key, keys[src[j]]):
+            src[j + 1] = src[j]
+            j -= 1
+        src[j + 1] = index
     dst = np.empty(n, np.int64)
     width = _RUN
     while width < n:
         for lo in range(0, n, 2 * width):
-            mid = min(lo + width, n)
-            hi = min(lo + 2 * width, n)
-            i, j, out = lo, mid, lo
-            while i < mid and j < hi:
-                if _before(keys[src[j]], keys[src[i]]):  # the right run's key strictly first
+            mid = lo + width if lo + width < n else n
+            hi = mid + width if mid + width < n else n
+            i, j = lo, mid
+            for out in range(lo, hi):
+                if j >= hi or (i < mid and not _before(keys[src[j]], keys[src[i]])):
+                    dst[out] = src[i]  # the left run's key unless the right one is strictly first
+                    i += 1
+                else:
                     dst[out] = src[j]
                     j += 1
-                else:
-                    dst[out] = src[i]
-                    i += 1
-                out += 1
-            dst[out:out + mid - i] = src[i:mid]
-            out += mid - i
-            dst[out:out + hi - j] = src[j:hi]
         src, dst = dst, src
         width *= 2
     return src
