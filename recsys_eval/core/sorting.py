@@ -37,15 +37,14 @@ def stable_argsort(keys):  # pragma: no cover - compiled
     # Plain loops only: slices, np.arange and min() each cost compile time in every key type.
     n = len(keys)
     src = np.empty(n, np.int64)
-    for i in range(n):
-        index = i
+    for i in range(n):  # runs of _RUN by insertion
         key = keys[i]
         j = i - 1
         lo = i - i % _RUN
         while j >= lo and _before(key, keys[src[j]]):
             src[j + 1] = src[j]
             j -= 1
-        src[j + 1] = index
+        src[j + 1] = i
     dst = np.empty(n, np.int64)
     width = _RUN
     while width < n:

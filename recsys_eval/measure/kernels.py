@@ -25,8 +25,8 @@ import numpy as np
 from numba import njit
 
 from recsys_eval.core.chunks import run_chunks
-from recsys_eval.measure.metrics import KERNEL_CUTOFF_SLOTS, METRICS
 from recsys_eval.core.sorting import insertion_sort, stable_argsort
+from recsys_eval.measure.metrics import KERNEL_CUTOFF_SLOTS, METRICS
 
 GAIN_CODES = {"graded": 0, "binary": 1, "exp": 2}
 

@@ -22,8 +22,8 @@ from numba import njit, prange
 
 from recsys_eval.core.chunks import chunk_bounds
 from recsys_eval.core.columns import polars_frame
-from recsys_eval.core.sorting import stable_argsort
 from recsys_eval.core.results import PER_UNIT_COLUMNS
+from recsys_eval.core.sorting import stable_argsort
 from recsys_eval.errors import DataError
 from recsys_eval.measure.frames import concat_per_unit, long_frame
 from recsys_eval.measure.metrics import RATING_METRICS, check_metrics

@@ -16,9 +16,9 @@ import scipy.sparse as sp
 
 from recsys_eval.core import Interactions
 from recsys_eval.core.chunks import chunk_bounds, run_chunks
+from recsys_eval.core.sorting import bisect, sort_items
 from recsys_eval.errors import DataError
 from recsys_eval.recommend.base import Recommender, SparseRecommender, user_blocks
-from recsys_eval.core.sorting import bisect, sort_items
 
 
 def row_normalised(matrix: sp.csr_matrix) -> sp.csr_matrix:

@@ -55,7 +55,6 @@ def uniform(state, counter):
     return (np.float64(x >> np.uint64(11)) + 0.5) * _TO_UNIT
 
 
-
 @njit(cache=True)
 def alias_table(weights):
     """Walker/Vose alias table of ``weights`` (all > 0): ``(prob, alias)`` for O(1) weighted draws."""

@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 from scipy.stats import chisquare
 
-from recsys_eval.targets import build_targets
 from recsys_eval.core.sorting import sort_items
+from recsys_eval.targets import build_targets
 from recsys_eval.targets.sampling import alias_table, stream_state, uniform
 
 from .reference import make_split, unit_slices
