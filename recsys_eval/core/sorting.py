@@ -11,8 +11,12 @@ fraction of that, and do what the kernels need:
   merges between two index buffers. O(n log n) comparisons, two int64 buffers of n.
 - :func:`insertion_sort`: a few dozen values in place, with no call and no allocation.
 - :func:`sort_items`: non-negative integer codes in place, by bytes (LSD radix).
-- :func:`bisect`: where a key falls in an ascending array, as ``np.searchsorted`` (numba compiles
-  two routines per pair of types for it, ~1.3 s of the quickstart's compiling).
+- :func:`equal_range`: where a key falls in an ascending array, as ``np.searchsorted`` left and
+  right (numba compiles two routines per pair of types for it, ~1.3 s of the quickstart's compiling).
+
+Kernels pass float64 keys where the values allow (float32 scores and int32 item codes convert
+exactly), so each routine is compiled for few key types. They copy with loops rather than slice
+assignment, which would compile numba's shape-mismatch message (~2 s of string formatting code).
 """
 
 from __future__ import annotations
@@ -65,17 +69,28 @@ def stable_argsort(keys):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def bisect(a, key, right):  # pragma: no cover - compiled
-    """Where ``key`` falls in ascending ``a`` (NaN last): the first index ``i`` with ``a[i] > key``
-    when ``right``, else with ``a[i] >= key``; ``len(a)`` if none."""
+def equal_range(a, key):  # pragma: no cover - compiled
+    """Where ``key`` falls in ascending ``a`` (NaN last): ``(lo, hi)`` with ``lo`` the first index
+    whose value is not before ``key`` and ``hi`` the first after it (``np.searchsorted`` left and
+    right; ``len(a)`` if none), so ``a[lo:hi]`` are the values equal to ``key``.
+
+    One routine for both sides: a flag choosing the side would be compiled once per constant a
+    kernel passes, and the second search, from ``lo`` on, costs a few comparisons."""
     lo, hi = 0, len(a)
     while lo < hi:
         mid = (lo + hi) >> 1
-        if _before(key, a[mid]) if right else not _before(a[mid], key):
+        if _before(a[mid], key):
+            lo = mid + 1
+        else:
+            hi = mid
+    first, hi = lo, len(a)
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if _before(key, a[mid]):
             hi = mid
         else:
             lo = mid + 1
-    return lo
+    return first, lo
 
 
 @njit(cache=True)
@@ -116,4 +131,5 @@ def sort_items(a, n, bits, tmp, count):  # pragma: no cover - compiled
         src, dst = dst, src
         passes += 1
     if passes % 2 == 1:
-        a[:n] = tmp[:n]
+        for i in range(n):  # a loop: a slice assignment compiles numba's shape-error message
+            a[i] = tmp[i]

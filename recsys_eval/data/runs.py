@@ -433,8 +433,15 @@ def _order_by_score(offsets, rows, item, primary):
     ordered = np.empty(len(rows), dtype=np.int64)
     for u in range(len(offsets) - 1):
         a, b = offsets[u], offsets[u + 1]
-        by_item = rows[a:b][stable_argsort(item[rows[a:b]])]
-        ordered[a:b] = by_item[stable_argsort(primary[by_item])]
+        keys = np.empty(b - a)  # float64 keys and loops: see recsys_eval.core.sorting
+        for j in range(b - a):
+            keys[j] = item[rows[a + j]]
+        by_item = stable_argsort(keys)
+        for j in range(b - a):
+            keys[j] = primary[rows[a + by_item[j]]]
+        by_primary = stable_argsort(keys)
+        for j in range(b - a):
+            ordered[a + j] = rows[a + by_item[by_primary[j]]]
     return ordered
 
 
@@ -445,7 +452,12 @@ def _sort_by_item(offsets, rows, item, out):
     for u in range(len(offsets) - 1):
         a, b = offsets[u], offsets[u + 1]
         if b - a > 32:
-            out[a:b] = rows[a:b][stable_argsort(item[rows[a:b]])]
+            keys = np.empty(b - a)
+            for j in range(b - a):
+                keys[j] = item[rows[a + j]]
+            by_item = stable_argsort(keys)
+            for j in range(b - a):
+                out[a + j] = rows[a + by_item[j]]
             continue
         for j in range(a + 1, b):
             row = out[j]
@@ -463,9 +475,9 @@ def _gather_users(values, offsets, users, out):
     ``out``."""
     at = 0
     for u in users:
-        n = offsets[u + 1] - offsets[u]
-        out[at:at + n] = values[offsets[u]:offsets[u + 1]]
-        at += n
+        for j in range(offsets[u], offsets[u + 1]):
+            out[at] = values[j]
+            at += 1
 
 
 @numba.njit(cache=True, nogil=True)

@@ -20,7 +20,7 @@ import polars as pl
 from numba import njit
 
 from recsys_eval.core.chunks import chunk_bounds, run_chunks
-from recsys_eval.core.sorting import bisect
+from recsys_eval.core.sorting import equal_range
 from recsys_eval.core.units import Rankings, RelevantRanks, Targets
 from recsys_eval.errors import DataError
 from recsys_eval.measure.api import target_roles
@@ -85,15 +85,20 @@ def _roc_segment_sums(start, stop, grid):
     steps = np.zeros(n + 1)
     for u in range(len(start)):
         x0, x1 = start[u], stop[u]
+        left, right = equal_range(grid, x0)
         if x1 > x0:
-            i = bisect(grid, x0, True)
+            i = right
             while i < n and grid[i] < x1:
                 sums[i] += (grid[i] - x0) / (x1 - x0)
                 i += 1
         else:
-            i = bisect(grid, x0, False)
+            i = left
         steps[i] += 1.0
-    return sums + np.cumsum(steps)[:n]
+    done = 0.0  # the running sum of the steps, in a loop rather than np.cumsum (less to compile)
+    for i in range(n):
+        done += steps[i]
+        sums[i] += done
+    return sums
 
 
 def average_pr_one_relevant(ranks: RelevantRanks, n_points: int = 11) -> pl.DataFrame:

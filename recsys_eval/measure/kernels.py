@@ -128,8 +128,13 @@ def _ideal_at_cutoffs(values, weights, cutoffs, out):
     items mostly are (no call, no buffer)."""
     if len(values) <= _INSERTION_SORT_MAX:
         insertion_sort(values, len(values))
-    else:
-        values[:] = values[stable_argsort(values)]
+    else:  # copied in loops: fancy indexing and slice assignment compile much more code
+        order = stable_argsort(values)
+        ordered = np.empty(len(values))
+        for i in range(len(values)):
+            ordered[i] = values[order[i]]
+        for i in range(len(values)):
+            values[i] = ordered[i]
     last = len(values) - 1
     total = 0.0
     c = 0
@@ -337,13 +342,24 @@ def ranking_kernel(rankings, targets, options, slots, width, columns, n_items, b
 
 
 @njit(cache=True, nogil=True)
+def rank_weights(kmax, half_life):  # pragma: no cover - compiled
+    """The weights of ranks 1..kmax: nDCG's discount 1 / log2(r + 1) and the half-life utility's
+    decay 2^(-(r - 1) / (h - 1)) (docs/CONVENTIONS.md). A loop of scalars: array expressions would
+    compile a loop of their own in every kernel that wrote them."""
+    discount = np.empty(kmax)
+    decay = np.empty(kmax)
+    for i in range(kmax):
+        r = i + 1.0
+        discount[i] = 1.0 / np.log2(r + 1.0)
+        decay[i] = 2.0 ** (-(r - 1.0) / (half_life - 1.0))
+    return discount, decay
+
+
+@njit(cache=True, nogil=True)
 def _ranking_chunk(lo, hi, rankings, targets, options, slots, width, columns, n_items, out, status):
     """:func:`ranking_kernel` for the units ``lo:hi``."""
     cutoffs = options.cutoffs
-    kmax = cutoffs[len(cutoffs) - 1]
-    ranks = np.arange(1, kmax + 1).astype(np.float64)
-    discount = 1.0 / np.log2(ranks + 1.0)
-    decay = 2.0 ** (-(ranks - 1.0) / (options.half_life - 1.0))
+    discount, decay = rank_weights(cutoffs[len(cutoffs) - 1], options.half_life)
     longest_ranking = 0
     longest_targets = 0
     for u in range(lo, hi):

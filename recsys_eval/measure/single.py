@@ -29,7 +29,14 @@ from numba import njit
 from recsys_eval.core.chunks import chunk_bounds, run_chunks
 from recsys_eval.core.units import RelevantRanks, Targets
 from recsys_eval.errors import ConfigError, DataError
-from recsys_eval.measure.kernels import GAIN_CODES, SLOTS, _record, _transformed_gain, keep_columns
+from recsys_eval.measure.kernels import (
+    GAIN_CODES,
+    SLOTS,
+    _record,
+    _transformed_gain,
+    keep_columns,
+    rank_weights,
+)
 from recsys_eval.measure.metrics import kernel_width
 
 
@@ -51,9 +58,7 @@ def _one_relevant_chunk(lo, hi, above, tied, before, n_non, gain, ranked, cutoff
     """:func:`one_relevant_kernel` for the units ``lo:hi``."""
     n_cut = len(cutoffs)
     kmax = cutoffs[n_cut - 1]
-    ranks = np.arange(1, kmax + 1).astype(np.float64)
-    discount = 1.0 / np.log2(ranks + 1.0)
-    decay = 2.0 ** (-(ranks - 1.0) / (half_life - 1.0))
+    discount, decay = rank_weights(kmax, half_life)
     row = np.empty(width)
     for u in range(lo, hi):
         row[:] = np.nan

@@ -493,8 +493,8 @@ def _global_order_chunks(model, item_scores, seen, rows, k, blocked, place_ptr, 
     position[order] = np.arange(len(order))
     finite = order[scores[order] > -np.inf]
     bounds = np.linspace(0, len(rows), min(len(rows), 64) + 1).astype(np.int64)
-    place_global(-scores[order], position, scores, rows, seen.indptr, seen.indices, place_ptr, placed, above,
-                 tied, before, bounds)
+    place_global(-scores[order].astype(np.float64), position, scores, rows, seen.indptr, seen.indices, place_ptr,
+                 placed, above, tied, before, bounds)
     for start in range(0, len(rows) if k else 0, chunk_size):
         chunk = rows[start:start + chunk_size]
         chunk_bounds = np.linspace(0, len(chunk), min(len(chunk), 64) + 1).astype(np.int64)

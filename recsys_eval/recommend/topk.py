@@ -20,7 +20,7 @@ import numba
 import numpy as np
 
 from recsys_eval.core.chunks import chunk_bounds, run_chunks
-from recsys_eval.core.sorting import bisect, sort_items, stable_argsort
+from recsys_eval.core.sorting import equal_range, sort_items, stable_argsort
 
 
 @numba.njit(cache=True, inline="always")
@@ -113,11 +113,13 @@ def _place_in_row(row, seen_indices, first, last, blocked, placed, above, tied, 
     ``placed[p]``, the same, and the same with a smaller index. ``placed`` is ascending and holds
     candidates. Returns the NaN scores met (NaN columns are never counted)."""
     n = len(placed)
-    placed_s = np.empty(n, dtype=np.float32)
+    placed_s = np.empty(n)  # float64, as every sort key: one compiled sort (float32 converts exactly)
     for p in range(n):
         placed_s[p] = row[placed[p]]
     order = stable_argsort(placed_s)
-    sorted_s = placed_s[order]
+    sorted_s = np.empty(n)
+    for p in range(n):
+        sorted_s[p] = placed_s[order[p]]
     lowest = sorted_s[0]
     n_lo = np.zeros(n + 1, dtype=np.int64)  # columns with lo(j) = q, and with hi(j) = q
     n_hi = np.zeros(n + 1, dtype=np.int64)
@@ -135,8 +137,7 @@ def _place_in_row(row, seen_indices, first, last, blocked, placed, above, tied, 
                     nxt += 1
                 if nxt < n and placed[nxt] == j:
                     continue
-                lo = bisect(sorted_s, s, False)
-                hi = bisect(sorted_s, s, True)
+                lo, hi = equal_range(sorted_s, np.float64(s))
                 n_lo[lo] += 1
                 n_hi[hi] += 1
                 for q in range(lo, hi):
@@ -271,10 +272,10 @@ def place_global(neg_sorted, position, item_scores, rows, seen_indptr, seen_indi
                  above, tied, before, bounds):
     """:func:`_place_in_row` when the scores do not depend on the row: from one global order of
     the allowed items (``position[item]`` its place, -1 if not allowed; ``neg_sorted`` the
-    negated scores in that order, ascending), each placed item's counts are its global ones less
-    the row's excluded items (its allowed seen items and placed items) that fall in the same
-    ranges of the order, found by binary search in their sorted positions: O((|seen| + |placed|)
-    log) per row instead of a pass over every item."""
+    negated scores in that order, ascending, in float64 as every searched key), each placed
+    item's counts are its global ones less the row's excluded items (its allowed seen items and
+    placed items) that fall in the same ranges of the order, found by binary search in their
+    sorted positions: O((|seen| + |placed|) log) per row instead of a pass over every item."""
     run_chunks(_place_global_chunk, bounds, neg_sorted, position, item_scores, rows, seen_indptr, seen_indices,
                place_ptr, placed, above, tied, before)
 
@@ -308,13 +309,12 @@ def _place_global_chunk(lo, hi, neg_sorted, position, item_scores, rows, seen_in
         sort_items(excluded, n, bits, tmp, count)
         excluded = excluded[:n]
         for p in range(a, b):
-            key = -item_scores[placed[p]]
-            g0 = bisect(neg_sorted, key, False)  # allowed items scoring higher
-            g1 = bisect(neg_sorted, key, True)  # ... at least as high
+            key = -np.float64(item_scores[placed[p]])
+            g0, g1 = equal_range(neg_sorted, key)  # allowed items scoring higher; ... at least as high
             at = position[placed[p]]
-            e0 = bisect(excluded, g0, False)
-            e1 = bisect(excluded, g1, False)
-            e_at = bisect(excluded, at, False)
+            e0 = equal_range(excluded, g0)[0]
+            e1 = equal_range(excluded, g1)[0]
+            e_at = equal_range(excluded, at)[0]
             above[p] = g0 - e0
             tied[p] = (g1 - g0) - (e1 - e0)  # the placed item itself is among the excluded
             before[p] = (at - g0) - (e_at - e0)
@@ -365,15 +365,28 @@ def sort_units(offsets, items, scores):
 @numba.njit(cache=True, nogil=True)
 def _sort_units_chunk(first, last, offsets, items, scores, order):
     """:func:`sort_units` for the units ``first:last``."""
+    # Plain loops and float64 keys (exact for int32 items and float32 scores): slices, np.all,
+    # np.arange and slice assignment would each add compiled code, and another key type another sort.
     for u in range(first, last):
         lo, hi = offsets[u], offsets[u + 1]
-        unit_items = items[lo:hi]
-        if np.all(unit_items[1:] > unit_items[:-1]):  # the usual case: listed in item order
-            by_item = np.arange(hi - lo)
+        n = hi - lo
+        keys = np.empty(n)
+        listed = True  # the usual case: listed in item order
+        for p in range(n):
+            keys[p] = items[lo + p]
+            if p > 0 and items[lo + p] <= items[lo + p - 1]:
+                listed = False
+        if listed:
+            by_item = np.empty(n, dtype=np.int64)
+            for p in range(n):
+                by_item[p] = p
         else:
-            by_item = stable_argsort(unit_items)
-        by_score = stable_argsort(-scores[lo:hi][by_item])  # ties keep item order
-        order[lo:hi] = lo + by_item[by_score]
+            by_item = stable_argsort(keys)
+        for p in range(n):
+            keys[p] = -scores[lo + by_item[p]]
+        by_score = stable_argsort(keys)  # ties keep item order
+        for p in range(n):
+            order[lo + p] = lo + by_item[by_score[p]]
 
 
 @numba.njit(cache=True, nogil=True)

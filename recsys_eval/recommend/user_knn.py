@@ -16,7 +16,7 @@ import scipy.sparse as sp
 
 from recsys_eval.core import Interactions
 from recsys_eval.core.chunks import chunk_bounds, run_chunks
-from recsys_eval.core.sorting import bisect, sort_items
+from recsys_eval.core.sorting import equal_range, sort_items
 from recsys_eval.errors import DataError
 from recsys_eval.recommend.base import Recommender, SparseRecommender, user_blocks
 
@@ -207,7 +207,7 @@ def _resnick_sweep_chunk(lo, hi, users, indptr, items, values, item_indptr, rate
             v = order[j]
             s = row[v]
             first, last = indptr[v], indptr[v + 1]
-            for p in range(first + bisect(walk_ranks[first:last], frontier, False), last):
+            for p in range(first + equal_range(walk_ranks[first:last], frontier)[0], last):
                 t = walk_ranks[p]
                 if count[t] < k:
                     count[t] += 1

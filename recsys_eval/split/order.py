@@ -71,8 +71,13 @@ def _sort_groups_by_time(order, offsets, time):  # pragma: no cover - compiled
     for g in range(offsets.shape[0] - 1):
         start, end = offsets[g], offsets[g + 1]
         if end - start > 1:
+            keys = np.empty(end - start, time.dtype)  # time's own type: int64 may exceed float64's 2**53
+            for p in range(end - start):
+                keys[p] = time[order[start + p]]
+            by_time = stable_argsort(keys)
             seg = order[start:end].copy()
-            order[start:end] = seg[stable_argsort(time[seg])]
+            for p in range(end - start):
+                order[start + p] = seg[by_time[p]]
 
 
 @numba.njit(cache=True)

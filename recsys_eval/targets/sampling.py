@@ -218,7 +218,8 @@ def _sample_user_tests(state, m, start, stop, data, pool, work):
             work.candidates[n] = item
             n += 1
     if m == n:
-        work.sample[:m] = work.candidates[:m]
+        for p in range(m):  # a loop: slice assignment compiles numba's shape-error message
+            work.sample[p] = work.candidates[p]
         return
     _smallest_keys(state, work.candidates, n, m, pool, work.keys, work.sample, np.int64(0))
     sort_items(work.sample, m, work.bits, work.tmp, work.count)

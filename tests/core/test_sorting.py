@@ -7,7 +7,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from recsys_eval.core.sorting import bisect, insertion_sort, sort_items, stable_argsort
+from recsys_eval.core.sorting import (
+    equal_range,
+    insertion_sort,
+    sort_items,
+    stable_argsort,
+)
 
 DTYPES = [np.float32, np.float64, np.int32, np.int64]
 
@@ -38,11 +43,11 @@ def test_stable_argsort_at_run_and_merge_boundaries(n):
 @pytest.mark.parametrize("dtype", DTYPES)
 @settings(max_examples=150, deadline=None)
 @given(data=st.data())
-def test_bisect_is_searchsorted(dtype, data):
+def test_equal_range_is_searchsorted_left_and_right(dtype, data):
     ordered = np.sort(data.draw(keys(dtype)))
     probe = data.draw(keys(dtype).filter(len))[0]
-    assert bisect(ordered, probe, False) == np.searchsorted(ordered, probe, side="left")
-    assert bisect(ordered, probe, True) == np.searchsorted(ordered, probe, side="right")
+    assert equal_range(ordered, probe) == (np.searchsorted(ordered, probe, side="left"),
+                                           np.searchsorted(ordered, probe, side="right"))
 
 
 @given(st.lists(st.integers(0, 2**20 - 1), max_size=300))
