@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -119,7 +120,7 @@ def test_kernels_compile_once_per_machine_not_per_clone(tmp_path):
     import numba
 
     import recsys_eval
-    from recsys_eval.core.kernel_cache import source_digest
+    from recsys_eval.core.kernel_cache import USED_STAMP, source_digest
 
     source = Path(recsys_eval.__file__).parent
     clones = []
@@ -135,6 +136,15 @@ def test_kernels_compile_once_per_machine_not_per_clone(tmp_path):
     changed = tmp_path / "clone1" / "recsys_eval" / "core" / "chunks.py"  # not the kernel's own module
     changed.write_text(changed.read_text() + "\n# changed\n")
     assert _kernel_run(clones[0], tmp_path / "cache")[1] == ["_group_order"]
+    # the first sources' cache, in use, is kept beside the new one; unused for a month, it is
+    # removed when another new folder starts
+    folders = tmp_path / "cache" / "recsys-eval" / "numba"
+    assert (folders / key).is_dir() and len(list(folders.iterdir())) == 2
+    month_ago = time.time() - 31 * 86400
+    os.utime(folders / key / USED_STAMP, (month_ago, month_ago))
+    changed.write_text(changed.read_text() + "\n# changed again\n")
+    assert _kernel_run(clones[0], tmp_path / "cache")[1] == ["_group_order"]
+    assert not (folders / key).exists() and len(list(folders.iterdir())) == 2
 
 
 def test_numba_cache_dir_given_by_the_user_is_kept(tmp_path):

@@ -12,6 +12,10 @@ changed (a commit between two clones of one version) the stale kernel would be l
 
 numba reads both variables once, when it is imported, which is why :func:`configure` runs in the
 package's ``__init__`` and reads versions from package metadata instead of importing numba.
+
+Every new version or source digest starts a new folder (~6 MB for the quickstart's kernels): a
+process that starts a folder removes the sibling folders no process used in ``STALE_DAYS`` days
+(:func:`use_cache_folder`), so that upgrades and edits do not pile up caches nobody reads.
 """
 
 from __future__ import annotations
@@ -19,7 +23,9 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import shutil
 import sys
+import time
 from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -39,6 +45,52 @@ def cache_folder(package_version: str) -> Path:
         numba_version = "unknown"
     key = f"{package_version}-{source_digest()}-{numba_version}-{sys.implementation.cache_tag}"
     return Path(user_cache_dir("recsys-eval")) / "numba" / key
+
+
+#: A kernel cache folder of another version or source that no process used for this many days is
+#: removed when a process starts a new folder.
+STALE_DAYS = 30
+#: The file in a kernel cache folder whose modification time is its last use.
+USED_STAMP = "last-used"
+
+
+@functools.cache
+def use_cache_folder(folder: Path) -> None:
+    """Record that this process uses the kernel cache ``folder`` (the modification time of its
+    ``last-used`` file); when the folder is new, remove its stale siblings (:func:`remove_stale`).
+    Once per process and folder (numba's locator calls it for every kernel)."""
+    stamp = folder / USED_STAMP
+    new = not stamp.exists()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        stamp.touch()
+    except OSError:  # a read-only cache: numba itself falls back to compiling without caching
+        return
+    if new:
+        remove_stale(folder)
+
+
+def remove_stale(folder: Path, now: float | None = None) -> list[Path]:
+    """Remove the sibling folders of ``folder`` (other versions' and sources' kernel caches) last
+    used more than :data:`STALE_DAYS` days before ``now``: by their ``last-used`` file, or by the
+    folder's own modification time when it has none. Returns the folders removed. A folder in
+    use by a running process of another version was stamped when that process started it, so is
+    kept; a removal that fails (a file held open elsewhere) leaves the folder for a later run."""
+    now = time.time() if now is None else now
+    removed = []
+    for sibling in folder.parent.iterdir():
+        if sibling == folder or not sibling.is_dir():
+            continue
+        stamp = sibling / USED_STAMP
+        try:
+            last_used = (stamp if stamp.exists() else sibling).stat().st_mtime
+        except OSError:
+            continue
+        if now - last_used > STALE_DAYS * 86400:
+            shutil.rmtree(sibling, ignore_errors=True)
+            if not sibling.exists():
+                removed.append(sibling)
+    return removed
 
 
 @functools.cache

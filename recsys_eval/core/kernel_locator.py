@@ -18,7 +18,7 @@ from pathlib import Path
 from numba.core.caching import CacheImpl, _CacheLocator, _SourceFileBackedLocatorMixin
 
 import recsys_eval
-from recsys_eval.core.kernel_cache import cache_folder
+from recsys_eval.core.kernel_cache import cache_folder, use_cache_folder
 
 _PACKAGE = Path(recsys_eval.__file__).resolve().parent
 
@@ -31,7 +31,9 @@ class PackageCacheLocator(_SourceFileBackedLocatorMixin, _CacheLocator):
         self._py_file = py_file
         self._lineno = py_func.__code__.co_firstlineno
         inside = Path(py_file).resolve().parent.relative_to(_PACKAGE)
-        self._cache_path = str(cache_folder(recsys_eval.__version__) / inside)
+        folder = cache_folder(recsys_eval.__version__)
+        use_cache_folder(folder)
+        self._cache_path = str(folder / inside)
 
     def get_cache_path(self) -> str:
         return self._cache_path
