@@ -117,17 +117,25 @@ def rank_within(
     the order within each group is uniformly random; with ``times`` it is by time, earliest first,
     rows of equal time in uniformly random order. ``rng`` supplies the randomness (one draw per row).
     """
-    groups = np.ascontiguousarray(groups, dtype=np.int32)
+    groups = _read_only(np.ascontiguousarray(groups, dtype=np.int32))
     if len(groups) and (groups.min() < 0 or groups.max() >= n_groups):  # the kernel trusts them
         raise ValueError(f"groups must lie in 0..{n_groups - 1}")
     u01 = rng.random(len(groups))
     order, offsets = _group_order(groups, int(n_groups))
     if times is None:
-        return _shuffle_runs_and_rank(order, offsets, np.zeros(0, np.int64), False, u01)
-    time = np.ascontiguousarray(times, dtype=np.int64)
+        return _shuffle_runs_and_rank(order, offsets, _read_only(np.zeros(0, np.int64)), False, u01)
+    time = _read_only(np.ascontiguousarray(times, dtype=np.int64))
     if len(time):
         order = _sorted_by_time(groups, n_groups, time, order, offsets)
     return _shuffle_runs_and_rank(order, offsets, time, True, u01)
+
+
+def _read_only(values: np.ndarray) -> np.ndarray:
+    """A read-only view of ``values``: numba compiles a kernel once per argument writability, and
+    polars' zero-copy columns are read-only while cached or computed arrays are not."""
+    view = values.view()
+    view.flags.writeable = False
+    return view
 
 
 def _sorted_by_time(groups, n_groups, time, order, offsets) -> np.ndarray:
