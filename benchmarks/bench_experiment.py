@@ -134,8 +134,8 @@ def main() -> None:
     # summaries (the main thread's waits for them are the "wait for writes" rows)
     side = timings.filter(pl.col("step") == "fit side by side").group_by("fold").agg(
         (pl.col("seconds").sum() - pl.col("seconds").max()).alias("overlap"))
-    background = timings.filter((pl.col("step") == "fit in background")
-                                | pl.col("step").str.contains(r"^(write|summarise) ")).get_column("seconds").sum()
+    on_keeper = pl.col("step").str.contains(r"^(write|summarise) ") & (pl.col("system") != "")
+    background = timings.filter((pl.col("step") == "fit in background") | on_keeper).get_column("seconds").sum()
     inside = (timings.get_column("seconds").sum() - background
               - (side.get_column("overlap").sum() if side.height else 0.0))
     print(f"  {'other':<12} {wall - inside:8.1f} s   (start-up, imports, config checks, manifest: the wall "

@@ -23,28 +23,34 @@ import polars as pl
 from rich.console import Console
 
 from recsys_eval.core import Interactions, Split, atomic
+from recsys_eval.core.memory import (
+    format_size,
+    parse_size,
+    peak_bytes,
+    reset_peak,
+    resident_bytes,
+)
 from recsys_eval.core.results import (
     AUC_POOLING,
     CONFIG,
     CURVES,
-    FORMAT_VERSION,
-    MANIFEST,
     DATA_STATS,
     EXPOSURE,
+    FORMAT_VERSION,
     LEARNING_CURVE,
     LOG,
+    MANIFEST,
     SUMMARY,
     TIMINGS,
     TUNING,
     ResultsFolder,
     config_hash,
 )
-from recsys_eval.core.memory import format_size, parse_size, peak_bytes, reset_peak, resident_bytes
 from recsys_eval.core.rng import derive_seed
+from recsys_eval.errors import ConfigError
 from recsys_eval.experiment import jobs
 from recsys_eval.experiment.config import ExperimentConfig
 from recsys_eval.experiment.manifest import data_statistics, make_manifest
-from recsys_eval.errors import ConfigError
 from recsys_eval.experiment.progress import Progress
 from recsys_eval.measure.aggregate import PartitionState
 from recsys_eval.recommend.external import ExternalRun
@@ -194,7 +200,12 @@ def evaluate_fold(
     rows are written as their own file and reduced to per-user values; a partition is summarised
     from its users once all its chunks are done. Outputs are in target-set order, whatever the
     ranges."""
-    from recsys_eval.measure.beyond import RUN_METRICS, RunExposure, catalogue_of, run_frame
+    from recsys_eval.measure.beyond import (
+        RUN_METRICS,
+        RunExposure,
+        catalogue_of,
+        run_frame,
+    )
     from recsys_eval.recommend.base import SharedBlock
     from recsys_eval.report.curves import curve_rows
 
@@ -307,7 +318,7 @@ def evaluate_fold(
                         start = time.perf_counter()
                         rankings = jobs.rank(config, shared[key], chunk)
                         timings.append(_timing(split.name, rec.display, f"rank {chunk.label}", start))
-                        start = time.perf_counter()
+                        start, waited_before = time.perf_counter(), waited[0]
                         frame = jobs.measure_ranking(config, data, rankings, chunk, rec.display, split.name,
                                                      run_level=False)
                         if run_names:  # before the keeper may summarise (s, r), which reads them
@@ -322,7 +333,10 @@ def evaluate_fold(
                         if pool_auc and getattr(rankings, "scores", True) is not None:
                             scored[at] = jobs.scored_rows(config, rankings, chunk, rec, split.name, chunks_of[s])
                         del rankings
-                        timings.append(_timing(split.name, rec.display, f"measure {chunk.label}", start))
+                        # the step's own time: its wait for the keeper's previous chunk is counted
+                        # once, under "wait for writes"
+                        timings.append(_timing(split.name, rec.display, f"measure {chunk.label}",
+                                               start + waited[0] - waited_before))
                         advance()
                     advance(len(sets) - len(todo))
                     shared.clear()

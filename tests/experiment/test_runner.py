@@ -452,6 +452,30 @@ def test_timings_record_each_steps_peak_memory(tmp_path):
     assert (timings["peak_rss_mb"] > 0).all()
 
 
+def test_timings_count_each_moment_of_the_main_thread_once(tmp_path, monkeypatch):
+    """The main thread's steps never overlap, so their times add up to at most the run's wall time
+    (the background fit, writes and per-system summaries run on other threads). Slow writes make
+    the main thread wait for the keeper: that wait belongs to "wait for writes", not to "measure" too."""
+    import time
+
+    write = ResultsFolder.write_partition
+
+    def slow_write(self, per_unit, *, part=0):
+        time.sleep(0.2)
+        return write(self, per_unit, part=part)
+
+    monkeypatch.setattr(ResultsFolder, "write_partition", slow_write)
+    start = time.perf_counter()
+    folder = run(write_config(tmp_path), tmp_path / "r")
+    wall = time.perf_counter() - start
+    timings = pl.read_csv(folder / "timings.csv")
+    on_keeper = pl.col("step").str.contains(r"^(write|summarise) ") & (pl.col("system") != "")
+    main_thread = timings.filter(~on_keeper & (pl.col("step") != "fit in background"))
+    waits = main_thread.filter(pl.col("step") == "wait for writes")["seconds"].sum()
+    assert waits >= 0.2  # the main thread did wait for the slow writes
+    assert main_thread["seconds"].sum() <= wall
+
+
 def test_1r_units_record_their_full_candidate_count(tmp_path):
     folder = run(write_config(tmp_path), tmp_path / "r")
     per_unit = per_unit_of(folder).filter(pl.col("protocol") == "AI+1R+NN50")
