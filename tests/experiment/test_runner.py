@@ -5,6 +5,7 @@ external runs."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import numpy as np
@@ -303,8 +304,6 @@ def test_external_run_with_unknown_ids_is_reported(tmp_path):
 def test_run_level_values_count_every_range_whatever_the_keeper_threads_timing(tmp_path, monkeypatch):
     # the keeper thread summarises a (set, system) after its last range; the main thread must have
     # counted that range's exposure (catalogue coverage) before: a slow count changes nothing
-    import time
-
     from recsys_eval.experiment import jobs
 
     config = write_config(tmp_path, extra="\n[run]\nusers_per_chunk = 40\n")
@@ -456,8 +455,6 @@ def test_timings_count_each_moment_of_the_main_thread_once(tmp_path, monkeypatch
     """The main thread's steps never overlap, so their times add up to at most the run's wall time
     (the background fit, writes and per-system summaries run on other threads). Slow writes make
     the main thread wait for the keeper: that wait belongs to "wait for writes", not to "measure" too."""
-    import time
-
     write = ResultsFolder.write_partition
 
     def slow_write(self, per_unit, *, part=0):
