@@ -149,7 +149,7 @@ def check_quickstart() -> None:
     import polars as pl
 
     from recsys_eval.experiment import runner
-    from recsys_eval.experiment.config import load_config
+    from recsys_eval.pipeline.config import load_config
     from recsys_eval.measure import measure
     from recsys_eval.recommend import rank_one_relevant, recommend_top_k
     from recsys_eval.targets import build_targets

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import polars as pl
 
-from recsys_eval.experiment import jobs
-from recsys_eval.experiment.config import parse_config
+from recsys_eval.pipeline import jobs
+from recsys_eval.pipeline.config import parse_config
 from recsys_eval.tune import tune_fold
 
 CONFIG = """

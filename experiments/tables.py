@@ -37,8 +37,8 @@ def _markdown(header: list[str], rows: list[list[str]]) -> str:
 def design_table(folder: ResultsFolder, label: str) -> str:
     """``label`` (``metric@k``) for every system (rows, by the first protocol) and protocol (columns)."""
     summary = folder.table("summary")
-    run = run_rows(summary, folder.manifest["folds"]).filter(pl.col("name") == label)
-    protocols = [p for p in folder.manifest["protocols"] if p in set(run["protocol"])]
+    run = run_rows(summary, folder.manifest.folds).filter(pl.col("name") == label)
+    protocols = [p for p in folder.manifest.protocols if p in set(run["protocol"])]
     wide = run.pivot(on="protocol", index="system", values="mean")
     wide = wide.sort(protocols[0], descending=True, nulls_last=True)
     best = {p: wide[p].max() for p in protocols}

@@ -9,17 +9,11 @@ keyed by the versions of recsys-eval, numba and Python, so that every clone and 
 version compiles the kernels once per machine (see :mod:`recsys_eval.core.kernel_cache`).
 """
 
-from importlib.metadata import PackageNotFoundError, version
+from recsys_eval._lazy import lazy_exports
+from recsys_eval.core import kernel_cache
+from recsys_eval.errors import ConfigError, DataError, RecsysEvalError  # noqa: F401
 
-try:
-    __version__ = version("recsys-eval")
-except PackageNotFoundError:  # running from a source tree that is not installed
-    __version__ = "0+unknown"
-
-from recsys_eval.core import kernel_cache  # noqa: E402
-from recsys_eval._lazy import lazy_exports  # noqa: E402
-from recsys_eval.errors import ConfigError, DataError, RecsysEvalError  # noqa: E402, F401
-
+__version__ = kernel_cache.package_version()
 kernel_cache.configure()
 
 __all__, __getattr__, __dir__ = lazy_exports(__name__, {

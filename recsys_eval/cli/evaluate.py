@@ -122,7 +122,7 @@ def _evaluate_spark(test, run, out, train, threshold, names, cutoffs, gain, ties
     from rich.console import Console
 
     from recsys_eval.engine.runs import evaluate_spark, uri
-    from recsys_eval.engine.spark import spark_session
+    from recsys_eval.core.spark import spark_session
 
     options = ("--format", "--columns", "--test-format", "--test-columns", "--genres")
     given = [option for option, value in zip(options, local_only, strict=True) if value is not None]

@@ -26,22 +26,12 @@ SET_HELP = "Override a config key, e.g. --set metrics.k=[5,10] --set recommender
 def _load(config: Path, overrides: list[str] | None):
     """The config with its ``--set`` overrides; the config's folder goes first on the import path,
     so that a plugin module beside the config (``name = "mymodels:MyRecommender"``) imports."""
-    from recsys_eval.experiment.config import load_config
+    from recsys_eval.pipeline.config import load_config
 
     folder = str(config.resolve().parent)
     if folder not in sys.path:
         sys.path.insert(0, folder)
     return load_config(config, overrides)
-
-
-def _link_latest(folder: Path) -> None:
-    """Point ``results/<name>/latest`` at the run just completed (relative, so the tree can move)."""
-    link = folder.parent / "latest"
-    if link.is_symlink() or not link.exists():
-        tmp = folder.parent / ".latest.tmp"
-        tmp.unlink(missing_ok=True)
-        tmp.symlink_to(folder.name, target_is_directory=True)
-        tmp.replace(link)
 
 
 @app.command()
@@ -63,7 +53,7 @@ def run(
 
     from recsys_eval.core.kernel_cache import announce_compilation
     from recsys_eval.core.results import ResultsFolder
-    from recsys_eval.experiment.config import read_config_text
+    from recsys_eval.pipeline.config import read_config_text
     from recsys_eval.experiment.runner import run_experiment
     from recsys_eval.experiment.summary_table import print_summary
 
@@ -86,7 +76,7 @@ def run(
     # The saved config records the overrides (and its hash changes with them, so --resume never mixes).
     text = read_config_text(config) + "".join(f"\n# --set {o}" for o in overrides or [])
     outcome = run_experiment(parsed, text, out_root=out, resume=resume, quiet=quiet, console=console)
-    _link_latest(Path(outcome.folder))
+    ResultsFolder(outcome.folder).link_latest()
     if not quiet:
         print_summary(console, outcome.summary, manifest=ResultsFolder(outcome.folder).manifest,
                       columns=parsed.report.metrics)

@@ -45,10 +45,10 @@ def compare(
         check_choice("test", name, TESTS)
     if correction is not None:
         check_choice("correction", correction, CORRECTIONS)
-    chosen_baseline = baseline or manifest.get("baseline")
+    chosen_baseline = baseline or manifest.baseline
     if out is None:
-        parts = [f"baseline-{chosen_baseline or 'all-pairs'}", "-".join(tests or manifest.get("tests", [])),
-                 correction or manifest.get("correction", "holm"), f"alpha-{alpha or manifest.get('alpha', 0.05)}"]
+        parts = [f"baseline-{chosen_baseline or 'all-pairs'}", "-".join(tests or manifest.tests),
+                 correction or manifest.correction, f"alpha-{alpha or manifest.alpha}"]
         out = results / "comparisons" / "_".join(parts)
     if out.exists() and any(out.iterdir()) and not force:
         raise ConfigError(f"{out} exists; choose another --out or pass --force to overwrite it")
@@ -57,11 +57,11 @@ def compare(
     console = Console()
     paired = tables.get("paired_tests")
     if paired is not None and paired.height:
-        _print_tests(console, paired, manifest, metric, alpha or manifest.get("alpha", 0.05))
+        _print_tests(console, paired, manifest, metric, alpha or manifest.alpha)
     console.print(f"tables: {out}", highlight=False)
 
 
-def _print_tests(console: Console, paired: pl.DataFrame, manifest: dict, metric: str | None, alpha: float) -> None:
+def _print_tests(console: Console, paired: pl.DataFrame, manifest, metric: str | None, alpha: float) -> None:
     """One metric's tests against the baseline, protocols and systems in config order, p formatted."""
     import polars as pl
     from rich import box
@@ -75,8 +75,8 @@ def _print_tests(console: Console, paired: pl.DataFrame, manifest: dict, metric:
     if metric is None:
         metric = main_label([c for c in default_columns(paired) if c in labels] or labels)
     check_choice("--metric", metric, labels)
-    shown = significance_table(paired, metric, alpha, protocols=manifest.get("protocols"),
-                               systems=manifest.get("systems"))
+    shown = significance_table(paired, metric, alpha, protocols=manifest.protocols or None,
+                               systems=manifest.systems or None)
     table = Table(title=f"Paired tests against the baseline: {shown['metric'][0]} (fold {shown['fold'][0]})",
                   title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     columns = ("protocol", "system", "test", "difference", "vs baseline", "p adjusted")
@@ -98,13 +98,14 @@ def report(
     """Write report.md, a self-contained report.html, figures/ (PDF, SVG, PNG) and the LaTeX tables
     (tables.tex; tables-twocolumn.tex with table* for two-column papers)."""
     from recsys_eval.compare.study import analyse
-    from recsys_eval.core.results import ResultsFolder
+    from recsys_eval.core.results import ANALYSIS_TABLES, REPORT_HTML, ResultsFolder
     from recsys_eval.report import write_report
 
-    ResultsFolder.open(results)
-    if (results / "report.html").exists() and not force:
-        raise ConfigError(f"{results / 'report.html'} exists; pass --force to rewrite the report")
-    if not (results / "paired_tests.parquet").exists():
-        analyse(results)
+    folder = ResultsFolder.open(results)
+    page = folder.file(REPORT_HTML)
+    if page.exists() and not force:
+        raise ConfigError(f"{page} exists; pass --force to rewrite the report")
+    if not any(folder.has_table(name) for name in ANALYSIS_TABLES):  # not analysed yet
+        analyse(folder)
     paths = write_report(results)
     typer.echo(f"report: {paths['html']}")

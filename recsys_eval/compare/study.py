@@ -22,7 +22,11 @@ from recsys_eval.core.results import AUC_POOLING, EXPOSURE, LEARNING_CURVE, SUMM
 from recsys_eval.measure.aggregate import ALL_FOLDS, fold_summary, per_user, with_all_folds
 from recsys_eval.measure.metrics import AUXILIARY_METRICS as AUXILIARY
 
+#: The per-unit metric holding a 1R+NN unit's sampled rank: the relevant item's position among the
+#: n + 1 ranked targets (0 when the ranking left it out), an exact integer stored as a float.
 SAMPLED_RANK = "sampled_rank"
+#: The per-unit metric holding a 1R+NN unit's full candidate count N: its relevant item and every
+#: non-relevant candidate a full ranking would rank against it (|C(u)| - |Rel(u)| + 1).
 FULL_CANDIDATES = "full_candidates"
 
 
@@ -30,9 +34,9 @@ def per_user_parts(folder: ResultsFolder, undefined: str) -> Iterator[pl.DataFra
     """Per-user values of every (system, metric, k), one (fold, protocol) at a time: only one
     part's users x metrics are held, never the whole run's per-user table (22M rows for the ML-100K
     protocol study) nor a fold's per-unit table."""
-    for fold in folder.manifest["folds"]:
+    for fold in folder.manifest.folds:
         scan = folder.scan_per_unit(fold=fold)
-        for protocol in folder.manifest["protocols"]:
+        for protocol in folder.manifest.protocols:
             part = scan.filter(
                 (pl.col("protocol") == protocol) & pl.col("user").is_not_null() & ~pl.col("metric").is_in(AUXILIARY)
             ).collect()
@@ -95,7 +99,7 @@ def sampled_table(folder: ResultsFolder, summary: pl.DataFrame, undefined: str) 
     from recsys_eval.compare.sampled import SAMPLED_METRICS, sampled_correction
 
     manifest = folder.manifest
-    definitions = manifest["protocol_definitions"]
+    definitions = manifest.protocol_definitions
     sampled = [p for p, info in definitions.items()
                if info["relevant"] == "1R" and info["nonrelevant"] == "NN" and info["design"] == "standard"]
     if not sampled:
@@ -103,11 +107,11 @@ def sampled_table(folder: ResultsFolder, summary: pl.DataFrame, undefined: str) 
     # The full-ranking counterpart of a 1R+NN protocol is AI+1R+AN (one relevant item against every
     # unseen item); AI+AR+AN ranks all relevant items together and is a different quantity.
     full_label = "AI+1R+AN" if "AI+1R+AN" in definitions else None
-    folds = manifest["folds"]
+    folds = manifest.folds
     run = run_rows(summary, folds)
     metrics = [(m, k) for m, k in run.select("metric", "k").unique(maintain_order=True).iter_rows()
                if m in SAMPLED_METRICS and m != "auc"]
-    n_items = manifest["items"]
+    n_items = manifest.items
     rows = []
     for label in sampled:
         n = definitions[label]["n"]
@@ -212,7 +216,7 @@ def aggregation_tables(folder: ResultsFolder, summary: pl.DataFrame) -> dict[str
     from recsys_eval.compare.audit import audit_changes
     from recsys_eval.measure.aggregate import f_count_sums, f_measure_variants
 
-    folds = folder.manifest["folds"]
+    folds = folder.manifest.folds
     if len(folds) < 2:
         return {}
     tables = {}
@@ -253,20 +257,20 @@ def analyse(
 
     folder = folder if isinstance(folder, ResultsFolder) else ResultsFolder.open(folder)
     manifest = folder.manifest
-    systems = manifest["systems"]
-    baseline = baseline if baseline is not None else manifest.get("baseline")
+    systems = manifest.systems
+    baseline = baseline if baseline is not None else manifest.baseline
     if baseline is not None:
         check_choice("baseline system", baseline, systems)
     options = dict(
         baseline=baseline,
-        tests=tests or manifest.get("tests", ["t", "wilcoxon"]),
-        correction=correction or manifest.get("correction", "holm"),
-        alpha=alpha if alpha is not None else manifest.get("alpha", 0.05),
-        n_resamples=resamples or manifest.get("resamples", 1000),
-        seed=seed if seed is not None else manifest.get("seed", 0),
+        tests=tests or manifest.tests,
+        correction=correction or manifest.correction,
+        alpha=alpha if alpha is not None else manifest.alpha,
+        n_resamples=resamples or manifest.resamples,
+        seed=seed if seed is not None else manifest.seed,
     )
-    undefined = undefined or manifest.get("undefined", "skip")
-    folds = manifest["folds"]
+    undefined = undefined or manifest.undefined
+    folds = manifest.folds
     summary = folder.table(SUMMARY)
     tables: dict[str, pl.DataFrame] = {}
     paired, means = [], []
@@ -291,7 +295,7 @@ def analyse(
     tables["agreement"] = agreement_table(summary, folds)
     tables["sampled_correction"] = sampled_table(folder, summary, undefined)
     tables["sampled_ordering"] = sampled_ordering(tables["sampled_correction"])
-    tables["popularity_bins"] = popularity_table(summary, folds, manifest["protocol_definitions"])
+    tables["popularity_bins"] = popularity_table(summary, folds, manifest.protocol_definitions)
     exposure = folder.table(EXPOSURE)
     if exposure is not None:
         tables["exposure"] = (exposure.group_by("system", "protocol", "bin", maintain_order=True)

@@ -93,14 +93,25 @@ def remove_stale(folder: Path, now: float | None = None) -> list[Path]:
     return removed
 
 
+#: The package folder (``recsys_eval/``), whatever the path it is installed at.
+PACKAGE = Path(__file__).resolve().parents[1]
+
+
+def package_version() -> str:
+    """The installed recsys-eval version (``0+unknown`` in a source tree that is not installed)."""
+    try:
+        return version("recsys-eval")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
 @functools.cache
 def source_digest() -> str:
     """The first 12 hex digits of the SHA-256 of every module of the package (path and bytes, in
     path order): the same in every copy of the same sources (~2 ms)."""
-    package = Path(__file__).resolve().parents[1]
     digest = hashlib.sha256()
-    for path in sorted(package.rglob("*.py")):
-        digest.update(path.relative_to(package).as_posix().encode())
+    for path in sorted(PACKAGE.rglob("*.py")):
+        digest.update(path.relative_to(PACKAGE).as_posix().encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()[:12]
 

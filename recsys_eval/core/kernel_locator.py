@@ -17,10 +17,7 @@ from pathlib import Path
 
 from numba.core.caching import CacheImpl, _CacheLocator, _SourceFileBackedLocatorMixin
 
-import recsys_eval
-from recsys_eval.core.kernel_cache import cache_folder, use_cache_folder
-
-_PACKAGE = Path(recsys_eval.__file__).resolve().parent
+from recsys_eval.core.kernel_cache import PACKAGE, cache_folder, package_version, use_cache_folder
 
 
 class PackageCacheLocator(_SourceFileBackedLocatorMixin, _CacheLocator):
@@ -30,8 +27,8 @@ class PackageCacheLocator(_SourceFileBackedLocatorMixin, _CacheLocator):
     def __init__(self, py_func, py_file: str) -> None:
         self._py_file = py_file
         self._lineno = py_func.__code__.co_firstlineno
-        inside = Path(py_file).resolve().parent.relative_to(_PACKAGE)
-        folder = cache_folder(recsys_eval.__version__)
+        inside = Path(py_file).resolve().parent.relative_to(PACKAGE)
+        folder = cache_folder(package_version())
         use_cache_folder(folder)
         self._cache_path = str(folder / inside)
 
@@ -40,7 +37,7 @@ class PackageCacheLocator(_SourceFileBackedLocatorMixin, _CacheLocator):
 
     @classmethod
     def from_function(cls, py_func, py_file: str) -> _CacheLocator | None:
-        if Path(py_file).resolve().is_relative_to(_PACKAGE):
+        if Path(py_file).resolve().is_relative_to(PACKAGE):
             found = super().from_function(py_func, py_file)
             if found is not None:
                 return found

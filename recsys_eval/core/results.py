@@ -15,6 +15,8 @@ import json
 import os
 import shutil
 import tempfile
+import dataclasses
+from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -77,20 +79,90 @@ AUC_POOLING = "auc_pooling"
 LEARNING_CURVE = "per_unit_learning_curve"
 #: Averaged ROC and PR curves on a fixed grid per (fold, system, protocol) (recsys_eval.report.curves).
 CURVES = "curves"
-#: Every tuning trial (recsys_eval.tune.log), written as trials finish.
+#: Every tuning trial (recsys_eval.tune.log), written as trials finish; a trial's hyperparameters
+#: are its columns named with :data:`TUNING_PARAM_PREFIX`.
 TUNING = "tuning.parquet"
+TUNING_PARAM_PREFIX = "param_"
 #: A study over several datasets: the systems' ranks over datasets with the Friedman test and post-hoc.
 CROSS_DATASET = "cross_dataset"
+#: The folder of each fold's saved split (recsys_eval.split.save_split).
 SPLITS = "splits"
-#: Scratch folders of a run in progress, removed when it completes.
-SCRATCH = ("folds", "exposure", "auc_scores", "curve_chunks")
+#: The report's files (recsys_eval.report) and its figures' folder.
+REPORT_MD, REPORT_HTML = "report.md", "report.html"
+TABLES_TEX, TABLES_TEX_WIDE = "tables.tex", "tables-twocolumn.tex"
+FIGURES = "figures"
+#: Scratch folders of a run in progress, one file per fold in each, removed when it completes:
+#: exposure counts per popularity bin, the sampled scored targets of the pooled AUC, and the ROC and
+#: PR curves of every chunk.
+EXPOSURE_COUNTS, AUC_SCORES, CURVE_CHUNKS = "exposure", "auc_scores", "curve_chunks"
+SCRATCH = ("folds", EXPOSURE_COUNTS, AUC_SCORES, CURVE_CHUNKS)
 #: Tables the compare stage writes into a folder (Parquet, with a CSV beside each).
 ANALYSIS_TABLES = (
     "paired_tests", "fold_paired_tests", "agreement", "sampled_correction", "sampled_ordering",
     "popularity_bins", "exposure", "learning_curve", "aggregation_f", "aggregation_auc",
     "aggregation_audit",
 )
+#: The tables of a study over several datasets (recsys_eval.experiment.datasets_study).
+CROSS_DATASET_TABLES = ("values", "ranks", "friedman", "nemenyi", "holm")
+#: Every table a results folder can hold, by name (``<name>.parquet``, most with a CSV beside).
+TABLES = (SUMMARY, DATA_STATS, EXPOSURE, AUC_POOLING, LEARNING_CURVE, CURVES, *ANALYSIS_TABLES,
+          *CROSS_DATASET_TABLES)
 _KEY_COLUMNS = ("fold", "system", "protocol")
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """What a results folder records about its run, typed, with every default in this one place
+    (the values a folder written before a field existed is read with).
+
+    ``kind`` is ``run`` (``recsys-eval run``) or ``evaluate`` (a run file scored by ``recsys-eval
+    evaluate``: one fold, one system, one protocol). ``seeds`` holds every derived seed of the run
+    by what it randomises; ``protocol_definitions`` each result label's axes, design and bin.
+    """
+
+    format: int = FORMAT_VERSION
+    experiment: str = "results"
+    kind: str = "run"
+    description: str = ""
+    created: str | None = None
+    config_hash: str | None = None
+    seed: int = 0
+    seeds: dict[str, Any] = field(default_factory=dict)
+    versions: dict[str, str] = field(default_factory=dict)
+    engine: dict[str, Any] = field(default_factory=lambda: {"name": "local"})
+    dataset: str | None = None
+    users: int | None = None
+    items: int | None = None
+    interactions: int | None = None
+    folds: list[str] = field(default_factory=list)
+    systems: list[str] = field(default_factory=list)
+    protocols: list[str] = field(default_factory=list)
+    protocol_definitions: dict[str, dict] = field(default_factory=dict)
+    partitions: list[str] = field(default_factory=list)
+    metrics: list[str] = field(default_factory=list)
+    k: list[int] = field(default_factory=list)
+    relevance_threshold: float | None = None
+    baseline: str | None = None
+    tests: list[str] = field(default_factory=lambda: ["t", "wilcoxon"])
+    correction: str = "holm"
+    alpha: float = 0.05
+    undefined: str = "skip"
+    interval: str = "t"
+    resamples: int = 1000
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], source: str = "manifest") -> Manifest:
+        """A manifest read back; keys this version does not know are an error naming them."""
+        unknown = sorted(set(data) - {f.name for f in fields(cls)})
+        if unknown:
+            raise DataError(f"{source}: unknown manifest keys {unknown}; written by a newer recsys-eval?")
+        return cls(**data)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def replace(self, **changes: Any) -> Manifest:
+        return dataclasses.replace(self, **changes)
 
 
 def config_hash(config_text: str) -> str:
@@ -113,11 +185,13 @@ class ResultsFolder:
     partition missing from the folder is an error naming it, never a silently partial mean.
     """
 
-    def __init__(self, path: Path, root: Path | None = None) -> None:
+    def __init__(self, path: Path, root: Path | None = None, *, target: Path | None = None) -> None:
         self.path = Path(path)
         self.root = root if root is not None else self.path.parent
-        self._manifest: dict[str, Any] | None = None
+        self._manifest: Manifest | None = None
         self.lock = FolderLock(self.path)
+        #: The folder a finished work folder becomes (:meth:`create_at`); None: a timestamped one.
+        self.target = target
 
     # -- a run in progress --------------------------------------------------------------------
     @classmethod
@@ -145,6 +219,22 @@ class ResultsFolder:
                 return work
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
         work = cls(Path(tempfile.mkdtemp(prefix=f".partial-{cfg_hash}-{stamp}-", dir=root)), root)
+        work.lock.acquire()
+        return work
+
+    @classmethod
+    def create_at(cls, target: Path, *, force: bool) -> ResultsFolder:
+        """The work folder of a run whose results go to the folder ``target`` itself (``recsys-eval
+        evaluate --out``): refused if ``target`` exists, unless ``force``, in which case the old
+        folder is replaced only when the new one is complete."""
+        target = Path(target).absolute()
+        if target.exists() and not force:
+            raise ConfigError(f"output folder {str(target)!r} exists; choose another or pass --force to replace it")
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            work = cls(Path(tempfile.mkdtemp(prefix=f".partial-{target.name}-", dir=target.parent)), target=target)
+        except OSError as exc:
+            raise ConfigError(f"cannot create output folder {target}: {exc.strerror}") from None
         work.lock.acquire()
         return work
 
@@ -207,17 +297,33 @@ class ResultsFolder:
         if layout is None:
             source = self.path / "layout.json"
             layout = json.loads(source.read_text()) if source.is_file() else {
-                f"{key}s": self.manifest[f"{key}s"] for key in _KEY_COLUMNS}
+                f"{key}s": getattr(self.manifest, f"{key}s") for key in _KEY_COLUMNS}
             self._layout = layout
         return layout
 
-    def finish(self, manifest: dict[str, Any]) -> Path:
+    def write_scratch(self, kind: str, fold: str, frame: pl.DataFrame) -> Path:
+        """One fold's scratch table of ``kind`` (one of :data:`SCRATCH`), kept until :meth:`finish`."""
+        if kind not in SCRATCH:
+            raise DataError(f"{kind!r} is not a scratch table of a results folder; expected one of {SCRATCH}")
+        return atomic.write_parquet(frame, self.path / kind / f"{fold}.parquet")
+
+    def scratch_files(self, kind: str) -> list[Path]:
+        """Every fold's scratch table of ``kind``, in name order."""
+        return sorted((self.path / kind).glob("*.parquet"))
+
+    def split_folder(self, fold: str) -> Path:
+        """Where a fold's split is saved."""
+        return self.path / SPLITS / fold
+
+    def finish(self, manifest: Manifest) -> Path:
         """Write the manifest and rename the work folder to its final, timestamped name."""
         for scratch in SCRATCH:
             if (self.path / scratch).exists():
                 shutil.rmtree(self.path / scratch)
-        self.write_json(MANIFEST, {"format": FORMAT_VERSION, **manifest})
+        self.write_manifest(manifest)
         (self.path / "layout.json").unlink(missing_ok=True)
+        if self.target is not None:
+            return self._replace_target()
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
         for attempt in range(1000):
             final = self.root / (stamp if attempt == 0 else f"{stamp}-{attempt + 1}")
@@ -232,6 +338,30 @@ class ResultsFolder:
             return final
         raise ConfigError(f"could not find a free results folder name under {self.root}")
 
+    def _replace_target(self) -> Path:
+        """Move the complete work folder to :attr:`target`, the old one (``force``) set aside
+        first and removed only once the new one is in place."""
+        old = None
+        if self.target.exists():
+            old = self.target.parent / f".{self.target.name}.old-{os.getpid()}"
+            os.replace(self.target, old)
+        os.replace(self.path, self.target)
+        self.path = self.target
+        self.lock.release()
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+        return self.target
+
+    def link_latest(self) -> None:
+        """Point ``<root>/latest`` at this finished folder (relative, so the tree can move); a
+        ``latest`` that is not a link is left alone."""
+        link = self.root / "latest"
+        if link.is_symlink() or not link.exists():
+            tmp = self.root / ".latest.tmp"
+            tmp.unlink(missing_ok=True)
+            tmp.symlink_to(self.path.name, target_is_directory=True)
+            tmp.replace(link)
+
     # -- a complete folder --------------------------------------------------------------------
     @classmethod
     def open(cls, path: str | Path) -> ResultsFolder:
@@ -239,30 +369,40 @@ class ResultsFolder:
         folder = cls(Path(path))
         if not folder.path.is_dir():
             raise DataError(f"{folder.path}: no such results folder")
-        missing = [name for name in (MANIFEST, CONFIG, PER_UNIT, f"{SUMMARY}.parquet")
+        if (folder.path / f"{PER_UNIT}.parquet").is_file() and not (folder.path / MANIFEST).is_file():
+            raise DataError(
+                f"{folder.path}: written by `recsys-eval evaluate` of an earlier version (per_unit.parquet "
+                "and summary.csv, no manifest), which `report` and `compare` cannot open; run `recsys-eval "
+                "evaluate` again to get a results folder (its per_unit.parquet still reads with "
+                "pl.read_parquet)"
+            )
+        missing = [name for name in (MANIFEST, PER_UNIT, f"{SUMMARY}.parquet")
                    if not (folder.path / name).exists()]
         if missing:
             raise DataError(
                 f"{folder.path}: not a complete results folder (missing {', '.join(missing)}); an "
                 "interrupted run can be finished with `recsys-eval run CONFIG --resume`"
             )
-        manifest = folder.manifest
-        if manifest.get("format") != FORMAT_VERSION:
+        raw = json.loads((folder.path / MANIFEST).read_text())
+        if raw.get("format") != FORMAT_VERSION:
             raise DataError(
-                f"{folder.path}: results format {manifest.get('format')!r}, this version reads format "
+                f"{folder.path}: results format {raw.get('format')!r}, this version reads format "
                 f"{FORMAT_VERSION}; rerun the experiment with this version"
             )
         return folder
 
     @property
-    def manifest(self) -> dict[str, Any]:
+    def manifest(self) -> Manifest:
+        """The folder's manifest (the defaults of :class:`Manifest` for a folder without one)."""
         if self._manifest is None:
-            self._manifest = json.loads((self.path / MANIFEST).read_text())
+            source = self.path / MANIFEST
+            self._manifest = (Manifest.from_json(json.loads(source.read_text()), str(source))
+                              if source.is_file() else Manifest())
         return self._manifest
 
     def partitions(self) -> list[Path]:
         """Every per-unit partition the manifest lists; a missing one is an error naming it."""
-        files = [self.path / name for name in self.manifest["partitions"]]
+        files = [self.path / name for name in self.manifest.partitions]
         absent = [f for f in files if not f.is_file()]
         if absent:
             raise DataError(
@@ -275,7 +415,7 @@ class ResultsFolder:
         """The per-unit table (one fold's, with ``fold``) as a lazy scan over its partitions."""
         files = self.partitions()
         if fold is not None:
-            prefix = f"{PER_UNIT}/f{self.manifest['folds'].index(fold)}/"
+            prefix = f"{PER_UNIT}/f{self.manifest.folds.index(fold)}/"
             files = [f for f in files if str(f.relative_to(self.path)).startswith(prefix)]
         if not files:
             return pl.LazyFrame(schema=PER_UNIT_SCHEMA)
@@ -283,13 +423,30 @@ class ResultsFolder:
 
     def table(self, name: str) -> pl.DataFrame | None:
         """A table of the folder by name (``summary``, ``paired_tests``, ...), None if absent."""
-        path = self.path / f"{name}.parquet"
+        path = self.path / f"{_table_name(name)}.parquet"
         return pl.read_parquet(path) if path.is_file() else None
 
+    def has_table(self, name: str) -> bool:
+        return (self.path / f"{_table_name(name)}.parquet").is_file()
+
+    def file(self, name: str) -> Path:
+        """The path of one of the folder's files by its name (:data:`CONFIG`, :data:`TUNING`,
+        :data:`REPORT_HTML`, ...), whether or not it exists yet."""
+        return self.path / name
+
+    def text(self, name: str) -> str:
+        """A text file of the folder (the config as run), "" if absent."""
+        path = self.path / name
+        return path.read_text(encoding="utf-8") if path.is_file() else ""
+
     # -- writing ------------------------------------------------------------------------------
+    def write_manifest(self, manifest: Manifest) -> Path:
+        self._manifest = manifest
+        return self.write_json(MANIFEST, manifest.to_json())
+
     def write_table(self, name: str, frame: pl.DataFrame, *, csv: bool = True) -> None:
         """``<name>.parquet`` and, with ``csv``, ``<name>.csv`` (list columns joined by "; ")."""
-        atomic.write_parquet(frame, self.path / f"{name}.parquet")
+        atomic.write_parquet(frame, self.path / f"{_table_name(name)}.parquet")
         if csv:
             flat = frame.with_columns(pl.col(pl.List(pl.String)).list.join("; "))
             atomic.write_csv(flat, self.path / f"{name}.csv")
@@ -299,3 +456,10 @@ class ResultsFolder:
 
     def write_json(self, name: str, data: Any) -> Path:
         return self.write_text(name, json.dumps(data, indent=2, default=str) + "\n")
+
+
+def _table_name(name: str) -> str:
+    """``name`` when it is one of the tables a results folder holds (:data:`TABLES`)."""
+    if name not in TABLES:
+        raise DataError(f"{name!r} is not a table of a results folder; expected one of {', '.join(TABLES)}")
+    return name

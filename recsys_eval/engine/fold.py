@@ -1,11 +1,11 @@
 """One experiment fold on Spark (``[engine] name = "spark"``): the local runner's jobs per user partition.
 
-The driver splits the data and fits every recommender (:mod:`recsys_eval.experiment.jobs`, with the
-seeds derived from definitions; ``spark_als`` fits on Spark), then broadcasts the fitted models.
-The fold's train and test rows are repartitioned by user; each task builds its users' target sets,
-ranks and measures them with the same functions the local runner calls
-(:func:`recsys_eval.experiment.jobs.target_sets`, :func:`~recsys_eval.experiment.jobs.rank`,
-:func:`~recsys_eval.experiment.jobs.measure_ranking`). Targets are drawn per user from a
+The driver executes a :class:`~recsys_eval.pipeline.plan.FoldPlan` (built without target sets: the
+tasks build them): it fits every recommender of the plan (``spark_als`` fits on Spark), then
+broadcasts the fitted models. The fold's train and test rows are repartitioned by user; each task
+builds its users' target sets, ranks and measures them with the same functions the local fold
+calls (:meth:`recsys_eval.pipeline.plan.RunOptions.target_sets`,
+:func:`recsys_eval.pipeline.jobs.rank`, :func:`~recsys_eval.pipeline.jobs.measure_ranking`). Targets are drawn per user from a
 counter-based generator keyed on the protocol's seed, so a user's targets do not depend on which
 users share its partition, and the per-unit values equal the local engine's. Units are numbered as
 the local runner numbers them (per target set, in user-index order), from each user's first unit
@@ -37,12 +37,15 @@ import polars as pl
 
 from recsys_eval.errors import ConfigError
 
+from recsys_eval.pipeline.summary import FoldSummary
+
 if TYPE_CHECKING:
     from recsys_eval.core import Interactions, Split
-    from recsys_eval.core.results import ResultsFolder
-    from recsys_eval.experiment.config import ExperimentConfig
-    from recsys_eval.experiment.progress import Progress
-    from recsys_eval.experiment.runner import FoldSummary
+    from recsys_eval.pipeline.config import EngineConfig, ExperimentConfig
+    from recsys_eval.pipeline.plan import FoldPlan, RunOptions
+    from recsys_eval.pipeline.progress import Progress
+    from recsys_eval.pipeline.sink import RunSink
+    from recsys_eval.pipeline.timings import Timings
 
 # Recommenders whose fitted model is small enough to broadcast to every executor: item scores, a
 # seed, factors, item neighbourhoods. Why the others cannot: what each needs at scoring time.
@@ -153,20 +156,23 @@ class FoldTask:
     """How a task turns a chunk of whole users of a fold (columns ``user, item, rating, test``: user
     and item indices, the rating, whether the row is a test row) into tables for the driver.
 
-    ``template`` is the dataset with no rows (its user and item index, item metadata);
-    ``first_unit`` (broadcast) maps a target set's label to each user index's first unit number;
-    ``models`` (broadcast) maps a system to its fitted, broadcastable model; ``pool_auc``: whether
-    scored targets are sampled for the pooled AUC, from ``n_parts`` partitions; ``item_counts``
-    (broadcast) the fold's train counts per item, over every user (the exposure's popularity bins)."""
+    ``options``: the run's options (protocols, measure and rank options, seeds); ``jobs``: the
+    fold's recommenders; ``template`` is the dataset with no rows (its user and item index, item
+    metadata); ``first_unit`` (broadcast) maps a target set's label to each user index's first unit
+    number; ``models`` (broadcast) maps a system to its fitted, broadcastable model; ``pool_auc``:
+    whether scored targets are sampled for the pooled AUC, from ``n_parts`` partitions;
+    ``item_counts`` (broadcast) the fold's train counts per item, over every user (the exposure's
+    popularity bins)."""
 
-    config: Any
+    options: Any
+    jobs: Any
     template: Any
     fold: str
     first_unit: Any
     models: Any
     pool_auc: bool
     n_parts: int
-    item_counts: Any  # (broadcast) train interactions per item over every user: popularity bins
+    item_counts: Any
 
     def __call__(self, chunk: pl.DataFrame) -> pl.DataFrame:
         """The chunk's tables as ``kind, table`` rows (each table in Arrow IPC bytes)."""
@@ -178,37 +184,41 @@ def fold_chunk_tables(chunk: pl.DataFrame, task: FoldTask):
     """``(kind, table)`` pairs of one chunk: per (protocol, system) its per-unit rows with the
     fold's unit numbers, the exposure counts of full rankings, and the sampled scored targets."""
     from recsys_eval.core import Split
-    from recsys_eval.experiment import jobs
+    from recsys_eval.pipeline import jobs
     from recsys_eval.targets import Protocol
     from recsys_eval.targets.relevance import qrels
 
-    config = task.config
+    options = task.options
     models = getattr(task.models, "value", task.models)
     first_unit = getattr(task.first_unit, "value", task.first_unit)
     sides = [chunk.filter(pl.col("test") == side).drop("test") for side in (False, True)]
     split = Split(*(task.template.with_frame(side) for side in sides), name=task.fold)
-    judged = qrels(split, config.metrics.relevance_threshold)
-    for protocol in config.protocols:
+    judged = qrels(split, options.measure.relevance_threshold)
+    for protocol in options.protocols:
         if Protocol.parse(protocol.name).relevant == "1R" and not (judged.gain > 0).any():
             continue  # no relevant item among these users: no unit (the driver checked the fold)
-        for target_set in jobs.target_sets(config, protocol, split):
-            for target in target_set.chunks(max(target_set.users, 1)):
-                users = target.targets.unit_user.astype(np.int64)
-                starts = np.flatnonzero(np.r_[True, users[1:] != users[:-1]]) if len(users) else users
-                within = np.arange(len(users)) - np.repeat(starts, np.diff(np.r_[starts, len(users)]))
-                global_unit = first_unit[target.label][users] + within
-                for rec in config.recommenders:
-                    model = local_model(models[rec.display], split.train)
-                    rankings = jobs.rank(config, model, target)
-                    frame = jobs.measure_ranking(config, task.template, rankings, target, rec.display, task.fold,
-                                                 run_level=False)
-                    mapped = pl.Series("unit", global_unit, dtype=pl.Int64).gather(frame.get_column("unit"))
-                    yield PER_UNIT, frame.with_columns(mapped)
-                    if target.targets.all_candidates and not target.targets.one_relevant:
-                        yield EXPOSURE, jobs.exposure_rows(config, rankings, target, rec.display, task.fold,
-                                                           getattr(task.item_counts, "value", task.item_counts))
-                    if task.pool_auc and getattr(rankings, "scores", True) is not None:  # 1R: sampled too
-                        yield SCORED, jobs.scored_rows(config, rankings, target, rec, task.fold, task.n_parts)
+        for target_set in options.target_sets(protocol, split):
+            target = target_set.whole()
+            users = target.targets.unit_user.astype(np.int64)
+            starts = np.flatnonzero(np.r_[True, users[1:] != users[:-1]]) if len(users) else users
+            within = np.arange(len(users)) - np.repeat(starts, np.diff(np.r_[starts, len(users)]))
+            global_unit = first_unit[target.label][users] + within
+            for job in task.jobs:
+                model = local_model(models[job.system], split.train)
+                rankings = jobs.rank(options.rank, model, target)
+                frame = jobs.measure_ranking(options.measure, task.template, rankings, target, job.system, task.fold,
+                                             run_level=False)
+                mapped = pl.Series("unit", global_unit, dtype=pl.Int64).gather(frame.get_column("unit"))
+                yield PER_UNIT, frame.with_columns(mapped)
+                if target.targets.all_candidates and not target.targets.one_relevant:
+                    yield EXPOSURE, jobs.exposure_rows(rankings, target, job.system, task.fold,
+                                                       bins=options.exposure_bins, k=options.measure.kmax,
+                                                       item_counts=getattr(task.item_counts, "value", task.item_counts))
+                if task.pool_auc and getattr(rankings, "scores", True) is not None:  # 1R: sampled too
+                    seed = options.seeds.auc_pool(task.fold, job.configured.definition, target.definition,
+                                                  jobs.first_user(target))
+                    yield SCORED, jobs.scored_rows(rankings, target, job.system, task.fold, seed=seed,
+                                                   n_chunks=task.n_parts)
 
 
 def _ipc(frame: pl.DataFrame) -> bytes:
@@ -217,23 +227,24 @@ def _ipc(frame: pl.DataFrame) -> bytes:
     return buffer.getvalue()
 
 
-def first_units(config: ExperimentConfig, split: Split) -> dict[str, np.ndarray]:
+def first_units(options: RunOptions, split: Split) -> dict[str, np.ndarray]:
     """Per target set label, each user index's first unit number in the fold: units are numbered
     in user-index order, one per user with a judged test item (AR) or one per relevant test item
     (1R), as :func:`recsys_eval.targets.iter_targets` makes them."""
     from recsys_eval.errors import DataError
-    from recsys_eval.experiment.jobs import protocol_labels
+    from recsys_eval.pipeline.targets import protocol_labels
     from recsys_eval.targets import Protocol
     from recsys_eval.targets.relevance import qrels
 
-    judged = qrels(split, config.metrics.relevance_threshold)
+    threshold = options.measure.relevance_threshold
+    judged = qrels(split, threshold)
     n_rel = judged.relevant_counts().astype(np.int64)
     out = {}
-    for protocol in config.protocols:
+    for protocol in options.protocols:
         if Protocol.parse(protocol.name).relevant == "1R":
             if not n_rel.any():
                 raise DataError(f"split {split.name!r}: protocol {protocol.name} needs relevant test items, "
-                                f"and none reaches the threshold {config.metrics.relevance_threshold}")
+                                f"and none reaches the threshold {threshold}")
             units = n_rel
         else:
             units = (judged.counts() > 0).astype(np.int64)
@@ -243,80 +254,79 @@ def first_units(config: ExperimentConfig, split: Split) -> dict[str, np.ndarray]
 
 
 # -- the driver ------------------------------------------------------------------------------------
-def evaluate_fold_spark(
-    config: ExperimentConfig,
-    data: Interactions,
-    split: Split,
-    folder: ResultsFolder,
-    progress: Progress,
-    timings: list[dict],
-) -> FoldSummary:
-    """What :func:`recsys_eval.experiment.runner.evaluate_fold` returns for one fold, computed on
-    Spark (see the module): models fitted on the driver, target sets, rankings and measures per
-    user partition, per-unit files and summary rows written and reduced on the driver."""
-    from recsys_eval.engine.partitions import arrow_task, merge_states
-    from recsys_eval.engine.runs import job_error
-    from recsys_eval.engine.spark import spark_failures, spark_session, task_threads
-    from recsys_eval.experiment.jobs import protocol_labels
-    from recsys_eval.experiment.runner import FoldSummary, _timing, fit_models, partition_rows
-    from recsys_eval.measure.aggregate import PartitionState
-    from recsys_eval.core import atomic
+class SparkFold:
+    """A fold's plan executed on Spark (see the module): models fitted on the driver, target sets,
+    rankings and measures per user partition, per-unit files and summary rows written and reduced
+    on the driver through the run's sink, as :class:`~recsys_eval.pipeline.local.LocalFold` does."""
 
-    engine = config.engine
-    spark = spark_session(engine.master)  # first: no PySpark or Java is one message naming the extra
-    from pyspark.sql import types as T
-    context = spark.sparkContext
-    models = fit_models(config, data, split, {id(split.train): split.train}, folder, progress, timings).all(
-        split.name, timings)
-    start = time.perf_counter()
-    n_parts = engine.partitions or 4 * context.defaultParallelism
-    task = FoldTask(
-        config=config, template=data.with_frame(data.frame.clear()), fold=split.name,
-        first_unit=context.broadcast(first_units(config, split)),
-        models=context.broadcast({name: broadcastable(m) for (name, _), m in models.items()}),
-        pool_auc="auc" in config.metrics.names and len(folder.layout["folds"]) >= 2, n_parts=n_parts,
-        item_counts=context.broadcast(split.train.item_counts()),
-    )
-    rows = pl.concat([side.frame.select("user", "item", *(["rating"] if side.has_rating else []))
-                      .with_columns(pl.lit(is_test).alias("test"))
-                      for is_test, side in ((False, split.train), (True, split.test))], how="diagonal_relaxed")
-    ordered = spark.createDataFrame(rows.to_arrow()).repartition(n_parts, "user").sortWithinPartitions("user")
-    schema = T.StructType([T.StructField("kind", T.StringType()), T.StructField("table", T.BinaryType())])
-    out = FoldSummary([], [], [])
-    parts: dict[tuple[str, str], int] = {}
-    states: dict[tuple[str, str], list[PartitionState]] = {}
-    exposure, scored = [], []
-    undefined = config.metrics.undefined
-    try:
-        for row in ordered.mapInArrow(arrow_task(task, task_threads(spark), key="user"), schema).toLocalIterator():
-            frame = pl.read_ipc(io.BytesIO(row["table"]))
-            if row["kind"] == PER_UNIT:
-                key = frame.row(0, named=True)["system"], frame.row(0, named=True)["protocol"]
-                parts[key] = parts.get(key, -1) + 1
-                out.partitions.append(folder.write_partition(frame, part=parts[key]))
-                states.setdefault(key, []).append(PartitionState.of(frame, undefined=undefined))
-            else:
-                (exposure if row["kind"] == EXPOSURE else scored).append(frame)
-    except spark_failures() as exc:
-        raise job_error(exc) from None
-    timings.append(_timing(split.name, "", "rank and measure on Spark", start))
-    for label in (label for p in config.protocols for label in protocol_labels(p)):
-        for rec in config.recommenders:
-            if (rec.display, label) not in states:
-                continue
-            summary, sums = partition_rows(config, merge_states(states.pop((rec.display, label))))
-            out.rows.append(summary)
-            if sums is not None:
-                out.f_sums.append(sums)
-    if exposure:
-        # in the local runner's order: protocols, then systems, as the config lists them
-        order = [pl.col(c).replace_strict(names, list(range(len(names)))) for c, names in (
-            ("protocol", [label for p in config.protocols for label in protocol_labels(p)]),
-            ("system", [rec.display for rec in config.recommenders]))]
-        totals = pl.concat(exposure).group_by(["system", "protocol", "fold", "bin"]).agg(pl.col("count").sum()) \
-            .sort([*order, "bin"])
-        atomic.write_parquet(totals, folder.path / "exposure" / f"{split.name}.parquet")
-    if scored:
-        atomic.write_parquet(pl.concat(scored), folder.path / "auc_scores" / f"{split.name}.parquet")
-    return out
+    def __init__(self, plan: FoldPlan, engine: EngineConfig, sink: RunSink, progress: Progress,
+                 timings: Timings) -> None:
+        self.plan, self.engine, self.sink, self.progress, self.timings = plan, engine, sink, progress, timings
 
+    def run(self) -> FoldSummary:
+        from recsys_eval.core.spark import spark_session
+        from recsys_eval.pipeline.fit import fit_models
+
+        plan, split = self.plan, self.plan.split
+        spark = spark_session(self.engine.master)  # first: no PySpark or Java is one message naming the extra
+        context = spark.sparkContext
+        models = fit_models(plan, {id(split.train): split.train}, self.progress, self.timings).all(
+            plan.fold, self.timings)
+        n_parts = self.engine.partitions or 4 * context.defaultParallelism
+        task = FoldTask(
+            options=plan.options, jobs=plan.models, template=plan.data.with_frame(plan.data.frame.clear()),
+            fold=plan.fold, first_unit=context.broadcast(first_units(plan.options, split)),
+            models=context.broadcast({name: broadcastable(m) for (name, _), m in models.items()}),
+            pool_auc=plan.pool_auc, n_parts=n_parts, item_counts=context.broadcast(split.train.item_counts()),
+        )
+        start = time.perf_counter()
+        out, exposure, scored = self._collect(spark, task, n_parts)
+        self.timings.add(plan.fold, "", "rank and measure on Spark", start)
+        if exposure:
+            # in the local fold's order: protocols, then systems, as the config lists them
+            order = [pl.col(c).replace_strict(names, list(range(len(names)))) for c, names in (
+                ("protocol", plan.options.labels), ("system", plan.options.systems))]
+            exposure = [pl.concat(exposure).group_by(["system", "protocol", "fold", "bin"])
+                        .agg(pl.col("count").sum()).sort([*order, "bin"])]
+        self.sink.write_fold_scratch(plan.fold, exposure, scored, [])
+        return out
+
+    def _collect(self, spark, task: FoldTask, n_parts: int) -> tuple[FoldSummary, list, list]:
+        """Every partition's tables, per-unit rows written and reduced as they come back; then each
+        (protocol, system) summarised, in config order."""
+        from pyspark.sql import types as T
+
+        from recsys_eval.core.spark import spark_failures, task_threads
+        from recsys_eval.engine.partitions import arrow_task, merge_states
+        from recsys_eval.engine.runs import job_error
+        from recsys_eval.measure.aggregate import PartitionState
+        from recsys_eval.pipeline.summary import partition_rows
+
+        plan, split = self.plan, self.plan.split
+        rows = pl.concat([side.frame.select("user", "item", *(["rating"] if side.has_rating else []))
+                          .with_columns(pl.lit(is_test).alias("test"))
+                          for is_test, side in ((False, split.train), (True, split.test))], how="diagonal_relaxed")
+        ordered = spark.createDataFrame(rows.to_arrow()).repartition(n_parts, "user").sortWithinPartitions("user")
+        schema = T.StructType([T.StructField("kind", T.StringType()), T.StructField("table", T.BinaryType())])
+        out = FoldSummary()
+        parts: dict[tuple[str, str], int] = {}
+        states: dict[tuple[str, str], list[PartitionState]] = {}
+        exposure, scored = [], []
+        undefined = plan.options.measure.undefined
+        try:
+            for row in ordered.mapInArrow(arrow_task(task, task_threads(spark), key="user"), schema).toLocalIterator():
+                frame = pl.read_ipc(io.BytesIO(row["table"]))
+                if row["kind"] == PER_UNIT:
+                    key = frame.row(0, named=True)["system"], frame.row(0, named=True)["protocol"]
+                    parts[key] = parts.get(key, -1) + 1
+                    out.partitions.append(self.sink.write_partition(frame, part=parts[key]))
+                    states.setdefault(key, []).append(PartitionState.of(frame, undefined=undefined))
+                else:
+                    (exposure if row["kind"] == EXPOSURE else scored).append(frame)
+        except spark_failures() as exc:
+            raise job_error(exc) from None
+        for label in plan.options.labels:
+            for system in plan.options.systems:
+                if (system, label) in states:
+                    out.add(partition_rows(plan.options, merge_states(states.pop((system, label)))))
+        return out, exposure, scored

@@ -42,7 +42,7 @@ from recsys_eval.engine.partitions import (
     arrow_task,
     merge_states,
 )
-from recsys_eval.engine.spark import SparkError, spark_failures, task_threads
+from recsys_eval.core.spark import SparkError, spark_failures, task_threads
 from recsys_eval.errors import ConfigError, DataError, RecsysEvalError, check_choice
 from recsys_eval.measure.aggregate import PartitionState, with_all_folds
 from recsys_eval.measure.metrics import (

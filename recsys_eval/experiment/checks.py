@@ -2,7 +2,7 @@
 run before any work so that a misspelled name stops the run at once with the closest suggestion.
 
 Each error names the config file and the full key path of the entry at fault, as the schema errors
-of :mod:`recsys_eval.experiment.config` do: ``quick.toml: recommenders[3].params.factorz: ...``.
+of :mod:`recsys_eval.pipeline.config` do: ``quick.toml: recommenders[3].params.factorz: ...``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from recsys_eval.errors import ConfigError, check_choice
-from recsys_eval.experiment.config import ExperimentConfig
+from recsys_eval.pipeline.config import ExperimentConfig
 
 
 def _at(source: str, path: str, check: Callable[..., Any], *args: Any) -> None:

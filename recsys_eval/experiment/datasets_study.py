@@ -14,9 +14,9 @@ import polars as pl
 from rich.console import Console
 
 from recsys_eval.core.results import CROSS_DATASET, ResultsFolder, config_hash
-from recsys_eval.experiment.config import ExperimentConfig
+from recsys_eval.pipeline.config import ExperimentConfig
 from recsys_eval.measure.aggregate import ALL_FOLDS, RULE_USER_MEAN
-from recsys_eval.tune.space import parse_metric, study_metric
+from recsys_eval.pipeline.search import parse_metric, study_metric
 
 
 def dataset_table(config: ExperimentConfig, summaries: dict[str, pl.DataFrame]) -> pl.DataFrame:

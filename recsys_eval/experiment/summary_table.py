@@ -14,19 +14,20 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from recsys_eval.core.results import Manifest
 from recsys_eval.measure.metrics import display_label
 from recsys_eval.report.tables import default_columns, summary_blocks
 
 
-def print_summary(console: Console, summary: pl.DataFrame, *, manifest: dict | None = None,
+def print_summary(console: Console, summary: pl.DataFrame, *, manifest: Manifest | None = None,
                   columns: list[str] | None = None, digits: int = 4) -> None:
     """Systems as rows and the chosen ``metric@k`` as columns, one table per protocol; best in bold."""
-    manifest = manifest or {}
+    manifest = manifest or Manifest()
     folds = summary.get_column("fold").unique().to_list()
     fold = "all" if "all" in folds else folds[0]
     chosen = columns or default_columns(summary)
-    blocks = summary_blocks(summary, fold=fold, columns=chosen, protocols=manifest.get("protocols"),
-                            systems=manifest.get("systems"))
+    blocks = summary_blocks(summary, fold=fold, columns=chosen, protocols=manifest.protocols or None,
+                            systems=manifest.systems or None)
     for block in blocks:
         values = {system: [_cell(cells.get(column), digits) for column in block.columns]
                   for system, cells in block.rows.items()}

@@ -16,13 +16,11 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
+from recsys_eval.core.scored import label_rows, sampled_positions
 from recsys_eval.core.units import Rankings, Targets
 from recsys_eval.errors import ConfigError
 from recsys_eval.measure.aggregate import summarize
 from recsys_eval.measure.api import measure, target_roles
-
-SCORED_SCHEMA = {"score": pl.Float64, "label": pl.Int8, "weight": pl.Float64}
-
 
 def auc_variants(folds: Sequence[tuple[Rankings, Targets]], *, undefined: str = "skip") -> pl.DataFrame:
     """``variant`` and ``value`` over the given (rankings, targets) folds: ``auc`` (per-user AUC,
@@ -75,26 +73,6 @@ def scored_targets(
         kept, weight = sampled_positions(len(scores), sample, rng)
         parts += label_rows(label, scores[kept], weight, total - len(scores))
     return pl.concat(parts)
-
-
-def sampled_positions(n: int, sample: int | None, rng: np.random.Generator) -> tuple[np.ndarray, float]:
-    """Which of a label's ``n`` ranked targets (in ranking order) :func:`scored_targets` keeps, and
-    the weight of each: all of them at weight 1, or, when ``n > sample``, a seeded uniform sample
-    of ``sample`` positions (ascending) weighing n / sample each."""
-    if sample is not None and n > sample:
-        return np.sort(rng.choice(n, sample, replace=False)), n / sample
-    return np.arange(n), 1.0
-
-
-def label_rows(label: int, scores: np.ndarray, weight: float, left: int) -> list[pl.DataFrame]:
-    """The scored rows of one label: its kept scores, and one row at -inf weighing the ``left``
-    targets no ranking listed."""
-    parts = [pl.DataFrame({"score": np.asarray(scores, dtype=np.float64), "label": label, "weight": weight},
-                          schema=SCORED_SCHEMA)]
-    if left:
-        parts.append(pl.DataFrame({"score": [-np.inf], "label": [label], "weight": [float(left)]},
-                                  schema=SCORED_SCHEMA))
-    return parts
 
 
 def weighted_auc(scored: pl.DataFrame) -> float:

@@ -176,7 +176,7 @@ class OneRelevantRanking:
     def scored_targets(self, sample: int | None, seed: int) -> pl.DataFrame:
         """The rows of :func:`recsys_eval.measure.auc.scored_targets` for the ranking of every
         unit's listed targets (same sample, same seed), from the groups' lists."""
-        from recsys_eval.measure.auc import label_rows, sampled_positions
+        from recsys_eval.core.scored import label_rows, sampled_positions
 
         ranks, rng = self.ranks, np.random.default_rng(seed)
         rel = self.scored.relevant_scores[ranks.ranked]

@@ -97,7 +97,7 @@ def _item_knn(params: dict, seed: int, threads: int) -> Recommender:
 
 
 def _spark_als(params: dict, seed: int) -> Recommender:
-    from recsys_eval.engine.spark_als import SparkALS  # the Spark extra, imported when asked for
+    from recsys_eval.recommend.spark_als import SparkALS  # the Spark extra, imported when asked for
 
     return SparkALS(params, seed=seed)
 

@@ -21,7 +21,18 @@ from pathlib import Path
 import polars as pl
 
 from recsys_eval.core import atomic
-from recsys_eval.core.results import CONFIG, CURVES, MANIFEST, TUNING, ResultsFolder
+from recsys_eval.core.results import (
+    CONFIG,
+    CURVES,
+    FIGURES,
+    REPORT_HTML,
+    REPORT_MD,
+    TABLES_TEX,
+    TABLES_TEX_WIDE,
+    TUNING,
+    Manifest,
+    ResultsFolder,
+)
 from recsys_eval.measure.metrics import AUXILIARY_METRICS, display_label, lower_is_better
 from recsys_eval.report import figures
 from recsys_eval.report.glossary import glossary
@@ -158,8 +169,7 @@ def significance_table(paired: pl.DataFrame, label: str, alpha: float, *, protoc
 
 def _config_table(folder: Path, key: str) -> dict:
     """A table of the config as run (``[report]``, ``[tuning]``), empty when absent."""
-    path = folder / CONFIG
-    return tomllib.loads(path.read_text(encoding="utf-8")).get(key, {}) if path.is_file() else {}
+    return tomllib.loads(ResultsFolder(folder).text(CONFIG)).get(key, {})
 
 
 def _report_options(folder: Path) -> tuple[list[str] | None, bool]:
@@ -186,16 +196,17 @@ def _sampled_caption(protocol: str, definition: dict, full: str | None, label: s
 def build_sections(folder: Path) -> list[Section]:
     """Collect every section the results folder has data for, results first."""
     sections: list[Section] = []
-    manifest = ResultsFolder(folder).manifest if (folder / MANIFEST).is_file() else {}
-    config_text = (folder / CONFIG).read_text(encoding="utf-8") if (folder / CONFIG).is_file() else ""
-    alpha = manifest.get("alpha", 0.05)
+    results = ResultsFolder(folder)
+    manifest = results.manifest
+    config_text = results.text(CONFIG)
+    alpha = manifest.alpha
     tail = _closing_sections(folder, manifest, config_text)
 
     summary = _read(folder, "summary")
     if summary is None:
         return tail
     summary = summary.filter(~pl.col("metric").is_in(AUXILIARY_METRICS))
-    protocols, systems = manifest.get("protocols"), manifest.get("systems")
+    protocols, systems = manifest.protocols or None, manifest.systems or None
     folds = summary.get_column("fold").unique(maintain_order=True).to_list()
     fold = "all" if "all" in folds else folds[0]
     chosen, intervals = _report_options(folder)
@@ -208,10 +219,10 @@ def build_sections(folder: Path) -> list[Section]:
         significance = paired.filter(pl.col("test") == test)
     blocks = summary_blocks(summary, fold=fold, significance=significance, alpha=alpha, columns=columns,
                             protocols=protocols, systems=systems)
-    baseline = manifest.get("baseline")
+    baseline = manifest.baseline
     note = (f"Mean over users (fold: {fold}); 95% interval under each value; best value per column in bold"
             + (f"; * marks a difference from {baseline} significant at {alpha} after "
-               f"{manifest.get('correction', 'holm')} correction ({TEST_NAMES.get(test, test)} test)"
+               f"{manifest.correction} correction ({TEST_NAMES.get(test, test)} test)"
                if test and baseline else "")
             + ". Every metric at every cutoff is in summary.csv.")
     sections.append(Section(
@@ -219,12 +230,12 @@ def build_sections(folder: Path) -> list[Section]:
         markdown=note + "\n\n" + to_markdown(blocks),
         html=f'<p class="note">{html.escape(note)}</p>' + _blocks_html(blocks),
     ))
-    caption = latex_caption(manifest.get("description") or manifest.get("experiment", ""), protocol="{protocol}",
+    caption = latex_caption(manifest.description or manifest.experiment, protocol="{protocol}",
                             intervals=intervals, test=TEST_NAMES.get(test, test), baseline=baseline,
-                            correction=manifest.get("correction", "holm"), alpha=alpha)
-    label = f"tab:{_slug(manifest.get('experiment', 'results'))}"
-    atomic.write_text(folder / "tables.tex", to_latex(blocks, caption=caption, label=label, intervals=intervals))
-    atomic.write_text(folder / "tables-twocolumn.tex",
+                            correction=manifest.correction, alpha=alpha)
+    label = f"tab:{_slug(manifest.experiment)}"
+    atomic.write_text(results.file(TABLES_TEX), to_latex(blocks, caption=caption, label=label, intervals=intervals))
+    atomic.write_text(results.file(TABLES_TEX_WIDE),
                       to_latex(blocks, caption=caption, label=label, intervals=intervals, wide=True))
 
     focus = main_label(columns)
@@ -236,7 +247,7 @@ def build_sections(folder: Path) -> list[Section]:
         if frame is not None and frame.height:
             table = significance_table(frame, focus, alpha, protocols=protocols, systems=systems)
             text = (f"Every system against {baseline or 'every other'} on {main}, per protocol and test; "
-                    f"difference = system - baseline; p adjusted by {manifest.get('correction', 'holm')} "
+                    f"difference = system - baseline; p adjusted by {manifest.correction} "
                     f"over the systems of a protocol, fold, metric and test; significant at {alpha}. All "
                     f"metrics and cutoffs: {name}.csv.")
             sections.append(Section(name, title, markdown=text + "\n\n" + _md_table(table),
@@ -257,7 +268,7 @@ def build_sections(folder: Path) -> list[Section]:
     if tuning is not None:
         sections.append(tuning)
     labels = [c for c in dict.fromkeys(columns + summary.get_column("metric").unique(maintain_order=True).to_list())]
-    terms = glossary(manifest.get("protocol_definitions", {}), labels)
+    terms = glossary(manifest.protocol_definitions, labels)
     sections.append(Section(
         "glossary", "Glossary",
         markdown="".join(f"- **{term}**: {text}\n" for term, text in terms),
@@ -267,7 +278,7 @@ def build_sections(folder: Path) -> list[Section]:
     return [s for s in sections if s.html or s.figures] + tail
 
 
-def _closing_sections(folder: Path, manifest: dict, config_text: str) -> list[Section]:
+def _closing_sections(folder: Path, manifest: Manifest, config_text: str) -> list[Section]:
     """The data statistics and the config as run (collapsed): what the results rest on."""
     sections = []
     stats = _read(folder, "data_stats")
@@ -282,10 +293,10 @@ def _closing_sections(folder: Path, manifest: dict, config_text: str) -> list[Se
     return sections
 
 
-def _figures(folder: Path, manifest: dict, summary: pl.DataFrame, fold: str, focus: str) -> Section:
+def _figures(folder: Path, manifest: Manifest, summary: pl.DataFrame, fold: str, focus: str) -> Section:
     """Every figure the run has data for, each system in the colour the manifest's order gives it."""
-    out = folder / "figures"
-    systems = manifest.get("systems") or summary.get_column("system").unique(maintain_order=True).to_list()
+    out = ResultsFolder(folder).file(FIGURES)
+    systems = manifest.systems or summary.get_column("system").unique(maintain_order=True).to_list()
     colors = figures.system_colors(systems)
     main = display_label(focus)
     at_main = label_filter(focus)
@@ -320,7 +331,7 @@ def _figures(folder: Path, manifest: dict, summary: pl.DataFrame, fold: str, foc
         add(figures.agreement_matrix(part if part.height else agreement, main), f"{focus}-protocol-agreement",
             f"Kendall's tau between the orderings of the systems by {main} under each pair of protocols.")
     sampled = _read(folder, "sampled_correction")
-    definitions = manifest.get("protocol_definitions", {})
+    definitions = manifest.protocol_definitions
     if sampled is not None and sampled.height:
         part = sampled.filter(at_main)
         for protocol in part.get_column("protocol").unique(maintain_order=True).to_list():
@@ -362,11 +373,11 @@ def _figures(folder: Path, manifest: dict, summary: pl.DataFrame, fold: str, foc
 
 def _tuning_section(folder: Path) -> Section | None:
     """A run that tuned (``tuning.parquet``): the hyperparameters chosen per fold and system, the
-    tuning cost, and each system's validation value by trial (recsys_eval.tune.report)."""
-    path = folder / TUNING
+    tuning cost, and each system's validation value by trial (recsys_eval.report.tuning)."""
+    path = ResultsFolder(folder).file(TUNING)
     if not path.is_file():
         return None
-    from recsys_eval.tune.report import chosen_parameters, curve_figure, tuning_cost
+    from recsys_eval.report.tuning import chosen_parameters, curve_figure, tuning_cost
 
     trials = pl.read_parquet(path)
     if trials.is_empty():
@@ -388,7 +399,7 @@ def _tuning_section(folder: Path) -> Section | None:
     caption = (f"Validation {what} by trial (dots) and the best so far (line), one panel per tuned system, "
                "a line per fold.")
     section.figures.append(Figure(caption, "tuning-validation-curves",
-                                  figures.save(curve_figure(trials), folder / "figures", "tuning-validation-curves")))
+                                  figures.save(curve_figure(trials), ResultsFolder(folder).file(FIGURES), "tuning-validation-curves")))
     return section
 
 
@@ -430,10 +441,11 @@ def write_report(folder: str | Path) -> dict[str, Path]:
     and ``figures/`` into the folder."""
     folder = Path(folder)
     sections = build_sections(folder)
-    manifest = ResultsFolder(folder).manifest if (folder / MANIFEST).is_file() else {}
-    title = f"recsys_eval report: {manifest.get('experiment', folder.parent.name)}"
-    if manifest.get("created"):
-        title += f" ({manifest['created'].replace('T', ' ')[:16]} UTC)"
+    results = ResultsFolder(folder)
+    manifest = results.manifest
+    title = f"recsys_eval report: {manifest.experiment}"
+    if manifest.created:
+        title += f" ({manifest.created.replace('T', ' ')[:16]} UTC)"
     md = [f"# {title}\n"]
     body = [f"<h1>{html.escape(title)}</h1>", "<nav><ul>"]
     body += [f'<li><a href="#{s.id}">{html.escape(s.title)}</a></li>' for s in sections]
@@ -455,8 +467,9 @@ def write_report(folder: str | Path) -> dict[str, Path]:
         + "\n".join(body) + "</body></html>\n"
     )
     # Both written before either replaces its old version: a failure keeps the old pair.
-    with atomic.atomic_path(folder / "report.md") as md_tmp, atomic.atomic_path(folder / "report.html") as page_tmp:
+    paths = {"markdown": results.file(REPORT_MD), "html": results.file(REPORT_HTML),
+             "latex": results.file(TABLES_TEX), "latex_wide": results.file(TABLES_TEX_WIDE)}
+    with atomic.atomic_path(paths["markdown"]) as md_tmp, atomic.atomic_path(paths["html"]) as page_tmp:
         md_tmp.write_text("\n".join(md), encoding="utf-8")
         page_tmp.write_text(page, encoding="utf-8")
-    return {"markdown": folder / "report.md", "html": folder / "report.html", "latex": folder / "tables.tex",
-            "latex_wide": folder / "tables-twocolumn.tex"}
+    return paths

@@ -3,7 +3,7 @@ trial recorded in ``tuning.parquet``; the chosen ones are refitted on the whole 
 evaluated on test by the runner."""
 
 from recsys_eval.tune.log import TrialLog, best_trial
-from recsys_eval.tune.space import SearchSpace, parse_search
+from recsys_eval.pipeline.search import SearchSpace, parse_search
 from recsys_eval.tune.tuner import chosen, tune_fold, validation_of
 
 __all__ = ["SearchSpace", "TrialLog", "best_trial", "chosen", "parse_search", "tune_fold", "validation_of"]

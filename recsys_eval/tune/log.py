@@ -15,10 +15,10 @@ from typing import Any
 import polars as pl
 
 from recsys_eval.core import atomic
+from recsys_eval.core.results import TUNING_PARAM_PREFIX as PARAM_PREFIX
 
 COLUMNS = {"fold": pl.String, "system": pl.String, "trial": pl.Int64, "params": pl.String,
            "value": pl.Float64, "fit_seconds": pl.Float64, "eval_seconds": pl.Float64}
-PARAM_PREFIX = "param_"
 
 
 class TrialLog:

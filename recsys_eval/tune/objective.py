@@ -11,46 +11,50 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
 from multiprocessing import get_context
 from typing import Any
 
 import polars as pl
 
 from recsys_eval.core import Interactions, Split
-from recsys_eval.experiment.config import ExperimentConfig, RecommenderConfig
-from recsys_eval.tune.space import parse_metric, tuning_protocol
+from recsys_eval.pipeline.config import ExperimentConfig, RecommenderConfig
+from recsys_eval.pipeline.options import RankOptions
+from recsys_eval.pipeline.plan import RunOptions
+from recsys_eval.pipeline.search import parse_metric, tuning_protocol
 
 
 class Objective:
     """The validation value of hyperparameters, for one fold's validation split."""
 
     def __init__(self, config: ExperimentConfig, data: Interactions, validation: Split, *, threads: int | None) -> None:
-        from recsys_eval.experiment import jobs
-
         name, k = parse_metric(config.tuning.metric)
-        metrics = config.metrics.model_copy(update={"names": [name], "k": [k] if k else config.metrics.k})
-        run = config.run.model_copy(update={"threads": threads})
-        self.config = config.model_copy(update={"metrics": metrics, "run": run})
+        options = RunOptions.from_config(config)
+        measure = options.measure.only(name, k)
+        self.options = replace(options, measure=measure, rank=RankOptions.for_measure(measure, config.run),
+                               threads=threads)
         self.metric, self.k = name, k
         self.data, self.validation = data, validation
-        self.sets = jobs.target_sets(self.config, tuning_protocol(config), validation)
+        self.sets = self.options.target_sets(tuning_protocol(config), validation)
 
     def __call__(self, rec: RecommenderConfig, params: dict[str, Any]) -> tuple[float, float, float]:
         """(validation value, fit seconds, evaluation seconds) of ``rec`` with ``params``."""
-        from recsys_eval.experiment import jobs
         from recsys_eval.measure.aggregate import fold_summary
+        from recsys_eval.pipeline import jobs
 
         trial_rec = rec.model_copy(update={"params": {**rec.params, **params}})
         start = time.perf_counter()
-        model = jobs.make_model(self.config, trial_rec, self.data, self.validation.name).fit(self.validation.train)
+        job = self.options.model_job(self.validation.name, rec, trial_rec)
+        model = job.make(self.data, self.options.threads).fit(self.validation.train)
         fitted = time.perf_counter()
         frames = []
         for target_set in self.sets:  # a standard protocol or a uniform test: one target set
-            for chunk in target_set.chunks(max(target_set.users, 1)):
-                rankings = jobs.rank(self.config, model, chunk)
-                frame = jobs.measure_ranking(self.config, self.data, rankings, chunk, rec.display, self.validation.name)
-                frames.append(frame.filter(pl.col("metric") == self.metric))
-        summary = fold_summary(pl.concat(frames), undefined=self.config.metrics.undefined)
+            chunk = target_set.whole()
+            rankings = jobs.rank(self.options.rank, model, chunk)
+            frame = jobs.measure_ranking(self.options.measure, self.data, rankings, chunk, rec.display,
+                                         self.validation.name)
+            frames.append(frame.filter(pl.col("metric") == self.metric))
+        summary = fold_summary(pl.concat(frames), undefined=self.options.measure.undefined)
         row = summary.filter((pl.col("metric") == self.metric)
                              & (pl.col("k").is_null() if self.k is None else pl.col("k") == self.k))
         value = row.get_column("mean")[0] if row.height else float("nan")

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from recsys_eval.core.rng import derive_seed
-from recsys_eval.tune.space import SearchSpace
+from recsys_eval.pipeline.search import SearchSpace
 
 
 def propose(space: SearchSpace, method: str, seed: int, trial: int, history: list[dict[str, Any]]) -> dict[str, Any]:

@@ -12,11 +12,11 @@ import time
 from pathlib import Path
 from recsys_eval.core import Interactions, Split
 from recsys_eval.core.rng import derive_seed
-from recsys_eval.experiment.config import ExperimentConfig, RecommenderConfig
+from recsys_eval.pipeline.config import ExperimentConfig, RecommenderConfig
 from recsys_eval.tune.log import TrialLog, best_trial
 from recsys_eval.tune.objective import Trials
 from recsys_eval.tune.samplers import propose, trial_budget
-from recsys_eval.tune.space import parse_search
+from recsys_eval.pipeline.search import parse_search
 
 
 def tuning_seed(config: ExperimentConfig, fold: str, rec: RecommenderConfig) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from recsys_eval.engine.spark import SparkError, java_executable, require_pyspark
+from recsys_eval.core.spark import SparkError, java_executable, require_pyspark
 
 
 def pytest_configure(config):
@@ -27,7 +27,7 @@ def spark():
     reason = _missing()
     if reason:
         pytest.skip(f"Spark tests skipped: {reason}")
-    from recsys_eval.engine.spark import spark_session
+    from recsys_eval.core.spark import spark_session
 
     session = spark_session("local[2]", conf={"spark.sql.shuffle.partitions": "4",
                                               "spark.default.parallelism": "2"})

@@ -14,7 +14,7 @@ from recsys_eval.core.results import ResultsFolder
 from recsys_eval.engine.fold import broadcastable, check_spark_protocol, check_spark_support
 from recsys_eval.errors import ConfigError
 from recsys_eval.experiment.checks import check_names
-from recsys_eval.experiment.config import load_config
+from recsys_eval.pipeline.config import load_config
 from recsys_eval.experiment.runner import run_experiment
 
 KEYS = ["system", "protocol", "fold", "user", "unit", "metric", "k"]

@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from recsys_eval.engine import spark as engine
-from recsys_eval.engine.spark import SparkError, check_master, spark_session
+from recsys_eval.core import spark as engine
+from recsys_eval.core.spark import SparkError, check_master, spark_session
 
 
 def test_missing_pyspark_names_the_extra(monkeypatch):
@@ -56,7 +56,7 @@ def test_reachable_master_passes():
 
 
 def test_an_experiment_on_spark_without_pyspark_names_the_extra(monkeypatch, tmp_path, synthetic_ratings):
-    from recsys_eval.experiment.config import load_config
+    from recsys_eval.pipeline.config import load_config
     from recsys_eval.experiment.runner import run_experiment
 
     config = tmp_path / "c.toml"

@@ -12,7 +12,7 @@ from scipy import stats
 
 from recsys_eval.core.results import CROSS_DATASET, ResultsFolder
 from recsys_eval.data.synthetic import write_synthetic_ratings
-from recsys_eval.experiment.config import load_config
+from recsys_eval.pipeline.config import load_config
 from recsys_eval.experiment.runner import run_experiment
 
 STUDY = """

@@ -15,8 +15,8 @@ import recsys_eval.targets as targets_module
 from recsys_eval.core.results import ResultsFolder
 from recsys_eval.data import load_file
 from recsys_eval.errors import DataError
-from recsys_eval.experiment import jobs, runner
-from recsys_eval.experiment.config import load_config
+from recsys_eval.pipeline import jobs, runner
+from recsys_eval.pipeline.config import load_config
 from recsys_eval.recommend.one_relevant import OneRelevantRanking
 
 CONFIG = """

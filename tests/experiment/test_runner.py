@@ -16,7 +16,7 @@ from recsys_eval.cli import main
 from recsys_eval.core.results import ResultsFolder
 from recsys_eval.errors import DataError
 from recsys_eval.experiment import runner
-from recsys_eval.experiment.config import load_config
+from recsys_eval.pipeline.config import load_config
 from recsys_eval.recommend import Recommender, make_recommender
 
 SMALL = """
@@ -304,7 +304,7 @@ def test_external_run_with_unknown_ids_is_reported(tmp_path):
 def test_run_level_values_count_every_range_whatever_the_keeper_threads_timing(tmp_path, monkeypatch):
     # the keeper thread summarises a (set, system) after its last range; the main thread must have
     # counted that range's exposure (catalogue coverage) before: a slow count changes nothing
-    from recsys_eval.experiment import jobs
+    from recsys_eval.pipeline import jobs
 
     config = write_config(tmp_path, extra="\n[run]\nusers_per_chunk = 40\n")
     coverage = pl.col("metric") == "catalog_coverage"

@@ -232,7 +232,7 @@ def test_significance_table_names_the_metric_and_the_direction():
 
 def test_set_overrides_are_toml_values_and_bad_paths_name_the_key():
     from recsys_eval.errors import ConfigError
-    from recsys_eval.experiment.config import apply_overrides
+    from recsys_eval.pipeline.config import apply_overrides
 
     data = {"metrics": {"k": [10]}, "recommenders": [{"name": "als", "params": {}}]}
     apply_overrides(data, ["metrics.k=[5, 20]", "recommenders.0.params.factors=32", "recommenders.0.name=bpr",

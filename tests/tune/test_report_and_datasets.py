@@ -8,9 +8,9 @@ import polars as pl
 import pytest
 
 from recsys_eval.errors import ConfigError
-from recsys_eval.experiment.config import parse_config
+from recsys_eval.pipeline.config import parse_config
 from recsys_eval.experiment.datasets_study import dataset_table
-from recsys_eval.tune.report import chosen_parameters, curve_figure, tuning_cost, validation_curves
+from recsys_eval.report.tuning import chosen_parameters, curve_figure, tuning_cost, validation_curves
 
 TRIALS = pl.DataFrame({
     "fold": ["u1"] * 4 + ["u2"] * 2, "system": ["als"] * 4 + ["als"] * 2, "trial": [0, 1, 2, 3, 0, 1],

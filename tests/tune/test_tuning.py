@@ -14,8 +14,8 @@ import pytest
 from recsys_eval.core import Split
 from recsys_eval.core.results import TUNING, ResultsFolder
 from recsys_eval.errors import ConfigError
-from recsys_eval.experiment import jobs, runner
-from recsys_eval.experiment.config import load_config, parse_config
+from recsys_eval.pipeline import jobs, runner
+from recsys_eval.pipeline.config import load_config, parse_config
 from recsys_eval.recommend import Recommender
 from recsys_eval.tune import TrialLog, parse_search, tune_fold, validation_of
 from recsys_eval.tune.objective import Objective

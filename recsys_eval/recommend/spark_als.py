@@ -15,7 +15,7 @@ import numpy as np
 import polars as pl
 
 from recsys_eval.core import Interactions
-from recsys_eval.engine.spark import spark_session
+from recsys_eval.core.spark import spark_session
 from recsys_eval.recommend.implicit_models import FactorModel
 
 

@@ -129,7 +129,7 @@ class RecommenderConfig(_Strict):
     label: str | None = None
     params: dict[str, Any] = Field(default_factory=dict)
     path: str | None = None
-    #: Hyperparameters to tune (recsys_eval.tune.space): a list of values, ``{low, high}``,
+    #: Hyperparameters to tune (recsys_eval.pipeline.search): a list of values, ``{low, high}``,
     #: ``{low, high, log = true}`` or ``{choices = [...]}`` per name; checked against the registry.
     search: dict[str, Any] | None = None
 
@@ -309,7 +309,7 @@ class ExperimentConfig(_Strict):
             seen = {x for x in labels if labels.count(x) > 1}
             if seen:
                 raise ValueError(f"{what} need distinct names or labels; repeated: {sorted(seen)}")
-        from recsys_eval.tune.space import check_study, check_tuning
+        from recsys_eval.pipeline.search import check_study, check_tuning
 
         check_tuning(self)
         check_study(self)

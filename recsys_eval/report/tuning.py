@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from recsys_eval.tune.log import PARAM_PREFIX
+from recsys_eval.core.results import TUNING_PARAM_PREFIX as PARAM_PREFIX
 
 _RUN = ["fold", "system"]
 

@@ -26,6 +26,11 @@ class Progress:
             transient=False,
         )
 
+    @classmethod
+    def silent(cls) -> Progress:
+        """A progress that shows nothing (for callers without a console)."""
+        return cls(Console(quiet=True), quiet=True)
+
     def __enter__(self) -> Progress:
         self._bars.__enter__()
         return self

@@ -11,8 +11,10 @@ import numpy as np
 import polars as pl
 
 from recsys_eval.core import Interactions, Split
-from recsys_eval.experiment import jobs
-from recsys_eval.experiment.config import ExperimentConfig
+from recsys_eval.core.results import Manifest
+from recsys_eval.pipeline.config import ExperimentConfig
+from recsys_eval.pipeline.plan import RunOptions
+from recsys_eval.pipeline.targets import protocol_labels
 
 _VERSIONED = ("recsys-eval", "polars", "numpy", "scipy", "numba", "implicit", "pydantic")
 
@@ -28,65 +30,66 @@ def versions(extra: tuple[str, ...] = ()) -> dict[str, str]:
     return found
 
 
-def protocol_entries(config: ExperimentConfig) -> dict[str, dict]:
+def protocol_entries(protocols) -> dict[str, dict]:
     """Every result label with its definition: axes, n, design, and the bin of a percentile design."""
     from recsys_eval.targets import Protocol
 
     entries = {}
-    for p in config.protocols:
+    for p in protocols:
         parsed = Protocol.parse(p.name)
         entry = {
             "name": p.name, "design": p.design, "candidates": parsed.candidates,
             "relevant": parsed.relevant, "nonrelevant": parsed.nonrelevant, "n": parsed.n,
         }
-        for b, label in enumerate(jobs.protocol_labels(p), start=1):
+        for b, label in enumerate(protocol_labels(p), start=1):
             binned = p.design == "percentiles"
             entries[label] = {**entry, "bin": b if binned else None, "bins": p.bins if binned else None}
     return entries
 
 
 def make_manifest(config: ExperimentConfig, cfg_hash: str, data: Interactions, splits: list[Split],
-                  protocols: list[str], partitions: list[str]) -> dict:
-    """The manifest of a run (without the ``format`` key, which the results folder adds)."""
-    c = config.compare
-    return {
-        "experiment": config.name,
-        "description": config.description,
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "config_hash": cfg_hash,
-        "seed": config.seed,
-        "seeds": {
-            "split": jobs.split_seed(config),
-            "targets": {f"{s.name}/{p.display}": jobs.targets_seed(config, s.name, p)
+                  partitions: list[str]) -> Manifest:
+    """The manifest of a run: what it ran, with which seeds and versions, and where its files are."""
+    c, options = config.compare, RunOptions.from_config(config)
+    seeds, labels = options.seeds, options.labels
+    return Manifest(
+        experiment=config.name,
+        description=config.description,
+        created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        config_hash=cfg_hash,
+        seed=config.seed,
+        seeds={
+            "split": seeds.split(),
+            "targets": {f"{s.name}/{p.display}": seeds.targets(s.name, p.definition)
                         for s in splits for p in config.protocols},
-            "recommenders": {f"{s.name}/{r.display}": jobs.recommender_seed(config, s.name, r)
+            "recommenders": {f"{s.name}/{r.display}": seeds.recommender(s.name, r.definition)
                              for s in splits for r in config.recommenders},
-            "intervals": {f"{s.name}/{label}": jobs.interval_seed(config, s.name, label)
-                          for s in splits for label in protocols},
+            "intervals": {f"{s.name}/{label}": options.interval_seed(s.name, label)
+                          for s in splits for label in labels},
         },
-        "versions": versions(("pyspark",) if config.engine.name == "spark" else ()),
+        versions=versions(("pyspark",) if config.engine.name == "spark" else ()),
         # where the folds were ranked and measured (the values do not depend on it)
-        "engine": config.engine.model_dump(),
-        "dataset": config.dataset.name or config.dataset.path,
-        "users": data.n_users,
-        "items": data.n_items,
-        "interactions": len(data),
-        "folds": [s.name for s in splits],
-        "systems": [r.display for r in config.recommenders],
-        "protocols": protocols,
-        "protocol_definitions": protocol_entries(config),
-        "partitions": partitions,
-        "metrics": config.metrics.names,
-        "k": config.metrics.k,
-        "relevance_threshold": config.metrics.relevance_threshold,
-        "baseline": c.baseline,
-        "tests": c.tests,
-        "correction": c.correction,
-        "alpha": c.alpha,
-        "undefined": config.metrics.undefined,
-        "interval": c.interval,
-        "resamples": c.resamples,
-    }
+        engine=config.engine.model_dump(),
+        dataset=config.dataset.name or config.dataset.path,
+        users=data.n_users,
+        items=data.n_items,
+        interactions=len(data),
+        folds=[s.name for s in splits],
+        systems=options.systems,
+        protocols=labels,
+        protocol_definitions=protocol_entries(config.protocols),
+        partitions=partitions,
+        metrics=config.metrics.names,
+        k=config.metrics.k,
+        relevance_threshold=config.metrics.relevance_threshold,
+        baseline=c.baseline,
+        tests=c.tests,
+        correction=c.correction,
+        alpha=c.alpha,
+        undefined=config.metrics.undefined,
+        interval=c.interval,
+        resamples=c.resamples,
+    )
 
 
 def data_statistics(data: Interactions, prepared: list[dict], splits: list[Split]) -> pl.DataFrame:

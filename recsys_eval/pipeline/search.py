@@ -21,7 +21,7 @@ from recsys_eval.errors import ConfigError, closest
 if TYPE_CHECKING:
     import optuna
 
-    from recsys_eval.experiment.config import ExperimentConfig, RecommenderConfig
+    from recsys_eval.pipeline.config import ExperimentConfig, RecommenderConfig
 
 
 @dataclass(frozen=True)

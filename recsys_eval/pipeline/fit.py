@@ -1,0 +1,100 @@
+"""Fitting a fold's recommenders: every model of a :class:`~recsys_eval.pipeline.plan.FoldPlan`
+on each train side its target sets need, one-thread fits (BPR) in the background while the other
+systems are evaluated."""
+
+from __future__ import annotations
+
+import os
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+
+from recsys_eval.core import Interactions
+from recsys_eval.pipeline.plan import FoldPlan, ModelJob
+from recsys_eval.pipeline.progress import Progress
+from recsys_eval.pipeline.timings import Timings
+from recsys_eval.recommend.external import ExternalRun
+
+
+@dataclass
+class FittedModels:
+    """The fold's models, ``{(system, id(train)): model}``, and the fits still running in the
+    background (``{system: [(id(train), future of (model, seconds))]}``)."""
+
+    models: dict[tuple[str, int], object]
+    background: dict[str, list[tuple[int, Future]]]
+
+    def wait_for(self, system: str, fold: str, timings: Timings) -> None:
+        """The background fits of ``system``, once they are done (a fit's error is raised here)."""
+        for key, future in self.background.pop(system, []):
+            start = time.perf_counter()
+            model, seconds = future.result()
+            timings.add(fold, system, "wait for background fit", start)
+            self.models[system, key] = model
+            timings.add(fold, system, "fit in background", time.perf_counter() - seconds)
+
+    def all(self, fold: str, timings: Timings) -> dict[tuple[str, int], object]:
+        """Every model, once the background fits are done."""
+        for system in list(self.background):
+            self.wait_for(system, fold, timings)
+        return self.models
+
+
+@dataclass
+class _Fit:
+    job: ModelJob
+    key: int
+    train: Interactions
+    model: object
+
+    def alone(self) -> tuple[object, float]:
+        start = time.perf_counter()
+        return self.model.fit(self.train), time.perf_counter() - start
+
+
+def fit_models(plan: FoldPlan, trains: dict[int, Interactions], progress: Progress, timings: Timings) -> FittedModels:
+    """Every recommender of the plan fitted on each of ``trains`` (keyed by ``id``).
+
+    Fits that run on one thread by design (BPR) would leave a core idle: when other systems are
+    there to evaluate meanwhile, they run in the background on all cores but one, and their
+    systems are evaluated last (:meth:`FittedModels.wait_for`); otherwise two or more of them go
+    side by side, one per core. Each has its own seed and state either way, so its factors are
+    those of a fit alone."""
+    fold, threads = plan.fold, plan.options.threads
+    to_fit = [_Fit(job, key, train, job.make(plan.data, threads)) for job in plan.models for key, train in trains.items()]
+    single = [f for f in to_fit if getattr(f.model, "single_threaded_fit", False)]
+    cores = os.cpu_count() or 1
+    in_background = len(single) < len(to_fit) and cores >= 2
+    fitted = FittedModels({}, {})
+    with progress.step(f"[{fold}] fit", total=len(to_fit)) as advance:
+        done: dict[int, object] = {}
+        if single and in_background:
+            pool = ThreadPoolExecutor(max_workers=min(len(single), cores - 1), thread_name_prefix="recsys-fit")
+            for f in single:
+                fitted.background.setdefault(f.job.system, []).append((f.key, pool.submit(f.alone)))
+                done[id(f)] = None
+                advance()
+            pool.shutdown(wait=False)  # the workers finish their fits; nothing else is queued
+        elif len(single) >= 2:
+            with ThreadPoolExecutor(max_workers=min(len(single), cores)) as pool:
+                for f, (model, seconds) in zip(single, pool.map(_Fit.alone, single), strict=True):
+                    done[id(f)] = model
+                    timings.add(fold, f.job.system, "fit side by side", time.perf_counter() - seconds)
+                    advance()
+        for f in to_fit:
+            if id(f) in done:
+                if done[id(f)] is not None:
+                    fitted.models[f.job.system, f.key] = done[id(f)]
+                continue
+            start = time.perf_counter()
+            model = f.model.fit(f.train)
+            timings.add(fold, f.job.system, "fit", start)
+            if isinstance(model, ExternalRun):
+                model.check_overlap(np.unique(plan.split.test.users))
+                if model.unknown["rows"]:
+                    progress.log(f"[yellow]{f.job.system}: {model.unknown_message()}[/]")
+            fitted.models[f.job.system, f.key] = model
+            advance()
+    return fitted

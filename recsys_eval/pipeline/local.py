@@ -1,0 +1,279 @@
+"""One fold run in this process: :class:`LocalFold` executes a
+:class:`~recsys_eval.pipeline.plan.FoldPlan`, a range of users at a time (the range sized by the
+memory budget), and a :class:`PartitionKeeper` writes, reduces and summarises what it measures on a
+second thread.
+
+A range's units of every target set are built once for all recommenders; each recommender then ranks
+and measures them all, reading one score block of the range
+(:class:`~recsys_eval.recommend.base.SharedBlock`) where it scores by blocks, so a user is scored
+once per (recommender, train), not once per target set. Each chunk's per-unit rows are written as
+their own file and reduced to per-user values; a partition is summarised from its users once all its
+chunks are done, so the whole per-unit table is never held. Outputs are in target-set order,
+whatever the ranges.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from recsys_eval.core.memory import format_size, resident_bytes
+from recsys_eval.errors import ConfigError
+from recsys_eval.measure.aggregate import PartitionState
+from recsys_eval.pipeline import jobs
+from recsys_eval.pipeline.fit import FittedModels, fit_models
+from recsys_eval.pipeline.plan import FoldPlan
+from recsys_eval.pipeline.progress import Progress
+from recsys_eval.pipeline.sink import RunSink
+from recsys_eval.pipeline.summary import FoldSummary, partition_rows, summarise_frames
+from recsys_eval.pipeline.targets import ProtocolTargets, TargetSet
+from recsys_eval.pipeline.timings import Timings
+
+#: Users of the smallest chunk a memory budget must allow.
+MIN_CHUNK_USERS = 256
+#: Bytes per per-unit row while it is measured, written and reduced (polars frame, its copies).
+_ROW_BYTES = 240
+#: Bytes per listed target (item, gain, scratch) and per ranked item (item, score, order, ties).
+_TARGET_BYTES, _RANKED_BYTES = 16, 24
+
+
+class PartitionKeeper:
+    """The per-unit rows of a fold, from measured chunk to summary, on the keeper thread.
+
+    Each chunk's rows are written as their partition file and reduced to per-user values
+    (:class:`~recsys_eval.measure.aggregate.PartitionState`); once a (target set, recommender) has
+    its last chunk, its run-level rows (coverage, Gini, entropy, from the exposure counts summed
+    over its chunks) are written and it is summarised, and its users are let go. Tasks run in
+    submission order while the main thread ranks and measures the next chunk (polars and the
+    Parquet writer release the GIL); a task waits for the one before it, so at most one chunk's rows
+    are held beside the chunk being measured."""
+
+    def __init__(self, plan: FoldPlan, sink: RunSink, timings: Timings) -> None:
+        from recsys_eval.measure.beyond import RunExposure, catalogue_of
+
+        self.plan, self.sink, self.timings = plan, sink, timings
+        options = plan.options
+        pairs = [(s, r) for s in range(len(plan.sets)) for r in range(len(plan.models))]
+        self.states: dict[tuple[int, int], list[PartitionState]] = {pair: [] for pair in pairs}
+        #: Run-level metrics from exposure counts summed over the chunks of each (set, recommender).
+        self.exposure = {(s, r): RunExposure(plan.data.n_items, list(options.measure.k),
+                                             catalogue_of(plan.sets[s].train, plan.data.n_items)) for s, r in pairs}
+        self.partitions: dict[tuple[int, int, int], Path] = {}  # (set, part, recommender)
+        self.run_parts: dict[tuple[int, int], Path] = {}
+        self.summaries: dict[tuple[int, int], tuple[pl.DataFrame, pl.DataFrame | None]] = {}
+        self.kept: list[Future] = []
+        self.waited = 0.0  # the main thread's time spent waiting for the keeper
+
+    def submit(self, task, *args) -> None:
+        """``task(*args)`` on the keeper thread, once the task before it is done."""
+        self.drain()
+        self.kept.append(_keeper().submit(task, *args))
+
+    def drain(self) -> None:
+        """Wait for the keeper's tasks; a task's error is raised here."""
+        start = time.perf_counter()
+        while self.kept:
+            self.kept.pop().result()
+        self.waited += time.perf_counter() - start
+
+    def close(self) -> None:
+        """On an error, the task under way finishes before the error goes up."""
+        wait(self.kept)
+
+    def keep(self, at: tuple[int, int, int], frame: pl.DataFrame, offset: int, label: str, last: bool) -> None:
+        """A chunk's rows (``at``: set, part, recommender) written as their partition, their unit
+        numbers shifted by ``offset``, and reduced; the pair summarised if that was its last chunk."""
+        start = time.perf_counter()
+        if offset:
+            frame = frame.with_columns(pl.col("unit") + offset)
+        self.partitions[at] = self.sink.write_partition(frame, part=at[1])
+        self.states[at[0], at[2]].append(PartitionState.of(frame, undefined=self.plan.options.measure.undefined))
+        del frame
+        self.timings.add(self.plan.fold, self.plan.models[at[2]].system, f"write {label}", start)
+        if last:
+            self.summarise(at[0], at[2], at[1] + 1)
+
+    def summarise(self, s: int, r: int, part: int) -> None:
+        """(set, recommender) done: its run-level rows as partition ``part``, then its summary."""
+        from recsys_eval.measure.beyond import run_frame
+
+        plan, start = self.plan, time.perf_counter()
+        system, names = plan.models[r].system, plan.options.measure.run_level
+        if names:
+            labels = {"system": system, "protocol": plan.sets[s].label, "fold": plan.fold}
+            user_type = pl.Int64 if plan.data.user_ids.dtype.is_integer() else pl.String
+            frame = run_frame(self.exposure.pop((s, r)).values(names), labels, user_type)
+            self.run_parts[s, r] = self.sink.write_partition(frame, part=part)
+            self.states[s, r].append(PartitionState.of(frame, undefined=plan.options.measure.undefined))
+        self.summaries[s, r] = partition_rows(plan.options, PartitionState.merge(self.states.pop((s, r))))
+        self.timings.add(plan.fold, system, f"summarise {plan.sets[s].label}", start)
+
+    def fold_summary(self) -> FoldSummary:
+        """Every partition and summary, in target-set order, then recommender order."""
+        out = FoldSummary()
+        for s in range(len(self.plan.sets)):
+            out.partitions += [self.partitions[key] for key in sorted(self.partitions) if key[0] == s]
+            for r in range(len(self.plan.models)):
+                if (s, r) in self.run_parts:
+                    out.partitions.append(self.run_parts[s, r])
+                out.add(self.summaries.pop((s, r)))
+        return out
+
+
+class LocalFold:
+    """A fold's plan executed in this process (see the module)."""
+
+    def __init__(self, plan: FoldPlan, sink: RunSink, progress: Progress, timings: Timings) -> None:
+        self.plan, self.sink, self.progress, self.timings = plan, sink, progress, timings
+        # the side tables of every chunk, keyed (set, part, recommender), written in that order
+        self.exposure: dict[tuple, pl.DataFrame] = {}
+        self.scored: dict[tuple, pl.DataFrame] = {}
+        self.curves: dict[tuple, pl.DataFrame] = {}
+
+    def run(self) -> FoldSummary:
+        """Fit, then rank and measure every range of users; the fold's summary and files."""
+        plan = self.plan
+        trains = {id(t.train): t.train for t in plan.sets}  # uniform test moves ratings into train
+        fitted = fit_models(plan, trains, self.progress, self.timings)
+        keeper = PartitionKeeper(plan, self.sink, self.timings)
+        try:
+            self._ranges(fitted, trains, keeper)
+            keeper.drain()
+            self.timings.add(plan.fold, "", "wait for writes", time.perf_counter() - keeper.waited)
+        finally:
+            keeper.close()
+        out = keeper.fold_summary()
+        self._rating_rows(fitted, out)
+        self.sink.write_fold_scratch(plan.fold, *([t[key] for key in sorted(t)]
+                                                   for t in (self.exposure, self.scored, self.curves)))
+        return out
+
+    def _ranges(self, fitted: FittedModels, trains: dict, keeper: PartitionKeeper) -> None:
+        """Every range of users: its units of every target set built once, then ranked and measured
+        by each recommender (those fitted in the background last)."""
+        from recsys_eval.recommend.base import SharedBlock
+
+        plan, sets, n_users = self.plan, self.plan.sets, self.plan.split.train.n_users
+        shares = any(SharedBlock.shares(m) for m in fitted.models.values())
+        per_range = range_users(plan, n_users, plan.split.train.n_items if shares else 0)
+        starts = np.arange(0, max(n_users, 1), per_range)
+        # per set: the ranges holding its users (a set without users is evaluated once, empty)
+        n_chunks = [max(len(np.unique(np.searchsorted(starts, s.plan.users, side="right"))), 1) for s in sets]
+        # the sets of each train together, so that one shared block is alive at a time
+        by_train = sorted(range(len(sets)), key=lambda s: list(trains).index(id(sets[s].train)))
+        order = sorted(range(len(plan.models)), key=lambda r: plan.models[r].system in fitted.background)
+        parts, units_before = [0] * len(sets), [0] * len(sets)
+        total = len(starts) * len(plan.models) * len(sets)
+        with self.progress.step(f"[{plan.fold}] rank and measure", total=total) as advance:
+            for first in starts:
+                stop = min(int(first) + per_range, n_users)
+                start = time.perf_counter()
+                chunks = [s.of_users(int(first), stop) for s in sets]
+                self.timings.add(plan.fold, "", "build targets", start)
+                todo = [s for s in by_train if chunks[s].targets.n_units or (sets[s].users == 0 and first == 0)]
+                part, before = list(parts), list(units_before)
+                for s in todo:
+                    units_before[s] += chunks[s].targets.n_units
+                    parts[s] += 1
+                for r in order:
+                    fitted.wait_for(plan.models[r].system, plan.fold, self.timings)
+                    blocks: dict[int, object] = {}
+                    for s in todo:
+                        key = id(sets[s].train)
+                        if key not in blocks:
+                            blocks.clear()  # the previous train's block is done with
+                            model = fitted.models[plan.models[r].system, key]
+                            blocks[key] = SharedBlock(model, int(first), stop) if SharedBlock.shares(model) else model
+                        self._measure(blocks[key], chunks[s], (s, part[s], r), before[s], stop == n_users,
+                                      n_chunks[s], keeper)
+                        advance()
+                    advance(len(sets) - len(todo))
+                    blocks.clear()
+                    if stop == n_users:  # the sets without users in the last range
+                        for s in sorted(set(range(len(sets))) - set(todo)):
+                            keeper.submit(keeper.summarise, s, r, parts[s])
+
+    def _measure(self, model, chunk: ProtocolTargets, at: tuple[int, int, int], offset: int, last: bool,
+                 n_chunks: int, keeper: PartitionKeeper) -> None:
+        """One chunk of one target set ranked and measured by one recommender; its rows handed to
+        the keeper, its side tables kept."""
+        from recsys_eval.report.curves import curve_rows
+
+        plan, (s, _, r) = self.plan, at
+        job, options, fold = plan.models[r], plan.options, plan.fold
+        start = time.perf_counter()
+        rankings = jobs.rank(options.rank, model, chunk)
+        self.timings.add(fold, job.system, f"rank {chunk.label}", start)
+        start, waited_before = time.perf_counter(), keeper.waited
+        frame = jobs.measure_ranking(options.measure, plan.data, rankings, chunk, job.system, fold, run_level=False)
+        if options.measure.run_level:  # before the keeper may summarise (s, r), which reads them
+            jobs.add_exposure(options.measure, keeper.exposure[s, r], rankings)
+        keeper.submit(keeper.keep, at, frame, offset, chunk.label, last)
+        del frame
+        self.curves[at] = curve_rows(rankings, chunk.targets, system=job.system, protocol=chunk.label, fold=fold)
+        if chunk.targets.all_candidates and not chunk.targets.one_relevant:
+            self.exposure[at] = jobs.exposure_rows(rankings, chunk, job.system, fold, bins=options.exposure_bins,
+                                                   k=options.measure.kmax)
+        if plan.pool_auc and getattr(rankings, "scores", True) is not None:
+            seed = options.seeds.auc_pool(fold, job.configured.definition, chunk.definition, jobs.first_user(chunk))
+            self.scored[at] = jobs.scored_rows(rankings, chunk, job.system, fold, seed=seed, n_chunks=n_chunks)
+        del rankings
+        # the step's own time: its wait for the keeper's previous chunk is counted once, under
+        # "wait for writes"
+        self.timings.add(fold, job.system, f"measure {chunk.label}", start + keeper.waited - waited_before)
+
+    def _rating_rows(self, fitted: FittedModels, out: FoldSummary) -> None:
+        """Rating-prediction metrics of each recommender on the fold's test ratings."""
+        plan = self.plan
+        for job in plan.models:
+            model = fitted.models[job.system, id(plan.split.train)]
+            rating = jobs.rating_rows(model, plan.split, job.system, list(plan.options.measure.rating), plan.data)
+            if rating is not None:
+                out.partitions.append(self.sink.write_partition(rating))
+                out.add(summarise_frames(plan.options, [rating]))
+
+
+@functools.cache
+def _keeper() -> ThreadPoolExecutor:
+    """The one thread that writes and reduces per-unit rows beside the main thread, for the whole
+    process: a new thread per fold would take a new malloc arena each time, and the process would
+    grow by ~150 MB a fold at ML-1M size."""
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="recsys-keep")
+
+
+def range_users(plan: FoldPlan, n_users: int, block_items: int) -> int:
+    """Users per range of a fold so that the run stays under the memory budget: what is free of the
+    budget now (data and models are resident) divided by a range's cost per user, a planning
+    estimate: every target set's units of the user (from its mean units per user, listed targets
+    and per-unit rows per unit, weighted by the share of users the set has), and a row of one
+    shared score block (``block_items`` float32; 0 when no model shares blocks)."""
+    options = plan.options
+    if options.users_per_chunk is not None:
+        return min(options.users_per_chunk, max(n_users, 1))
+    m = options.measure
+    values = len(m.k) * (len(m.ranking) + len(m.rating)) + 2  # + whole-list metrics, aux
+    per_user = 4.0 * block_items
+    for target_set in plan.sets:
+        per_user += _cost_per_user(target_set, values, options.rank.depth, n_users)
+    budget, free = options.memory, options.memory - resident_bytes()
+    smallest = MIN_CHUNK_USERS * per_user
+    if free < smallest:
+        raise ConfigError(
+            f"memory budget {format_size(budget)} is too small for this fold's {len(plan.sets)} target sets: "
+            f"the data and models take {format_size(resident_bytes())} and the smallest range of users "
+            f"({MIN_CHUNK_USERS}) about {format_size(smallest)}; set [run] memory (or --memory) "
+            f"to at least {format_size(resident_bytes() + smallest)}"
+        )
+    return int(min(max(n_users, 1), free // per_user))
+
+
+def _cost_per_user(target_set: TargetSet, values: int, depth: int, n_users: int) -> float:
+    """A target set's bytes per user of a range, averaged over the fold's users."""
+    ranked = depth if target_set.listed_per_unit == 0 else target_set.listed_per_unit
+    per_unit = values * _ROW_BYTES + target_set.listed_per_unit * _TARGET_BYTES + ranked * _RANKED_BYTES
+    return max(target_set.units_per_user, 1.0) * per_unit * target_set.users / max(n_users, 1)

@@ -1,0 +1,70 @@
+"""What measuring and ranking take from a config, validated once: the config's ``[metrics]`` and
+``[run]`` become :class:`MeasureOptions` and :class:`RankOptions`, which the local fold, the Spark
+fold, the tuner and the learning curve all use, so that none of them reads the config again."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from recsys_eval.pipeline.config import ExperimentConfig, MetricsConfig, RunConfig
+
+
+@dataclass(frozen=True)
+class MeasureOptions:
+    """The metrics of a run and how they are computed and averaged.
+
+    ``ranking``: the metrics of rankings (ranking and beyond-accuracy ones, config order);
+    ``rating``: the metrics of predicted ratings; ``k``: the cutoffs, ascending."""
+
+    ranking: tuple[str, ...]
+    rating: tuple[str, ...]
+    k: tuple[int, ...]
+    gain: str = "graded"
+    ties: str = "first"
+    undefined: str = "skip"
+    relevance_threshold: float | None = None
+
+    @classmethod
+    def from_config(cls, metrics: MetricsConfig) -> MeasureOptions:
+        from recsys_eval.measure.metrics import RATING_METRICS
+
+        names = metrics.names
+        return cls(tuple(m for m in names if m not in RATING_METRICS), tuple(m for m in names if m in RATING_METRICS),
+                   tuple(metrics.k), metrics.gain, metrics.ties, metrics.undefined, metrics.relevance_threshold)
+
+    @property
+    def kmax(self) -> int:
+        """The largest cutoff: all a top-k list needs for the cutoff metrics."""
+        return self.k[-1]
+
+    @property
+    def run_level(self) -> tuple[str, ...]:
+        """The metrics of a whole run (coverage, Gini, entropy), computed from exposure counts."""
+        from recsys_eval.measure.beyond import RUN_METRICS
+
+        return tuple(m for m in self.ranking if m in RUN_METRICS)
+
+    def only(self, name: str, k: int | None) -> MeasureOptions:
+        """These options for one metric (at ``k``, or at every cutoff when ``k`` is None)."""
+        return replace(self, ranking=(name,), rating=(), k=(k,) if k is not None else self.k)
+
+
+@dataclass(frozen=True)
+class RankOptions:
+    """How rankings are made: a full ranking lists its top ``depth`` items (the largest cutoff, at
+    least ``[run] depth``); scoring goes ``chunk_size`` users at a time; ``exact_auc`` places each
+    relevant item among all of its user's candidates (a second pass over every score, paid only
+    when AUC is measured)."""
+
+    depth: int
+    chunk_size: int = 2048
+    exact_auc: bool = False
+
+    @classmethod
+    def from_config(cls, config: ExperimentConfig) -> RankOptions:
+        return cls.for_measure(MeasureOptions.from_config(config.metrics), config.run)
+
+    @classmethod
+    def for_measure(cls, measure: MeasureOptions, run: RunConfig) -> RankOptions:
+        """What the metrics of ``measure`` need ranked, with the ``[run]`` settings."""
+        return cls(max(measure.kmax, run.depth), run.chunk_size, "auc" in measure.ranking)

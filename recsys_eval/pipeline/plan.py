@@ -1,0 +1,141 @@
+"""What one fold of a run is, built once from the config: :class:`RunOptions` (what every fold
+shares: protocols, recommenders, measure and rank options, seeds, interval and memory settings) and
+:class:`FoldPlan` (one fold: its split, its target sets and its recommenders with their seeds).
+
+The local fold (recsys_eval.pipeline.local), the Spark fold (recsys_eval.engine.fold) and the tuner
+execute plans; none of them reads the config.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from recsys_eval.core import Interactions, Split
+from recsys_eval.core.memory import parse_size
+from recsys_eval.pipeline.config import ExperimentConfig, ProtocolConfig, RecommenderConfig
+from recsys_eval.pipeline.options import MeasureOptions, RankOptions
+from recsys_eval.pipeline.progress import Progress
+from recsys_eval.pipeline.seeds import Seeds
+from recsys_eval.pipeline.targets import TargetSet, label_definitions, protocol_labels, target_sets
+from recsys_eval.pipeline.timings import Timings
+
+#: The protocol label of rating-prediction rows.
+RATINGS = "ratings"
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What every fold of a run shares, validated once from the config."""
+
+    protocols: tuple[ProtocolConfig, ...]
+    recommenders: tuple[RecommenderConfig, ...]
+    measure: MeasureOptions
+    rank: RankOptions
+    seeds: Seeds
+    #: ``t`` or ``bootstrap`` intervals over users, and the bootstrap's resamples.
+    interval: str = "t"
+    resamples: int = 1000
+    #: Bins of the exposure analysis: those of the first percentile design, else 5.
+    exposure_bins: int = 5
+    #: The memory budget in bytes, or fixed users per chunk.
+    memory: int = 4 * 10**9
+    users_per_chunk: int | None = None
+    threads: int | None = None
+
+    @classmethod
+    def from_config(cls, config: ExperimentConfig) -> RunOptions:
+        return cls(
+            tuple(config.protocols), tuple(config.recommenders), MeasureOptions.from_config(config.metrics),
+            RankOptions.from_config(config), Seeds(config.seed), config.compare.interval, config.compare.resamples,
+            next((p.bins for p in config.protocols if p.design == "percentiles"), 5),
+            parse_size(config.run.memory), config.run.users_per_chunk, config.run.threads,
+        )
+
+    @property
+    def labels(self) -> list[str]:
+        """Every protocol label the results carry, in config order (bins expanded), ``ratings``
+        last when rating metrics are measured."""
+        labels = [label for p in self.protocols for label in protocol_labels(p)]
+        return labels + [RATINGS] if self.measure.rating else labels
+
+    @property
+    def systems(self) -> list[str]:
+        return [r.display for r in self.recommenders]
+
+    def interval_seed(self, fold: str, label: str) -> int:
+        """The bootstrap seed of a (fold, label): keyed on the label's protocol definition (the label
+        itself for ``ratings``)."""
+        return self.seeds.intervals(fold, label_definitions(self.protocols).get(label, label))
+
+    def model_job(self, fold: str, rec: RecommenderConfig, tuned: RecommenderConfig | None = None) -> ModelJob:
+        """A recommender of a fold with its seed: the ``tuned`` entry in place of ``rec`` if given."""
+        fitted = tuned or rec
+        return ModelJob(fitted, self.seeds.recommender(fold, fitted.definition), rec)
+
+    def model_jobs(self, fold: str, tuned: dict[str, RecommenderConfig] | None = None) -> list[ModelJob]:
+        """Every recommender of a fold with its seed, the ``tuned`` entries (by system) in place of
+        the configured ones."""
+        return [self.model_job(fold, rec, (tuned or {}).get(rec.display)) for rec in self.recommenders]
+
+    def target_sets(self, protocol: ProtocolConfig, split: Split) -> list[TargetSet]:
+        """The target sets of one protocol entry on ``split``, seeded by its definition."""
+        return target_sets(protocol, split, seed=self.seeds.targets(split.name, protocol.definition),
+                           threshold=self.measure.relevance_threshold, chunk_size=self.rank.chunk_size)
+
+
+@dataclass(frozen=True)
+class ModelJob:
+    """One recommender of a fold: its entry with tuned hyperparameters merged in (``rec``, what is
+    fitted and what its seed derives from), and the entry as configured (``configured``, what
+    the samples drawn from its rankings derive from, so that tuning never moves them)."""
+
+    rec: RecommenderConfig
+    seed: int
+    configured: RecommenderConfig
+
+    @property
+    def system(self) -> str:
+        return self.rec.display
+
+    def make(self, data: Interactions, threads: int | None):
+        """A fresh, unfitted model."""
+        from recsys_eval.pipeline.jobs import make_model
+
+        return make_model(self.rec, data, seed=self.seed, threads=threads)
+
+
+@dataclass
+class FoldPlan:
+    """One fold: its split, its target sets (every protocol, bins expanded, in config order) and
+    its recommenders; ``pool_auc``: whether scored targets are sampled for AUC pooled over folds."""
+
+    options: RunOptions
+    data: Interactions
+    split: Split
+    sets: list[TargetSet]
+    models: list[ModelJob]
+    pool_auc: bool
+
+    @property
+    def fold(self) -> str:
+        return self.split.name
+
+    @classmethod
+    def build(cls, options: RunOptions, data: Interactions, split: Split, *, n_folds: int,
+              tuned: dict[str, RecommenderConfig] | None = None, progress: Progress | None = None,
+              timings: Timings | None = None, targets: bool = True) -> FoldPlan:
+        """The plan of ``split``: every protocol's target sets built (a step each in ``timings``;
+        none with ``targets=False``, for an engine whose tasks build their users' own), every
+        recommender with its seed, the ``tuned`` entries in place of the config's."""
+        sets: list[TargetSet] = []
+        protocols = options.protocols if targets else ()
+        with (progress or Progress.silent()).step(f"[{split.name}] targets", total=len(protocols)) as advance:
+            for protocol in protocols:
+                start = time.perf_counter()
+                sets += options.target_sets(protocol, split)
+                if timings is not None:
+                    timings.add(split.name, "", f"plan targets {protocol.display}", start)
+                advance()
+        pool_auc = "auc" in options.measure.ranking and n_folds >= 2
+        return cls(options, data, split, sets, options.model_jobs(split.name, tuned), pool_auc)

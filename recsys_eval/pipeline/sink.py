@@ -1,0 +1,155 @@
+"""The one writer of a run's files: :class:`RunSink`, over
+:class:`~recsys_eval.core.results.ResultsFolder` (which owns the file names and the layout).
+
+Everything a run writes goes through it, in the order a run makes it: the config as run, the
+partition layout, each chunk's per-unit rows, each fold's scratch tables and its completion mark,
+its split, the tuning log, the learning curve, the side tables made from the scratch, the summary,
+the data statistics, the timings and log, the manifest, the analysis and report, and the rename
+that makes the folder complete. ``recsys-eval evaluate`` writes through the same sink, as a run of
+one fold.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from recsys_eval.core import Split, atomic
+from recsys_eval.core.results import (
+    AUC_POOLING,
+    AUC_SCORES,
+    CONFIG,
+    CURVE_CHUNKS,
+    CURVES,
+    DATA_STATS,
+    EXPOSURE,
+    EXPOSURE_COUNTS,
+    LEARNING_CURVE,
+    LOG,
+    SUMMARY,
+    TIMINGS,
+    TUNING,
+    Manifest,
+    ResultsFolder,
+    config_hash,
+)
+
+
+class RunSink:
+    """Writes one run's results folder; nothing else writes into it."""
+
+    def __init__(self, folder: ResultsFolder, config_hash: str | None = None) -> None:
+        self.folder = folder
+        #: The hash of the config as run, which ``--resume`` matches work folders by.
+        self.config_hash = config_hash
+
+    @classmethod
+    def create(cls, out_root: str | Path, experiment: str, config_text: str, *, resume: bool) -> RunSink:
+        """A new run's work folder (or, with ``resume``, the newest one of the same config), with
+        the config as run saved in it."""
+        cfg_hash = config_hash(config_text)
+        folder = ResultsFolder.create(Path(out_root), experiment, cfg_hash, resume=resume)
+        folder.write_text(CONFIG, config_text)
+        return cls(folder, cfg_hash)
+
+    @classmethod
+    def create_at(cls, target: str | Path, *, force: bool) -> RunSink:
+        """A work folder that becomes the folder ``target`` itself when complete (``evaluate``)."""
+        return cls(ResultsFolder.create_at(Path(target), force=force))
+
+    @property
+    def path(self) -> Path:
+        return self.folder.path
+
+    # -- folds ----------------------------------------------------------------------------------
+    def set_layout(self, folds: list[str], systems: list[str], protocols: list[str]) -> None:
+        self.folder.set_layout(folds, systems, protocols)
+
+    def completed(self, fold: str) -> list[Path] | None:
+        """The partitions of ``fold`` when an earlier attempt completed it, else None."""
+        return self.folder.fold_partitions(fold) if self.folder.fold_done(fold) else None
+
+    def write_partition(self, per_unit: pl.DataFrame, *, part: int = 0) -> Path:
+        return self.folder.write_partition(per_unit, part=part)
+
+    def write_fold_scratch(self, fold: str, exposure: list[pl.DataFrame], scored: list[pl.DataFrame],
+                           curves: list[pl.DataFrame]) -> None:
+        """A fold's exposure counts, pooled-AUC samples and curve chunks, each kept until the side
+        tables are made from every fold's (:meth:`write_side_tables`)."""
+        for kind, frames in ((EXPOSURE_COUNTS, exposure), (AUC_SCORES, scored), (CURVE_CHUNKS, curves)):
+            if frames:
+                self.folder.write_scratch(kind, fold, pl.concat(frames))
+
+    def save_split(self, split: Split) -> None:
+        from recsys_eval.split import save_split
+
+        save_split(split, self.folder.split_folder(split.name))
+
+    def mark_fold_done(self, fold: str, partitions: list[Path]) -> None:
+        """The fold is complete: its partitions and split are written (``--resume`` reuses it)."""
+        self.folder.mark_fold_done(fold, partitions)
+
+    @property
+    def tuning_log(self) -> Path:
+        """Where the tuner records its trials as they finish (recsys_eval.tune.log)."""
+        return self.folder.file(TUNING)
+
+    # -- the run's tables -------------------------------------------------------------------------
+    def write_learning_curve(self, per_unit: pl.DataFrame) -> None:
+        atomic.write_parquet(per_unit, self.folder.file(f"{LEARNING_CURVE}.parquet"))
+
+    def write_side_tables(self) -> None:
+        """Exposure per popularity bin, the pooled-AUC table and the ROC and PR curves, from the
+        folds' scratch files."""
+        from recsys_eval.compare import auc_aggregation
+        from recsys_eval.pipeline.jobs import exposure_shares
+        from recsys_eval.report.curves import combine_curves
+
+        curves = self.folder.scratch_files(CURVE_CHUNKS)
+        if curves:
+            self.folder.write_table(CURVES, combine_curves(pl.concat([pl.read_parquet(f) for f in curves])), csv=False)
+        exposure = self.folder.scratch_files(EXPOSURE_COUNTS)
+        if exposure:
+            self.folder.write_table(EXPOSURE, exposure_shares(pl.concat([pl.read_parquet(f) for f in exposure])),
+                                    csv=False)
+        scored = self.folder.scratch_files(AUC_SCORES)
+        if len(scored) >= 2:
+            # one (system, protocol) at a time: the folds' pooled scores are never all in memory
+            lazy = pl.scan_parquet(scored).select("system", "protocol", "fold", "score", "label", "weight")
+            keys = sorted(lazy.select("system", "protocol").unique().collect().iter_rows())
+            pooled = [auc_aggregation(lazy.filter((pl.col("system") == system) & (pl.col("protocol") == protocol))
+                                      .collect()) for system, protocol in keys]
+            self.folder.write_table(AUC_POOLING, pl.concat(pooled), csv=False)
+
+    def write_summary(self, summary: pl.DataFrame) -> None:
+        self.folder.write_table(SUMMARY, summary)
+
+    def write_data_stats(self, stats: pl.DataFrame) -> None:
+        self.folder.write_table(DATA_STATS, stats, csv=False)
+
+    def write_timings(self, rows: list[dict]) -> None:
+        atomic.write_csv(pl.DataFrame(rows), self.folder.file(TIMINGS))
+
+    def write_log(self, lines: list[str]) -> None:
+        self.folder.write_text(LOG, "\n".join(lines) + "\n")
+
+    def write_manifest(self, manifest: Manifest) -> None:
+        self.folder.write_manifest(manifest)
+
+    def relative(self, paths: list[Path]) -> list[str]:
+        """Paths inside the folder as the manifest lists them."""
+        return [str(p.relative_to(self.folder.path)) for p in paths]
+
+    def analyse_and_report(self) -> None:
+        """The comparison tables (recsys_eval.compare.study) and the report (recsys_eval.report),
+        read from the folder as written so far (the manifest included)."""
+        from recsys_eval.compare.study import analyse
+        from recsys_eval.report import write_report
+
+        analyse(self.folder)
+        write_report(self.folder.path)
+
+    def finish(self, manifest: Manifest) -> Path:
+        """The manifest written and the folder made complete (renamed into place)."""
+        return self.folder.finish(manifest)

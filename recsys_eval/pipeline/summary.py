@@ -1,0 +1,100 @@
+"""Summaries of a run, a partition at a time: each (fold, system, protocol) partition reduced to its
+fold rows (means with intervals, pooled counts) as soon as it is measured, a fold's rows kept in a
+:class:`FoldSummary`, and the folds combined into the summary (``all`` rows: the mean of the fold
+means, pooled F over every fold's units, the t-interval over fold means;
+recsys_eval.measure.aggregate, docs/CONVENTIONS.md#averaging)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+
+from recsys_eval.measure.aggregate import PartitionState
+from recsys_eval.pipeline.plan import RunOptions
+
+_KEYS = ["system", "protocol", "fold", "metric", "k"]
+
+
+@dataclass
+class FoldSummary:
+    """What a fold leaves in memory: its summary rows and pooled F counts (small), and its files."""
+
+    rows: list[pl.DataFrame] = field(default_factory=list)
+    f_sums: list[pl.DataFrame] = field(default_factory=list)
+    partitions: list[Path] = field(default_factory=list)
+
+    def add(self, summarised: tuple[pl.DataFrame, pl.DataFrame | None]) -> None:
+        """One partition's rows and F counts (:func:`partition_rows`)."""
+        rows, sums = summarised
+        self.rows.append(rows)
+        if sums is not None:
+            self.f_sums.append(sums)
+
+
+def partition_rows(options: RunOptions, state: PartitionState) -> tuple[pl.DataFrame, pl.DataFrame | None]:
+    """One partition's fold rows (mean over users with its interval, micro mean, users counted and
+    left out, the rule) and its summed F-measure counts when ``f1`` is measured."""
+    from recsys_eval.compare import confidence_intervals
+    from recsys_eval.compare.intervals import t_interval_rows
+
+    rows = state.summary(options.measure.undefined)
+    if state.users.height and options.interval == "t":  # on the users as the state keeps them
+        keys = ["metric", "k"] if state.labels is not None else _KEYS
+        ci = t_interval_rows(state.users, keys).select(*keys, "lower", "upper")
+        rows = rows.join(ci, on=keys, how="left", nulls_equal=True, maintain_order="left")
+    elif state.users.height:
+        users = state.user_values()
+        first = users.row(0, named=True)
+        ci = confidence_intervals(
+            users.select("system", "protocol", "fold", "user", "metric", "k", "value"),
+            method=options.interval, n_resamples=options.resamples,
+            seed=options.interval_seed(first["fold"], first["protocol"]),
+        ).select(*_KEYS, "lower", "upper")
+        rows = rows.join(ci, on=_KEYS, how="left", nulls_equal=True, maintain_order="left")
+    return rows, state.f_sums()
+
+
+def summarise_frames(options: RunOptions, frames: list[pl.DataFrame]) -> tuple[pl.DataFrame, pl.DataFrame | None]:
+    """The rows of one (fold, system, protocol) from its per-unit frames (its chunks)."""
+    undefined = options.measure.undefined
+    return partition_rows(options, PartitionState.merge([PartitionState.of(f, undefined=undefined) for f in frames]))
+
+
+def reuse_fold(options: RunOptions, partitions: list[Path]) -> FoldSummary:
+    """The summary of a fold an earlier attempt completed, read back one partition at a time."""
+    out = FoldSummary(partitions=partitions)
+    states: dict[tuple[str, str], list[PartitionState]] = {}
+    for path in partitions:
+        frame = pl.read_parquet(path)
+        key = frame.row(0, named=True)["system"], frame.row(0, named=True)["protocol"]
+        states.setdefault(key, []).append(PartitionState.of(frame, undefined=options.measure.undefined))
+    for parts in states.values():
+        out.add(partition_rows(options, PartitionState.merge(parts)))
+    return out
+
+
+def combine_folds(folds: list[FoldSummary]) -> pl.DataFrame:
+    """The fold rows and, with two or more folds, the ``all`` rows (mean of the fold means, pooled F
+    over every fold's units) with the t-interval over fold means."""
+    from recsys_eval.compare import fold_confidence_intervals
+    from recsys_eval.measure.aggregate import with_all_folds
+
+    rows = pl.concat([r for f in folds for r in f.rows], how="diagonal_relaxed")
+    f_sums = [s for f in folds for s in f.f_sums]
+    summary = with_all_folds(rows, pl.concat(f_sums) if f_sums else None)
+    if len(folds) < 2:
+        return summary
+    # The t-interval over fold means: each fold enters as one value, its mean over users.
+    fold_means = summary.filter(pl.col("users_counted").is_not_null() & (pl.col("fold") != "all")
+                                & (pl.col("rule") == "user mean")).select(
+        "system", "protocol", "fold", pl.lit(0, pl.Int64).alias("user"), "metric", "k",
+        pl.col("mean").alias("value"),
+    )
+    ci = fold_confidence_intervals(fold_means).select(
+        *_KEYS, pl.col("lower").alias("_lower"), pl.col("upper").alias("_upper"))
+    summary = summary.join(ci, on=_KEYS, how="left", nulls_equal=True, maintain_order="left")
+    return summary.with_columns(
+        pl.coalesce("lower", "_lower").alias("lower"), pl.coalesce("upper", "_upper").alias("upper"),
+    ).drop("_lower", "_upper")
