@@ -148,31 +148,36 @@ def check_quickstart() -> None:
     """Part q (module docstring)."""
     import polars as pl
 
-    from recsys_eval.experiment import runner
+    from recsys_eval.experiment.runner import config_splits
+    from recsys_eval.pipeline import jobs
     from recsys_eval.pipeline.config import load_config
+    from recsys_eval.pipeline.inputs import load_data, prepare_data
+    from recsys_eval.pipeline.plan import RunOptions
     from recsys_eval.measure import measure
     from recsys_eval.recommend import rank_one_relevant, recommend_top_k
     from recsys_eval.targets import build_targets
 
     path = Path(__file__).resolve().parents[1] / "experiments" / "quickstart.toml"
     config = load_config(path)
-    data, _ = runner.prepare_data(config, runner.load_data(config))
-    split = runner.make_splits(config, data)[0]
+    run = RunOptions.from_config(config)
+    data, _ = prepare_data(config.prepare, load_data(config.dataset))
+    split = config_splits(config, data)[0]
     m = config.metrics
-    names = [n for n in runner._ranking_metrics(config)[0] if n not in ("catalog_coverage", "novelty")]
-    for rec in config.recommenders:
-        model = runner.make_model(config, rec, data, split.name).fit(split.train)
+    names = [n for n in run.measure.ranking if n not in ("catalog_coverage", "novelty")]
+    for job in run.model_jobs(split.name):
+        rec = job.rec
+        model = job.make(data, run.threads).fit(split.train)
         for protocol in config.protocols:
-            target = runner.build_protocol_targets(config, protocol, split)[0]
+            target = run.target_sets(protocol, split)[0].whole()
             targets = target.targets
             options = dict(metrics=names, k=m.k, gain=m.gain, ties=m.ties, system=rec.display, fold=split.name)
-            old = measure(runner.rank(config, model, target), targets, **options)
+            old = measure(jobs.rank(run.rank, model, target), targets, **options)
             if targets.all_candidates:
-                ranked = recommend_top_k(model, split.train, targets.unit_user, runner.full_ranking_depth(config),
+                ranked = recommend_top_k(model, split.train, targets.unit_user, run.rank.depth,
                                          candidates=targets.candidates, targets=targets)
                 new_targets = targets
             elif "1R" in protocol.name:
-                seed = runner.derive_seed(config.seed, "targets", split.name, protocol.display)
+                seed = run.seeds.targets(split.name, protocol.definition)
                 new_targets = build_targets(split, protocol.name, threshold=m.relevance_threshold, seed=seed,
                                             one_relevant=True)
                 ranked = rank_one_relevant(model, split.train, new_targets)
@@ -188,7 +193,7 @@ def check_quickstart() -> None:
             if targets.all_candidates:
                 auc = joined.filter(pl.col("metric") == "auc")
                 line += (f"; AUC exact {auc.get_column('value_new').fill_nan(None).mean():.4f} "
-                         f"(was {auc.get_column('value').fill_nan(None).mean():.4f} at depth {runner.full_ranking_depth(config)})")
+                         f"(was {auc.get_column('value').fill_nan(None).mean():.4f} at depth {run.rank.depth})")
             else:
                 line += f"; AUC identical: {differ.filter(pl.col('metric') == 'auc').height == 0}"
             print(line)

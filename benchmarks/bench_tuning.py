@@ -19,7 +19,8 @@ from pathlib import Path
 
 import polars as pl
 
-from recsys_eval.pipeline import jobs
+from recsys_eval.experiment.runner import config_splits
+from recsys_eval.pipeline.inputs import load_data
 from recsys_eval.pipeline.config import parse_config
 from recsys_eval.tune import tune_fold
 
@@ -65,8 +66,8 @@ def main() -> None:
         for workers in (1, 2):
             text = CONFIG.format(dataset=dataset, split=split, trials=args.trials, workers=workers)
             config = parse_config(tomllib.loads(text))
-            data = jobs.load_data(config)
-            fold = jobs.make_splits(config, data)[0]
+            data = load_data(config.dataset)
+            fold = config_splits(config, data)[0]
             with tempfile.TemporaryDirectory() as tmp:
                 start = time.perf_counter()
                 tune_fold(config, data, fold, Path(tmp) / "tuning.parquet")

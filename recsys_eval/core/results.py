@@ -115,9 +115,11 @@ class Manifest:
     """What a results folder records about its run, typed, with every default in this one place
     (the values a folder written before a field existed is read with).
 
-    ``kind`` is ``run`` (``recsys-eval run``) or ``evaluate`` (a run file scored by ``recsys-eval
-    evaluate``: one fold, one system, one protocol). ``seeds`` holds every derived seed of the run
-    by what it randomises; ``protocol_definitions`` each result label's axes, design and bin.
+    ``kind`` is ``run`` (``recsys-eval run``), ``evaluate`` (a run file scored by ``recsys-eval
+    evaluate``: one fold, one system, one protocol) or ``datasets`` (the comparison of a study over
+    several ``datasets``, its systems ranked by ``ranked_by``: metric@k and protocol). ``seeds``
+    holds every derived seed of the run by what it randomises; ``protocol_definitions`` each result
+    label's axes, design and bin.
     """
 
     format: int = FORMAT_VERSION
@@ -149,6 +151,8 @@ class Manifest:
     undefined: str = "skip"
     interval: str = "t"
     resamples: int = 1000
+    datasets: list[str] = field(default_factory=list)
+    ranked_by: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_json(cls, data: dict[str, Any], source: str = "manifest") -> Manifest:
@@ -376,14 +380,17 @@ class ResultsFolder:
                 "evaluate` again to get a results folder (its per_unit.parquet still reads with "
                 "pl.read_parquet)"
             )
-        missing = [name for name in (MANIFEST, PER_UNIT, f"{SUMMARY}.parquet")
-                   if not (folder.path / name).exists()]
+        manifest = folder.path / MANIFEST
+        kind = json.loads(manifest.read_text()).get("kind", "run") if manifest.is_file() else "run"
+        needed = (MANIFEST, CONFIG, PER_UNIT, f"{SUMMARY}.parquet") if kind == "run" else (
+            MANIFEST, PER_UNIT, f"{SUMMARY}.parquet")  # an evaluated run file has no config
+        missing = [name for name in needed if not (folder.path / name).exists()]
         if missing:
             raise DataError(
                 f"{folder.path}: not a complete results folder (missing {', '.join(missing)}); an "
                 "interrupted run can be finished with `recsys-eval run CONFIG --resume`"
             )
-        raw = json.loads((folder.path / MANIFEST).read_text())
+        raw = json.loads(manifest.read_text())
         if raw.get("format") != FORMAT_VERSION:
             raise DataError(
                 f"{folder.path}: results format {raw.get('format')!r}, this version reads format "

@@ -8,12 +8,13 @@ post-hoc says which differences the datasets support (recsys_eval.compare.datase
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from pathlib import Path
 
 import polars as pl
 from rich.console import Console
 
-from recsys_eval.core.results import CROSS_DATASET, ResultsFolder, config_hash
+from recsys_eval.core.results import CROSS_DATASET, Manifest, ResultsFolder, config_hash
 from recsys_eval.pipeline.config import ExperimentConfig
 from recsys_eval.measure.aggregate import ALL_FOLDS, RULE_USER_MEAN
 from recsys_eval.pipeline.search import parse_metric, study_metric
@@ -84,8 +85,14 @@ def run_study(config: ExperimentConfig, config_text: str, *, out_root: str | Pat
     for key, frame in tables.items():
         folder.write_table(key, frame)
     folder.write_text(f"{CROSS_DATASET}.md", markdown(config, tables))
-    final = folder.finish({"datasets": list(summaries), "metric": study_metric(config),
-                           "protocol": tables["values"].get_column("protocol")[0]})
+    ranked_by = {"metric": study_metric(config), "protocol": tables["values"].get_column("protocol")[0]}
+    final = folder.finish(Manifest(experiment=config.name, kind="datasets", created=_now(), datasets=list(summaries),
+                                   systems=[r.display for r in config.recommenders], ranked_by=ranked_by,
+                                   baseline=config.compare.baseline, alpha=config.compare.alpha))
     summary = pl.concat([s.with_columns(pl.lit(d).alias("dataset")) for d, s in summaries.items()],
                         how="diagonal_relaxed")
     return RunOutcome(final, summary)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")

@@ -96,11 +96,15 @@ def load_and_split(config: ExperimentConfig, progress: Progress,
     timings.add("", "", "load and prepare", start)
     progress.log(f"data: {data!r}")
     start = time.perf_counter()
-    seed = RunOptions.from_config(config).seeds.split()
-    folds = make_splits(config.split, data, seed=seed, data_home=config.dataset.data_home)
-    splits, on_train = prepare_splits(config.prepare, folds)
+    splits, on_train = prepare_splits(config.prepare, config_splits(config, data))
     timings.add("", "", "split", start)
     return data, splits, prepared + on_train
+
+
+def config_splits(config: ExperimentConfig, data: Interactions) -> list[Split]:
+    """The folds of the config's splitter on ``data``, seeded by the run's split seed."""
+    seed = RunOptions.from_config(config).seeds.split()
+    return make_splits(config.split, data, seed=seed, data_home=config.dataset.data_home)
 
 
 def run_fold(config: ExperimentConfig, options: RunOptions, data: Interactions, split: Split, n_folds: int,

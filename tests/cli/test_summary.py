@@ -9,6 +9,7 @@ import itertools
 import polars as pl
 from rich.console import Console
 
+from recsys_eval.core.results import Manifest
 from recsys_eval.experiment.summary_table import print_summary
 
 PROTOCOLS = ["TI+AR+AN", "AI+1R+NN100", "AI+AR+AN"]  # config order, not alphabetical
@@ -26,7 +27,7 @@ def _summary() -> pl.DataFrame:
 
 def _print(width: int, columns: list[str] | None = None) -> str:
     console = Console(width=width, record=True, color_system=None)
-    print_summary(console, _summary(), manifest={"protocols": PROTOCOLS, "systems": SYSTEMS}, columns=columns)
+    print_summary(console, _summary(), manifest=Manifest(protocols=PROTOCOLS, systems=SYSTEMS), columns=columns)
     return console.export_text()
 
 

@@ -15,7 +15,10 @@ import recsys_eval.targets as targets_module
 from recsys_eval.core.results import ResultsFolder
 from recsys_eval.data import load_file
 from recsys_eval.errors import DataError
-from recsys_eval.pipeline import jobs, runner
+from recsys_eval.experiment import runner
+from recsys_eval.pipeline import jobs
+from recsys_eval.pipeline.inputs import load_data
+from recsys_eval.pipeline.plan import RunOptions
 from recsys_eval.pipeline.config import load_config
 from recsys_eval.recommend.one_relevant import OneRelevantRanking
 
@@ -147,8 +150,8 @@ def test_the_runner_ranks_1r_units_in_closed_form(synthetic_ratings, tmp_path, m
     ranked = []
     original = jobs.rank
 
-    def spy(config, model, target):
-        out = original(config, model, target)
+    def spy(options, model, target):
+        out = original(options, model, target)
         ranked.append((target.targets.protocol, type(out)))
         return out
 
@@ -176,10 +179,11 @@ def test_nan_scores_raise_on_the_fast_path(synthetic_ratings, tmp_path, protocol
     config_path = tmp_path / "c.toml"
     config_path.write_text(CONFIG.format(data=synthetic_ratings, recommenders=MODELS, ties="first", chunk=1000))
     config = load_config(config_path)
-    data = jobs.load_data(config)
-    split = jobs.make_splits(config, data)[0]
+    options = RunOptions.from_config(config)
+    data = load_data(config.dataset)
+    split = runner.config_splits(config, data)[0]
     entry = next(p for p in config.protocols if p.name == "AI+1R+NN100").model_copy(update={"name": protocol})
-    target = next(jobs.target_sets(config, entry, split)[0].chunks(10_000))
+    target = next(options.target_sets(entry, split)[0].chunks(10_000))
     assert target.targets.one_relevant
     with pytest.raises(DataError, match="NaN"):
-        jobs.rank(config, nan_model(split.train), target)
+        jobs.rank(options.rank, nan_model(split.train), target)

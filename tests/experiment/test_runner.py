@@ -17,6 +17,8 @@ from recsys_eval.core.results import ResultsFolder
 from recsys_eval.errors import DataError
 from recsys_eval.experiment import runner
 from recsys_eval.pipeline.config import load_config
+from recsys_eval.pipeline.inputs import prepare_splits
+from recsys_eval.pipeline.local import LocalFold
 from recsys_eval.recommend import Recommender, make_recommender
 
 SMALL = """
@@ -158,16 +160,16 @@ def test_interrupted_run_leaves_no_complete_folder_and_resume_reuses_folds(tmp_p
     config_path = write_config(tmp_path, method="kfold", params="{ k = 2, per_user = true }",
                                recommenders='[[recommenders]]\nname = "popular"\n')
     out = tmp_path / "results"
-    real = runner.evaluate_fold
+    real = LocalFold.run
     calls = []
 
-    def dies_on_second_fold(config, data, split, *args):
-        calls.append(split.name)
+    def dies_on_second_fold(fold):
+        calls.append(fold.plan.fold)
         if len(calls) == 2:
             raise KeyboardInterrupt
-        return real(config, data, split, *args)
+        return real(fold)
 
-    monkeypatch.setattr(runner, "evaluate_fold", dies_on_second_fold)
+    monkeypatch.setattr(LocalFold, "run", dies_on_second_fold)
     with pytest.raises(SystemExit) as exit_info:
         main(["run", str(config_path), "--out", str(out), "--quiet"])
     assert exit_info.value.code == 130
@@ -177,7 +179,7 @@ def test_interrupted_run_leaves_no_complete_folder_and_resume_reuses_folds(tmp_p
     assert len(partial) == 1 and not (partial[0] / "manifest.json").exists()
 
     calls.clear()
-    monkeypatch.setattr(runner, "evaluate_fold", lambda *a: calls.append(a[2].name) or real(*a))
+    monkeypatch.setattr(LocalFold, "run", lambda fold: calls.append(fold.plan.fold) or real(fold))
     folder = run(config_path, out, "--resume")
     assert len(calls) == 1  # the first fold was reused
     fresh = run(config_path, tmp_path / "fresh")
@@ -270,7 +272,7 @@ def test_external_run_equals_the_internal_recommender(tmp_path):
     # The popular recommender fitted on the run's own train side (the same seed gives the same
     # split): its every score, written as a file of raw ids, evaluated as a run.
     data = load_data()
-    train = runner.jobs.make_splits(load_config(write_config(tmp_path)), data)[0].train
+    train = runner.config_splits(load_config(write_config(tmp_path)), data)[0].train
     model = make_recommender("popular", {}).fit(train)
     users = np.repeat(np.arange(data.n_users), data.n_items)
     items = np.tile(np.arange(data.n_items), data.n_users)
@@ -408,8 +410,8 @@ def test_prepare_on_train_never_sees_the_test_side(tmp_path):
     extra = '\n[prepare]\non = "train"\nk_core = 8\n'
     config = load_config(write_config(tmp_path, extra=extra))
     data = load_data()
-    raw = runner.jobs.make_splits(config, data)
-    splits, steps = runner.jobs.prepare_splits(config, raw)
+    raw = runner.config_splits(config, data)
+    splits, steps = prepare_splits(config.prepare, raw)
     for before, after in zip(raw, splits, strict=True):
         expected, _ = prepare.k_core(before.train, 8)  # the k-core of the train side alone
         assert after.train.frame.equals(expected.frame)
@@ -479,7 +481,7 @@ def test_1r_units_record_their_full_candidate_count(tmp_path):
     full = per_unit.filter(pl.col("metric") == "full_candidates")
     config = load_config(write_config(tmp_path))
     data = load_data()
-    split = runner.jobs.make_splits(config, data)[0]
+    split = runner.config_splits(config, data)[0]
     # N = items not in the user's train, less the user's other relevant items
     relevant = split.test.frame.filter(pl.col("rating") >= 4).group_by("user").len()
     index = relevant["user"].to_numpy()

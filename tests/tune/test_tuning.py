@@ -14,7 +14,8 @@ import pytest
 from recsys_eval.core import Split
 from recsys_eval.core.results import TUNING, ResultsFolder
 from recsys_eval.errors import ConfigError
-from recsys_eval.pipeline import jobs, runner
+from recsys_eval.experiment import runner
+from recsys_eval.pipeline.inputs import load_data
 from recsys_eval.pipeline.config import load_config, parse_config
 from recsys_eval.recommend import Recommender
 from recsys_eval.tune import TrialLog, parse_search, tune_fold, validation_of
@@ -69,8 +70,8 @@ def parsed(data: Path, **kwargs):
 
 
 def fold_of(config):
-    data = jobs.load_data(config)
-    return data, jobs.make_splits(config, data)[0]
+    data = load_data(config.dataset)
+    return data, runner.config_splits(config, data)[0]
 
 
 # -- recommenders that record what they see ---------------------------------------------------
