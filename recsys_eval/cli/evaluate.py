@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import shutil
-import uuid
 from pathlib import Path
 
 import typer
@@ -20,7 +17,7 @@ FORMAT_HELP = "csv, tsv, parquet, trec, ranx or elliot (default: from the extens
 def evaluate(
     test: Path = typer.Option(..., "--test", help="Judgments: user, item[, rating] (CSV, Parquet, TREC qrels, ...)."),
     run: Path = typer.Option(..., "--run", help="Run: user, item and score or rank (CSV, Parquet, TREC, ...)."),
-    out: Path = typer.Option(..., "--out", help="Folder to write per_unit.parquet and summary.csv."),
+    out: Path = typer.Option(..., "--out", help="Results folder to write (per_unit/, summary, manifest)."),
     train: Path | None = typer.Option(None, "--train", help="user, item (read like --test)."),
     threshold: float | None = typer.Option(None, "--threshold", help="Relevant: rating >= T."),
     metrics: str = typer.Option(DEFAULT_METRICS, "--metrics", help="Comma-separated metric names."),
@@ -41,13 +38,12 @@ def evaluate(
     master: str = typer.Option("local[2]", "--master", help="Spark master: local[N], spark://host:port, yarn."),
     partitions: int | None = typer.Option(None, "--partitions", help="Spark: user partitions (default 4 x cores)."),
 ) -> None:
-    """Score a run against test interactions; write per-unit values and the summary."""
+    """Score a run against test interactions; write a results folder (per-unit values, summary,
+    manifest) that `recsys-eval report` and `compare` open like a run's."""
     from rich.console import Console  # heavy imports here, so that `recsys-eval --help` starts fast
 
     from recsys_eval.data.runs import load_run
     from recsys_eval.errors import check_choice
-    from recsys_eval.measure import measure, rating_metrics, summarize
-    from recsys_eval.measure.api import concat_per_unit
     from recsys_eval.measure.metrics import (
         ALL_METRICS,
         GAINS,
@@ -57,6 +53,8 @@ def evaluate(
         check_cutoffs,
         check_metrics,
     )
+    from recsys_eval.pipeline.evaluate import evaluate_run
+    from recsys_eval.pipeline.options import MeasureOptions
 
     # parse
     names = check_metrics([m.strip() for m in metrics.split(",") if m.strip()], ALL_METRICS)
@@ -77,7 +75,7 @@ def evaluate(
                         master, partitions, (format, columns, test_format, test_columns, genres))
         return
 
-    # read
+    # read, measure, write
     data = load_run(
         test, run, train, threshold=threshold, run_format=format, run_columns=_parse_names(columns, "--columns"),
         test_format=test_format or format, test_columns=_parse_names(test_columns, "--test-columns"),
@@ -85,35 +83,12 @@ def evaluate(
     console = Console()
     for note in data.notes:
         console.print(f"[yellow]note:[/] {note}", highlight=False)
-
-    # measure
-    system = run.stem
-    ranking_names = [m for m in names if m not in RATING_METRICS]
-    frames = []
-    if ranking_names:
-        frames.append(
-            measure(
-                data.rankings, data.targets, metrics=ranking_names, k=cutoffs, gain=gain, ties=ties,
-                system=system, user_ids=data.user_ids, train=data.train,
-                genres=_genres(genres, data.item_ids) if genres is not None else None,
-            )
-        )
-    rating_names = [m for m in names if m in RATING_METRICS]
-    if rating_names:
-        if data.predictions is None:
-            raise DataError("rating metrics need a 'rating' column in TEST and a 'score' column in RUN")
-        if not data.predictions.height:
-            raise DataError("rating metrics: RUN scores none of the (user, item) pairs of TEST")
-        frames.append(
-            rating_metrics(data.predictions, metrics=rating_names, system=system,
-                           protocol=data.targets.protocol)
-        )
-    per_unit = concat_per_unit(frames)
-    summary = summarize(per_unit, undefined=undefined)
-
-    # write
-    _write(out, per_unit, summary, force)
-    _print_summary(console, summary, out)
+    options = MeasureOptions(tuple(m for m in names if m not in RATING_METRICS),
+                             tuple(m for m in names if m in RATING_METRICS), tuple(cutoffs), gain, ties, undefined,
+                             threshold)
+    folder, summary = evaluate_run(data, options, system=run.stem, out=out, force=force, source=str(test),
+                                   genres=_genres(genres, data.item_ids) if genres is not None else None)
+    _print_summary(console, summary, folder)
 
 
 def _evaluate_spark(test, run, out, train, threshold, names, cutoffs, gain, ties, undefined, force, master,
@@ -176,29 +151,6 @@ def _genres(path: Path, item_ids):
     return genre_matrix(known, item_ids.len())
 
 
-def _write(out: Path, per_unit, summary, force: bool) -> None:
-    """Write into a fresh sibling folder, then move it into place (never a half-written result)."""
-    out = out.absolute()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    temp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex[:8]}"
-    temp.mkdir()
-    try:
-        per_unit.write_parquet(temp / "per_unit.parquet", compression="zstd", compression_level=1)  # as a run's
-        summary.write_csv(temp / "summary.csv")
-        if out.exists():
-            if not force:
-                raise ConfigError(f"output folder {str(out)!r} exists; pass --force to replace it")
-            old = out.parent / f".{out.name}.old-{uuid.uuid4().hex[:8]}"
-            os.replace(out, old)
-            os.replace(temp, out)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(temp, out)
-    finally:
-        if temp.exists():
-            shutil.rmtree(temp, ignore_errors=True)
-
-
 def _print_summary(console, summary, out: Path) -> None:
     import polars as pl
     from rich.table import Table
@@ -215,7 +167,8 @@ def _print_summary(console, summary, out: Path) -> None:
             "" if row["users_left_out"] is None else f"{row['users_left_out']:,}",
         )
     console.print(table)
-    console.print(f"wrote {out / 'per_unit.parquet'} and {out / 'summary.csv'}", highlight=False)
+    console.print(f"results: {out} (per_unit/, summary.csv; `recsys-eval report {out}` for the report)",
+                  highlight=False)
 
 
 def _fmt(value: float | None) -> str:

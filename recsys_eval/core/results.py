@@ -373,12 +373,12 @@ class ResultsFolder:
         folder = cls(Path(path))
         if not folder.path.is_dir():
             raise DataError(f"{folder.path}: no such results folder")
-        if (folder.path / f"{PER_UNIT}.parquet").is_file() and not (folder.path / MANIFEST).is_file():
+        if (folder.path / f"{PER_UNIT}.parquet").exists() and not (folder.path / MANIFEST).is_file():
             raise DataError(
-                f"{folder.path}: written by `recsys-eval evaluate` of an earlier version (per_unit.parquet "
-                "and summary.csv, no manifest), which `report` and `compare` cannot open; run `recsys-eval "
-                "evaluate` again to get a results folder (its per_unit.parquet still reads with "
-                "pl.read_parquet)"
+                f"{folder.path}: per_unit.parquet and summary.csv without a manifest, as `recsys-eval "
+                "evaluate --engine spark` or the local evaluate of an earlier version writes them; `report` "
+                "and `compare` open the results folders of `recsys-eval run` and the local `evaluate`: "
+                "evaluate again with the local engine (per_unit.parquet still reads with pl.scan_parquet)"
             )
         manifest = folder.path / MANIFEST
         kind = json.loads(manifest.read_text()).get("kind", "run") if manifest.is_file() else "run"

@@ -44,7 +44,7 @@ from recsys_eval.engine.partitions import (
 )
 from recsys_eval.core.spark import SparkError, spark_failures, task_threads
 from recsys_eval.errors import ConfigError, DataError, RecsysEvalError, check_choice
-from recsys_eval.measure.aggregate import PartitionState, with_all_folds
+from recsys_eval.measure.aggregate import PartitionState
 from recsys_eval.measure.metrics import (
     GAINS,
     N_RELEVANT,
@@ -370,9 +370,10 @@ def per_unit_parts(spark: SparkSession, folder: HadoopFolder):
 def summarize_parts(parts, undefined: str) -> pl.DataFrame:
     """:func:`recsys_eval.measure.summarize` of the per-unit table made of ``parts`` (tables of
     disjoint users), one part in memory at a time (:func:`merge_states`)."""
-    state = merge_states([PartitionState.of(part, undefined=undefined) for part in parts if part.height])
-    counts = state.f_sums()
-    return with_all_folds(state.summary(undefined), counts)
+    from recsys_eval.pipeline.evaluate import summary_of
+
+    return summary_of([merge_states([PartitionState.of(part, undefined=undefined) for part in parts if part.height])],
+                      undefined)
 
 
 def job_error(exc: BaseException) -> RecsysEvalError:

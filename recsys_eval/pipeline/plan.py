@@ -52,6 +52,12 @@ class RunOptions:
             parse_size(config.run.memory), config.run.users_per_chunk, config.run.threads,
         )
 
+    @classmethod
+    def summarising(cls, undefined: str) -> RunOptions:
+        """The options of a run that only summarises per-unit values it was given (``evaluate``:
+        a run file, no protocol to build, no recommender to fit), t-intervals over users."""
+        return cls((), (), MeasureOptions((), (), (), undefined=undefined), RankOptions(0), Seeds(0))
+
     @property
     def labels(self) -> list[str]:
         """Every protocol label the results carry, in config order (bins expanded), ``ratings``

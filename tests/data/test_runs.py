@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from recsys_eval.core.results import ResultsFolder
 from recsys_eval.cli import main
 from recsys_eval.data.runs import load_run, read_judgments, read_run, to_ranx, write_ranx, write_trec
 from recsys_eval.errors import ConfigError, DataError, OutputError, RecsysEvalError
@@ -37,7 +38,7 @@ def _per_unit(tmp_path, name, test, run, *extra):
         main(["evaluate", "--test", str(test), "--run", str(run), "--metrics", METRICS, "--k", "1,2,5",
               "--out", str(out), *extra])
     assert exit_info.value.code in (0, None)
-    return pl.read_parquet(out / "per_unit.parquet").drop("system").sort("user", "metric", "k")
+    return ResultsFolder.open(out).scan_per_unit().collect().drop("system").sort("user", "metric", "k")
 
 
 def _write_all_formats(tmp_path):
@@ -279,7 +280,7 @@ def test_qrels_grades_from_one_are_relevant_and_the_cli_says_so(tmp_path, capsys
         main(["evaluate", "--test", str(tmp_path / "t.qrels"), "--run", str(tmp_path / "r.csv"),
               "--metrics", "precision", "--k", "1", "--out", str(tmp_path / "o")])
     assert "grade >= 1" in re.sub(r"\s+", " ", capsys.readouterr().out)
-    per_unit = pl.read_parquet(tmp_path / "o" / "per_unit.parquet").sort("user")
+    per_unit = ResultsFolder.open(tmp_path / "o").scan_per_unit().collect().sort("user")
     assert per_unit["value"].to_list() == [0.0, 1.0]  # item 11 graded 0: judged non-relevant
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
+from recsys_eval.core.results import ResultsFolder
 from recsys_eval.cli import main
 
 TEST = "user,item,rating\n1,10,5\n1,11,3\n1,12,1\n2,10,4\n3,13,2\n"
@@ -36,7 +37,7 @@ def test_end_to_end(files, tmp_path, capsys):
     code, io = _evaluate(args, capsys)
     assert code in (0, None)
     assert "ndcg@2" in io.out and "1 RUN users are not in TEST" in io.out
-    per_unit = pl.read_parquet(out / "per_unit.parquet")
+    per_unit = ResultsFolder.open(out).scan_per_unit().collect()
     assert per_unit.columns == ["system", "protocol", "fold", "user", "unit", "metric", "k", "value"]
     assert set(per_unit["system"]) == {"mysys"}
     assert set(per_unit.drop_nulls("user")["user"]) == {1, 2, 3}  # raw ids; user 4 ignored
@@ -56,6 +57,41 @@ def test_end_to_end(files, tmp_path, capsys):
     assert code in (0, None)
 
 
+def test_an_evaluated_run_is_a_results_folder_that_report_and_compare_open(files, tmp_path, capsys):
+    """The folder evaluate writes is a run of one fold: the report renders it, compare analyses it,
+    and the Python API reads its summary with intervals and its manifest."""
+    from recsys_eval.compare.study import analyse
+
+    out = tmp_path / "result"
+    args = ["--test", files("test.csv", TEST), "--run", files("mysys.csv", RUN), "--threshold", "3",
+            "--metrics", "precision,ndcg,rr", "--k", "1,2", "--out", str(out)]
+    assert _evaluate(args, capsys)[0] in (0, None)
+    folder = ResultsFolder.open(out)
+    assert folder.manifest.kind == "evaluate" and folder.manifest.systems == ["mysys"]
+    summary = folder.table("summary")
+    assert {"lower", "upper"} <= set(summary.columns)
+    ndcg = summary.filter(pl.col("name") == "ndcg@2").row(0, named=True)
+    assert ndcg["lower"] <= ndcg["mean"] <= ndcg["upper"]
+    with pytest.raises(SystemExit) as exit_info:
+        main(["report", str(out)])
+    assert exit_info.value.code in (0, None)
+    page = (out / "report.html").read_text()
+    assert "mysys" in page and "nDCG@2" in page
+    assert (out / "tables.tex").is_file()
+    analyse(out)  # one system: nothing to test against, and no error
+
+
+def test_the_old_two_file_layout_gets_a_clear_message(tmp_path, capsys):
+    old = tmp_path / "old"
+    old.mkdir()
+    pl.DataFrame({"user": [1]}).write_parquet(old / "per_unit.parquet")
+    (old / "summary.csv").write_text("system\n")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["report", str(old)])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 1 and "earlier version" in err and "evaluate" in err and "Traceback" not in err
+
+
 def test_ranks_and_average_ties(files, tmp_path, capsys):
     run = "user,item,rank\n1,11,1\n1,10,2\n2,10,1\n"
     out = tmp_path / "r"
@@ -68,7 +104,7 @@ def test_ranks_and_average_ties(files, tmp_path, capsys):
     code, _ = _evaluate(["--test", files("t.csv", TEST), "--run", files("tied.csv", tied), "--threshold", "3",
                          "--metrics", "precision", "--k", "1", "--ties", "average", "--out", str(tmp_path / "a")],
                         capsys)
-    per_unit = pl.read_parquet(tmp_path / "a" / "per_unit.parquet")
+    per_unit = ResultsFolder.open(tmp_path / "a").scan_per_unit().collect()
     assert per_unit.filter(pl.col("user") == 1)["value"][0] == pytest.approx(0.5)
     assert per_unit.filter(pl.col("user") == 3)["value"][0] == 0.0  # no relevant item: precision 0
 
@@ -131,7 +167,7 @@ def test_parquet_and_string_ids(tmp_path, capsys):
     code, _ = _evaluate(["--test", str(tmp_path / "t.parquet"), "--run", str(tmp_path / "r.parquet"),
                          "--metrics", "hit", "--k", "1", "--out", str(tmp_path / "o")], capsys)
     assert code in (0, None)
-    per_unit = pl.read_parquet(tmp_path / "o" / "per_unit.parquet")
+    per_unit = ResultsFolder.open(tmp_path / "o").scan_per_unit().collect()
     assert dict(zip(per_unit["user"], per_unit["value"])) == {"a": 1.0, "b": 0.0}
 
 
@@ -141,6 +177,6 @@ def test_intra_list_diversity_from_a_genres_file(files, tmp_path, capsys):
                          files("g.csv", genres), "--metrics", "ild", "--k", "2", "--out", str(tmp_path / "o")],
                         capsys)
     assert code in (0, None)
-    per_unit = pl.read_parquet(tmp_path / "o" / "per_unit.parquet").sort("user")
+    per_unit = ResultsFolder.open(tmp_path / "o").scan_per_unit().collect().sort("user")
     # user 1 top 2: items 10 {Drama, Comedy} and 12 {Drama}: 1 - 1/2; user 2: 11 and 10: 1
     assert per_unit["value"].to_list()[:2] == pytest.approx([0.5, 1.0])
