@@ -37,7 +37,7 @@ def compare(
     from recsys_eval.compare import CORRECTIONS, TESTS
     from recsys_eval.errors import check_choice
     from recsys_eval.compare.study import analyse
-    from recsys_eval.core.results import ResultsFolder
+    from recsys_eval.core.results import COMPARISONS, ResultsFolder
 
     manifest = ResultsFolder.open(results).manifest
     tests = _csv(tests_option)
@@ -49,7 +49,7 @@ def compare(
     if out is None:
         parts = [f"baseline-{chosen_baseline or 'all-pairs'}", "-".join(tests or manifest.tests),
                  correction or manifest.correction, f"alpha-{alpha or manifest.alpha}"]
-        out = results / "comparisons" / "_".join(parts)
+        out = ResultsFolder(results).file(COMPARISONS) / "_".join(parts)
     if out.exists() and any(out.iterdir()) and not force:
         raise ConfigError(f"{out} exists; choose another --out or pass --force to overwrite it")
     out.mkdir(parents=True, exist_ok=True)

@@ -194,10 +194,9 @@ def popularity_table(summary: pl.DataFrame, folds: list[str], definitions: dict[
 
 def learning_curve_table(folder: ResultsFolder, undefined: str) -> pl.DataFrame:
     """Every metric at each training fraction, averaged like the summary (per user, then users)."""
-    path = folder.path / f"{LEARNING_CURVE}.parquet"
-    if not path.is_file():
+    frame = folder.table(LEARNING_CURVE)
+    if frame is None:
         return pl.DataFrame()
-    frame = pl.read_parquet(path)
     tables = [
         fold_summary(part.drop("fraction"), undefined=undefined)
         .filter(pl.col("rule") == "user mean")

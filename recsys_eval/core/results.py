@@ -96,6 +96,9 @@ FIGURES = "figures"
 #: PR curves of every chunk.
 EXPOSURE_COUNTS, AUC_SCORES, CURVE_CHUNKS = "exposure", "auc_scores", "curve_chunks"
 SCRATCH = ("folds", EXPOSURE_COUNTS, AUC_SCORES, CURVE_CHUNKS)
+#: Comparisons of a folder with other options than its run's (``recsys-eval compare``), one
+#: subfolder each.
+COMPARISONS = "comparisons"
 #: Tables the compare stage writes into a folder (Parquet, with a CSV beside each).
 ANALYSIS_TABLES = (
     "paired_tests", "fold_paired_tests", "agreement", "sampled_correction", "sampled_ordering",

@@ -56,10 +56,6 @@ SUMMARY_SCHEMA: dict[str, pl.DataType] = {
     "users_left_out": pl.Int64,
     "undefined": pl.String,
 }
-PER_USER_SCHEMA: dict[str, pl.DataType] = {
-    "system": pl.String, "protocol": pl.String, "fold": pl.String, "user": pl.Int64,
-    "metric": pl.String, "k": pl.Int32, "value": pl.Float64,
-}
 
 
 # -- per unit -> per user ----------------------------------------------------------------------

@@ -97,7 +97,7 @@ class RunSink:
 
     # -- the run's tables -------------------------------------------------------------------------
     def write_learning_curve(self, per_unit: pl.DataFrame) -> None:
-        atomic.write_parquet(per_unit, self.folder.file(f"{LEARNING_CURVE}.parquet"))
+        self.folder.write_table(LEARNING_CURVE, per_unit, csv=False)
 
     def write_side_tables(self) -> None:
         """Exposure per popularity bin, the pooled-AUC table and the ROC and PR curves, from the
