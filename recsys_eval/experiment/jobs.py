@@ -3,7 +3,7 @@ targets on a fold, make each recommender, rank, and the side outputs of a rankin
 popularity bin, a sample of scored targets for pooled AUC, the sampled rank of 1R units).
 
 Every random choice takes a seed derived from the run's seed and the definition of what it
-randomises (recsys_eval.core.rng; docs/CONVENTIONS.md#seeds).
+randomises (recsys_eval.core.rng; docs/CONVENTIONS.md#seeds-and-reproducibility).
 """
 
 from __future__ import annotations
