@@ -33,44 +33,12 @@ import polars as pl
 from recsys_eval.core.results import ResultsFolder
 from recsys_eval.data.synthetic import synthetic_interactions
 
+sys.path.append(str(Path(__file__).resolve().parents[1] / "tests"))  # the tests' config builder
+from config_text import config_text, ratings_file  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = Path(os.environ.get("RECSYS_EVAL_BENCH_CACHE", Path(tempfile.gettempdir()) / "recsys-eval-bench"))
 SIZES = {"ml1m": (6_040, 3_706, 1_000_209), "ml25m": (162_541, 59_047, 25_000_095)}
-ML25M_CONFIG = """
-name = "ml25m-two-by-two"
-seed = 1
-
-[dataset]
-path = "{path}"
-columns = {{ user = "userId", item = "movieId", rating = "rating", timestamp = "timestamp" }}
-
-[split]
-method = "holdout"
-params = {{ fraction = 0.2, per_user = true }}
-
-[[protocols]]
-name = "AI+AR+AN"
-
-[[protocols]]
-name = "AI+1R+NN100"
-
-[[recommenders]]
-name = "popular"
-
-[[recommenders]]
-name = "als"
-params = {{ factors = 64, iterations = 5 }}
-
-[metrics]
-names = ["precision", "recall", "ap", "ndcg", "rr", "hit"]
-k = [10, 100]
-relevance_threshold = 4
-
-[output]
-report = false
-"""
-
-
 def synthetic_file(study: str) -> Path:
     """The study's synthetic ratings as Parquet (written once, then reused)."""
     users, items, ratings = SIZES[study]
@@ -89,7 +57,11 @@ def study_config(study: str, out: Path) -> Path:
         return ROOT / "experiments" / "ml100k-protocols.toml"
     path = synthetic_file(study)
     if study == "ml25m":
-        text = ML25M_CONFIG.format(path=path)
+        text = config_text(
+            "ml25m-two-by-two", seed=1, dataset=ratings_file(path), protocols=["AI+AR+AN", "AI+1R+NN100"],
+            recommenders=["popular", {"name": "als", "params": {"factors": 64, "iterations": 5}}],
+            metrics={"names": ["precision", "recall", "ap", "ndcg", "rr", "hit"], "k": [10, 100],
+                     "relevance_threshold": 4})
     else:
         text = (ROOT / "experiments" / "ml1m-protocols.toml").read_text().replace(
             'name = "ml-1m"',

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import sys
 import tempfile
 import time
 import tomllib
@@ -20,40 +21,28 @@ from pathlib import Path
 import polars as pl
 
 from recsys_eval.experiment.runner import config_splits
-from recsys_eval.pipeline.inputs import load_data
 from recsys_eval.pipeline.config import parse_config
+from recsys_eval.pipeline.inputs import load_data
 from recsys_eval.tune import tune_fold
 
-CONFIG = """
-name = "bench-tuning"
-seed = 1
-[dataset]
-name = "{dataset}"
-[split]
-{split}
-[[protocols]]
-name = "AI+AR+AN"
-[[recommenders]]
-name = "item_knn"
-search = {{ k = {{ low = 10, high = 400, log = true }} }}
-[[recommenders]]
-name = "user_knn"
-search = {{ k = {{ low = 10, high = 300, log = true }} }}
-[[recommenders]]
-name = "als"
-params = {{ iterations = 15 }}
-search = {{ factors = {{ low = 16, high = 128, log = true }}, regularization = {{ low = 0.001, high = 10.0, log = true }} }}
-[tuning]
-method = "tpe"
-trials = {trials}
-workers = {workers}
-[metrics]
-names = ["ndcg"]
-k = [10]
-relevance_threshold = 4
-"""
-SPLITS = {"ml-100k": 'method = "official"\nparams = { names = ["u1"] }',
-          "ml-latest-small": 'method = "holdout"\nparams = { fraction = 0.2, per_user = true }'}
+sys.path.append(str(Path(__file__).resolve().parents[1] / "tests"))  # the tests' config builder
+from config_text import config_text, split_table  # noqa: E402
+
+RECOMMENDERS = [
+    {"name": "item_knn", "search": {"k": {"low": 10, "high": 400, "log": True}}},
+    {"name": "user_knn", "search": {"k": {"low": 10, "high": 300, "log": True}}},
+    {"name": "als", "params": {"iterations": 15},
+     "search": {"factors": {"low": 16, "high": 128, "log": True},
+                "regularization": {"low": 0.001, "high": 10.0, "log": True}}},
+]
+SPLITS = {"ml-100k": split_table("official", names=["u1"]),
+          "ml-latest-small": split_table("holdout", fraction=0.2, per_user=True)}
+
+
+def bench_config(dataset: str, trials: int, workers: int) -> str:
+    return config_text("bench-tuning", seed=1, dataset={"name": dataset}, split=SPLITS[dataset],
+                       recommenders=RECOMMENDERS, metrics={"names": ["ndcg"], "k": [10], "relevance_threshold": 4},
+                       output=None, tuning={"method": "tpe", "trials": trials, "workers": workers})
 
 
 def main() -> None:
@@ -61,11 +50,10 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=6)
     args = parser.parse_args()
     print(f"load: {os.getloadavg()[0]:.1f} (1 min), {os.cpu_count()} cores")
-    for dataset, split in SPLITS.items():
+    for dataset in SPLITS:
         per_workers = {}
         for workers in (1, 2):
-            text = CONFIG.format(dataset=dataset, split=split, trials=args.trials, workers=workers)
-            config = parse_config(tomllib.loads(text))
+            config = parse_config(tomllib.loads(bench_config(dataset, args.trials, workers)))
             data = load_data(config.dataset)
             fold = config_splits(config, data)[0]
             with tempfile.TemporaryDirectory() as tmp:

@@ -25,41 +25,13 @@ import numpy as np
 import polars as pl
 import pytest
 
+from config_text import config_text, split_table
 from recsys_eval.cli import main
 from recsys_eval.core import atomic
 from recsys_eval.core.atomic import is_scratch
 from recsys_eval.core.lock import OWNER, FolderLock
 from recsys_eval.errors import BusyError, OutputError
 from recsys_eval.core.results import ResultsFolder, config_hash
-
-CONFIG = """
-name = "faults"
-seed = 3
-
-[dataset]
-path = "{data}"
-
-[split]
-method = "kfold"
-params = {{ k = 2 }}
-
-[[protocols]]
-name = "AI+AR+AN"
-
-[[recommenders]]
-name = "popular"
-
-[[recommenders]]
-name = "random"
-
-[metrics]
-names = ["precision", "ndcg", "auc"]
-k = [5]
-
-[output]
-report = {report}
-"""
-
 
 @pytest.fixture(scope="module")
 def data_file(tmp_path_factory) -> Path:
@@ -75,9 +47,12 @@ def data_file(tmp_path_factory) -> Path:
     return path
 
 
-def write_config(folder: Path, data: Path, *, report: bool = True, text: str | None = None) -> Path:
+def write_config(folder: Path, data: Path, *, report: bool = True) -> Path:
     path = folder / "faults.toml"
-    path.write_text(text or CONFIG.format(data=data, report=str(report).lower()), encoding="utf-8")
+    text = config_text("faults", seed=3, dataset={"path": str(data)}, split=split_table("kfold", k=2),
+                       recommenders=["popular", "random"],
+                       metrics={"names": ["precision", "ndcg", "auc"], "k": [5]}, output={"report": report})
+    path.write_text(text, encoding="utf-8")
     return path
 
 
@@ -420,13 +395,14 @@ def test_split_on_a_real_full_disk(tmp_path, data_file):
 
 def test_config_that_is_not_utf8_names_file_and_offset(tmp_path, data_file, capsys):
     config = write_config(tmp_path, data_file)
-    raw = config.read_bytes().replace(b'"faults"', b'"fa\xe9lts"')
+    raw = config.read_bytes().replace(b'"popular"', b'"popul\xe9r"')  # a byte past the first line
     config.write_bytes(raw)
     for verb in ("run", "validate"):
         assert cli(verb, str(config)) == 1
         message = error_line(capsys)
         offset = raw.index(b"\xe9")
-        assert f"{config}: not UTF-8 text: byte 0xe9 at offset {offset} (line 2)" in message
+        line = raw.count(b"\n", 0, offset) + 1
+        assert f"{config}: not UTF-8 text: byte 0xe9 at offset {offset} (line {line})" in message
 
 
 @pytest.mark.parametrize(("old", "new", "expected"), [

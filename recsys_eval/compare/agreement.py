@@ -1,4 +1,4 @@
-"""Do two protocols (or a sampled and a full ranking) order the systems alike? (docs/CONVENTIONS.md#comparison)
+"""Do two protocols (or a sampled and a full ranking) order the systems alike? (docs/CONVENTIONS.md#comparing-systems)
 
 Kendall's tau between the system orderings two protocols produce for one metric, and the pairs of
 systems whose order flips. Higher values rank first; ties are neither swaps nor agreements broken.

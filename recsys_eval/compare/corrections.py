@@ -1,6 +1,6 @@
 """Multiple-comparison corrections of p-values within one family of tests.
 
-Holm's step-down (the default; docs/CONVENTIONS.md#comparison) controls the family-wise error rate like
+Holm's step-down (the default; docs/CONVENTIONS.md#comparing-systems) controls the family-wise error rate like
 Bonferroni but is uniformly more powerful; Benjamini-Hochberg controls the false discovery rate.
 """
 

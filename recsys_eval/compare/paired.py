@@ -1,4 +1,4 @@
-"""Paired significance tests between systems over the users both were measured on (docs/CONVENTIONS.md#comparison).
+"""Paired significance tests between systems over the users both were measured on (docs/CONVENTIONS.md#comparing-systems).
 
 For every protocol x fold x metric x k and system pair (each system against a baseline, or all
 pairs), the per-user differences d = system - baseline over the users with a defined value for both

@@ -273,11 +273,14 @@ def analyse(
     summary = folder.table(SUMMARY)
     tables: dict[str, pl.DataFrame] = {}
     paired, means = [], []
+    definitions = manifest.protocol_definitions  # none in a folder no run wrote (evaluate)
     for users in per_user_parts(folder, undefined):
         # every test family lies within one (protocol, fold): each part is tested on its own, its
-        # resamples seeded by its own definition, so no part's tests depend on another's
+        # resamples seeded by its own definition, so no part's tests depend on another's and a
+        # relabelled protocol keeps its p-values
         first = users.row(0, named=True)
-        part_options = {**options, "seed": derive_seed(options["seed"], "paired", first["fold"], first["protocol"])}
+        protocol = definitions.get(first["protocol"], first["protocol"])
+        part_options = {**options, "seed": derive_seed(options["seed"], "paired", first["fold"], protocol)}
         paired += [paired_tests(group, **part_options) for group in _comparable_groups(users, baseline)]
         means.append(_fold_means(users))
         del users

@@ -1,5 +1,5 @@
 """The per-unit results table every summary, test and plot is computed from, and the results folder
-that holds it (docs/CONVENTIONS.md#results).
+that holds it (docs/CONVENTIONS.md#notation).
 
 One row per (system, protocol, fold, user, unit, metric, k). ``user`` holds the raw user id (integer
 or string, as in the data); ``unit`` numbers the evaluation units of one (system, protocol, fold)

@@ -1,5 +1,5 @@
 """Seeds: every random choice of a run takes its own seed, derived from the run's seed and the
-*definition* of what it randomises (docs/CONVENTIONS.md#seeds).
+*definition* of what it randomises (docs/CONVENTIONS.md#seeds-and-reproducibility).
 
 A definition is what makes the choice what it is: the splitter and its parameters, the fold name, a
 protocol's canonical name and options, a recommender's name and hyperparameters. Display labels

@@ -102,7 +102,7 @@ class ProtocolConfig(_Strict):
     @property
     def definition(self) -> dict[str, Any]:
         """What the protocol is, whatever it is called: its samples' seed derives from this, so a
-        cosmetic ``label`` never changes them (docs/CONVENTIONS.md#seeds)."""
+        cosmetic ``label`` never changes them (docs/CONVENTIONS.md#seeds-and-reproducibility)."""
         from recsys_eval.targets import Protocol
 
         return {

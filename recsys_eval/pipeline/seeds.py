@@ -1,6 +1,6 @@
 """Every seed of a run, in one place: each derives from the run's seed and the *definition* of what
 it randomises (a protocol's name and options, a recommender's name and hyperparameters), never from
-a label, so that relabelling changes no sample (recsys_eval.core.rng; docs/CONVENTIONS.md#seeds)."""
+a label, so that relabelling changes no sample (recsys_eval.core.rng; docs/CONVENTIONS.md#seeds-and-reproducibility)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ the fold's TRAIN side only (recsys_eval.split.validation), then the best hyperpa
 the runner refits on the fold's whole train side and evaluates on test as any other system.
 
 The fold's test side never reaches this module: only ``split.train`` is split again, and the
-validation split's test side is the validation set (docs/CONVENTIONS.md#seeds for the seeds).
+validation split's test side is the validation set (docs/CONVENTIONS.md#seeds-and-reproducibility for the seeds).
 """
 
 from __future__ import annotations

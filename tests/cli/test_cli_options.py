@@ -8,29 +8,13 @@ import sys
 
 import pytest
 
+from config_text import config_text, ratings_file
 from recsys_eval.cli import main
 
-CONFIG = """
-name = "opts"
 
-[dataset]
-path = "{data}"
-columns = {{ user = "userId", item = "movieId", rating = "rating" }}
+def opts_config(data) -> str:
+    return config_text("opts", dataset=ratings_file(data, timestamp=False), output=None)
 
-[split]
-method = "holdout"
-params = {{ fraction = 0.2, per_user = true }}
-
-[[protocols]]
-name = "AI+AR+AN"
-
-[[recommenders]]
-name = "popular"
-
-[metrics]
-names = ["ndcg"]
-k = [10]
-"""
 
 PLUGIN = '''
 import numpy as np
@@ -56,7 +40,7 @@ def _cli(args: list[str], capsys) -> tuple[int, str, str]:
 
 def test_validate_applies_set_overrides_and_names_a_bad_one(tmp_path, capsys, synthetic_ratings):
     config = tmp_path / "opts.toml"
-    config.write_text(CONFIG.format(data=synthetic_ratings))
+    config.write_text(opts_config(synthetic_ratings))
     code, out, _ = _cli(["validate", str(config), "--set", "metrics.k=[5, 20]", "--set", 'metrics.names=["ap"]'], capsys)
     assert code == 0 and "metrics ap at k = 5, 20" in out
     code, _, err = _cli(["validate", str(config), "--set", "name.x=1"], capsys)
@@ -68,7 +52,7 @@ def test_validate_applies_set_overrides_and_names_a_bad_one(tmp_path, capsys, sy
 def test_a_plugin_beside_the_config_imports_without_pythonpath(tmp_path, capsys, synthetic_ratings, monkeypatch):
     (tmp_path / "readme_plugin_models.py").write_text(PLUGIN)
     config = tmp_path / "opts.toml"
-    config.write_text(CONFIG.format(data=synthetic_ratings))
+    config.write_text(opts_config(synthetic_ratings))
     monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", ".", str(tmp_path))])
     monkeypatch.chdir(tmp_path.parent)  # not the config's folder
     code, out, err = _cli(["validate", str(config), "--set", "recommenders.0.name=readme_plugin_models:Newest"],

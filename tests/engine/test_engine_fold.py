@@ -9,6 +9,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from config_text import HOLDOUT, config_text, ratings_file, split_table
 from recsys_eval.cli import main
 from recsys_eval.core.results import ResultsFolder
 from recsys_eval.engine.fold import broadcastable, check_spark_protocol, check_spark_support
@@ -18,62 +19,19 @@ from recsys_eval.pipeline.config import load_config
 from recsys_eval.experiment.runner import run_experiment
 
 KEYS = ["system", "protocol", "fold", "user", "unit", "metric", "k"]
-CONFIG = """
-name = "fold"
-seed = 5
-
-[dataset]
-path = "{data}"
-columns = {{ user = "userId", item = "movieId", rating = "rating", timestamp = "timestamp" }}
-
-[split]
-method = "{method}"
-params = {params}
-
-[[protocols]]
-name = "AI+AR+AN"
-
-[[protocols]]
-name = "AI+1R+NN20"
-
-[[protocols]]
-name = "UT+AR+AN"
-label = "own test items"
-
-{recommenders}
-
-[metrics]
-names = ["precision", "recall", "f1", "ndcg", "ap", "rr", "auc"]
-k = [1, 5, 10]
-relevance_threshold = 4
-
-[output]
-report = false
-save_splits = false
-
-[engine]
-name = "{engine}"
-partitions = {partitions}
-"""
-RECS = """
-[[recommenders]]
-name = "popular"
-
-[[recommenders]]
-name = "als"
-params = {{ factors = 8, iterations = 3 }}
-
-[[recommenders]]
-name = "item_knn"
-params = {{ k = 20 }}
-"""
+RECS = ["popular", {"name": "als", "params": {"factors": 8, "iterations": 3}},
+        {"name": "item_knn", "params": {"k": 20}}]
 
 
-def _config(tmp_path, data, engine, partitions=3, method="holdout",
-            params="{ fraction = 0.2, per_user = true }", recommenders=RECS):
+def _config(tmp_path, data, engine, partitions=3, split=HOLDOUT, recommenders=RECS):
     path = tmp_path / f"{engine}-{partitions}.toml"
-    path.write_text(CONFIG.format(data=data, engine=engine, partitions=partitions, method=method, params=params,
-                                  recommenders=recommenders.format()))
+    path.write_text(config_text(
+        "fold", seed=5, dataset=ratings_file(data), split=split,
+        protocols=["AI+AR+AN", "AI+1R+NN20", {"name": "UT+AR+AN", "label": "own test items"}],
+        recommenders=recommenders,
+        metrics={"names": ["precision", "recall", "f1", "ndcg", "ap", "rr", "auc"], "k": [1, 5, 10],
+                 "relevance_threshold": 4},
+        output={"report": False, "save_splits": False}, engine={"name": engine, "partitions": partitions}))
     return path
 
 
@@ -90,21 +48,21 @@ def _assert_same(local: pl.DataFrame, spark: pl.DataFrame) -> None:
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize(("partitions", "method", "params"), [
-    (1, "holdout", "{ fraction = 0.2, per_user = true }"),
-    (7, "kfold", "{ k = 2, per_user = true }"),
+@pytest.mark.parametrize(("partitions", "split"), [
+    (1, HOLDOUT),
+    (7, split_table("kfold", k=2, per_user=True)),
 ])
-def test_experiment_on_spark_equals_local(spark, tmp_path, synthetic_ratings, partitions, method, params):
-    folders = {"local": _run(_config(tmp_path, synthetic_ratings, "local", partitions, method, params),
+def test_experiment_on_spark_equals_local(spark, tmp_path, synthetic_ratings, partitions, split):
+    folders = {"local": _run(_config(tmp_path, synthetic_ratings, "local", partitions, split),
                              tmp_path / "local").folder}
     if partitions == 1:  # `run --engine spark` on a config of the local engine
         with pytest.raises(SystemExit) as exit_info:
-            main(["run", str(_config(tmp_path, synthetic_ratings, "local", partitions, method, params)),
+            main(["run", str(_config(tmp_path, synthetic_ratings, "local", partitions, split)),
                   "--out", str(tmp_path / "spark"), "--quiet", "--engine", "spark"])
         assert exit_info.value.code in (0, None)
         folders["spark"] = next(p for p in (tmp_path / "spark" / "fold").iterdir() if not p.name.startswith("."))
     else:
-        path = _config(tmp_path, synthetic_ratings, "spark", partitions, method, params)
+        path = _config(tmp_path, synthetic_ratings, "spark", partitions, split)
         folders["spark"] = _run(path, tmp_path / "spark").folder
     local, spark_folder = ResultsFolder.open(folders["local"]), ResultsFolder.open(folders["spark"])
     _assert_same(local.scan_per_unit().collect(), spark_folder.scan_per_unit().collect())
@@ -124,7 +82,7 @@ def test_experiment_on_spark_equals_local(spark, tmp_path, synthetic_ratings, pa
 
 
 def test_unsupported_config_is_refused_at_validation(tmp_path, synthetic_ratings):
-    recs = RECS + '\n[[recommenders]]\nname = "user_knn"\n'
+    recs = [*RECS, "user_knn"]
     config = load_config(_config(tmp_path, synthetic_ratings, "spark", recommenders=recs))
     with pytest.raises(ConfigError, match=r"recommenders\[3\]\.name: recommender 'user_knn' cannot run on the "
                                           r"Spark engine: it scores a user from its neighbours' train rows"):
@@ -179,7 +137,7 @@ def test_spark_als_fits_on_spark_and_runs_on_both_engines(spark, tmp_path, synth
     users, items = np.array([0, 1, 2]), np.array([3, 4, 5])
     np.testing.assert_allclose(model.score(users, items),
                                (model.user_factors[users] * model.item_factors[items]).sum(1), rtol=1e-5)
-    recs = '[[recommenders]]\nname = "spark_als"\nparams = {{ factors = 4, iterations = 3 }}\n'
+    recs = [{"name": "spark_als", "params": {"factors": 4, "iterations": 3}}]
     per_unit = {}
     for engine in ("local", "spark"):
         folder = _run(_config(tmp_path, synthetic_ratings, engine, 3, recommenders=recs), tmp_path / engine).folder

@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from config_text import config_text, ratings_file, split_table
 from recsys_eval.core import spark as engine
 from recsys_eval.core.spark import SparkError, check_master, spark_session
 
@@ -60,25 +61,9 @@ def test_an_experiment_on_spark_without_pyspark_names_the_extra(monkeypatch, tmp
     from recsys_eval.experiment.runner import run_experiment
 
     config = tmp_path / "c.toml"
-    config.write_text(f"""
-name = "c"
-[dataset]
-path = "{synthetic_ratings}"
-columns = {{ user = "userId", item = "movieId", rating = "rating" }}
-[split]
-method = "holdout"
-params = {{ fraction = 0.2 }}
-[[protocols]]
-name = "AI+AR+AN"
-[[recommenders]]
-name = "popular"
-[metrics]
-names = ["ndcg"]
-[output]
-report = false
-[engine]
-name = "spark"
-""")
+    config.write_text(config_text("c", dataset=ratings_file(synthetic_ratings, timestamp=False),
+                                  split=split_table("holdout", fraction=0.2), metrics={"names": ["ndcg"]},
+                                  engine={"name": "spark"}))
     for module in ("pyspark", "pyspark.sql"):
         monkeypatch.setitem(sys.modules, module, None)
     with pytest.raises(SparkError, match=r"needs pyspark.*recsys-eval\[spark\]"):

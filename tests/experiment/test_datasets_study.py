@@ -10,48 +10,11 @@ import polars as pl
 import pytest
 from scipy import stats
 
+from config_text import config_text, ratings_file
 from recsys_eval.core.results import CROSS_DATASET, ResultsFolder
 from recsys_eval.data.synthetic import write_synthetic_ratings
 from recsys_eval.pipeline.config import load_config
 from recsys_eval.experiment.runner import run_experiment
-
-STUDY = """
-name = "three"
-seed = 5
-
-{datasets}
-
-[split]
-method = "holdout"
-params = {{ fraction = 0.2, per_user = true }}
-
-[[protocols]]
-name = "AI+AR+AN"
-
-[[recommenders]]
-name = "popular"
-
-[[recommenders]]
-name = "random"
-
-[[recommenders]]
-name = "item_knn"
-params = {{ k = 50 }}
-
-[metrics]
-names = ["ndcg", "precision"]
-k = [10]
-relevance_threshold = 4
-
-[compare]
-baseline = "popular"
-datasets_metric = "ndcg@10"
-posthoc = "{posthoc}"
-
-[output]
-report = false
-"""
-
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory) -> list[Path]:
@@ -61,10 +24,12 @@ def files(tmp_path_factory) -> list[Path]:
 
 
 def _study(tmp_path: Path, files: list[Path], posthoc: str = "nemenyi"):
-    columns = '{ user = "userId", item = "movieId", rating = "rating", timestamp = "timestamp" }'
-    datasets = "\n".join(f'[[datasets]]\npath = "{f}"\ncolumns = {columns}\n' for f in files)
     path = tmp_path / "study.toml"
-    path.write_text(STUDY.format(datasets=datasets, posthoc=posthoc))
+    path.write_text(config_text(
+        "three", seed=5, datasets=[ratings_file(f) for f in files],
+        recommenders=["popular", "random", {"name": "item_knn", "params": {"k": 50}}],
+        metrics={"names": ["ndcg", "precision"], "k": [10], "relevance_threshold": 4},
+        compare={"baseline": "popular", "datasets_metric": "ndcg@10", "posthoc": posthoc}))
     return run_experiment(load_config(path), path.read_text(), out_root=tmp_path / "results", quiet=True)
 
 

@@ -11,6 +11,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from config_text import config_text, ratings_file, split_table
 import recsys_eval.targets as targets_module
 from recsys_eval.core.results import ResultsFolder
 from recsys_eval.data import load_file
@@ -22,70 +23,20 @@ from recsys_eval.pipeline.plan import RunOptions
 from recsys_eval.pipeline.config import load_config
 from recsys_eval.recommend.one_relevant import OneRelevantRanking
 
-CONFIG = """
-name = "fast1r"
-seed = 11
+PROTOCOLS = ["AI+AR+AN", "AI+1R+NN20", "AI+1R+NN100", "AI+1R+AN", "TI+1R+AN", "UT+1R+AN",
+             {"name": "TI+1R+NN5", "fresh_negatives": True}]
+METRICS = ["precision", "recall", "f1", "ndcg", "ap", "rr", "hit", "auc", "user_coverage", "novelty",
+           "catalog_coverage", "prediction_coverage", "gini"]
+MODELS = ["popular", "random", {"name": "item_knn", "params": {"similarity": "cosine", "k": 20}},
+          {"name": "als", "params": {"factors": 8, "iterations": 3}}]
 
-[dataset]
-path = "{data}"
-columns = {{ user = "userId", item = "movieId", rating = "rating", timestamp = "timestamp" }}
 
-[split]
-method = "kfold"
-params = {{ k = 2, per_user = true }}
-
-[[protocols]]
-name = "AI+AR+AN"
-
-[[protocols]]
-name = "AI+1R+NN20"
-
-[[protocols]]
-name = "AI+1R+NN100"
-
-[[protocols]]
-name = "AI+1R+AN"
-
-[[protocols]]
-name = "TI+1R+AN"
-
-[[protocols]]
-name = "UT+1R+AN"
-
-[[protocols]]
-name = "TI+1R+NN5"
-fresh_negatives = true
-
-{recommenders}
-
-[metrics]
-names = ["precision", "recall", "f1", "ndcg", "ap", "rr", "hit", "auc", "user_coverage", "novelty",
-         "catalog_coverage", "prediction_coverage", "gini"]
-k = [1, 5, 20]
-relevance_threshold = 4
-ties = "{ties}"
-
-[run]
-users_per_chunk = {chunk}
-
-[output]
-report = false
-"""
-MODELS = """
-[[recommenders]]
-name = "popular"
-
-[[recommenders]]
-name = "random"
-
-[[recommenders]]
-name = "item_knn"
-params = { similarity = "cosine", k = 20 }
-
-[[recommenders]]
-name = "als"
-params = { factors = 8, iterations = 3 }
-"""
+def fast1r_config(data: Path, recommenders=MODELS, ties: str = "first", chunk: int = 1000) -> str:
+    return config_text(
+        "fast1r", seed=11, dataset=ratings_file(data), split=split_table("kfold", k=2, per_user=True),
+        protocols=PROTOCOLS, recommenders=recommenders,
+        metrics={"names": METRICS, "k": [1, 5, 20], "relevance_threshold": 4, "ties": ties},
+        run={"users_per_chunk": chunk})
 
 
 def materialised(monkeypatch) -> None:
@@ -102,7 +53,7 @@ def run(config: Path, out: Path) -> Path:
     return runner.run_experiment(load_config(config), config.read_text(), out_root=out, quiet=True).folder
 
 
-def external_run(data_path: Path, path: Path) -> str:
+def external_run(data_path: Path, path: Path) -> dict:
     """A run file listing 30 items per user with scores in 4 levels (ties), every other item -inf."""
     data = load_file(data_path, {"user": "userId", "item": "movieId", "rating": "rating",
                                  "timestamp": "timestamp"})
@@ -112,7 +63,7 @@ def external_run(data_path: Path, path: Path) -> str:
     frame = data.to_raw(pl.DataFrame({"user": users, "item": items,
                                       "score": rng.integers(0, 4, len(users)).astype(np.float64)}))
     frame.write_parquet(path)
-    return f'[[recommenders]]\nname = "external"\nlabel = "listed"\npath = "{path}"\n'
+    return {"name": "external", "label": "listed", "path": str(path)}
 
 
 def assert_same_results(old: Path, new: Path) -> None:
@@ -131,9 +82,9 @@ def assert_same_results(old: Path, new: Path) -> None:
 
 @pytest.mark.parametrize("ties,chunk", [("first", 1000), ("average", 70)])
 def test_fast_path_equals_materialised_path_end_to_end(synthetic_ratings, tmp_path, monkeypatch, ties, chunk):
-    recommenders = MODELS + external_run(synthetic_ratings, tmp_path / "run.parquet")
+    recommenders = [*MODELS, external_run(synthetic_ratings, tmp_path / "run.parquet")]
     config = tmp_path / "c.toml"
-    config.write_text(CONFIG.format(data=synthetic_ratings, recommenders=recommenders, ties=ties, chunk=chunk))
+    config.write_text(fast1r_config(synthetic_ratings, recommenders, ties, chunk))
     new = run(config, tmp_path / "new")
     protocols = set(ResultsFolder.open(new).scan_per_unit().select("protocol").unique().collect().to_series())
     assert {"AI+1R+AN", "UT+1R+AN", "TI+1R+NN5"} <= protocols
@@ -146,7 +97,7 @@ def test_fast_path_equals_materialised_path_end_to_end(synthetic_ratings, tmp_pa
 def test_the_runner_ranks_1r_units_in_closed_form(synthetic_ratings, tmp_path, monkeypatch):
     """No 1R unit is ranked on its own: rank_targets is never called for a 1R protocol."""
     config = tmp_path / "c.toml"
-    config.write_text(CONFIG.format(data=synthetic_ratings, recommenders=MODELS, ties="first", chunk=1000))
+    config.write_text(fast1r_config(synthetic_ratings))
     ranked = []
     original = jobs.rank
 
@@ -177,7 +128,7 @@ def nan_model(train):
 @pytest.mark.parametrize("protocol", ["AI+1R+NN100", "AI+1R+AN", "UT+1R+AN"])
 def test_nan_scores_raise_on_the_fast_path(synthetic_ratings, tmp_path, protocol):
     config_path = tmp_path / "c.toml"
-    config_path.write_text(CONFIG.format(data=synthetic_ratings, recommenders=MODELS, ties="first", chunk=1000))
+    config_path.write_text(fast1r_config(synthetic_ratings))
     config = load_config(config_path)
     options = RunOptions.from_config(config)
     data = load_data(config.dataset)

@@ -12,6 +12,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from config_text import config_text, ratings_file, split_table
 from recsys_eval.cli import main
 from recsys_eval.core.results import ResultsFolder
 from recsys_eval.errors import DataError
@@ -21,44 +22,12 @@ from recsys_eval.pipeline.inputs import prepare_splits
 from recsys_eval.pipeline.local import LocalFold
 from recsys_eval.recommend import Recommender, make_recommender
 
-SMALL = """
-name = "small"
-seed = 7
-
-[dataset]
-path = "{data}"
-columns = {{ user = "userId", item = "movieId", rating = "rating", timestamp = "timestamp" }}
-
-[split]
-method = "{method}"
-params = {params}
-
-[[protocols]]
-name = "AI+AR+AN"
-
-[[protocols]]
-name = "AI+1R+NN50"
-
-{recommenders}
-
-[metrics]
-names = ["precision", "recall", "ndcg", "ap", "auc", "catalog_coverage", "rmse"]
-k = [5, 10]
-relevance_threshold = 4
-
-[output]
-report = false
-"""
-RECS = """
-[[recommenders]]
-name = "popular"
-
-[[recommenders]]
-name = "random"
-
-[[recommenders]]
-name = "bias"
-"""
+RECS = ["popular", "random", "bias"]
+#: The runner tests' config but for its dataset; ``write_config`` overrides any of it.
+SMALL = dict(seed=7, protocols=["AI+AR+AN", "AI+1R+NN50"], recommenders=RECS,
+             metrics={"names": ["precision", "recall", "ndcg", "ap", "auc", "catalog_coverage", "rmse"],
+                      "k": [5, 10], "relevance_threshold": 4})
+KFOLD2 = split_table("kfold", k=2, per_user=True)
 
 
 @pytest.fixture(autouse=True)
@@ -67,10 +36,10 @@ def _data(synthetic_ratings):
     DATA = synthetic_ratings
 
 
-def write_config(tmp_path: Path, *, method="holdout", params="{ fraction = 0.2, per_user = true }",
-                 recommenders=RECS, extra="") -> Path:
+def write_config(tmp_path: Path, **overrides) -> Path:
+    """small.toml: ``SMALL`` on the synthetic ratings, with ``overrides`` of config_text's arguments."""
     path = tmp_path / "small.toml"
-    path.write_text(SMALL.format(method=method, params=params, recommenders=recommenders, data=DATA) + extra)
+    path.write_text(config_text("small", **{"dataset": ratings_file(DATA), **SMALL, **overrides}))
     return path
 
 
@@ -157,8 +126,7 @@ def test_a_second_run_never_overwrites_the_first(tmp_path):
 
 
 def test_interrupted_run_leaves_no_complete_folder_and_resume_reuses_folds(tmp_path, monkeypatch):
-    config_path = write_config(tmp_path, method="kfold", params="{ k = 2, per_user = true }",
-                               recommenders='[[recommenders]]\nname = "popular"\n')
+    config_path = write_config(tmp_path, split=KFOLD2, recommenders=["popular"])
     out = tmp_path / "results"
     real = LocalFold.run
     calls = []
@@ -260,8 +228,8 @@ class ReversePopular(Recommender):
 
 
 def test_plugin_recommender_by_import_path(tmp_path):
-    recs = f'[[recommenders]]\nname = "{__name__}:ReversePopular"\nlabel = "reverse"\n'
-    folder = run(write_config(tmp_path, recommenders=recs + RECS), tmp_path / "r")
+    recs = [{"name": f"{__name__}:ReversePopular", "label": "reverse"}, *RECS]
+    folder = run(write_config(tmp_path, recommenders=recs), tmp_path / "r")
     summary = pl.read_parquet(folder / "summary.parquet")
     ndcg = {r["system"]: r["mean"] for r in summary.filter(
         (pl.col("protocol") == "AI+AR+AN") & (pl.col("metric") == "ndcg") & (pl.col("k") == 10)).iter_rows(named=True)}
@@ -280,8 +248,7 @@ def test_external_run_equals_the_internal_recommender(tmp_path):
                                       "score": model.score(users, items)}))
     path = tmp_path / "popular_run.parquet"
     frame.write_parquet(path)
-    recs = RECS.split("[[recommenders]]\nname = \"random\"")[0]
-    recs += f'[[recommenders]]\nname = "external"\nlabel = "file"\npath = "{path}"\n'
+    recs = ["popular", {"name": "external", "label": "file", "path": str(path)}]
     folder = run(write_config(tmp_path, recommenders=recs), tmp_path / "r")
     per_unit = per_unit_of(folder).filter(pl.col("metric") != "rmse")
     key = ["protocol", "fold", "user", "unit", "metric", "k"]
@@ -308,7 +275,7 @@ def test_run_level_values_count_every_range_whatever_the_keeper_threads_timing(t
     # counted that range's exposure (catalogue coverage) before: a slow count changes nothing
     from recsys_eval.pipeline import jobs
 
-    config = write_config(tmp_path, extra="\n[run]\nusers_per_chunk = 40\n")
+    config = write_config(tmp_path, run={"users_per_chunk": 40})
     coverage = pl.col("metric") == "catalog_coverage"
     reference = pl.read_parquet(run(config, tmp_path / "a") / "summary.parquet").filter(coverage)
     real = jobs.add_exposure
@@ -328,7 +295,7 @@ def test_run_intervals_are_those_of_confidence_intervals_on_its_per_user_values(
     from recsys_eval.compare import confidence_intervals
     from recsys_eval.measure.aggregate import per_user
 
-    folder = run(write_config(tmp_path, method="kfold", params="{ k = 2, per_user = true }"), tmp_path / "r")
+    folder = run(write_config(tmp_path, split=KFOLD2), tmp_path / "r")
     per_unit = per_unit_of(folder).filter(pl.col("user").is_not_null()
                                           & ~pl.col("metric").is_in(["n_relevant", "sampled_rank", "full_candidates"]))
     expected = confidence_intervals(per_user(per_unit)).select("system", "protocol", "fold", "metric", "k",
@@ -343,8 +310,7 @@ def test_run_intervals_are_those_of_confidence_intervals_on_its_per_user_values(
 def test_cross_validated_summary_averages_fold_means(tmp_path):
     from scipy import stats
 
-    config_path = write_config(tmp_path, method="kfold", params="{ k = 3, per_user = true }",
-                               recommenders='[[recommenders]]\nname = "popular"\n')
+    config_path = write_config(tmp_path, split=split_table("kfold", k=3, per_user=True), recommenders=["popular"])
     summary = pl.read_parquet(run(config_path, tmp_path / "r") / "summary.parquet")
     rows = summary.filter((pl.col("protocol") == "AI+AR+AN") & (pl.col("metric") == "ndcg")
                           & (pl.col("k") == 10))
@@ -360,9 +326,9 @@ def test_cross_validated_summary_averages_fold_means(tmp_path):
 def test_single_threaded_fits_side_by_side_give_the_bits_of_one_fit_alone(tmp_path):
     # two BPR systems (one thread each, by design) are fitted side by side; each gives the values
     # the same BPR gives when it is the run's only single-threaded fit
-    bpr = '[[recommenders]]\nname = "bpr"\nlabel = "{}"\nparams = {{ factors = 8, iterations = 5 }}\n'
-    alone = run(write_config(tmp_path, recommenders=bpr.format("b1")), tmp_path / "alone")
-    pair = run(write_config(tmp_path, recommenders=bpr.format("b1") + bpr.format("b2")), tmp_path / "pair")
+    b1, b2 = ({"name": "bpr", "label": label, "params": {"factors": 8, "iterations": 5}} for label in ("b1", "b2"))
+    alone = run(write_config(tmp_path, recommenders=[b1]), tmp_path / "alone")
+    pair = run(write_config(tmp_path, recommenders=[b1, b2]), tmp_path / "pair")
     timings = pl.read_csv(pair / "timings.csv").filter(pl.col("step").str.starts_with("fit"))
     assert timings.get_column("step").to_list() == ["fit side by side"] * 2
     key = ["system", "protocol", "fold", "user", "unit", "metric", "k"]
@@ -376,27 +342,24 @@ def test_a_single_threaded_fit_in_the_background_gives_the_bits_of_one_fit_alone
     # with other systems to evaluate meanwhile, BPR is fitted in the background and evaluated last;
     # its values, and the others', are those of runs where each system is alone, and the results
     # keep the config's order of systems
-    bpr = '[[recommenders]]\nname = "bpr"\nparams = { factors = 8, iterations = 5 }\n'
-    knn = '[[recommenders]]\nname = "item_knn"\nparams = { k = 10 }\n'
-    both = run(write_config(tmp_path, recommenders=bpr + knn), tmp_path / "both")
+    bpr = {"name": "bpr", "params": {"factors": 8, "iterations": 5}}
+    knn = {"name": "item_knn", "params": {"k": 10}}
+    both = run(write_config(tmp_path, recommenders=[bpr, knn]), tmp_path / "both")
     steps = pl.read_csv(both / "timings.csv").filter(pl.col("step").str.starts_with("fit"))
     assert sorted(steps.select("system", "step").iter_rows()) == [("bpr", "fit in background"), ("item_knn", "fit")]
     key = ["system", "protocol", "fold", "user", "unit", "metric", "k"]
     values = per_unit_of(both).sort(key, nulls_last=True)
     for alone, system in ((bpr, "bpr"), (knn, "item_knn")):
-        single = per_unit_of(run(write_config(tmp_path, recommenders=alone), tmp_path / system))
+        single = per_unit_of(run(write_config(tmp_path, recommenders=[alone]), tmp_path / system))
         assert values.filter(pl.col("system") == system).equals(single.sort(key, nulls_last=True))
     summary = pl.read_csv(both / "summary.csv")
     assert summary.get_column("system").unique(maintain_order=True).to_list()[:2] == ["bpr", "item_knn"]
 
 
 def test_a_relabelled_protocol_or_system_keeps_its_samples(tmp_path):
-    config = write_config(tmp_path)
-    plain = per_unit_of(run(config, tmp_path / "a"))
-    text = config.read_text()
-    text = text.replace('name = "AI+1R+NN50"', 'name = "AI+1R+NN50"\nlabel = "sampled"', 1)
-    text = text.replace('name = "random"', 'name = "random"\nlabel = "coin"', 1)
-    config.write_text(text)
+    plain = per_unit_of(run(write_config(tmp_path), tmp_path / "a"))
+    config = write_config(tmp_path, protocols=["AI+AR+AN", {"name": "AI+1R+NN50", "label": "sampled"}],
+                          recommenders=["popular", {"name": "random", "label": "coin"}, "bias"])
     relabelled = per_unit_of(run(config, tmp_path / "b"))
     key = ["system", "protocol", "fold", "user", "unit", "metric", "k"]
     renamed = relabelled.with_columns(
@@ -407,8 +370,8 @@ def test_a_relabelled_protocol_or_system_keeps_its_samples(tmp_path):
 def test_prepare_on_train_never_sees_the_test_side(tmp_path):
     from recsys_eval.data import prepare
 
-    extra = '\n[prepare]\non = "train"\nk_core = 8\n'
-    config = load_config(write_config(tmp_path, extra=extra))
+    prepare_train = {"on": "train", "k_core": 8}
+    config = load_config(write_config(tmp_path, prepare=prepare_train))
     data = load_data()
     raw = runner.config_splits(config, data)
     splits, steps = prepare_splits(config.prepare, raw)
@@ -420,18 +383,15 @@ def test_prepare_on_train_never_sees_the_test_side(tmp_path):
         assert np.isin(after.test.users, users).all()
     assert any("8-core" in s["step"] for s in steps)
     assert sum(len(a.test) for a in splits) < sum(len(b.test) for b in raw)  # some test rows dropped
-    folder = run(write_config(tmp_path, extra=extra), tmp_path / "r")
+    folder = run(write_config(tmp_path, prepare=prepare_train), tmp_path / "r")
     stats = pl.read_parquet(folder / "data_stats.parquet")
     assert stats.filter(pl.col("statistic").str.contains("not in the prepared train")).height == 1
 
 
 def test_chunked_evaluation_gives_the_same_bits(tmp_path):
     # 600 users in chunks of 97: every partition written in parts, summaries from merged users
-    config = write_config(tmp_path, method="kfold", params="{ k = 2, per_user = true }",
-                          extra="\n[run]\nusers_per_chunk = 97\n")
-    chunked = run(config, tmp_path / "chunked")
-    config.write_text(config.read_text().replace("users_per_chunk = 97", "users_per_chunk = 100000"))
-    whole = run(config, tmp_path / "whole")
+    chunked = run(write_config(tmp_path, split=KFOLD2, run={"users_per_chunk": 97}), tmp_path / "chunked")
+    whole = run(write_config(tmp_path, split=KFOLD2, run={"users_per_chunk": 100000}), tmp_path / "whole")
     assert len(list((chunked / "per_unit").rglob("*.parquet"))) > len(list((whole / "per_unit").rglob("*.parquet")))
     key = ["system", "protocol", "fold", "user", "unit", "metric", "k"]
     assert per_unit_of(chunked).sort(key, nulls_last=True).equals(per_unit_of(whole).sort(key, nulls_last=True))
@@ -495,9 +455,9 @@ def test_1r_units_record_their_full_candidate_count(tmp_path):
 
 
 def test_full_ranking_auc_does_not_depend_on_the_listed_depth(tmp_path):
-    shallow = pl.read_parquet(run(write_config(tmp_path, extra="\n[run]\ndepth = 10\n"), tmp_path / "a")
+    shallow = pl.read_parquet(run(write_config(tmp_path, run={"depth": 10}), tmp_path / "a")
                               / "summary.parquet")
-    deep = pl.read_parquet(run(write_config(tmp_path, extra="\n[run]\ndepth = 400\n"), tmp_path / "b")
+    deep = pl.read_parquet(run(write_config(tmp_path, run={"depth": 400}), tmp_path / "b")
                            / "summary.parquet")
     auc = (pl.col("metric") == "auc") & (pl.col("protocol") == "AI+AR+AN")
     assert shallow.filter(auc).height == 3

@@ -15,6 +15,7 @@ import polars as pl
 import pytest
 from scipy import stats
 
+from config_text import config_text, ratings_file, split_table
 from recsys_eval.cli import main
 from recsys_eval.compare.study import analyse
 from recsys_eval.core.results import ResultsFolder
@@ -23,64 +24,22 @@ from recsys_eval.report.tables import Block, Cell, to_latex
 
 HERE = Path(__file__).parent
 
-#: The synthetic dataset, as every config of these tests reads it.
-DATASET = """
-[dataset]
-path = "{data}"
-columns = {{ user = "userId", item = "movieId", rating = "rating", timestamp = "timestamp" }}
-"""
 
-CONFIG = """
-name = "reported"
-seed = 3
-""" + DATASET + """
-[split]
-method = "kfold"
-params = {{ k = 2, per_user = true }}
-
-[[protocols]]
-name = "AI+AR+AN"
-
-[[protocols]]
-name = "AI+1R+AN"
-
-[[protocols]]
-name = "AI+1R+NN50"
-
-[[protocols]]
-name = "AI+AR+AN"
-design = "percentiles"
-bins = 3
-
-[[recommenders]]
-name = "popular"
-
-[[recommenders]]
-name = "random"
-
-[[recommenders]]
-name = "item_knn"
-params = {{ k = 50 }}
-
-[metrics]
-names = ["precision", "recall", "f1", "ndcg", "auc"]
-k = [5, 10]
-relevance_threshold = 4
-
-[compare]
-baseline = "popular"
-tests = ["t", "wilcoxon"]
-
-[learning_curve]
-fractions = [0.5, 1.0]
-"""
+def reported_config(data: Path) -> str:
+    return config_text(
+        "reported", seed=3, dataset=ratings_file(data), split=split_table("kfold", k=2, per_user=True),
+        protocols=["AI+AR+AN", "AI+1R+AN", "AI+1R+NN50", {"name": "AI+AR+AN", "design": "percentiles", "bins": 3}],
+        recommenders=["popular", "random", {"name": "item_knn", "params": {"k": 50}}],
+        metrics={"names": ["precision", "recall", "f1", "ndcg", "auc"], "k": [5, 10], "relevance_threshold": 4},
+        output=None, compare={"baseline": "popular", "tests": ["t", "wilcoxon"]},
+        learning_curve={"fractions": [0.5, 1.0]})
 
 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory, synthetic_ratings) -> Path:
     root = tmp_path_factory.mktemp("report")
     config = root / "reported.toml"
-    config.write_text(CONFIG.format(data=synthetic_ratings))
+    config.write_text(reported_config(synthetic_ratings))
     with pytest.raises(SystemExit) as exit_info:
         main(["run", str(config), "--out", str(root / "results"), "--quiet"])
     assert exit_info.value.code in (0, None)
@@ -430,38 +389,17 @@ def test_roc_curves_enclose_the_summary_auc_and_pr_curves_fall(folder):
         assert (folder / "figures" / f"{stem}.svg").is_file()
 
 
-TUNED = """
-name = "tuned"
-seed = 7
-""" + DATASET + """
-[split]
-method = "holdout"
-params = {{ fraction = 0.2, per_user = true }}
-
-[[protocols]]
-name = "AI+1R+NN50"
-
-[[recommenders]]
-name = "popular"
-
-[[recommenders]]
-name = "user_knn"
-search = {{ k = [3, 10, 40] }}
-
-[tuning]
-method = "grid"
-metric = "ndcg@10"
-
-[metrics]
-names = ["precision", "ndcg"]
-k = [10]
-relevance_threshold = 4
-"""
+def tuned_config(data: Path) -> str:
+    return config_text(
+        "tuned", seed=7, dataset=ratings_file(data), protocols=["AI+1R+NN50"],
+        recommenders=["popular", {"name": "user_knn", "search": {"k": [3, 10, 40]}}],
+        metrics={"names": ["precision", "ndcg"], "k": [10], "relevance_threshold": 4}, output=None,
+        tuning={"method": "grid", "metric": "ndcg@10"})
 
 
 def test_a_tuned_run_reports_the_chosen_parameters_and_the_trials(tmp_path, synthetic_ratings):
     config = tmp_path / "tuned.toml"
-    config.write_text(TUNED.format(data=synthetic_ratings))
+    config.write_text(tuned_config(synthetic_ratings))
     with pytest.raises(SystemExit) as exit_info:
         main(["run", str(config), "--out", str(tmp_path), "--quiet"])
     assert exit_info.value.code in (0, None)

@@ -7,6 +7,7 @@ import math
 import polars as pl
 import pytest
 
+from config_text import config_text, split_table
 from recsys_eval.errors import ConfigError
 from recsys_eval.pipeline.config import parse_config
 from recsys_eval.experiment.datasets_study import dataset_table
@@ -30,41 +31,30 @@ def test_chosen_parameters_curve_and_cost():
     assert len(curve_figure(TRIALS).axes) == 1
 
 
-def _config(datasets: str, extra: str = "") -> dict:
+def _config(**tables) -> dict:
+    """A study's config as parsed TOML, with the given [dataset] or [[datasets]] and other tables."""
     import tomllib
 
-    return tomllib.loads(f"""
-name = "study"
-{datasets}
-[split]
-method = "holdout"
-params = {{ fraction = 0.2 }}
-[[protocols]]
-name = "AI+AR+AN"
-[[recommenders]]
-name = "popular"
-[[recommenders]]
-name = "random"
-[metrics]
-names = ["ndcg"]
-k = [10]
-{extra}
-""")
+    return tomllib.loads(config_text("study", split=split_table("holdout", fraction=0.2),
+                                     recommenders=["popular", "random"], output=None, **tables))
+
+
+def _named(*names: str) -> list[dict]:
+    return [{"name": name} for name in names]
 
 
 def test_one_dataset_or_several():
     with pytest.raises(ConfigError, match=r"exactly one of \[dataset\] or \[\[datasets\]\]"):
-        parse_config(_config('[dataset]\nname = "ml-100k"\n[[datasets]]\nname = "ml-1m"'))
+        parse_config(_config(dataset={"name": "ml-100k"}, datasets=_named("ml-1m")))
     with pytest.raises(ConfigError, match="distinct names"):
-        parse_config(_config('[[datasets]]\nname = "ml-100k"\n[[datasets]]\nname = "ml-100k"'))
+        parse_config(_config(datasets=_named("ml-100k", "ml-100k")))
     with pytest.raises(ConfigError, match="compare.datasets_metric 'ndcg@5'"):
-        parse_config(_config('[[datasets]]\nname = "ml-100k"\n[[datasets]]\nname = "ml-1m"',
-                             '[compare]\ndatasets_metric = "ndcg@5"'))
-    assert parse_config(_config('[dataset]\nname = "ml-100k"')).datasets is None
+        parse_config(_config(datasets=_named("ml-100k", "ml-1m"), compare={"datasets_metric": "ndcg@5"}))
+    assert parse_config(_config(dataset={"name": "ml-100k"})).datasets is None
 
 
 def test_dataset_table_takes_the_all_rows_or_the_one_fold():
-    config = parse_config(_config('[[datasets]]\nname = "ml-100k"\n[[datasets]]\nname = "ml-1m"'))
+    config = parse_config(_config(datasets=_named("ml-100k", "ml-1m")))
 
     def summary(folds, means):
         return pl.DataFrame({"system": ["popular"] * len(folds), "protocol": "AI+AR+AN", "fold": folds,

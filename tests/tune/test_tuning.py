@@ -11,6 +11,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from config_text import config_text, ratings_file
 from recsys_eval.core import Split
 from recsys_eval.core.results import TUNING, ResultsFolder
 from recsys_eval.errors import ConfigError
@@ -21,52 +22,22 @@ from recsys_eval.recommend import Recommender
 from recsys_eval.tune import TrialLog, parse_search, tune_fold, validation_of
 from recsys_eval.tune.objective import Objective
 
-CONFIG = """
-name = "small"
-seed = 7
-
-[dataset]
-path = "{data}"
-columns = {{ user = "userId", item = "movieId", rating = "rating", timestamp = "timestamp" }}
-
-[split]
-method = "holdout"
-params = {{ fraction = 0.2, per_user = true }}
-
-[[protocols]]
-name = "AI+AR+AN"
-
-[[protocols]]
-name = "AI+1R+NN50"
-
-[[recommenders]]
-name = "popular"
-
-{recommenders}
-
-[tuning]
-{tuning}
-
-[metrics]
-names = ["precision", "ndcg"]
-k = [5, 10]
-relevance_threshold = 4
-
-[output]
-report = false
-"""
-KNN = '[[recommenders]]\nname = "user_knn"\nsearch = { k = [3, 10, 40] }\n'
-GRID = 'method = "grid"\nmetric = "ndcg@10"'
+KNN = {"name": "user_knn", "search": {"k": [3, 10, 40]}}
+GRID = {"method": "grid", "metric": "ndcg@10"}
 
 
-def config_text(data: Path, recommenders: str = KNN, tuning: str = GRID) -> str:
-    return CONFIG.format(data=data, recommenders=recommenders, tuning=tuning)
+def small_config(data: Path, recommender=KNN, tuning=GRID) -> str:
+    """The tuning tests' config: popularity and ``recommender``, tuned by ``tuning`` (None: no [tuning])."""
+    return config_text("small", seed=7, dataset=ratings_file(data), protocols=["AI+AR+AN", "AI+1R+NN50"],
+                       recommenders=["popular", recommender],
+                       metrics={"names": ["precision", "ndcg"], "k": [5, 10], "relevance_threshold": 4},
+                       tuning=tuning)
 
 
 def parsed(data: Path, **kwargs):
     import tomllib
 
-    return parse_config(tomllib.loads(config_text(data, **kwargs)), "t.toml")
+    return parse_config(tomllib.loads(small_config(data, **kwargs)), "t.toml")
 
 
 def fold_of(config):
@@ -100,7 +71,7 @@ class Recorder(Recommender):
         return np.broadcast_to(self.counts, (len(users), self.n_items))
 
 
-RECORDER = f'[[recommenders]]\nname = "{__name__}:Recorder"\nlabel = "rec"\nsearch = {{ shrink = [0.0, 1.0, 2.0, 3.0] }}\n'
+RECORDER = {"name": f"{__name__}:Recorder", "label": "rec", "search": {"shrink": [0.0, 1.0, 2.0, 3.0]}}
 
 
 @pytest.fixture(autouse=True)
@@ -109,36 +80,36 @@ def _reset():
 
 
 # -- config -----------------------------------------------------------------------------------
-@pytest.mark.parametrize("recommenders, tuning, message", [
-    ('[[recommenders]]\nname = "als"\nsearch = { factor = [8, 16] }', GRID,
+@pytest.mark.parametrize("recommender, tuning, message", [
+    ({"name": "als", "search": {"factor": [8, 16]}}, GRID,
      "recommenders[1].search.factor: unknown hyperparameter 'factor' of recommender 'als'"),
-    ('[[recommenders]]\nname = "als"\nsearch = { factor = [8, 16] }', GRID, "did you mean 'factors'"),
-    ('[[recommenders]]\nname = "als"\nsearch = { factors = [8, "many"] }', GRID,
+    ({"name": "als", "search": {"factor": [8, 16]}}, GRID, "did you mean 'factors'"),
+    ({"name": "als", "search": {"factors": [8, "many"]}}, GRID,
      "recommenders[1].search.factors: recommender 'als': parameter 'factors' must be an integer, got 'many'"),
-    ('[[recommenders]]\nname = "als"\nsearch = { factors = { low = 4.5, high = 9 } }', 'trials = 3',
+    ({"name": "als", "search": {"factors": {"low": 4.5, "high": 9}}}, {"trials": 3},
      "recommenders[1].search.factors: range ends must be integers, got 4.5"),
-    ('[[recommenders]]\nname = "als"\nsearch = { regularization = { low = 0, high = 1, log = true } }',
-     'trials = 3', "a log range needs low > 0"),
-    ('[[recommenders]]\nname = "als"\nsearch = { regularization = { low = 0.1, high = 1 } }', GRID,
+    ({"name": "als", "search": {"regularization": {"low": 0, "high": 1, "log": True}}},
+     {"trials": 3}, "a log range needs low > 0"),
+    ({"name": "als", "search": {"regularization": {"low": 0.1, "high": 1}}}, GRID,
      "method 'grid' needs a list of values"),
-    (KNN, 'trials = 0', "trials = 0 allows no trial"),
-    (KNN, 'seconds = 0', "seconds = 0 allows no trial"),
-    (KNN, 'method = "tpe"', "method 'tpe' needs a budget"),
-    (KNN, 'method = "grid"\nmetric = "map@10"', "tuning.metric 'map@10'"),
-    (KNN, 'method = "grid"\nmetric = "recall@10"', "'recall' is not measured"),
-    (KNN, 'method = "grid"\nmetric = "ndcg@20"', "k = 20 is not measured"),
-    (KNN, 'method = "grid"\nprotocol = "AI+AR+NN50"', "tuning.protocol 'AI+AR+NN50': not a protocol of the run"),
-    (KNN, 'method = "grid"\nvalidation = { method = "holdot" }', "tuning.validation"),
-    ('[[recommenders]]\nname = "user_knn"\n', GRID, "no recommender has a search"),
+    (KNN, {"trials": 0}, "trials = 0 allows no trial"),
+    (KNN, {"seconds": 0}, "seconds = 0 allows no trial"),
+    (KNN, {"method": "tpe"}, "method 'tpe' needs a budget"),
+    (KNN, {"method": "grid", "metric": "map@10"}, "tuning.metric 'map@10'"),
+    (KNN, {"method": "grid", "metric": "recall@10"}, "'recall' is not measured"),
+    (KNN, {"method": "grid", "metric": "ndcg@20"}, "k = 20 is not measured"),
+    (KNN, {"method": "grid", "protocol": "AI+AR+NN50"}, "tuning.protocol 'AI+AR+NN50': not a protocol of the run"),
+    (KNN, {"method": "grid", "validation": {"method": "holdot"}}, "tuning.validation"),
+    ("user_knn", GRID, "no recommender has a search"),
 ])
-def test_bad_tuning_config_names_the_key(synthetic_ratings, recommenders, tuning, message):
+def test_bad_tuning_config_names_the_key(synthetic_ratings, recommender, tuning, message):
     with pytest.raises(ConfigError) as info:
-        parsed(synthetic_ratings, recommenders=recommenders, tuning=tuning)
+        parsed(synthetic_ratings, recommender=recommender, tuning=tuning)
     assert message in str(info.value) and "t.toml" in str(info.value)
 
 
 def test_search_without_tuning_table(synthetic_ratings):
-    text = config_text(synthetic_ratings).replace("[tuning]\n" + GRID, "")
+    text = small_config(synthetic_ratings, tuning=None)
     import tomllib
 
     with pytest.raises(ConfigError, match=r"recommenders\[1\].search \('user_knn'\): a search needs a \[tuning\]"):
@@ -146,23 +117,23 @@ def test_search_without_tuning_table(synthetic_ratings):
 
 
 def test_search_space_types_from_the_registry(synthetic_ratings):
-    recs = ('[[recommenders]]\nname = "als"\nsearch = { factors = { low = 4, high = 64, log = true }, '
-            'regularization = { low = 0.001, high = 1 }, use_cg = { choices = [true, false] } }')
-    config = parsed(synthetic_ratings, recommenders=recs, tuning="trials = 2")
+    als = {"name": "als", "search": {"factors": {"low": 4, "high": 64, "log": True},
+                                     "regularization": {"low": 0.001, "high": 1}, "use_cg": {"choices": [True, False]}}}
+    config = parsed(synthetic_ratings, recommender=als, tuning={"trials": 2})
     space = parse_search(config.recommenders[1], "x")
     d = space.distributions()
     assert type(d["factors"]).__name__ == "IntDistribution" and d["factors"].log
     assert type(d["regularization"]).__name__ == "FloatDistribution" and not d["regularization"].log
     assert d["use_cg"].choices == (True, False)
-    grid = parse_search(parsed(synthetic_ratings, recommenders=(
-        '[[recommenders]]\nname = "item_knn"\nsearch = { similarity = ["cosine", "bm25"], k = [5, 50, 20] }'
+    grid = parse_search(parsed(synthetic_ratings, recommender=(
+        {"name": "item_knn", "search": {"similarity": ["cosine", "bm25"], "k": [5, 50, 20]}}
     )).recommenders[1], "x").grid()
     assert grid == [{"similarity": s, "k": k} for s in ("cosine", "bm25") for k in (5, 50, 20)]
 
 
 # -- the test side never reaches tuning --------------------------------------------------------
 def test_no_test_interaction_reaches_tuning(synthetic_ratings, tmp_path):
-    config = parsed(synthetic_ratings, recommenders=RECORDER)
+    config = parsed(synthetic_ratings, recommender=RECORDER)
     data, split = fold_of(config)
     tuned = tune_fold(config, data, split, tmp_path / TUNING)
     assert len(Recorder.fitted) == 4  # one fit per grid point
@@ -184,9 +155,8 @@ def test_no_test_interaction_reaches_tuning(synthetic_ratings, tmp_path):
 # -- the same seed, the same trials ------------------------------------------------------------
 @pytest.mark.parametrize("method", ["random", "tpe"])
 def test_same_seed_same_trials(synthetic_ratings, tmp_path, method):
-    recs = '[[recommenders]]\nname = "user_knn"\nsearch = { k = { low = 2, high = 60 } }\n'
-    tuning = f'method = "{method}"\ntrials = 12\nmetric = "ndcg@10"'
-    config = parsed(synthetic_ratings, recommenders=recs, tuning=tuning)
+    knn = {"name": "user_knn", "search": {"k": {"low": 2, "high": 60}}}
+    config = parsed(synthetic_ratings, recommender=knn, tuning={"method": method, "trials": 12, "metric": "ndcg@10"})
     data, split = fold_of(config)
     logs = []
     for name, seed in (("a", None), ("b", None), ("c", 99)):
@@ -200,7 +170,7 @@ def test_same_seed_same_trials(synthetic_ratings, tmp_path, method):
 # -- resume ------------------------------------------------------------------------------------
 def test_killed_run_resumes_without_rerunning_finished_trials(synthetic_ratings, tmp_path):
     path = tmp_path / "small.toml"
-    path.write_text(config_text(synthetic_ratings, recommenders=RECORDER))
+    path.write_text(small_config(synthetic_ratings, recommender=RECORDER))
     config = load_config(path)
     Recorder.fail_after = 3  # three trials finish, the fourth fit is killed
     with pytest.raises(KeyboardInterrupt):
@@ -221,15 +191,14 @@ def test_killed_run_resumes_without_rerunning_finished_trials(synthetic_ratings,
 # -- the refit ---------------------------------------------------------------------------------
 def test_chosen_parameters_refitted_on_the_whole_train_side(synthetic_ratings, tmp_path):
     path = tmp_path / "small.toml"
-    path.write_text(config_text(synthetic_ratings))
+    path.write_text(small_config(synthetic_ratings))
     config = load_config(path)
     outcome = runner.run_experiment(config, path.read_text(), out_root=tmp_path / "tuned", quiet=True)
     trials = pl.read_parquet(outcome.folder / TUNING)
     assert trials.get_column("param_k").to_list() == [3, 10, 40]
     best = trials.sort("value", descending=True).row(0, named=True)
     # a plain run with the best k: the same per-unit values on test
-    plain = config_text(synthetic_ratings, recommenders=f'[[recommenders]]\nname = "user_knn"\nparams = {{ k = {best["param_k"]} }}\n')
-    plain = plain.replace("[tuning]\n" + GRID, "")
+    plain = small_config(synthetic_ratings, {"name": "user_knn", "params": {"k": best["param_k"]}}, tuning=None)
     path.write_text(plain)
     other = runner.run_experiment(load_config(path), plain, out_root=tmp_path / "plain", quiet=True)
     key = ["protocol", "fold", "user", "unit", "metric", "k"]
@@ -241,8 +210,8 @@ def test_chosen_parameters_refitted_on_the_whole_train_side(synthetic_ratings, t
 
 # -- trials in worker processes -----------------------------------------------------------------
 def test_trials_in_two_worker_processes_match_in_process_values(synthetic_ratings, tmp_path):
-    recs = '[[recommenders]]\nname = "user_knn"\nsearch = { k = [3, 10, 40, 80] }\n'
-    config = parsed(synthetic_ratings, recommenders=recs, tuning=GRID + "\nworkers = 2")
+    knn = {"name": "user_knn", "search": {"k": [3, 10, 40, 80]}}
+    config = parsed(synthetic_ratings, recommender=knn, tuning={**GRID, "workers": 2})
     data, split = fold_of(config)
     tune_fold(config, data, split, tmp_path / TUNING)
     log = pl.read_parquet(tmp_path / TUNING)
@@ -258,8 +227,7 @@ def test_objective_value_is_the_mean_over_validation_users(synthetic_ratings):
     from recsys_eval.recommend import make_recommender, recommend_top_k
     from recsys_eval.targets import Protocol, build_targets
 
-    recs = '[[recommenders]]\nname = "user_knn"\nsearch = { k = [10] }\n'
-    config = parsed(synthetic_ratings, recommenders=recs)
+    config = parsed(synthetic_ratings, recommender={"name": "user_knn", "search": {"k": [10]}})
     data, split = fold_of(config)
     validation = validation_of(config, split)
     value, _, _ = Objective(config, data, validation, threads=1)(config.recommenders[1], {"k": 10})
