@@ -14,7 +14,7 @@ import polars as pl
 import pytest
 
 from recsys_eval.core.atomic import scratch_path
-from recsys_eval.core.results import FORMAT_VERSION, PER_UNIT_COLUMNS, PER_UNIT_SCHEMA, ResultsFolder
+from recsys_eval.core.results import FORMAT_VERSION, PER_UNIT_COLUMNS, PER_UNIT_SCHEMA, Manifest, ResultsFolder
 from recsys_eval.errors import ConfigError, DataError
 
 LAYOUT = (["f1", "f2"], ["popular", "random"], ["AI+AR+AN"])
@@ -49,8 +49,8 @@ def finish_run(work: ResultsFolder) -> Path:
         written += parts
     work.write_text("config.toml", 'name = "exp"\n')
     work.write_table("summary", pl.DataFrame({"system": systems}))
-    manifest = {"folds": folds, "systems": systems, "protocols": protocols,
-                "partitions": [str(p.relative_to(work.path)) for p in written]}
+    manifest = Manifest(folds=folds, systems=systems, protocols=protocols,
+                        partitions=[str(p.relative_to(work.path)) for p in written])
     return work.finish(manifest)
 
 
@@ -205,7 +205,15 @@ def test_scan_per_unit_reads_every_partition_or_one_folds(work):
 def test_tables_are_written_as_parquet_with_a_csv_beside_and_read_by_name(work):
     frame = pl.DataFrame({"system": ["a", "b"], "pairs": [["x", "y"], []], "p": [0.01, 0.5]})
     work.write_table("agreement", frame)
-    work.write_table("quiet", frame, csv=False)
-    assert work.table("agreement").equals(frame) and work.table("absent") is None
+    work.write_table("curves", frame, csv=False)
+    assert work.table("agreement").equals(frame) and work.table("exposure") is None
     assert (work.path / "agreement.csv").read_text().splitlines() == ["system,pairs,p", "a,x; y,0.01", 'b,"",0.5']
-    assert not (work.path / "quiet.csv").exists()
+    assert work.table("curves").equals(frame) and not (work.path / "curves.csv").exists()
+
+
+def test_a_table_the_folder_does_not_hold_is_refused_by_name(work):
+    """The folder owns its file names: a misspelt table is an error, not a stray file."""
+    with pytest.raises(DataError, match="'sumary' is not a table of a results folder"):
+        work.write_table("sumary", pl.DataFrame({"a": [1]}))
+    with pytest.raises(DataError, match="'absent' is not a table"):
+        work.table("absent")
