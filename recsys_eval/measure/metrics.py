@@ -93,8 +93,9 @@ class MetricSpec:
     slot: int | None = None
     sampled_correction: bool = False
 
-    def label(self, k: int | None = None) -> str:
-        """The printed label at cutoff ``k``: ``nDCG@10``; ``AUC`` (no cutoff)."""
+    def label(self, k: int | str | None = None) -> str:
+        """The printed label at cutoff ``k``: ``nDCG@10``; ``AUC`` (no cutoff); ``nDCG@k`` for
+        ``k="k"``, as listings print it."""
         return self.symbol if k is None or not self.cutoff else f"{self.symbol}@{k}"
 
     @property
@@ -219,16 +220,64 @@ def kernel_width(n_cut: int) -> int:
     return KERNEL_CUTOFF_SLOTS * n_cut + KERNEL_WHOLE_SLOTS
 
 
-def display_label(name: str) -> str:
-    """A summary name as printed: ``ndcg@10`` -> ``nDCG@10``, ``ap@5`` -> ``MAP@5``; a name the
-    registry does not know is returned as it is."""
-    metric, _, k = name.partition("@")
-    if metric == "f1_pooled":  # a summary row of its own: F_tp,fp beside the per-user mean F1
-        return f"F1pool@{k}" if k else "F1pool"
-    spec = METRICS.get(metric)
-    if spec is None:
-        return name
-    return spec.label(int(k) if k else None)
+#: The summary row of F_tp,fp beside the per-user mean F1 (``docs/CONVENTIONS.md#f-measure``).
+F1_POOLED = "f1_pooled"
+
+
+@dataclass(frozen=True)
+class MetricKey:
+    """A metric at a cutoff, the one way summaries, configs and tables name it: its ``label``
+    (``ndcg@10``; ``auc`` without a cutoff) and its ``display`` (``nDCG@10``)."""
+
+    name: str
+    k: int | None = None
+
+    @property
+    def label(self) -> str:
+        """``ndcg@10``; the name alone without a cutoff."""
+        return self.name if self.k is None else f"{self.name}@{self.k}"
+
+    @property
+    def display(self) -> str:
+        """The label as tables print it: the spec's symbol (``nDCG@10``, ``MAP@5``, ``AUC``),
+        ``F1pool`` for the pooled F1, a name the registry does not know as it is."""
+        if self.name == F1_POOLED:
+            return "F1pool" if self.k is None else f"F1pool@{self.k}"
+        spec = METRICS.get(self.name)
+        return self.label if spec is None else spec.label(self.k)
+
+    @classmethod
+    def parse(cls, label: str, *, known: Iterable[str] | None = None, where: str = "metric") -> MetricKey:
+        """``"ndcg@10"`` as ``MetricKey("ndcg", 10)``, ``"auc"`` as ``MetricKey("auc")``. A
+        malformed label (no name, a k that is not a positive integer) raises a ConfigError naming
+        ``where``; so does a name outside ``known``, when given, with the closest one."""
+        name, at, k = label.partition("@") if isinstance(label, str) else ("", "", "")
+        if not name or (at and not (k.isdigit() and int(k) > 0)):
+            raise ConfigError(f"{where}: expected 'metric@k' with a positive integer k (e.g. 'ndcg@10') "
+                              f"or a metric without a cutoff (e.g. 'auc'), got {label!r}")
+        if known is not None and name not in known:
+            raise ConfigError(f"{where} {label!r}: unknown metric {name!r}: {closest(name, known)}")
+        return cls(name, int(k) if at else None)
+
+    @staticmethod
+    def label_column(metric: str = "metric", k: str = "k"):
+        """A polars expression: every row's label, from its ``metric`` and ``k`` columns."""
+        import polars as pl
+
+        return (pl.when(pl.col(k).is_null()).then(pl.col(metric))
+                .otherwise(pl.format("{}@{}", pl.col(metric), pl.col(k))))
+
+    def rows(self):
+        """A polars expression selecting the rows of this metric at this k (k null without one)."""
+        import polars as pl
+
+        at = pl.col("k").is_null() if self.k is None else pl.col("k") == self.k
+        return (pl.col("metric") == self.name) & at
+
+
+def display_label(label: str) -> str:
+    """A label as tables print it: ``ndcg@10`` -> ``nDCG@10`` (:attr:`MetricKey.display`)."""
+    return MetricKey.parse(label).display
 
 
 def lower_is_better(metric: str) -> bool:

@@ -11,6 +11,7 @@ from measure_build import rankings_of, targets_of
 
 from recsys_eval.compare.sampled import SAMPLED_METRICS
 from recsys_eval.core.chunks import chunk_bounds
+from recsys_eval.errors import ConfigError
 from recsys_eval.measure import beyond_accuracy, measure, rating_metrics
 from recsys_eval.measure import kernels
 from recsys_eval.measure.api import kernel_arrays, ranking_values
@@ -24,6 +25,7 @@ from recsys_eval.measure.metrics import (
     RATING_METRICS,
     Direction,
     Family,
+    MetricKey,
     Summary,
     display_label,
     kernel_column,
@@ -149,3 +151,32 @@ def test_spec_label_and_record():
     assert spec.label(10) == "MAP@10" and METRICS["auc"].label(10) == "AUC"
     record = spec.as_dict()
     assert record["family"] == "ranking@k" and record["direction"] == "higher" and record["slot"] == 3
+
+
+@pytest.mark.parametrize(("label", "name", "k", "display"), [
+    ("ndcg@10", "ndcg", 10, "nDCG@10"), ("auc", "auc", None, "AUC"), ("f1_pooled@5", "f1_pooled", 5, "F1pool@5"),
+    ("f1_pooled", "f1_pooled", None, "F1pool"), ("mystery@3", "mystery", 3, "mystery@3"),
+])
+def test_metric_key_parses_labels_and_prints_them(label, name, k, display):
+    key = MetricKey.parse(label)
+    assert key == MetricKey(name, k) and key.label == label and key.display == display
+    assert display_label(label) == display
+
+
+@pytest.mark.parametrize("label", ["ndcg@", "ndcg@0", "ndcg@-1", "ndcg@1.5", "ndcg@k", "@10", "", None])
+def test_metric_key_refuses_malformed_labels(label):
+    with pytest.raises(ConfigError, match="tuning.metric: expected 'metric@k' with a positive integer k"):
+        MetricKey.parse(label, where="tuning.metric")
+
+
+def test_metric_key_names_an_unknown_metric_with_the_closest_one():
+    with pytest.raises(ConfigError, match="unknown metric 'ndgc'.*did you mean 'ndcg'"):
+        MetricKey.parse("ndgc@10", known=ALL_METRICS)
+    assert MetricKey.parse("rmse", known=ALL_METRICS) == MetricKey("rmse")
+
+
+def test_metric_key_selects_and_labels_rows():
+    rows = pl.DataFrame({"metric": ["ndcg", "ndcg", "auc"], "k": [5, 10, None]}, schema_overrides={"k": pl.Int32})
+    assert rows.select(MetricKey.label_column()).to_series().to_list() == ["ndcg@5", "ndcg@10", "auc"]
+    assert rows.filter(MetricKey("ndcg", 10).rows()).rows() == [("ndcg", 10)]
+    assert rows.filter(MetricKey("auc").rows()).rows() == [("auc", None)]
