@@ -19,6 +19,7 @@ from recsys_eval.measure.ties import scan_scores
 from recsys_eval.measure.metrics import (
     ALL_METRICS,
     BEYOND_METRICS,
+    FUSED_METRICS,
     KERNEL_CUTOFF_SLOTS,
     METRICS,
     RANKING_METRICS,
@@ -43,12 +44,13 @@ TRAIN = pl.DataFrame({"user": [0, 0, 1, 2], "item": [0, 1, 1, 7]})
 
 def test_slots_are_contiguous_per_family_and_cover_the_kernel():
     for family in (Family.CUTOFF, Family.WHOLE):
-        slots = sorted(s.slot for s in METRICS.values() if s.family is family)
+        slots = sorted(s.slot for s in METRICS.values() if s.family is family and s.slot is not None)
         assert slots == list(range(len(slots))), family
     assert all(s.slot is None for s in METRICS.values() if s.family not in (Family.CUTOFF, Family.WHOLE))
-    assert set(kernels.Slots._fields[:-1]) == set(RANKING_METRICS)
+    assert set(kernels.Slots._fields[:-1]) == set(FUSED_METRICS)
+    assert all((METRICS[name].slot is None) != (METRICS[name].kernel is None) for name in RANKING_METRICS)
     for n_cut in (1, 3):
-        columns = sorted(kernel_column(name, c, n_cut) for name in RANKING_METRICS
+        columns = sorted(kernel_column(name, c, n_cut) for name in FUSED_METRICS
                          for c in range(n_cut if METRICS[name].cutoff else 1))
         assert columns == list(range(kernel_width(n_cut)))
 
@@ -59,13 +61,13 @@ def test_the_kernel_writes_where_the_slots_say():
     values = ranking_values(RANKINGS, TARGETS, cutoffs)
     order = np.roll(np.arange(KERNEL_CUTOFF_SLOTS), 3)  # every slot moves
     slots = kernels.SLOTS._replace(**{name: int(order[kernels.SLOTS._asdict()[name]])
-                                      for name in RANKING_METRICS if METRICS[name].cutoff})
+                                      for name in FUSED_METRICS if METRICS[name].cutoff})
     options = kernels.Options(np.asarray(cutoffs, dtype=np.int64), 0, False, 5.0, 0.0, False, True, True)
     width = kernel_width(2)
     moved, _ = kernels.ranking_kernel(*kernel_arrays(RANKINGS, TARGETS, scan_scores(RANKINGS)[0]), options, slots, width,
                                       np.arange(width), TARGETS.n_items, chunk_bounds(3))
     moved = moved.T
-    for name in RANKING_METRICS:
+    for name in FUSED_METRICS:
         for c in range(2 if METRICS[name].cutoff else 1):
             old = kernel_column(name, c, 2)
             new = getattr(slots, name) * 2 + c if METRICS[name].cutoff else old
