@@ -10,7 +10,7 @@ A ranking metric is its spec and its kernel, both here: the spec's own per-unit 
 form of a unit with one relevant item (:attr:`MetricSpec.at_rank`: the values of 1R units and the
 sampled-metric correction), the depth of list it reads (:attr:`MetricSpec.depth`,
 :func:`ranking_depth`) and the numbers its formula takes (:attr:`MetricSpec.params`, keywords of
-``measure()``). Adding one is adding its spec; the summary, the
+``measure()``). Adding one is adding its spec (R-precision and RBP were added so); the summary, the
 report tables, the LaTeX and terminal tables and ``recsys-eval list metrics`` pick it up. The nine
 metrics of the fused ranking kernel (:mod:`recsys_eval.measure.kernels`, a ``slot`` each) are
 computed together in one pass instead. The formulas are in ``docs/CONVENTIONS.md#metrics``.
@@ -226,6 +226,43 @@ def _auc_at_rank(rho, k, n, params):
     return (n - rho) / (n - 1.0)
 
 
+def _rprecision_at_rank(rho, k, n, params):
+    """[rho <= 1]: R = 1, so R-precision is hit@1."""
+    return _top(rho, 1)
+
+
+def _rprecision_kernel(rel, n_rel, n_non, k, params):
+    """Relevant items among the top R listed, / R (R = ``n_rel``); undefined for R = 0. Listed
+    positions short of R count as non-relevant."""
+    if n_rel == 0:
+        return math.nan
+    hits = 0.0
+    for i in range(min(n_rel, len(rel))):
+        hits += rel[i]
+    return hits / n_rel
+
+
+def _rbp_at_rank(rho, k, n, params):
+    """[rho <= k] (1 - p) p^(rho - 1), p = params[0]."""
+    p = params[0]
+    return _top(rho, k) * ((1.0 - p) * p ** (rho - 1.0))
+
+
+def _rbp_kernel(rel, n_rel, n_non, k, params):
+    """(1 - p) sum over listed ranks i <= k of rel_i p^(i - 1), p = params[0] (Moffat & Zobel)."""
+    p = params[0]
+    total = 0.0
+    weight = 1.0 - p
+    for i in range(min(k, len(rel))):
+        total += rel[i] * weight
+        weight *= p
+    return total
+
+
+RBP_PERSISTENCE = MetricParam("rbp_persistence", 0.8, 0.0, 1.0,
+                              "RBP's persistence p: the chance that a user reads on past each item")
+
+
 _C, _W, _RA, _B, _AUX = Family.CUTOFF, Family.WHOLE, Family.RATING, Family.BEYOND, Family.AUXILIARY
 _UP, _DOWN = Direction.HIGHER, Direction.LOWER
 _MEAN, _RUN = Summary.USER_MEAN, Summary.RUN_VALUE
@@ -263,6 +300,12 @@ METRICS: dict[str, MetricSpec] = {
         MetricSpec("auc", "AUC", _W, _UP, False, "no relevant or no non-relevant target", _MEAN,
                    "share of (relevant, non-relevant) target pairs ordered right, ties 1/2",
                    slot=0, depth=Depth.WHOLE, at_rank=_auc_at_rank),
+        MetricSpec("rprecision", "R-Prec", _W, _UP, False, _NO_REL, _MEAN,
+                   "relevant items in the top R / R, R the unit's relevant items (trec_eval Rprec)",
+                   depth=Depth.RELEVANT, at_rank=_rprecision_at_rank, kernel=_rprecision_kernel),
+        MetricSpec("rbp", "RBP", _C, _UP, True, "never", _MEAN,
+                   "(1-p) sum of p^(i-1) over relevant ranks i <= k, p = rbp_persistence (Moffat & Zobel)",
+                   depth=_TOP, at_rank=_rbp_at_rank, kernel=_rbp_kernel, params=(RBP_PERSISTENCE,)),
         MetricSpec("n_relevant", "R", _AUX, Direction.NONE, False, "never", _MEAN,
                    "the unit's relevant items R, beside f1 for the F-measure variants"),
         MetricSpec("sampled_rank", "rank", _AUX, Direction.NONE, False, "never", _MEAN,
