@@ -189,6 +189,9 @@ def own_kernel_values(rankings: Rankings | RelevantRanks, targets: Targets, name
     if isinstance(rankings, RelevantRanks):
         for name in names:
             spec = METRICS[name]
+            if spec.at_rank is None:
+                raise ConfigError(f"metric {name!r} has no closed form for units with one relevant item (its "
+                                  "spec's at_rank): measure it on ranked lists (rank_targets)")
             values = np.asarray(spec.param_values(params), dtype=np.float64)
             out[name] = closed_form_values(rankings, spec, cutoffs, ties, values)
         return out

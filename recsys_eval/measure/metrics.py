@@ -354,9 +354,8 @@ AUXILIARY_METRICS = names_of(Family.AUXILIARY)
 N_RELEVANT = "n_relevant"
 #: Every metric a user can ask for.
 ALL_METRICS = names_of(Family.CUTOFF, Family.WHOLE, Family.RATING, Family.BEYOND)
-#: The ranking metrics of the fused ranking kernel (those with a slot) and those with their own kernel.
+#: The ranking metrics of the fused ranking kernel (those with a slot); the others have their own.
 FUSED_METRICS = tuple(name for name in RANKING_METRICS if METRICS[name].slot is not None)
-OWN_KERNEL_METRICS = tuple(name for name in RANKING_METRICS if METRICS[name].kernel is not None)
 #: Every parameter a metric's formula takes, by its name (a keyword of measure()).
 PARAMS: dict[str, MetricParam] = {p.name: p for spec in METRICS.values() for p in spec.params}
 

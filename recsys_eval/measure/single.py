@@ -16,8 +16,8 @@ function of the relevant item's place: ``above`` targets score higher, ``tied`` 
 
 A metric outside the fused kernel gives its values from its spec's closed form
 (:attr:`~recsys_eval.measure.metrics.MetricSpec.at_rank`, :func:`closed_form_values`), by the same
-rules. The fused kernel's metrics are computed in the same floating-point steps as the general ranking kernel
-(:mod:`recsys_eval.measure.kernels`) takes walking the relevant item's block of the same ranking
+rules. The fused kernel's metrics are computed in the same floating-point steps as the general
+ranking kernel (:mod:`recsys_eval.measure.kernels`) takes walking the relevant item's block of the same ranking
 (the loop below mirrors its block walk on purpose, and both write a cutoff's values with the one
 ``kernels._record``), so the two agree bit for bit; the cost is
 O(cutoffs) per unit (O(tied) more under average ties) instead of a pass over N + 1 items.

@@ -49,6 +49,7 @@ def test_slots_are_contiguous_per_family_and_cover_the_kernel():
     assert all(s.slot is None for s in METRICS.values() if s.family not in (Family.CUTOFF, Family.WHOLE))
     assert set(kernels.Slots._fields[:-1]) == set(FUSED_METRICS)
     assert all((METRICS[name].slot is None) != (METRICS[name].kernel is None) for name in RANKING_METRICS)
+    assert all(METRICS[name].depth is not None for name in RANKING_METRICS)
     for n_cut in (1, 3):
         columns = sorted(kernel_column(name, c, n_cut) for name in FUSED_METRICS
                          for c in range(n_cut if METRICS[name].cutoff else 1))

@@ -142,3 +142,15 @@ def test_one_relevant_closed_form_is_the_mean_over_the_tied_group():
     average = measure(ranks, targets, metrics=["rbp", "rprecision"], k=[3, 5], ties="average", rbp_persistence=p)
     assert values(average, "rbp", 5) == pytest.approx([rbp[2], sum(rbp[2:5]) / 4, 0, sum(rbp[:5]) / 400])
     assert values(average, "rprecision") == pytest.approx([0, 0, 0, 1 / 400])
+
+
+def test_a_metric_without_closed_form_refuses_one_relevant_units(monkeypatch):
+    """A spec with a kernel but no at_rank: 1R units raise, where they once got a silent NaN."""
+    import dataclasses
+
+    from recsys_eval.measure import metrics
+
+    monkeypatch.setitem(metrics.METRICS, "rbp", dataclasses.replace(METRICS["rbp"], at_rank=None))
+    ranks = _one_relevant([0], [0], [0], [5], [True])
+    with pytest.raises(ConfigError, match="'rbp' has no closed form for units with one relevant item"):
+        measure(ranks, targets_of([{0: 1.0}], 2), metrics=["rbp"], k=[3])
