@@ -125,9 +125,11 @@ class MetricSpec:
             n, params)``: numpy, vectorised over ``rho``, the item's 1-based ranks (float64; real
             ranks too, for the sampled-metric correction), at cutoff ``k`` (None: without one),
             among ``n`` candidates (one count or one per rank), ``params`` the values of
-            :attr:`params` in order (float64 array). It gives the values of 1R units
-            (:mod:`recsys_eval.measure.single`) and the sampled-metric correction
-            (:mod:`recsys_eval.compare.sampled`; Krichene & Rendle) of every metric that has it.
+            :attr:`params` in order (float64 array). It must be 0 past the rank :attr:`depth`
+            reaches (only those ranks are evaluated). It gives the values of 1R units
+            (:func:`recsys_eval.measure.single.closed_form_values`; under ``ties="average"`` its
+            mean over the relevant item's tied group; 0 when the item is not ranked) and the
+            sampled-metric correction (:mod:`recsys_eval.compare.sampled`; Krichene & Rendle).
         kernel: for a ranking metric outside the fused kernel, its own per-unit kernel, a plain
             function numba compiles on first use (``njit`` with
             :data:`recsys_eval.measure.kernels.OWN_KERNEL_SIGNATURE`): ``kernel(rel, n_rel, n_non,
@@ -136,6 +138,9 @@ class MetricSpec:
             block of n items holding r relevant ones), its relevant and non-relevant target counts
             R and N, the cutoff ``k`` (0 without one) and ``params`` as for ``at_rank``
             (:func:`recsys_eval.measure.api.own_kernel_values`). NaN marks an undefined value.
+            The r/n of a tied block makes the value the exact expectation over the block's
+            orderings for a metric linear in each position's relevance (R-precision, RBP); a
+            metric that is not would get its value at the expected relevance instead.
         params: the numbers its formula takes (:class:`MetricParam`).
     """
 
@@ -232,8 +237,8 @@ def _rprecision_at_rank(rho, k, n, params):
 
 
 def _rprecision_kernel(rel, n_rel, n_non, k, params):
-    """Relevant items among the top R listed, / R (R = ``n_rel``); undefined for R = 0. Listed
-    positions short of R count as non-relevant."""
+    """Relevant items among the top R, / R (R = ``n_rel``); undefined for R = 0. Ranks past the end
+    of a list shorter than R count as non-relevant."""
     if n_rel == 0:
         return math.nan
     hits = 0.0
