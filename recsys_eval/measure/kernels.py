@@ -342,9 +342,13 @@ def ranking_kernel(rankings, targets, options, slots, width, columns, n_items, b
     return out, status
 
 
+#: Read-only arrays, which numba's explicit signatures below take writable arrays for too (the
+#: caller's may be read-only: polars' zero-copy columns are).
+_FLOATS = types.Array(types.float64, 1, "C", readonly=True)
+_INTS = types.Array(types.int64, 1, "C", readonly=True)
 #: What numba compiles a spec's own kernel for (:attr:`~recsys_eval.measure.metrics.MetricSpec.kernel`):
-#: ``kernel(rel, n_rel, n_non, k, params) -> value``.
-OWN_KERNEL_SIGNATURE = types.float64(types.float64[::1], types.int64, types.int64, types.int64, types.float64[::1])
+#: ``kernel(rel, n_rel, n_non, k, params) -> value``, ``rel`` and ``params`` read-only.
+OWN_KERNEL_SIGNATURE = types.float64(_FLOATS, types.int64, types.int64, types.int64, _FLOATS)
 
 
 def own_kernel(kernel, offsets, rel, n_rel, n_non, cutoffs, params, bounds):
@@ -369,9 +373,8 @@ def _compiled(kernel):
 @functools.cache
 def _own_driver():
     """:func:`_own_chunk` compiled once, on first use (an explicit signature compiles at once)."""
-    signature = types.void(types.int64, types.int64, types.FunctionType(OWN_KERNEL_SIGNATURE), types.int64[::1],
-                           types.float64[::1], types.int64[::1], types.int64[::1], types.int64[::1],
-                           types.float64[::1], types.float64[:, ::1])
+    signature = types.void(types.int64, types.int64, types.FunctionType(OWN_KERNEL_SIGNATURE), _INTS, _FLOATS,
+                           _INTS, _INTS, _INTS, _FLOATS, types.float64[:, ::1])
     return njit(signature, cache=True, nogil=True)(_own_chunk)
 
 

@@ -154,3 +154,13 @@ def test_a_metric_without_closed_form_refuses_one_relevant_units(monkeypatch):
     ranks = _one_relevant([0], [0], [0], [5], [True])
     with pytest.raises(ConfigError, match="'rbp' has no closed form for units with one relevant item"):
         measure(ranks, targets_of([{0: 1.0}], 2), metrics=["rbp"], k=[3])
+
+
+def test_read_only_rankings_are_measured():
+    """Arrays the caller cannot write (polars' zero-copy columns) fit the kernels' one signature."""
+    rankings = rankings_of([[3, 0, 5, 1], [2, 4]], [[4.0, 3.0, 3.0, 1.0], [2.0, 1.0]])
+    for array in (rankings.offsets, rankings.items, rankings.scores):
+        array.setflags(write=False)
+    targets = targets_of([{0: 2.0, 1: 0.0, 3: 1.0, 5: 0.0}, {2: 1.0, 4: 0.0}], 8)
+    frame = measure(rankings, targets, metrics=["rbp", "rprecision"], k=[3], rbp_persistence=0.5)
+    assert values(frame, "rbp", 3) == [0.75, 0.5] and values(frame, "rprecision") == [1, 1]
