@@ -104,14 +104,14 @@ def dataset_records() -> list[dict[str, Any]]:
 # -- text ---------------------------------------------------------------------------------------------
 def metric_lines(records: list[dict]) -> list[str]:
     """trec_eval -h style: per family, one line per metric with its label, direction and convention."""
-    from recsys_eval.measure.metrics import Family
+    from recsys_eval.measure.metrics import METRICS, Family
 
     width = max(len(r["name"]) for r in records)
     lines = []
     for family in dict.fromkeys(r["family"] for r in records):
         lines.append(f"{Family(family).title}:")
         for r in (r for r in records if r["family"] == family):
-            label = r["symbol"] + ("@k" if r["cutoff"] else "")
+            label = METRICS[r["name"]].label("k")
             better = "higher" if r["direction"] == "higher" else "lower "
             lines.append(f"  {r['name']:<{width}}  {label:<7} {better}  {r['convention']}")
         lines.append("")

@@ -69,9 +69,10 @@ def _print_tests(console: Console, paired: pl.DataFrame, manifest, metric: str |
 
     from recsys_eval.errors import check_choice
     from recsys_eval.report.build import significance_table
-    from recsys_eval.report.tables import default_columns, main_label, metric_label
+    from recsys_eval.measure.metrics import MetricKey
+    from recsys_eval.report.tables import default_columns, main_label
 
-    labels = [metric_label(m, k) for m, k in paired.select("metric", "k").unique(maintain_order=True).iter_rows()]
+    labels = [MetricKey(m, k).label for m, k in paired.select("metric", "k").unique(maintain_order=True).iter_rows()]
     if metric is None:
         metric = main_label([c for c in default_columns(paired) if c in labels] or labels)
     check_choice("--metric", metric, labels)

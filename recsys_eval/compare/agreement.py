@@ -15,6 +15,7 @@ import polars as pl
 from scipy import stats
 
 from recsys_eval.errors import ConfigError, DataError
+from recsys_eval.measure.metrics import MetricKey
 
 
 def swapped_pairs(first: Mapping[str, float], second: Mapping[str, float]) -> list[tuple[str, str]]:
@@ -61,7 +62,7 @@ def protocol_agreement(summary_frame: pl.DataFrame, *, metric: str, k: int | Non
     }
     systems = sorted(values["system"].unique())
     if len(systems) < 2:
-        raise ConfigError(f"protocol agreement needs at least two systems with a value for {metric}@{k}; got {systems}")
+        raise ConfigError(f"protocol agreement needs at least two systems with a value for {MetricKey(metric, k).label}; got {systems}")
     if len(by_protocol) < 2:
         raise ConfigError(f"protocol agreement needs at least two protocols; the summary holds {sorted(by_protocol)}")
     out = []

@@ -194,11 +194,11 @@ def _rank_matrix(
 
 
 def _higher_is_better(table: pl.DataFrame, metric: str | None) -> bool:
-    from recsys_eval.measure.metrics import lower_is_better
+    from recsys_eval.measure.metrics import MetricKey, lower_is_better
 
     if metric is None and "metric" in table.columns:
         names = table.get_column("metric").unique().to_list()
         if len(names) > 1:
             raise DataError(f"dataset x system table: several metrics {sorted(names)}; rank one metric at a time")
         metric = names[0] if names else None
-    return metric is None or not lower_is_better(metric.partition("@")[0])
+    return metric is None or not lower_is_better(MetricKey.parse(metric).name)

@@ -28,16 +28,18 @@ Each unit may have its own N (under AI: the items outside its user's train), so 
 values is solved per distinct N and cached. The sums over R = 1..N are exact without visiting all
 N ranks: P(r | R) is a polynomial of degree n in R under both models, so the entries of A'A (degree
 2n) and A'1 are summed exactly by the (n + 1)-node Gauss rule of the uniform measure on the
-integers 1..N (Golub-Welsch on the discrete Chebyshev recurrence). A'f sums the ranks 1..k one by
-one for a cutoff metric (f vanishes beyond k), uses the same rule for AUC and uncut recall (f of
-degree <= 1), and for 1/R and 1/log2(R + 1) without a cutoff sums the head 1..max(4(n+1), N/64)
-one by one and the smooth tail with a Gauss rule of n + 101 nodes. Tests compare every case with the
-full sums (agreement to 1e-9). One N costs milliseconds instead of O(N n^2): measured by
+integers 1..N (Golub-Welsch on the discrete Chebyshev recurrence). f is the metric's closed form
+(:attr:`~recsys_eval.measure.metrics.MetricSpec.at_rank`). A'f sums the ranks 1..k one by one where
+f vanishes beyond the deepest rank the metric reads (the cutoff k; 1 for R-precision), and
+otherwise (AUC; 1, 1/R or 1/log2(R + 1) without a cutoff) sums the head 1..max(4(n+1), N/64) one by
+one and the smooth tail with a Gauss rule of n + 101 nodes, exact where f is a polynomial of degree
+1 or less. Tests compare every case with the full sums (agreement to 1e-9). One N costs milliseconds instead of O(N n^2): measured by
 benchmarks/bench_sampled.py on ML-25M-sized inputs (thousands of distinct N).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import lru_cache
 
 import numpy as np
@@ -45,8 +47,10 @@ from scipy import linalg, special, stats
 from threadpoolctl import threadpool_limits
 
 from recsys_eval.errors import ConfigError, DataError, check_choice
+from recsys_eval.measure.metrics import METRICS
 
-SAMPLED_METRICS = ("hit", "recall", "precision", "ndcg", "ap", "rr", "auc")
+#: The metrics whose spec has a closed form of a one-relevant unit's rank.
+SAMPLED_METRICS = tuple(name for name, spec in METRICS.items() if spec.at_rank is not None)
 CORRECTION_METHODS = ("sampled", "rescale", "bias_variance")
 RANK_MODELS = ("hypergeometric", "binomial")
 #: The bias-variance trade-off's default. Over power-law and uniform full-rank distributions
@@ -56,27 +60,18 @@ RANK_MODELS = ("hypergeometric", "binomial")
 DEFAULT_GAMMA = 0.01
 
 
-def rank_metric(ranks: np.ndarray, metric: str, k: int | None, n_candidates: int | np.ndarray) -> np.ndarray:
-    """Metric of units whose single relevant item is at ``ranks`` (1-based) among ``n_candidates``.
-
-    hit, recall: [R <= k]; precision: [R <= k]/k; ndcg: [R <= k]/log2(R + 1); ap, rr: [R <= k]/R;
-    auc: (n_candidates - R)/(n_candidates - 1). k None means no cutoff (not for hit, precision).
-    ``n_candidates`` is one count or one per unit.
+def rank_metric(ranks: np.ndarray, metric: str, k: int | None, n_candidates: int | np.ndarray,
+                params: Mapping[str, float] | None = None) -> np.ndarray:
+    """Metric of units whose single relevant item is at ``ranks`` (1-based) among ``n_candidates``:
+    its spec's closed form (:attr:`~recsys_eval.measure.metrics.MetricSpec.at_rank`), e.g. hit:
+    [R <= k]; ndcg: [R <= k]/log2(R + 1); auc: (n_candidates - R)/(n_candidates - 1). k None means
+    no cutoff (hit and precision need one). ``n_candidates`` is one count or one per unit;
+    ``params`` the metric's parameters (e.g. ``rbp_persistence``), its defaults where absent.
     """
     check_choice("sampled metric", metric, SAMPLED_METRICS)
-    if k is None and metric in ("hit", "precision"):
-        raise ConfigError(f"metric {metric!r} needs a cutoff k")
-    ranks = np.asarray(ranks, dtype=np.float64)
-    within = np.ones(ranks.shape) if k is None else (ranks <= k).astype(np.float64)
-    if metric in ("hit", "recall"):
-        return within
-    if metric == "precision":
-        return within / k
-    if metric == "ndcg":
-        return within / np.log2(ranks + 1.0)
-    if metric in ("ap", "rr"):
-        return within / ranks
-    return (n_candidates - ranks) / (n_candidates - 1.0)
+    spec = METRICS[metric]
+    values = np.asarray(spec.param_values(params), dtype=np.float64)
+    return spec.at_rank(np.asarray(ranks, dtype=np.float64), k, n_candidates, values)
 
 
 def rank_distribution(
@@ -108,8 +103,10 @@ def corrected_values(
     *,
     gamma: float = DEFAULT_GAMMA,
     model: str = "hypergeometric",
+    params: Mapping[str, float] | None = None,
 ) -> np.ndarray:
-    """The bias-variance corrected metric for each sampled rank 1..n_negatives+1 (read-only array)."""
+    """The bias-variance corrected metric for each sampled rank 1..n_negatives+1 (read-only array);
+    ``params`` as for :func:`rank_metric`."""
     check_choice("sampled metric", metric, SAMPLED_METRICS)
     check_choice("rank model", model, RANK_MODELS)
     _check_sizes(n_negatives, n_candidates)
@@ -118,9 +115,9 @@ def corrected_values(
             f"gamma {gamma!r}: expected a number in (0, 1] (gamma = 0, the minimal-bias estimator, "
             "is ill-posed; see recsys_eval.compare.sampled)"
         )
-    rank_metric(np.ones(1), metric, k, n_candidates)  # checks the cutoff before the cached solve
+    rank_metric(np.ones(1), metric, k, n_candidates, params)  # checks the cutoff and params before the cached solve
     with threadpool_limits(1, "blas"):  # BLAS threads only slow products of 100 x 100 matrices down
-        return _corrected(int(n_negatives), int(n_candidates), metric, k, float(gamma), model)
+        return _corrected(int(n_negatives), int(n_candidates), metric, k, float(gamma), model, _key(params))
 
 
 def sampled_correction(
@@ -133,13 +130,14 @@ def sampled_correction(
     method: str = "bias_variance",
     gamma: float = DEFAULT_GAMMA,
     model: str = "hypergeometric",
+    params: Mapping[str, float] | None = None,
 ) -> np.ndarray:
     """Per-unit estimates of the full-ranking metric from sampled ranks (1-based among n+1).
 
     ``n_candidates`` is N, one count for all units or one per unit: 1 + the number of non-relevant
     items the unit's negatives were sampled from (what a full ranking of the unit would rank).
     Average the result over a user's units and then over users as for any metric. See the module
-    docstring for the methods.
+    docstring for the methods; ``params`` as for :func:`rank_metric`.
     """
     check_choice("correction method", method, CORRECTION_METHODS)
     ranks = np.asarray(sampled_ranks)
@@ -150,31 +148,38 @@ def sampled_correction(
         )
     counts = _check_counts(n_candidates, n_negatives, ranks.shape)
     if method == "sampled":
-        return rank_metric(ranks, metric, k, n_negatives + 1)
+        return rank_metric(ranks, metric, k, n_negatives + 1, params)
     if method == "rescale":
-        return rank_metric(1.0 + (ranks - 1.0) * (counts - 1.0) / n_negatives, metric, k, counts)
+        return rank_metric(1.0 + (ranks - 1.0) * (counts - 1.0) / n_negatives, metric, k, counts, params)
     if counts.ndim == 0:
-        return corrected_values(n_negatives, int(counts), metric, k, gamma=gamma, model=model)[ranks - 1]
+        return corrected_values(n_negatives, int(counts), metric, k, gamma=gamma, model=model, params=params)[ranks - 1]
     distinct, inverse = np.unique(counts, return_inverse=True)
-    corrected_values(n_negatives, int(distinct[0]), metric, k, gamma=gamma, model=model)  # checks the arguments
+    corrected_values(n_negatives, int(distinct[0]), metric, k, gamma=gamma, model=model,
+                     params=params)  # checks the arguments
     with threadpool_limits(1, "blas"):
-        tables = np.stack([_corrected(n_negatives, int(n), metric, k, float(gamma), model) for n in distinct])
+        tables = np.stack([_corrected(n_negatives, int(n), metric, k, float(gamma), model, _key(params))
+                           for n in distinct])
     return tables[inverse.reshape(ranks.shape), ranks - 1]
 
 
+def _key(params: Mapping[str, float] | None) -> tuple:
+    """Metric parameters as a key of the cache of :func:`_corrected`."""
+    return tuple(sorted((params or {}).items()))
+
+
 @lru_cache(maxsize=32768)
-def _corrected(n_negatives: int, n_candidates: int, metric: str, k: int | None, gamma: float, model: str) -> np.ndarray:
+def _corrected(n_negatives: int, n_candidates: int, metric: str, k: int | None, gamma: float, model: str,
+               params: tuple) -> np.ndarray:
     nodes, weights = _gauss_rule(n_candidates, n_negatives + 1)  # exact to degree 2n + 1
     a = rank_distribution(nodes, n_negatives, n_candidates, model)
     weighted = a * weights[:, None]
     gram = (1.0 - gamma) * (a.T @ weighted) + gamma * np.diag(weighted.sum(axis=0))
-    if k is not None:  # f vanishes beyond k
-        ranks, weights = np.arange(1.0, min(k, n_candidates) + 1.0), np.ones(min(k, n_candidates))
-    elif metric not in ("auc", "recall"):  # 1/R or 1/log2(R + 1): not a polynomial
+    reach = METRICS[metric].depth.reach(k, 1)
+    if reach is not None:  # f vanishes beyond the deepest rank the metric reads
+        ranks, weights = np.arange(1.0, min(reach, n_candidates) + 1.0), np.ones(min(reach, n_candidates))
+    else:  # 1/R, 1/log2(R + 1) (not polynomials) or a polynomial of degree <= 1 (AUC, uncut recall)
         ranks, weights = _smooth_rule(n_candidates, n_negatives + 1)
-    else:  # f of degree <= 1
-        ranks = nodes
-    f = rank_metric(ranks, metric, k, n_candidates) * weights
+    f = rank_metric(ranks, metric, k, n_candidates, dict(params)) * weights
     values = linalg.solve(gram, rank_distribution(ranks, n_negatives, n_candidates, model).T @ f, assume_a="pos")
     values.setflags(write=False)
     return values

@@ -30,7 +30,7 @@ import polars as pl
 
 from recsys_eval.core.results import check_per_unit, partition_labels
 from recsys_eval.errors import DataError, check_choice
-from recsys_eval.measure.metrics import AUXILIARY_METRICS, N_RELEVANT, UNDEFINED_POLICIES
+from recsys_eval.measure.metrics import AUXILIARY_METRICS, N_RELEVANT, UNDEFINED_POLICIES, MetricKey
 
 F_VARIANTS = ("F_tp_fp", "F_avg", "F_avg_skip", "F_pr_re", "F_pr_re_skip")
 F_AGGREGATIONS = ("users", "units", "folds")
@@ -504,10 +504,7 @@ def _finish(rows: pl.DataFrame, undefined: str, order: dict[str, int]) -> pl.Dat
         .otherwise(pl.lit(RULE_USER_MEAN))
     )
     out = rows.with_columns(
-        pl.when(pl.col("k").is_null())
-        .then(pl.col("metric"))
-        .otherwise(pl.format("{}@{}", pl.col("metric"), pl.col("k")))
-        .alias("name"),
+        MetricKey.label_column().alias("name"),
         rule.alias("rule"),
         pl.lit(undefined).alias("undefined"),
         pl.col("mean").fill_nan(None),

@@ -15,6 +15,7 @@ from recsys_eval.measure.frames import concat_per_unit, long_frame
 from recsys_eval.measure.metrics import (
     AP_DENOMINATORS,
     BEYOND_METRICS,
+    FUSED_METRICS,
     GAINS,
     METRICS,
     N_RELEVANT,
@@ -25,8 +26,9 @@ from recsys_eval.measure.metrics import (
     check_metrics,
     kernel_column,
     kernel_width,
+    metric_params,
 )
-from recsys_eval.measure.single import check_one_relevant, one_relevant_values
+from recsys_eval.measure.single import check_one_relevant, closed_form_values, one_relevant_values
 from recsys_eval.measure.ties import order_ties, scan_scores
 
 
@@ -47,6 +49,7 @@ def measure(
     user_ids: pl.Series | Sequence | np.ndarray | None = None,
     train=None,
     genres=None,
+    **params: float,
 ) -> pl.DataFrame:
     """Per-unit values of ranking metrics (and beyond-accuracy ones, see :func:`beyond_accuracy`).
 
@@ -56,9 +59,9 @@ def measure(
             Under 1R, the RelevantRanks of ``rank_one_relevant`` instead: the metrics in closed
             form (:mod:`recsys_eval.measure.single`), equal to those of the ranked lists.
         targets: the items each unit is to rank, with gains (0 = non-relevant).
-        metrics: names among ``precision, recall, f1, ap, ndcg, rr, hit, half_life, auc`` and the
-            beyond-accuracy ones. ``f1`` brings ``n_relevant`` rows (k null), the unit's relevant
-            count, which the F-measure variants need.
+        metrics: names of ranking and beyond-accuracy metrics (``recsys-eval list metrics``).
+            ``f1`` brings ``n_relevant`` rows (k null), the unit's relevant count, which the
+            F-measure variants need.
         k: the cutoffs (positive integers) for every metric that has one.
         gain: nDCG gain of a relevant item: ``graded`` (its gain, e.g. the test rating), ``binary``
             (1) or ``exp`` (2^gain - 1).
@@ -70,6 +73,8 @@ def measure(
         system, protocol, fold: labels of the rows (``protocol`` defaults to targets.protocol).
         user_ids: raw id of every user index; without it ``user`` holds the index.
         train, genres: for the beyond-accuracy metrics (see :func:`beyond_accuracy`).
+        params: the numbers metrics' formulas take, by name (``rbp_persistence``, RBP's p;
+            :data:`~recsys_eval.measure.metrics.PARAMS`), their defaults where not given.
 
     Returns:
         The per-unit table ``system, protocol, fold, user, unit, metric, k, value``; undefined
@@ -91,6 +96,7 @@ def measure(
         raise ConfigError(f"half_life must be greater than 1 (rank of half utility), got {half_life}")
     if not neutral >= 0:
         raise ConfigError(f"neutral gain must be >= 0, got {neutral}")
+    params = metric_params(params)
     one_relevant = isinstance(rankings, RelevantRanks)
     if one_relevant:
         check_one_relevant(rankings, targets, names, BEYOND_METRICS)
@@ -105,13 +111,11 @@ def measure(
         names.append(N_RELEVANT)
     if ranking_names:
         options = dict(gain=gain, ties=ties, ap_denominator=ap_denominator, half_life=half_life, neutral=neutral)
-        columns, metric_names, ks = kernel_layout(ranking_names, cutoffs)
-        if one_relevant:
-            values = one_relevant_values(rankings, cutoffs, columns, **options)
-        else:
-            values = ranking_values(rankings, targets, cutoffs, columns=columns, **options,
-                                    want_ndcg="ndcg" in names, want_half_life="half_life" in names)
-        frames.append(long_frame(values, metric_names, ks, targets.unit_user, user_ids, labels))
+        values = ranking_matrix(rankings, targets, ranking_names, cutoffs, options, params)
+        at = [cutoffs if METRICS[name].cutoff else [None] for name in ranking_names]
+        metric_names = [name for name, ks in zip(ranking_names, at, strict=True) for _ in ks]
+        frames.append(long_frame(values, metric_names, [k for ks in at for k in ks], targets.unit_user, user_ids,
+                                 labels))
     if N_RELEVANT in names:
         counts = targets.n_relevant.astype(np.float64)[:, None]
         frames.append(long_frame(counts, [N_RELEVANT], [None], targets.unit_user, user_ids, labels))
@@ -148,6 +152,72 @@ def check_units(rankings: Rankings, targets: Targets) -> None:
             raise DataError(
                 f"{what}: item index {int(bad)} is outside the item index 0..{targets.n_items - 1}"
             )
+
+
+def ranking_matrix(rankings: Rankings | RelevantRanks, targets: Targets, names: list[str], cutoffs: list[int],
+                   options: dict, params: dict[str, float]) -> np.ndarray:
+    """Per unit (row), the ranking metrics ``names`` at every cutoff (once without one), metric-major
+    in the order of ``names``: those of the fused kernel from :func:`ranking_values` (in closed form
+    for 1R units), the others from their own kernels (:func:`own_kernel_values`). ``options``: the
+    fused kernel's keywords; ``params``: every metric parameter's value."""
+    fused = [name for name in names if name in FUSED_METRICS]
+    blocks: dict[str, np.ndarray] = {}
+    if fused:
+        columns, fused_names, _ = kernel_layout(fused, cutoffs)
+        if isinstance(rankings, RelevantRanks):
+            values = one_relevant_values(rankings, cutoffs, columns, **options)
+        else:
+            values = ranking_values(rankings, targets, cutoffs, columns=columns, **options,
+                                    want_ndcg="ndcg" in names, want_half_life="half_life" in names)
+        if len(fused) == len(names):
+            return values
+        first = {name: fused_names.index(name) for name in fused}
+        blocks = {name: values[:, first[name]:first[name] + fused_names.count(name)] for name in fused}
+    blocks.update(own_kernel_values(rankings, targets, [n for n in names if n not in blocks], cutoffs,
+                                    options["ties"], params))
+    return np.hstack([blocks[name] for name in names])
+
+
+def own_kernel_values(rankings: Rankings | RelevantRanks, targets: Targets, names: list[str], cutoffs: list[int],
+                      ties: str, params: dict[str, float]) -> dict[str, np.ndarray]:
+    """Per metric of ``names`` (outside the fused kernel), its values per unit (row) at every cutoff
+    (one column without one): its own kernel (:attr:`~recsys_eval.measure.metrics.MetricSpec.kernel`)
+    run by :func:`~recsys_eval.measure.kernels.own_kernel` on every unit's listed relevance
+    (:func:`listed_relevance`), or for 1R units its closed form
+    (:func:`~recsys_eval.measure.single.closed_form_values`)."""
+    out = {}
+    if isinstance(rankings, RelevantRanks):
+        for name in names:
+            spec = METRICS[name]
+            if spec.at_rank is None:
+                raise ConfigError(f"metric {name!r} has no closed form for units with one relevant item (its "
+                                  "spec's at_rank): measure it on ranked lists (rank_targets)")
+            values = np.asarray(spec.param_values(params), dtype=np.float64)
+            out[name] = closed_form_values(rankings, spec, cutoffs, ties, values)
+        return out
+    rel, n_rel, n_non = listed_relevance(rankings, targets, ties)
+    offsets = rankings.offsets.astype(np.int64, copy=False)
+    for name in names:
+        spec = METRICS[name]
+        ks = np.asarray(cutoffs if spec.cutoff else [0], dtype=np.int64)
+        values = np.asarray(spec.param_values(params), dtype=np.float64)
+        out[name] = kernels.own_kernel(spec.kernel, offsets, rel, n_rel, n_non, ks, values,
+                                       chunk_bounds(targets.n_units)).T
+    return out
+
+
+def listed_relevance(rankings: Rankings, targets: Targets, ties: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per listed position its relevance, 1 for a relevant target and 0 for any other item, in the
+    deterministic tie order; under ``ties="average"``, r/n at every position of a tied block of n
+    items holding r relevant ones: the expected relevance over the block's orderings, which makes
+    the expected value exact for a metric linear in the relevance of each position (as R-precision
+    and RBP are). Per unit its relevant and non-relevant target counts R and N."""
+    role, n_rel, n_non, tied = target_roles(rankings, targets)
+    rel = (role == 1).astype(np.float64)
+    if ties == "average" and len(rel):
+        block = np.cumsum(~tied) - 1
+        rel = (np.bincount(block, weights=rel) / np.bincount(block))[block]
+    return rel, n_rel, n_non
 
 
 def kernel_layout(names: Sequence[str], cutoffs: list[int]) -> tuple[np.ndarray, list[str], list[int | None]]:

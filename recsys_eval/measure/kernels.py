@@ -19,10 +19,11 @@ With n = 1 these reduce to the deterministic formulas.
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
+from numba import njit, types
 
 from recsys_eval.core.chunks import run_chunks
 from recsys_eval.core.sorting import insertion_sort, stable_argsort
@@ -339,6 +340,50 @@ def ranking_kernel(rankings, targets, options, slots, width, columns, n_items, b
     status = np.zeros(n_units, np.int8)
     run_chunks(_ranking_chunk, bounds, rankings, targets, options, slots, width, columns, n_items, out, status)
     return out, status
+
+
+#: Read-only arrays, which numba's explicit signatures below take writable arrays for too (the
+#: caller's may be read-only: polars' zero-copy columns are).
+_FLOATS = types.Array(types.float64, 1, "C", readonly=True)
+_INTS = types.Array(types.int64, 1, "C", readonly=True)
+#: What numba compiles a spec's own kernel for (:attr:`~recsys_eval.measure.metrics.MetricSpec.kernel`):
+#: ``kernel(rel, n_rel, n_non, k, params) -> value``, ``rel`` and ``params`` read-only.
+OWN_KERNEL_SIGNATURE = types.float64(_FLOATS, types.int64, types.int64, types.int64, _FLOATS)
+
+
+def own_kernel(kernel, offsets, rel, n_rel, n_non, cutoffs, params, bounds):
+    """A spec's own kernel (a plain function) on every unit at every cutoff: ``kernel(rel[unit's
+    positions], n_rel[u], n_non[u], cutoffs[c], params)``. Returns ``values[len(cutoffs), n_units]``,
+    metric-major as :func:`ranking_kernel`'s; the chunks of units ``bounds`` gives run in parallel.
+
+    One compiled driver serves every spec's kernel, passed to it as a first-class function of
+    :data:`OWN_KERNEL_SIGNATURE`: a kernel passed as a plain dispatcher makes numba compile the
+    driver again per kernel, and in every process (its type never matches the on-disk cache)."""
+    out = np.empty((len(cutoffs), len(n_rel)))
+    run_chunks(_own_driver(), bounds, _compiled(kernel), offsets, rel, n_rel, n_non, cutoffs, params, out)
+    return out
+
+
+@functools.cache
+def _compiled(kernel):
+    """A spec's kernel compiled for :data:`OWN_KERNEL_SIGNATURE`, cached on disk like every kernel."""
+    return njit(OWN_KERNEL_SIGNATURE, cache=True, nogil=True)(kernel)
+
+
+@functools.cache
+def _own_driver():
+    """:func:`_own_chunk` compiled once, on first use (an explicit signature compiles at once)."""
+    signature = types.void(types.int64, types.int64, types.FunctionType(OWN_KERNEL_SIGNATURE), _INTS, _FLOATS,
+                           _INTS, _INTS, _INTS, _FLOATS, types.float64[:, ::1])
+    return njit(signature, cache=True, nogil=True)(_own_chunk)
+
+
+def _own_chunk(lo, hi, kernel, offsets, rel, n_rel, n_non, cutoffs, params, out):  # pragma: no cover - compiled
+    """:func:`own_kernel` for the units ``lo:hi``."""
+    for u in range(lo, hi):
+        positions = rel[offsets[u]:offsets[u + 1]]
+        for c in range(len(cutoffs)):
+            out[c, u] = kernel(positions, n_rel[u], n_non[u], cutoffs[c], params)
 
 
 @njit(cache=True, nogil=True)

@@ -14,8 +14,10 @@ function of the relevant item's place: ``above`` targets score higher, ``tied`` 
 - A relevant item scored ``-inf`` is not ranked: every cutoff metric is 0 and AUC counts it tied
   with the ``-inf`` targets.
 
-The values are computed in the same floating-point steps as the general ranking kernel
-(:mod:`recsys_eval.measure.kernels`) takes walking the relevant item's block of the same ranking
+A metric outside the fused kernel gives its values from its spec's closed form
+(:attr:`~recsys_eval.measure.metrics.MetricSpec.at_rank`, :func:`closed_form_values`), by the same
+rules. The fused kernel's metrics are computed in the same floating-point steps as the general
+ranking kernel (:mod:`recsys_eval.measure.kernels`) takes walking the relevant item's block of the same ranking
 (the loop below mirrors its block walk on purpose, and both write a cutoff's values with the one
 ``kernels._record``), so the two agree bit for bit; the cost is
 O(cutoffs) per unit (O(tied) more under average ties) instead of a pass over N + 1 items.
@@ -37,7 +39,7 @@ from recsys_eval.measure.kernels import (
     keep_columns,
     rank_weights,
 )
-from recsys_eval.measure.metrics import kernel_width
+from recsys_eval.measure.metrics import MetricSpec, kernel_width
 
 
 def one_relevant_kernel(above, tied, before, n_non, gain, ranked, cutoffs, gain_mode, ap_min_rk, half_life,
@@ -144,3 +146,28 @@ def one_relevant_values(
         np.asarray(cutoffs, dtype=np.int64), GAIN_CODES[gain], ap_denominator == "min_rk", float(half_life),
         float(neutral), ties == "average", SLOTS, kernel_width(len(cutoffs)), columns, chunk_bounds(len(ranks.above)),
     ).T
+
+
+def closed_form_values(ranks: RelevantRanks, spec: MetricSpec, cutoffs: list[int], ties: str,
+                       params: np.ndarray) -> np.ndarray:
+    """Per unit (row), metric ``spec`` at every cutoff (one column without one) from its closed
+    form ``spec.at_rank`` with ``params``: at the relevant item's rank rho = above + before + 1
+    (``ties="first"``); under ``ties="average"`` the mean of at_rank over the ranks above + 1 ..
+    above + n of its tied group of n = tied + 1 items, where it sits with probability 1/n each (the
+    expectation, exact for any metric). 0 where the item was not ranked: no relevant item is
+    listed. Only the ranks the metric reads (``spec.depth``) are evaluated, beyond which it is 0,
+    so that a large tied group costs no more than the cutoff."""
+    average = ties == "average"
+    start = ranks.above if average else ranks.above + ranks.before  # ranks before the item's block
+    size = ranks.tied + 1 if average else np.ones_like(ranks.above)
+    n_candidates = ranks.n_nonrelevant + 1
+    at = cutoffs if spec.cutoff else [None]
+    out = np.empty((ranks.n_units, len(at)))
+    for c, k in enumerate(at):
+        reach = spec.depth.reach(k, 1)
+        read = np.where(ranks.ranked, size if reach is None else np.clip(reach - start, 0, size), 0)
+        unit = np.repeat(np.arange(ranks.n_units), read)
+        offset = np.arange(len(unit)) - np.repeat(np.cumsum(read) - read, read)
+        values = spec.at_rank((start[unit] + offset + 1).astype(np.float64), k, n_candidates[unit], params)
+        out[:, c] = np.bincount(unit, weights=values, minlength=ranks.n_units) / size
+    return out

@@ -139,13 +139,12 @@ def parse_search(rec: RecommenderConfig, where: str) -> SearchSpace:
 
 
 def parse_metric(metric: str, where: str = "tuning.metric") -> tuple[str, int | None]:
-    """``"ndcg@10"`` as (``"ndcg"``, 10); ``"auc"`` as (``"auc"``, None)."""
-    name, at, k = metric.partition("@")
-    if not at:
-        return name, None
-    if not k.isdigit() or int(k) < 1:
-        raise ConfigError(f"{where}: expected 'metric@k' with a positive k, e.g. 'ndcg@10', got {metric!r}")
-    return name, int(k)
+    """``"ndcg@10"`` as (``"ndcg"``, 10); ``"auc"`` as (``"auc"``, None): :meth:`MetricKey.parse
+    <recsys_eval.measure.metrics.MetricKey.parse>` as a pair."""
+    from recsys_eval.measure.metrics import MetricKey
+
+    key = MetricKey.parse(metric, where=where)
+    return key.name, key.k
 
 
 def check_measured(config: ExperimentConfig, metric: str, where: str) -> tuple[str, int | None]:

@@ -33,13 +33,12 @@ from recsys_eval.core.results import (
     Manifest,
     ResultsFolder,
 )
-from recsys_eval.measure.metrics import AUXILIARY_METRICS, display_label, lower_is_better
+from recsys_eval.measure.metrics import AUXILIARY_METRICS, MetricKey, display_label, lower_is_better
 from recsys_eval.report import figures
 from recsys_eval.report.glossary import glossary
 from recsys_eval.report.tables import (
     default_columns,
     format_p,
-    label_filter,
     latex_caption,
     main_label,
     summary_blocks,
@@ -147,11 +146,11 @@ def significance_table(paired: pl.DataFrame, label: str, alpha: float, *, protoc
     k named, the difference with its direction (better or worse than the baseline, given whether
     the metric is better higher or lower), p and corrected p formatted (``< 0.001``); protocols and
     systems in the given (config) order."""
-    rows = paired.filter(label_filter(label))
+    rows = paired.filter(MetricKey.parse(label).rows())
     order = [pl.col(c).replace_strict({v: i for i, v in enumerate(names)}, default=len(names))
              for c, names in (("protocol", protocols), ("system", systems)) if names]
     rows = rows.sort([*order, "test"], maintain_order=True) if order else rows
-    lower = lower_is_better(label.partition("@")[0])
+    lower = lower_is_better(MetricKey.parse(label).name)
     return rows.select(
         "protocol", "fold",
         pl.lit(display_label(label)).alias("metric"),
@@ -240,7 +239,7 @@ def build_sections(folder: Path) -> list[Section]:
 
     focus = main_label(columns)
     main = display_label(focus)
-    at_main = label_filter(focus)
+    at_main = MetricKey.parse(focus).rows()
     for name, title in (("paired_tests", f"Significance against the baseline: {main}"),
                         ("fold_paired_tests", f"Paired t over fold means: {main}")):
         frame = _read(folder, name)
@@ -299,7 +298,7 @@ def _figures(folder: Path, manifest: Manifest, summary: pl.DataFrame, fold: str,
     systems = manifest.systems or summary.get_column("system").unique(maintain_order=True).to_list()
     colors = figures.system_colors(systems)
     main = display_label(focus)
-    at_main = label_filter(focus)
+    at_main = MetricKey.parse(focus).rows()
     section = Section("figures", "Figures")
 
     def add(fig, name: str, caption: str) -> None:
@@ -423,8 +422,8 @@ def _aggregation_section(folder: Path, focus: str) -> Section | None:
             "scored targets), which assumes scores comparable across users and folds. " + verdict)
     parts: list[tuple[str, pl.DataFrame]] = []
     if f_table is not None:
-        _, _, k = focus.partition("@")
-        shown = f_table.filter(pl.col("k") == int(k)) if k and f_table.filter(pl.col("k") == int(k)).height else f_table
+        k = MetricKey.parse(focus).k
+        shown = f_table.filter(pl.col("k") == k) if k and f_table.filter(pl.col("k") == k).height else f_table
         parts.append(("F-measure variants over folds", shown))
     if auc_table is not None:
         parts.append(("AUC variants", auc_table))

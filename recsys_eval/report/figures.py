@@ -20,8 +20,7 @@ import polars as pl  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from recsys_eval.core import atomic  # noqa: E402
-from recsys_eval.measure.metrics import display_label, lower_is_better  # noqa: E402
-from recsys_eval.report.tables import label_filter  # noqa: E402
+from recsys_eval.measure.metrics import MetricKey, display_label, lower_is_better  # noqa: E402
 
 STYLE = {
     "figure.dpi": 100,
@@ -101,7 +100,7 @@ def metric_against_k(summary: pl.DataFrame, metric: str, fold: str = "all", *,
 def systems_with_intervals(summary: pl.DataFrame, label: str, fold: str = "all", *,
                            colors: dict[str, tuple] | None = None) -> Figure | None:
     """One panel per protocol: every system's mean of ``metric@k`` with its confidence interval."""
-    data = summary.filter(label_filter(label) & (pl.col("fold") == fold))
+    data = summary.filter(MetricKey.parse(label).rows() & (pl.col("fold") == fold))
     if data.is_empty():
         return None
     protocols = data.get_column("protocol").unique(maintain_order=True).to_list()
@@ -162,12 +161,12 @@ def agreement_matrix(agreement: pl.DataFrame, label: str) -> Figure | None:
 def ranks_across_protocols(summary: pl.DataFrame, label: str, fold: str = "all", *,
                            colors: dict[str, tuple] | None = None) -> Figure | None:
     """Each system's rank (1 = best) under every protocol, as lines across protocols."""
-    data = summary.filter(label_filter(label) & (pl.col("fold") == fold))
+    data = summary.filter(MetricKey.parse(label).rows() & (pl.col("fold") == fold))
     protocols = data.get_column("protocol").unique(maintain_order=True).to_list()
     if len(protocols) < 2:
         return None
     data = data.with_columns(
-        pl.col("mean").rank("ordinal", descending=not lower_is_better(label.partition("@")[0]))
+        pl.col("mean").rank("ordinal", descending=not lower_is_better(MetricKey.parse(label).name))
         .over("protocol").alias("rank")
     )
     systems = data.get_column("system").unique(maintain_order=True).to_list()

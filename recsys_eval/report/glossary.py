@@ -9,7 +9,7 @@ relevant, non-relevant, n, design, bin). The conventions are those of ``docs/CON
 
 from __future__ import annotations
 
-from recsys_eval.measure.metrics import METRICS
+from recsys_eval.measure.metrics import METRICS, MetricKey
 from recsys_eval.targets.designs import DESIGNS
 from recsys_eval.targets.protocol import MEANINGS
 
@@ -37,7 +37,7 @@ def glossary(definitions: dict[str, dict], labels: list[str]) -> list[tuple[str,
     ``f1_pooled`` has no entry of its own: the ``f1`` entry explains it.
     """
     terms = [(name, protocol_text(definition)) for name, definition in definitions.items()]
-    for metric in dict.fromkeys(label.partition("@")[0] for label in labels):
+    for metric in dict.fromkeys(MetricKey.parse(label).name for label in labels):
         spec = METRICS.get(metric)
         if spec is not None:
             explanation = f"{spec.convention[0].upper()}{spec.convention[1:]}; {spec.direction} is better."

@@ -12,22 +12,11 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from recsys_eval.measure.metrics import AUXILIARY_METRICS, display_label, lower_is_better
+from recsys_eval.measure.metrics import AUXILIARY_METRICS, MetricKey, display_label, lower_is_better
 
 #: Metrics a table shows by default, in this order, when the config names them: the accuracy
 #: metrics papers report first (precision, recall, nDCG, MAP), then AUC and the rating errors.
 MAIN_METRICS: tuple[str, ...] = ("precision", "recall", "ndcg", "ap", "auc", "rmse", "mae")
-
-
-def metric_label(metric: str, k: int | None) -> str:
-    """``ndcg@10``; MAP and MRR are the means of ``ap`` and ``rr``."""
-    return metric if k is None else f"{metric}@{k}"
-
-
-def label_filter(label: str) -> pl.Expr:
-    """Rows of ``metric@k`` (or of a metric without a cutoff): the inverse of :func:`metric_label`."""
-    metric, _, k = label.partition("@")
-    return (pl.col("metric") == metric) & (pl.col("k") == int(k) if k else pl.col("k").is_null())
 
 
 @dataclass(frozen=True)
@@ -64,15 +53,16 @@ def default_columns(summary: pl.DataFrame, max_metrics: int = 4, cutoffs: int = 
     labels = []
     for metric in chosen:
         ks = sorted(k for k in pairs.filter(pl.col("metric") == metric).get_column("k") if k is not None)
-        labels += [metric_label(metric, k) for k in ks[-cutoffs:]] if ks else [metric]
+        labels += [MetricKey(metric, k).label for k in ks[-cutoffs:]] if ks else [metric]
     return labels
 
 
 def main_label(columns: list[str]) -> str:
     """The label figures and significance tables focus on: nDCG at the largest cutoff shown, else
     the first column."""
-    return max((c for c in columns if c.startswith("ndcg@")), key=lambda c: int(c.partition("@")[2]),
-               default=columns[0])
+    keys = [MetricKey.parse(c) for c in columns]
+    return max((key for key in keys if key.name == "ndcg" and key.k is not None), key=lambda key: key.k,
+               default=keys[0]).label
 
 
 def summary_blocks(
@@ -98,7 +88,7 @@ def summary_blocks(
     if significance is not None and significance.height:
         hits = significance.filter((pl.col("fold") == fold) & (pl.col("p_adjusted") < alpha))
         signif = {
-            (r["protocol"], metric_label(r["metric"], r["k"]), r["system"])
+            (r["protocol"], MetricKey(r["metric"], r["k"]).label, r["system"])
             for r in hits.iter_rows(named=True)
         }
     present = data.get_column("protocol").unique(maintain_order=True).to_list()
@@ -106,10 +96,7 @@ def summary_blocks(
     rank = {s: i for i, s in enumerate(systems or [])}
     blocks = []
     for protocol in order:
-        part = data.filter(pl.col("protocol") == protocol).with_columns(
-            pl.when(pl.col("k").is_null()).then(pl.col("metric"))
-            .otherwise(pl.format("{}@{}", pl.col("metric"), pl.col("k"))).alias("label")
-        )
+        part = data.filter(pl.col("protocol") == protocol).with_columns(MetricKey.label_column().alias("label"))
         shown = part.get_column("label").unique(maintain_order=True).to_list()
         if columns is not None:
             shown = [c for c in columns if c in set(shown)]

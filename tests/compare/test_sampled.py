@@ -207,3 +207,23 @@ def test_bad_input():
         corrected_values(10, 100, "hit", 5, gamma=0.0)
     with pytest.raises(ConfigError, match="needs a cutoff"):
         corrected_values(10, 100, "hit", None)
+
+
+def test_metrics_added_through_their_specs_are_corrected_too():
+    """R-precision (1R: hit@1) and RBP come with their closed forms: rank_metric reads them from the
+    registry, RBP's persistence among its params, and the quadrature matches the full sums."""
+    ranks = np.array([1, 2, 3, 10, 11])
+    assert rank_metric(ranks, "rprecision", None, 100).tolist() == [1, 0, 0, 0, 0]
+    assert rank_metric(ranks, "rbp", 10, 100) == pytest.approx([0.2 * 0.8 ** (r - 1) * (r <= 10) for r in ranks])
+    half = rank_metric(ranks, "rbp", None, 100, {"rbp_persistence": 0.5})
+    assert half == pytest.approx([0.5**r for r in ranks])
+    with pytest.raises(ConfigError, match="rbp_persistence"):
+        rank_metric(ranks, "rbp", 10, 100, {"rbp_persistence": 1.5})
+    for n_negatives, n_candidates in [(20, 300), (30, 2000)]:
+        a = rank_distribution(np.arange(1, n_candidates + 1), n_negatives, n_candidates, "hypergeometric")
+        for metric, k in [("rprecision", None), ("rbp", 10), ("rbp", None)]:
+            expected = full_sums(n_negatives, n_candidates, metric, k, 0.01, "hypergeometric", a)[0]
+            got = corrected_values(n_negatives, n_candidates, metric, k, gamma=0.01)
+            assert got == pytest.approx(expected, rel=1e-9, abs=1e-11), (metric, k)
+    persistent = sampled_correction(ranks, 20, 300, "rbp", 10, params={"rbp_persistence": 0.9})
+    assert not np.allclose(persistent, sampled_correction(ranks, 20, 300, "rbp", 10))

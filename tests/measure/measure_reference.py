@@ -1,4 +1,5 @@
-"""A slow, obvious pure-Python reference of every ranking formula of DESIGN.md section 5.
+"""A slow, obvious pure-Python reference of every ranking formula of DESIGN.md sections 5 and 11
+(R-precision, RBP).
 
 It shares no code with the kernels: one unit at a time, plain lists, the definitions as written.
 ``ties="average"`` is computed by brute force: the mean over every ordering of each group of tied
@@ -69,19 +70,40 @@ def tie_groups(items, scores):
     return groups
 
 
-def unit_metrics(items, scores, targets, k, *, ties="first", **options):
-    """Cutoff metrics at k of a unit: the deterministic order, or the mean over tie orderings."""
+def orderings(items, scores, ties="first"):
+    """The orderings a ranking stands for, equally likely: the deterministic one (``ties="first"``,
+    or no scores), or every ordering of its groups of tied items (``ties="average"``)."""
     groups = tie_groups(items, scores) if scores is not None else [[i] for i in items]
     if ties == "first" or scores is None:
-        return metrics_of_order([i for g in groups for i in g], targets, k, **options)
-    totals = dict.fromkeys(CUTOFF, 0.0)
-    count = 0
-    for perm in itertools.product(*(itertools.permutations(g) for g in groups)):
-        values = metrics_of_order([i for g in perm for i in g], targets, k, **options)
-        for name in CUTOFF:
-            totals[name] += values[name]
-        count += 1
-    return {name: totals[name] / count for name in CUTOFF}
+        return [[i for g in groups for i in g]]
+    return [[i for g in perm for i in g] for perm in itertools.product(*(itertools.permutations(g) for g in groups))]
+
+
+def unit_metrics(items, scores, targets, k, *, ties="first", **options):
+    """Cutoff metrics at k of a unit: the deterministic order, or the mean over tie orderings."""
+    values = [metrics_of_order(order, targets, k, **options) for order in orderings(items, scores, ties)]
+    return {name: sum(v[name] for v in values) / len(values) for name in CUTOFF}
+
+
+def expected(items, scores, ties, value_of_order):
+    """The mean of ``value_of_order`` over the orderings of a ranking (:func:`orderings`)."""
+    orders = orderings(items, scores, ties)
+    return sum(value_of_order(order) for order in orders) / len(orders)
+
+
+def rprecision_of_order(order, targets):
+    """R-precision (Buckley & Voorhees 2000; TREC's R-Prec): the precision after R items, R the
+    number of relevant items; undefined (NaN) without a relevant item."""
+    n_rel = sum(1 for g in targets.values() if g > 0)
+    if n_rel == 0:
+        return NAN
+    return sum(1 for item in order[:n_rel] if targets.get(item, 0.0) > 0) / n_rel
+
+
+def rbp_of_order(order, targets, k, p):
+    """Rank-biased precision (Moffat & Zobel 2008): (1 - p) sum_{i=1..k} r_i p^(i-1), r_i = 1 for a
+    relevant item at rank i, else 0."""
+    return (1 - p) * sum(p ** (i - 1) for i, item in enumerate(order[:k], start=1) if targets.get(item, 0.0) > 0)
 
 
 def unit_auc(items, scores, targets, n_target):

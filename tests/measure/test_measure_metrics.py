@@ -11,6 +11,7 @@ from measure_build import rankings_of, targets_of
 
 from recsys_eval.compare.sampled import SAMPLED_METRICS
 from recsys_eval.core.chunks import chunk_bounds
+from recsys_eval.errors import ConfigError
 from recsys_eval.measure import beyond_accuracy, measure, rating_metrics
 from recsys_eval.measure import kernels
 from recsys_eval.measure.api import kernel_arrays, ranking_values
@@ -18,12 +19,14 @@ from recsys_eval.measure.ties import scan_scores
 from recsys_eval.measure.metrics import (
     ALL_METRICS,
     BEYOND_METRICS,
+    FUSED_METRICS,
     KERNEL_CUTOFF_SLOTS,
     METRICS,
     RANKING_METRICS,
     RATING_METRICS,
     Direction,
     Family,
+    MetricKey,
     Summary,
     display_label,
     kernel_column,
@@ -41,12 +44,14 @@ TRAIN = pl.DataFrame({"user": [0, 0, 1, 2], "item": [0, 1, 1, 7]})
 
 def test_slots_are_contiguous_per_family_and_cover_the_kernel():
     for family in (Family.CUTOFF, Family.WHOLE):
-        slots = sorted(s.slot for s in METRICS.values() if s.family is family)
+        slots = sorted(s.slot for s in METRICS.values() if s.family is family and s.slot is not None)
         assert slots == list(range(len(slots))), family
     assert all(s.slot is None for s in METRICS.values() if s.family not in (Family.CUTOFF, Family.WHOLE))
-    assert set(kernels.Slots._fields[:-1]) == set(RANKING_METRICS)
+    assert set(kernels.Slots._fields[:-1]) == set(FUSED_METRICS)
+    assert all((METRICS[name].slot is None) != (METRICS[name].kernel is None) for name in RANKING_METRICS)
+    assert all(METRICS[name].depth is not None for name in RANKING_METRICS)
     for n_cut in (1, 3):
-        columns = sorted(kernel_column(name, c, n_cut) for name in RANKING_METRICS
+        columns = sorted(kernel_column(name, c, n_cut) for name in FUSED_METRICS
                          for c in range(n_cut if METRICS[name].cutoff else 1))
         assert columns == list(range(kernel_width(n_cut)))
 
@@ -57,13 +62,13 @@ def test_the_kernel_writes_where_the_slots_say():
     values = ranking_values(RANKINGS, TARGETS, cutoffs)
     order = np.roll(np.arange(KERNEL_CUTOFF_SLOTS), 3)  # every slot moves
     slots = kernels.SLOTS._replace(**{name: int(order[kernels.SLOTS._asdict()[name]])
-                                      for name in RANKING_METRICS if METRICS[name].cutoff})
+                                      for name in FUSED_METRICS if METRICS[name].cutoff})
     options = kernels.Options(np.asarray(cutoffs, dtype=np.int64), 0, False, 5.0, 0.0, False, True, True)
     width = kernel_width(2)
     moved, _ = kernels.ranking_kernel(*kernel_arrays(RANKINGS, TARGETS, scan_scores(RANKINGS)[0]), options, slots, width,
                                       np.arange(width), TARGETS.n_items, chunk_bounds(3))
     moved = moved.T
-    for name in RANKING_METRICS:
+    for name in FUSED_METRICS:
         for c in range(2 if METRICS[name].cutoff else 1):
             old = kernel_column(name, c, 2)
             new = getattr(slots, name) * 2 + c if METRICS[name].cutoff else old
@@ -149,3 +154,32 @@ def test_spec_label_and_record():
     assert spec.label(10) == "MAP@10" and METRICS["auc"].label(10) == "AUC"
     record = spec.as_dict()
     assert record["family"] == "ranking@k" and record["direction"] == "higher" and record["slot"] == 3
+
+
+@pytest.mark.parametrize(("label", "name", "k", "display"), [
+    ("ndcg@10", "ndcg", 10, "nDCG@10"), ("auc", "auc", None, "AUC"), ("f1_pooled@5", "f1_pooled", 5, "F1pool@5"),
+    ("f1_pooled", "f1_pooled", None, "F1pool"), ("mystery@3", "mystery", 3, "mystery@3"),
+])
+def test_metric_key_parses_labels_and_prints_them(label, name, k, display):
+    key = MetricKey.parse(label)
+    assert key == MetricKey(name, k) and key.label == label and key.display == display
+    assert display_label(label) == display
+
+
+@pytest.mark.parametrize("label", ["ndcg@", "ndcg@0", "ndcg@-1", "ndcg@1.5", "ndcg@k", "@10", "", None])
+def test_metric_key_refuses_malformed_labels(label):
+    with pytest.raises(ConfigError, match="tuning.metric: expected 'metric@k' with a positive integer k"):
+        MetricKey.parse(label, where="tuning.metric")
+
+
+def test_metric_key_names_an_unknown_metric_with_the_closest_one():
+    with pytest.raises(ConfigError, match="unknown metric 'ndgc'.*did you mean 'ndcg'"):
+        MetricKey.parse("ndgc@10", known=ALL_METRICS)
+    assert MetricKey.parse("rmse", known=ALL_METRICS) == MetricKey("rmse")
+
+
+def test_metric_key_selects_and_labels_rows():
+    rows = pl.DataFrame({"metric": ["ndcg", "ndcg", "auc"], "k": [5, 10, None]}, schema_overrides={"k": pl.Int32})
+    assert rows.select(MetricKey.label_column()).to_series().to_list() == ["ndcg@5", "ndcg@10", "auc"]
+    assert rows.filter(MetricKey("ndcg", 10).rows()).rows() == [("ndcg", 10)]
+    assert rows.filter(MetricKey("auc").rows()).rows() == [("auc", None)]

@@ -1,4 +1,6 @@
-"""Agreement with ranx and pytrec_eval (trec_eval) on P, R, nDCG, AP, RR and hit, per user, to 1e-9.
+"""Agreement with ranx and pytrec_eval (trec_eval) on P, R, nDCG, AP, RR and hit, per user, to 1e-9;
+with ranx and ir_measures (trec_eval's Rprec) on R-precision, and with ir_measures' RBP (the C/W/L
+provider, rel=1: binary relevance, no cutoff) on RBP at a cutoff beyond every list, to 1e-12.
 
 They share our conventions where compared: precision divides by k, recall by R, nDCG takes the
 graded gain linearly (trec_eval ``ndcg_cut``, ranx ``ndcg``), AP divides by R (``map_cut``, ranx
@@ -8,11 +10,15 @@ define alike:
   (undefined, left to the averaging policy), so such users are left out of the comparison;
 - tied scores: trec_eval breaks ties by document id as a string, descending; ranx by its own
   sort; we by item index ascending. The scores here are distinct;
-- trec_eval's ``recip_rank`` has no cutoff: compared with our rr@k for k beyond the list length.
+- trec_eval's ``recip_rank`` has no cutoff: compared with our rr@k for k beyond the list length;
+- R-precision of a user without relevant items: ranx and trec_eval (through ir_measures) give 0,
+  we NaN (undefined); RBP is 0 there for everyone. ir_measures' RBP through the C/W/L provider needs
+  ``rel`` (rel=1 counts every graded item as relevant, as we do) and has no cutoff.
 """
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -103,3 +109,54 @@ def test_ranx_agrees(ours):
         for u in users:
             theirs = ranx_run.scores[name][str(u)]
             assert table[(mapping[metric], int(k), u)] == pytest.approx(theirs, abs=1e-9), (name, u)
+
+
+@pytest.fixture(scope="module")
+def added():
+    """R-precision, and RBP at a cutoff beyond every list (the peers' RBP has none), p = 0.8 and 0.5."""
+    targets, lists, scores = _data(11)
+    rankings = rankings_of(lists, scores)
+    listed = targets_of(targets, N_ITEMS, n_candidates=[N_ITEMS] * N_USERS)
+    table = {}
+    for p in (0.8, 0.5):
+        frame = measure(rankings, listed, metrics=["rprecision", "rbp"], k=[LIST + 5], rbp_persistence=p)
+        table.update({(r["metric"], p, r["user"]): r["value"] for r in frame.iter_rows(named=True)})
+    return targets, lists, scores, table
+
+
+def test_ranx_and_ir_measures_agree_on_r_precision(added):
+    ir_measures = pytest.importorskip("ir_measures")
+    targets, lists, scores, table = added
+    qrels, run = _dicts(targets, lists, scores)
+    users = _defined_users(targets, lists)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ranx_run = ranx.Run({str(u): run[str(u)] for u in users})
+        ranx.evaluate(ranx.Qrels({str(u): qrels[str(u)] for u in users}), ranx_run, ["r-precision"])
+    trec = {m.query_id: m.value for m in ir_measures.iter_calc(
+        [ir_measures.Rprec], qrels, {u: d for u, d in run.items() if d})}
+    for u in users:
+        assert table[("rprecision", 0.8, u)] == pytest.approx(ranx_run.scores["r-precision"][str(u)], abs=1e-12)
+        assert table[("rprecision", 0.8, u)] == pytest.approx(trec[str(u)], abs=1e-12)
+    # Without a relevant item ours is undefined; a user with relevant items and an empty list scores 0.
+    assert all(math.isnan(table[("rprecision", 0.8, u)]) for u, t in enumerate(targets) if not t)
+    assert all(table[("rprecision", 0.8, u)] == 0 for u, t in enumerate(targets) if t and not lists[u])
+
+
+@pytest.mark.parametrize("p", [0.8, 0.5])
+def test_ir_measures_agrees_on_rbp(added, p):
+    """ir_measures' RBP (the C/W/L provider) with rel=1: binary relevance, as ours, uncut."""
+    ir_measures = pytest.importorskip("ir_measures")
+    pytest.importorskip("cwl")
+    targets, lists, scores, table = added
+    qrels, run = _dicts(targets, lists, scores)
+    theirs = {m.query_id: float(m.value) for m in ir_measures.iter_calc(
+        [ir_measures.RBP(p=p, rel=1)], qrels, {u: d for u, d in run.items() if d})}
+    compared = 0
+    for u in range(N_USERS):
+        if lists[u]:
+            assert table[("rbp", p, u)] == pytest.approx(theirs[str(u)], abs=1e-12), u
+            compared += bool(theirs[str(u)])
+        else:
+            assert table[("rbp", p, u)] == 0
+    assert compared > 20

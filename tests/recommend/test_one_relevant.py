@@ -251,3 +251,21 @@ def test_one_relevant_targets_are_not_saved_as_lists(tmp_path):
     targets = build_targets(random_split(6), "AI+1R+AN", threshold=3, one_relevant=True)
     with pytest.raises(ConfigError, match="one-relevant"):
         save_targets(targets, tmp_path / "t.parquet")
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 10_000), levels=st.sampled_from([2, 4, 1000]), protocol=st.sampled_from(PROTOCOLS),
+       ties=st.sampled_from(["first", "average"]), p=st.sampled_from([0.5, 0.8]))
+def test_closed_forms_of_metrics_with_their_own_kernel_equal_the_ranked_lists(seed, levels, protocol, ties, p):
+    """R-precision and RBP of 1R units from their specs' closed forms equal their kernels' values on
+    the ranked lists (rounding apart: the closed form is not the kernel's sum)."""
+    split = random_split(seed)
+    model = Table(tied_table(np.random.default_rng(seed), split.n_users, split.n_items, levels))
+    listed = build_targets(split, protocol, threshold=3, seed=seed)
+    compact = build_targets(split, protocol, threshold=3, seed=seed, one_relevant=True)
+    options = dict(metrics=["rprecision", "rbp"], k=KS, ties=ties, rbp_persistence=p)
+    lists = per_unit(measure(rank_targets(model, listed), listed, **options))
+    closed = per_unit(measure(rank_one_relevant(model, split.train, compact), compact, **options))
+    assert lists.select("user", "unit", "metric", "k").equals(closed.select("user", "unit", "metric", "k"))
+    np.testing.assert_allclose(closed.get_column("value").to_numpy(), lists.get_column("value").to_numpy(),
+                               rtol=1e-12, atol=1e-15)
