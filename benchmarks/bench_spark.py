@@ -35,10 +35,10 @@ from recsys_eval.engine.partitions import (
     RUN,
     TEST,
     TRAIN,
-    MeasureOptions,
     RunMeasure,
     measure_run_chunk,
 )
+from recsys_eval.pipeline.options import MeasureOptions
 from recsys_eval.recommend import make_recommender, recommend_top_k
 
 METRICS = "precision,recall,f1,ap,ndcg,rr,hit,auc"
@@ -123,7 +123,7 @@ def chunk_of(paths: dict[str, Path], users: int, top: int) -> tuple[pl.DataFrame
         pl.col("user").cast(pl.Int64).alias("unit"), pl.col("user").cast(pl.Int64), pl.col("item").cast(pl.Int64),
         pl.lit(None, pl.Float64).alias("rank"),
     ).sort("unit", "kind")
-    options = MeasureOptions(tuple(METRICS.split(",")), tuple(int(x) for x in K.split(",")))
+    options = MeasureOptions(tuple(METRICS.split(",")), (), tuple(int(x) for x in K.split(",")))
     spec = RunMeasure(n_items=ML25M["items"], options=options, system="run", test_name="TEST", run_name="RUN",
                       train_name="TRAIN", run_values=("score",), test_rating=True, train_rating=False,
                       text_ids=(False, False), threshold=3.5)

@@ -25,6 +25,7 @@ def evaluate(
     gain: str = typer.Option("graded", "--gain", help="nDCG gain: graded, binary or exp (nDCG only)."),
     undefined: str = typer.Option("skip", "--undefined", help="Undefined values: skip or zero."),
     ties: str = typer.Option("first", "--ties", help="Tied scores: first (item order) or average."),
+    param: list[str] = typer.Option(None, "--param", help="A metric parameter, e.g. rbp_persistence=0.9 (repeatable)."),
     genres: Path | None = typer.Option(None, "--genres", help="CSV or Parquet: item, genres (for ild)."),
     format: str | None = typer.Option(None, "--format", help=f"Format of --run: {FORMAT_HELP}."),
     columns: str | None = typer.Option(
@@ -52,6 +53,7 @@ def evaluate(
         UNDEFINED_POLICIES,
         check_cutoffs,
         check_metrics,
+        metric_params,
     )
     from recsys_eval.pipeline.evaluate import evaluate_run
     from recsys_eval.pipeline.options import MeasureOptions
@@ -62,6 +64,7 @@ def evaluate(
     check_choice("gain", gain, GAINS)
     check_choice("undefined-value policy", undefined, UNDEFINED_POLICIES)
     check_choice("ties policy", ties, TIES)
+    params = _parse_params(param or [])
     if out.exists() and not force:
         raise ConfigError(f"output folder {str(out)!r} exists; choose another or pass --force to replace it")
     if "novelty" in names and train is None:
@@ -72,7 +75,7 @@ def evaluate(
     check_choice("engine", engine, ("local", "spark"))
     if engine == "spark":
         _evaluate_spark(test, run, out, train, threshold, names, cutoffs, gain, ties, undefined, force,
-                        master, partitions, (format, columns, test_format, test_columns, genres))
+                        master, partitions, (format, columns, test_format, test_columns, genres), params)
         return
 
     # read, measure, write
@@ -85,14 +88,14 @@ def evaluate(
         console.print(f"[yellow]note:[/] {note}", highlight=False)
     options = MeasureOptions(tuple(m for m in names if m not in RATING_METRICS),
                              tuple(m for m in names if m in RATING_METRICS), tuple(cutoffs), gain, ties, undefined,
-                             threshold)
+                             threshold, metric_params(params))
     folder, summary = evaluate_run(data, options, system=run.stem, out=out, force=force, source=str(test),
                                    genres=_genres(genres, data.item_ids) if genres is not None else None)
     _print_summary(console, summary, folder)
 
 
 def _evaluate_spark(test, run, out, train, threshold, names, cutoffs, gain, ties, undefined, force, master,
-                    partitions, local_only) -> None:
+                    partitions, local_only, params) -> None:
     """``evaluate --engine spark``: the files read and measured on Spark (recsys_eval.engine.runs)."""
     from rich.console import Console
 
@@ -107,12 +110,29 @@ def _evaluate_spark(test, run, out, train, threshold, names, cutoffs, gain, ties
     result = evaluate_spark(
         spark_session(master), uri(test), uri(run), uri(out), train=None if train is None else uri(train),
         threshold=threshold, metrics=names, k=cutoffs, gain=gain, ties=ties, undefined=undefined,
-        partitions=partitions, force=force,
+        partitions=partitions, force=force, params=params,
     )
     console = Console()
     for note in result.notes:
         console.print(f"[yellow]note:[/] {note}", highlight=False)
     _print_summary(console, result.summary, out)
+
+
+def _parse_params(texts: list[str]) -> dict[str, float]:
+    """``--param name=value`` options as numbers by name (checked against the metrics' specs)."""
+    from recsys_eval.measure.metrics import metric_params
+
+    params = {}
+    for text in texts:
+        name, eq, value = text.partition("=")
+        try:
+            params[name.strip()] = float(value)
+        except ValueError:
+            raise ConfigError(f"--param {text!r}: expected name=number, e.g. rbp_persistence=0.9") from None
+        if not eq:
+            raise ConfigError(f"--param {text!r}: expected name=number, e.g. rbp_persistence=0.9")
+    metric_params(params)  # an unknown name or a value out of range raises, naming it
+    return params
 
 
 def _parse_ints(text: str, option: str) -> list[int]:

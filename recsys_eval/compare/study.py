@@ -134,7 +134,7 @@ def sampled_table(folder: ResultsFolder, summary: pl.DataFrame, undefined: str) 
                 for metric, k in metrics:
                     value = np.zeros(len(rank))  # a unit whose relevant item was not ranked scores 0
                     value[ranked] = sampled_correction(rank[ranked].astype(np.int64), n, n_full[ranked],
-                                                       metric, k, method=method)
+                                                       metric, k, method=method, params=manifest.metric_params)
                     per_unit = ranks.with_columns(
                         pl.lit(metric).alias("metric"), pl.lit(k, pl.Int32).alias("k"),
                         pl.Series("value", value), pl.lit(f"{label}\x1f{method}").alias("protocol"),

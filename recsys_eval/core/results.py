@@ -146,6 +146,8 @@ class Manifest:
     partitions: list[str] = field(default_factory=list)
     metrics: list[str] = field(default_factory=list)
     k: list[int] = field(default_factory=list)
+    #: Every metric parameter's value (``rbp_persistence``...); a key absent takes its default.
+    metric_params: dict[str, float] = field(default_factory=dict)
     relevance_threshold: float | None = None
     baseline: str | None = None
     tests: list[str] = field(default_factory=lambda: ["t", "wilcoxon"])

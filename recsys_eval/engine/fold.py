@@ -156,8 +156,8 @@ class FoldTask:
     """How a task turns a chunk of whole users of a fold (columns ``user, item, rating, test``: user
     and item indices, the rating, whether the row is a test row) into tables for the driver.
 
-    ``options``: the run's options (protocols, measure and rank options, seeds); ``jobs``: the
-    fold's recommenders; ``template`` is the dataset with no rows (its user and item index, item
+    ``options``: the run's options (protocols, measure options, seeds); ``jobs`` and ``rank``: the
+    fold's recommenders and rank options; ``template`` is the dataset with no rows (its user and item index, item
     metadata); ``first_unit`` (broadcast) maps a target set's label to each user index's first unit
     number; ``models`` (broadcast) maps a system to its fitted, broadcastable model; ``pool_auc``:
     whether scored targets are sampled for the pooled AUC, from ``n_parts`` partitions;
@@ -166,6 +166,7 @@ class FoldTask:
 
     options: Any
     jobs: Any
+    rank: Any
     template: Any
     fold: str
     first_unit: Any
@@ -205,7 +206,7 @@ def fold_chunk_tables(chunk: pl.DataFrame, task: FoldTask):
             global_unit = first_unit[target.label][users] + within
             for job in task.jobs:
                 model = local_model(models[job.system], split.train)
-                rankings = jobs.rank(options.rank, model, target)
+                rankings = jobs.rank(task.rank, model, target)
                 frame = jobs.measure_ranking(options.measure, task.template, rankings, target, job.system, task.fold,
                                              run_level=False)
                 mapped = pl.Series("unit", global_unit, dtype=pl.Int64).gather(frame.get_column("unit"))
@@ -274,7 +275,7 @@ class SparkFold:
             plan.fold, self.timings)
         n_parts = self.engine.partitions or 4 * context.defaultParallelism
         task = FoldTask(
-            options=plan.options, jobs=plan.models, template=plan.data.with_frame(plan.data.frame.clear()),
+            options=plan.options, jobs=plan.models, rank=plan.rank, template=plan.data.with_frame(plan.data.frame.clear()),
             fold=plan.fold, first_unit=context.broadcast(first_units(plan.options, split)),
             models=context.broadcast({name: broadcastable(m) for (name, _), m in models.items()}),
             pool_auc=plan.pool_auc, n_parts=n_parts, item_counts=context.broadcast(split.train.item_counts()),

@@ -27,6 +27,7 @@ from recsys_eval.data.delimited import Table
 from recsys_eval.data.runs import read_table, run_input
 from recsys_eval.measure import measure
 from recsys_eval.measure.aggregate import PartitionState
+from recsys_eval.pipeline.options import MeasureOptions
 
 # Rows of a partition measured at once: bounds a task's memory whatever the partition's size.
 CHUNK_ROWS = 1 << 21
@@ -56,19 +57,6 @@ def user_chunks(batches: Iterable, key: str = "unit", rows: int = CHUNK_ROWS) ->
             pending, size = [whole], whole.height
     if size:
         yield pl.concat(pending, how="vertical_relaxed")
-
-
-@dataclass(frozen=True)
-class MeasureOptions:
-    """The options of :func:`recsys_eval.measure.measure` a task applies to every chunk."""
-
-    metrics: tuple[str, ...]
-    k: tuple[int, ...]
-    gain: str = "graded"
-    ties: str = "first"
-
-    def kwargs(self) -> dict:
-        return {"metrics": list(self.metrics), "k": list(self.k), "gain": self.gain, "ties": self.ties}
 
 
 @dataclass(frozen=True)

@@ -37,11 +37,11 @@ from recsys_eval.engine.partitions import (
     RUN,
     TEST,
     TRAIN,
-    MeasureOptions,
     RunMeasure,
     arrow_task,
     merge_states,
 )
+from recsys_eval.pipeline.options import MeasureOptions
 from recsys_eval.core.spark import SparkError, spark_failures, task_threads
 from recsys_eval.errors import ConfigError, DataError, RecsysEvalError, check_choice
 from recsys_eval.measure.aggregate import PartitionState
@@ -53,6 +53,7 @@ from recsys_eval.measure.metrics import (
     UNDEFINED_POLICIES,
     check_cutoffs,
     check_metrics,
+    metric_params,
 )
 
 if TYPE_CHECKING:
@@ -103,10 +104,12 @@ def evaluate_spark(
     partitions: int | None = None,
     force: bool = False,
     system: str | None = None,
+    params: dict[str, float] | None = None,
 ) -> SparkRunResult:
     """Score a run against test interactions on Spark; write ``per_unit.parquet/`` (a folder of
     Parquet files) and ``summary.csv`` into the folder ``out`` (any Hadoop URI), and return the
-    summary. ``partitions``: user partitions (default: Spark's default parallelism x 4).
+    summary. ``partitions``: user partitions (default: Spark's default parallelism x 4);
+    ``params``: metric parameters (``rbp_persistence``), their defaults where absent.
 
     Ranking metrics only (per unit, the values are the local engine's to the last bit); the
     whole-run beyond-accuracy metrics and rating metrics are for the local engine.
@@ -129,7 +132,7 @@ def evaluate_spark(
     _check_relevant(test_f, threshold)
     long, n_items, notes = _long_table(spark, files)
     spec = RunMeasure(
-        n_items=n_items, options=MeasureOptions(tuple(names), tuple(cutoffs), gain, ties),
+        n_items=n_items, options=MeasureOptions(tuple(names), (), tuple(cutoffs), gain, ties, params=metric_params(params or {})),
         system=system or _stem(run), test_name=test_f.name, run_name=run_f.name,
         train_name=files[2].name if train is not None else None, run_values=run_f.values,
         test_rating="rating" in test_f.values, train_rating=train is not None and "rating" in files[2].values,

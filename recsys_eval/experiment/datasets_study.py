@@ -17,21 +17,21 @@ from rich.console import Console
 from recsys_eval.core.results import CROSS_DATASET, Manifest, ResultsFolder, config_hash
 from recsys_eval.pipeline.config import ExperimentConfig
 from recsys_eval.measure.aggregate import ALL_FOLDS, RULE_USER_MEAN
-from recsys_eval.pipeline.search import parse_metric, study_metric
+from recsys_eval.measure.metrics import MetricKey
+from recsys_eval.pipeline.search import study_metric
 
 
 def dataset_table(config: ExperimentConfig, summaries: dict[str, pl.DataFrame]) -> pl.DataFrame:
     """One row per (dataset, system): the study metric's mean under the study protocol, from each
     dataset's summary (its ``all`` rows over folds, or its single fold's rows)."""
     metric = study_metric(config)
-    name, k = parse_metric(metric)
+    key = MetricKey.parse(metric)
     labels = [p.display for p in config.protocols if p.design != "percentiles"]
     protocol = config.compare.datasets_protocol or labels[0]
     frames = []
     for dataset, summary in summaries.items():
         rows = summary.filter(
-            (pl.col("protocol") == protocol) & (pl.col("metric") == name)
-            & (pl.col("k").is_null() if k is None else pl.col("k") == k) & (pl.col("rule") == RULE_USER_MEAN)
+            (pl.col("protocol") == protocol) & key.rows() & (pl.col("rule") == RULE_USER_MEAN)
         )
         folds = rows.get_column("fold").unique().to_list()
         rows = rows.filter(pl.col("fold") == (ALL_FOLDS if ALL_FOLDS in folds else folds[0]))
@@ -44,7 +44,7 @@ def cross_dataset(config: ExperimentConfig, table: pl.DataFrame) -> dict[str, pl
     """The systems' mean ranks over datasets, the Friedman test, and the configured post-hoc."""
     from recsys_eval.compare.datasets import friedman_test, holm_posthoc, nemenyi_test, rank_systems
 
-    name, _ = parse_metric(study_metric(config))
+    name = MetricKey.parse(study_metric(config)).name
     c = config.compare
     posthoc = (nemenyi_test(table, alpha=c.alpha, metric=name) if c.posthoc == "nemenyi"
                else holm_posthoc(table, c.baseline, alpha=c.alpha, metric=name))

@@ -152,6 +152,33 @@ class MetricsConfig(_Strict):
     gain: Literal["graded", "binary", "exp"] = "graded"
     undefined: Literal["skip", "zero"] = "skip"
     ties: Literal["first", "average"] = "first"
+    #: The numbers metrics' formulas take (``rbp_persistence``, RBP's p), written as keys of
+    #: ``[metrics]`` itself: any parameter a metric's spec declares (recsys_eval.measure.metrics.PARAMS).
+    params: dict[str, float] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _gather_params(cls, data: Any) -> Any:
+        """``[metrics] rbp_persistence = 0.9`` into ``params``: a metric added with a parameter
+        needs no key here."""
+        from recsys_eval.measure.metrics import PARAMS
+
+        if not isinstance(data, dict) or not PARAMS.keys() & data.keys():
+            return data
+        given = {key: value for key, value in data.items() if key in PARAMS}
+        rest = {key: value for key, value in data.items() if key not in PARAMS}
+        return {**rest, "params": {**rest.get("params", {}), **given}}
+
+    @field_validator("params")
+    @classmethod
+    def _known_params(cls, params: dict[str, float]) -> dict[str, float]:
+        from recsys_eval.measure.metrics import metric_params
+
+        try:
+            checked = metric_params(params)
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
+        return {name: checked[name] for name in params}
 
     @field_validator("k")
     @classmethod
@@ -342,6 +369,10 @@ def _format_error(source: str, exc: ValidationError) -> str:
         if err["type"] == "extra_forbidden":
             model = _model_at(loc)
             allowed = list(model.model_fields) if model else []
+            if model is MetricsConfig:
+                from recsys_eval.measure.metrics import PARAMS
+
+                allowed = [name for name in allowed if name != "params"] + list(PARAMS)
             lines.append(f"unknown key {path!r}: {closest(str(loc[-1]), allowed)}")
         elif err["type"] == "missing":
             lines.append(f"missing key {path!r}")

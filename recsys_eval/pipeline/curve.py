@@ -23,13 +23,13 @@ def learning_curve_rows(options: RunOptions, data: Interactions, split: Split, c
     wanted = set(curve.protocols or [p.display for p in options.protocols if p.design == "standard"])
     targets = [s.whole() for p in options.protocols if p.display in wanted for s in options.target_sets(p, split)]
     subsamples = learning_curve(split, curve.fractions, per_user=curve.per_user, seed=options.seeds.learning_curve())
-    frames = []
+    ranking, frames = options.rank_for(split), []
     for fraction, sub in zip(curve.fractions, subsamples, strict=True):
         for job in options.model_jobs(split.name):
             start = time.perf_counter()
             model = job.make(data, options.threads).fit(sub.train)
             for target in targets:  # the fold's targets: the same candidates at every fraction
-                rankings = rank(options.rank, model, target)
+                rankings = rank(ranking, model, target)
                 frame = measure_ranking(options.measure, data, rankings, target, job.system, split.name)
                 frames.append(frame.with_columns(pl.lit(fraction).alias("fraction")))
             timings.add(f"{split.name}@{fraction:g}", job.system, "learning curve", start)

@@ -48,7 +48,7 @@ def evaluate_run(data: RunInput, measure: MeasureOptions, *, system: str, out: P
         experiment=Path(out).name, kind="evaluate", created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         dataset=source, users=data.targets.n_units, items=data.targets.n_items, folds=[FOLD], systems=[system],
         protocols=[protocol], partitions=sink.relative([partition]), metrics=[*measure.ranking, *measure.rating],
-        k=list(measure.k), relevance_threshold=measure.relevance_threshold, undefined=measure.undefined, tests=[],
+        k=list(measure.k), metric_params=measure.params, relevance_threshold=measure.relevance_threshold, undefined=measure.undefined, tests=[],
     )
     return sink.finish(manifest), summary
 
@@ -63,8 +63,8 @@ def _per_unit(data: RunInput, measure: MeasureOptions, system: str, genres) -> p
     frames = []
     if measure.ranking:
         frames.append(measure_rankings(
-            data.rankings, data.targets, metrics=list(measure.ranking), k=list(measure.k), gain=measure.gain,
-            ties=measure.ties, system=system, fold=FOLD, user_ids=data.user_ids, train=data.train, genres=genres,
+            data.rankings, data.targets, **measure.kwargs(), system=system, fold=FOLD, user_ids=data.user_ids,
+            train=data.train, genres=genres,
         ))
     if measure.rating:
         if data.predictions is None:

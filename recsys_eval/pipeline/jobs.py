@@ -77,7 +77,7 @@ def measure_ranking(options: MeasureOptions, data: Interactions, rankings, targe
     m = options
     names = [n for n in m.ranking if run_level or n not in RUN_METRICS]
     common = dict(k=list(m.k), gain=m.gain, ties=m.ties, system=system, protocol=target.label, fold=fold,
-                  user_ids=data.user_ids, train=target.train, genres=data.items_meta)
+                  user_ids=data.user_ids, train=target.train, genres=data.items_meta, **m.params)
     if isinstance(rankings, OneRelevantRanking):
         beyond = [n for n in names if n in BEYOND_METRICS]
         frame = measure(rankings.ranks, target.targets, metrics=[n for n in names if n not in beyond], **common)

@@ -207,7 +207,7 @@ class LocalFold:
         plan, (s, _, r) = self.plan, at
         job, options, fold = plan.models[r], plan.options, plan.fold
         start = time.perf_counter()
-        rankings = jobs.rank(options.rank, model, chunk)
+        rankings = jobs.rank(plan.rank, model, chunk)
         self.timings.add(fold, job.system, f"rank {chunk.label}", start)
         start, waited_before = time.perf_counter(), keeper.waited
         frame = jobs.measure_ranking(options.measure, plan.data, rankings, chunk, job.system, fold, run_level=False)
@@ -259,7 +259,7 @@ def range_users(plan: FoldPlan, n_users: int, block_items: int) -> int:
     values = len(m.k) * (len(m.ranking) + len(m.rating)) + 2  # + whole-list metrics, aux
     per_user = 4.0 * block_items
     for target_set in plan.sets:
-        per_user += _cost_per_user(target_set, values, options.rank.depth, n_users)
+        per_user += _cost_per_user(target_set, values, plan.rank.depth, n_users)
     budget, free = options.memory, options.memory - resident_bytes()
     smallest = MIN_CHUNK_USERS * per_user
     if free < smallest:

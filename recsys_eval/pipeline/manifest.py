@@ -81,6 +81,7 @@ def make_manifest(config: ExperimentConfig, cfg_hash: str, data: Interactions, s
         partitions=partitions,
         metrics=config.metrics.names,
         k=config.metrics.k,
+        metric_params=options.measure.params,
         relevance_threshold=config.metrics.relevance_threshold,
         baseline=c.baseline,
         tests=c.tests,

@@ -4,7 +4,7 @@ fold, the tuner and the learning curve all use, so that none of them reads the c
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from recsys_eval.pipeline.config import ExperimentConfig, MetricsConfig, RunConfig
 
@@ -23,14 +23,21 @@ class MeasureOptions:
     ties: str = "first"
     undefined: str = "skip"
     relevance_threshold: float | None = None
+    #: Every metric parameter's value (``rbp_persistence``...), defaults filled in.
+    params: dict[str, float] = field(default_factory=dict)
 
     @classmethod
     def from_config(cls, metrics: MetricsConfig) -> MeasureOptions:
-        from recsys_eval.measure.metrics import RATING_METRICS
+        from recsys_eval.measure.metrics import RATING_METRICS, metric_params
 
         names = metrics.names
         return cls(tuple(m for m in names if m not in RATING_METRICS), tuple(m for m in names if m in RATING_METRICS),
-                   tuple(metrics.k), metrics.gain, metrics.ties, metrics.undefined, metrics.relevance_threshold)
+                   tuple(metrics.k), metrics.gain, metrics.ties, metrics.undefined, metrics.relevance_threshold,
+                   metric_params(metrics.params))
+
+    def kwargs(self) -> dict:
+        """The keywords of :func:`recsys_eval.measure.measure` for the ranking metrics."""
+        return {"metrics": list(self.ranking), "k": list(self.k), "gain": self.gain, "ties": self.ties, **self.params}
 
     @property
     def kmax(self) -> int:
@@ -66,5 +73,13 @@ class RankOptions:
 
     @classmethod
     def for_measure(cls, measure: MeasureOptions, run: RunConfig) -> RankOptions:
-        """What the metrics of ``measure`` need ranked, with the ``[run]`` settings."""
+        """What the metrics of ``measure`` need ranked, with the ``[run]`` settings (the depth of
+        a fold whose units hold at most one relevant item: :meth:`deep_enough` deepens it)."""
         return cls(max(measure.kmax, run.depth), run.chunk_size, "auc" in measure.ranking)
+
+    def deep_enough(self, measure: MeasureOptions, max_relevant: int) -> RankOptions:
+        """These options listing as deep as the metrics need for units of up to ``max_relevant``
+        relevant items (R-precision reads the top R; :func:`~recsys_eval.measure.metrics.ranking_depth`)."""
+        from recsys_eval.measure.metrics import ranking_depth
+
+        return replace(self, depth=ranking_depth(measure.ranking, measure.k, max_relevant, self.depth))

@@ -84,6 +84,17 @@ class RunOptions:
         the configured ones."""
         return [self.model_job(fold, rec, (tuned or {}).get(rec.display)) for rec in self.recommenders]
 
+    def rank_for(self, split: Split) -> RankOptions:
+        """The rank options of a fold: deep enough for its units' relevant counts where a metric
+        reads the top R (R-precision), else :attr:`rank` as it is."""
+        from recsys_eval.measure.metrics import METRICS, Depth
+        from recsys_eval.targets.relevance import qrels
+
+        if not any(METRICS[m].depth is Depth.RELEVANT for m in self.measure.ranking):
+            return self.rank
+        counts = qrels(split, self.measure.relevance_threshold).relevant_counts()
+        return self.rank.deep_enough(self.measure, int(counts.max()) if len(counts) else 0)
+
     def target_sets(self, protocol: ProtocolConfig, split: Split) -> list[TargetSet]:
         """The target sets of one protocol entry on ``split``, seeded by its definition."""
         return target_sets(protocol, split, seed=self.seeds.targets(split.name, protocol.definition),
@@ -113,14 +124,16 @@ class ModelJob:
 
 @dataclass
 class FoldPlan:
-    """One fold: its split, its target sets (every protocol, bins expanded, in config order) and
-    its recommenders; ``pool_auc``: whether scored targets are sampled for AUC pooled over folds."""
+    """One fold: its split, its target sets (every protocol, bins expanded, in config order), its
+    recommenders, and its rank options (:meth:`RunOptions.rank_for`); ``pool_auc``: whether scored
+    targets are sampled for AUC pooled over folds."""
 
     options: RunOptions
     data: Interactions
     split: Split
     sets: list[TargetSet]
     models: list[ModelJob]
+    rank: RankOptions
     pool_auc: bool
 
     @property
@@ -144,4 +157,4 @@ class FoldPlan:
                     timings.add(split.name, "", f"plan targets {protocol.display}", start)
                 advance()
         pool_auc = "auc" in options.measure.ranking and n_folds >= 2
-        return cls(options, data, split, sets, options.model_jobs(split.name, tuned), pool_auc)
+        return cls(options, data, split, sets, options.model_jobs(split.name, tuned), options.rank_for(split), pool_auc)

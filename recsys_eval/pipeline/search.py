@@ -21,6 +21,8 @@ from recsys_eval.errors import ConfigError, closest
 if TYPE_CHECKING:
     import optuna
 
+    from recsys_eval.measure.metrics import MetricKey
+
     from recsys_eval.pipeline.config import ExperimentConfig, RecommenderConfig
 
 
@@ -138,21 +140,13 @@ def parse_search(rec: RecommenderConfig, where: str) -> SearchSpace:
     return SearchSpace(tuple(dimensions))
 
 
-def parse_metric(metric: str, where: str = "tuning.metric") -> tuple[str, int | None]:
-    """``"ndcg@10"`` as (``"ndcg"``, 10); ``"auc"`` as (``"auc"``, None): :meth:`MetricKey.parse
-    <recsys_eval.measure.metrics.MetricKey.parse>` as a pair."""
-    from recsys_eval.measure.metrics import MetricKey
-
-    key = MetricKey.parse(metric, where=where)
-    return key.name, key.k
-
-
-def check_measured(config: ExperimentConfig, metric: str, where: str) -> tuple[str, int | None]:
+def check_measured(config: ExperimentConfig, metric: str, where: str) -> MetricKey:
     """``metric`` ("ndcg@10") parsed, once checked to be a per-user ranking metric the run measures
     at that cutoff; a ConfigError naming ``where`` otherwise."""
-    from recsys_eval.measure.metrics import RANKING_METRICS
+    from recsys_eval.measure.metrics import RANKING_METRICS, MetricKey
 
-    name, k = parse_metric(metric, where)
+    key = MetricKey.parse(metric, where=where)
+    name, k = key.name, key.k
     if name not in RANKING_METRICS:
         raise ConfigError(f"{where} {metric!r}: expected a per-user ranking metric: {closest(name, RANKING_METRICS)}")
     if name not in config.metrics.names:
@@ -160,7 +154,7 @@ def check_measured(config: ExperimentConfig, metric: str, where: str) -> tuple[s
                           f"{closest(name, config.metrics.names)} (metrics.names)")
     if k is not None and k not in config.metrics.k:
         raise ConfigError(f"{where} {metric!r}: k = {k} is not measured; metrics.k is {config.metrics.k}")
-    return name, k
+    return key
 
 
 def check_study(config: ExperimentConfig) -> None:

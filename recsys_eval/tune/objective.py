@@ -21,18 +21,21 @@ from recsys_eval.core import Interactions, Split
 from recsys_eval.pipeline.config import ExperimentConfig, RecommenderConfig
 from recsys_eval.pipeline.options import RankOptions
 from recsys_eval.pipeline.plan import RunOptions
-from recsys_eval.pipeline.search import parse_metric, tuning_protocol
+from recsys_eval.measure.metrics import MetricKey
+from recsys_eval.pipeline.search import tuning_protocol
 
 
 class Objective:
     """The validation value of hyperparameters, for one fold's validation split."""
 
     def __init__(self, config: ExperimentConfig, data: Interactions, validation: Split, *, threads: int | None) -> None:
-        name, k = parse_metric(config.tuning.metric)
+        key = MetricKey.parse(config.tuning.metric, where="tuning.metric")
+        name, k = key.name, key.k
         options = RunOptions.from_config(config)
         measure = options.measure.only(name, k)
         self.options = replace(options, measure=measure, rank=RankOptions.for_measure(measure, config.run),
                                threads=threads)
+        self.rank = self.options.rank_for(validation)
         self.metric, self.k = name, k
         self.data, self.validation = data, validation
         self.sets = self.options.target_sets(tuning_protocol(config), validation)
@@ -50,7 +53,7 @@ class Objective:
         frames = []
         for target_set in self.sets:  # a standard protocol or a uniform test: one target set
             chunk = target_set.whole()
-            rankings = jobs.rank(self.options.rank, model, chunk)
+            rankings = jobs.rank(self.rank, model, chunk)
             frame = jobs.measure_ranking(self.options.measure, self.data, rankings, chunk, rec.display,
                                          self.validation.name)
             frames.append(frame.filter(pl.col("metric") == self.metric))

@@ -39,7 +39,8 @@ def test_a_chunk_of_integer_like_text_ids_keeps_the_text_order_of_the_whole_inpu
     """The whole input has text ids (user "x", item "y"), this chunk's ids all look like integers: ties
     are broken by the text order of the items ("10" before "9"), as the local engine breaks them."""
     from recsys_eval.data.runs import load_run
-    from recsys_eval.engine.partitions import RUN, TEST, MeasureOptions, RunMeasure, measure_run_chunk
+    from recsys_eval.engine.partitions import RUN, TEST, RunMeasure, measure_run_chunk
+    from recsys_eval.pipeline.options import MeasureOptions
     from recsys_eval.measure import measure
 
     test = pl.DataFrame({"user": ["1", "x"], "item": ["9", "y"]})
@@ -51,7 +52,7 @@ def test_a_chunk_of_integer_like_text_ids_keeps_the_text_order_of_the_whole_inpu
         "user": ["1", "1", "1"], "unit": [0, 0, 0], "kind": [TEST, RUN, RUN], "item": ["9", "9", "10"],
         "rating": [None, None, None], "score": [None, 1.0, 1.0], "rank": [None, None, None],
     }, schema_overrides={"kind": pl.Int8, "rating": pl.Float64, "rank": pl.Float64})
-    spec = RunMeasure(n_items=3, options=MeasureOptions(("precision", "rr"), (1,)), system="system",
+    spec = RunMeasure(n_items=3, options=MeasureOptions(("precision", "rr"), (), (1,)), system="system",
                       test_name="TEST", run_name="RUN", train_name=None, run_values=("score",), test_rating=False,
                       train_rating=False, text_ids=(True, True), threshold=None)
     got = measure_run_chunk(chunk, spec)

@@ -5,6 +5,7 @@ external runs."""
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -462,3 +463,44 @@ def test_full_ranking_auc_does_not_depend_on_the_listed_depth(tmp_path):
     auc = (pl.col("metric") == "auc") & (pl.col("protocol") == "AI+AR+AN")
     assert shallow.filter(auc).height == 3
     assert shallow.filter(auc)["mean"].to_list() == deep.filter(auc)["mean"].to_list()
+
+
+def test_r_precision_lists_as_deep_as_the_most_relevant_user_needs(tmp_path):
+    """A full ranking lists max(k, run.depth) items, and R where R-precision reads the top R: with
+    run.depth = 2 the values equal those of rankings listed 1000 deep (users here hold up to ~30
+    relevant test items), and equal precision@R computed from the same rankings' recall@R."""
+    metrics = {"names": ["rprecision", "rbp"], "k": [1], "relevance_threshold": 3}
+    shallow = per_unit_of(run(write_config(tmp_path, metrics=metrics, protocols=["AI+AR+AN"], run={"depth": 2}),
+                              tmp_path / "a"))
+    deep = per_unit_of(run(write_config(tmp_path, metrics=metrics, protocols=["AI+AR+AN"], run={"depth": 1000}),
+                           tmp_path / "b"))
+    key = ["system", "protocol", "fold", "user", "unit", "metric", "k"]
+    rprec = pl.col("metric") == "rprecision"
+    assert shallow.filter(rprec).sort(key).equals(deep.filter(rprec).sort(key))
+    assert shallow.filter(rprec)["value"].drop_nans().max() > 0
+
+
+def test_a_metric_parameter_is_a_key_of_metrics_and_reaches_the_values(tmp_path):
+    """[metrics] rbp_persistence = p: RBP@1 of a unit whose first item is relevant is 1 - p."""
+    values = {}
+    for p in (0.5, 0.9):
+        metrics = {"names": ["rbp", "hit"], "k": [1], "relevance_threshold": 3, "rbp_persistence": p}
+        folder = run(write_config(tmp_path, metrics=metrics, protocols=["AI+AR+AN"]), tmp_path / f"p{p}")
+        rows = per_unit_of(folder).pivot(on="metric", index=["system", "user", "unit"], values="value")
+        hits = rows.filter(pl.col("hit") == 1)
+        assert hits.height > 0 and (hits["rbp"] - (1 - p)).abs().max() < 1e-12
+        values[p] = ResultsFolder.open(folder).manifest.metric_params["rbp_persistence"]
+    assert values == {0.5: 0.5, 0.9: 0.9}
+
+
+@pytest.mark.parametrize("key, message", [
+    ("rbp_persistence = 1.5", "rbp_persistence (.*) must be a number with 0 < rbp_persistence < 1"),
+    ("rbp_persistance = 0.5", "unknown key 'metrics.rbp_persistance'.*rbp_persistence"),
+])
+def test_a_bad_metric_parameter_is_a_config_error_naming_it(tmp_path, capsys, key, message):
+    path = write_config(tmp_path)
+    path.write_text(path.read_text().replace("[metrics]\n", f"[metrics]\n{key}\n"))
+    with pytest.raises(SystemExit) as exit_info:
+        main(["validate", str(path)])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 1 and re.search(message, err) and "Traceback" not in err
