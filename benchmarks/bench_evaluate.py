@@ -107,7 +107,9 @@ def stages(folder: Path, out: Path) -> dict[str, float]:
     import polars as pl
 
     from recsys_eval.data.runs import Index, check_rows, load_run, read_table
-    from recsys_eval.measure import measure, summarize
+    from recsys_eval.measure import measure
+    from recsys_eval.measure.aggregate import PartitionState
+    from recsys_eval.pipeline.evaluate import summary_of
 
     times = {}
     start = time.perf_counter()
@@ -129,11 +131,11 @@ def stages(folder: Path, out: Path) -> dict[str, float]:
                        user_ids=data.user_ids, train=data.train)
     times["measure"] = time.perf_counter() - start
     start = time.perf_counter()
-    summary = summarize(per_unit)
-    times["summarise"] = time.perf_counter() - start
+    summary = summary_of([PartitionState.of(per_unit)], "skip")
+    times["summarise (with t-intervals)"] = time.perf_counter() - start
     start = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
-    per_unit.write_parquet(out / "per_unit.parquet")
+    per_unit.write_parquet(out / "per_unit.parquet", compression="zstd", compression_level=1)
     summary.write_csv(out / "summary.csv")
     times["write"] = time.perf_counter() - start
     assert isinstance(summary, pl.DataFrame)
