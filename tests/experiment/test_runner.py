@@ -504,3 +504,23 @@ def test_a_bad_metric_parameter_is_a_config_error_naming_it(tmp_path, capsys, ke
         main(["validate", str(path)])
     err = capsys.readouterr().err
     assert exit_info.value.code == 1 and re.search(message, err) and "Traceback" not in err
+
+
+def test_r_precision_and_rbp_reach_every_output_from_their_specs(tmp_path, capsys):
+    """Two metrics added by their specs alone: in the summary, the report, the LaTeX tables, the
+    terminal's table and `recsys-eval list metrics`."""
+    metrics = {"names": ["ndcg", "rprecision", "rbp"], "k": [5, 10], "relevance_threshold": 4}
+    config = write_config(tmp_path, metrics=metrics, report={"metrics": ["ndcg@10", "rprecision", "rbp@10"]})
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", str(config), "--out", str(tmp_path / "r")])
+    assert exit_info.value.code in (0, None)
+    terminal = capsys.readouterr().out
+    folder = sorted(p for p in (tmp_path / "r" / "small").iterdir() if not p.name.startswith(".") and not p.is_symlink())[-1]
+    names = set(pl.read_csv(folder / "summary.csv")["name"])
+    assert {"rprecision", "rbp@5", "rbp@10"} <= names
+    for text in (terminal, (folder / "report.md").read_text(), (folder / "tables.tex").read_text()):
+        assert "R-Prec" in text and "RBP@10" in text
+    with pytest.raises(SystemExit):
+        main(["list", "metrics"])
+    listed = capsys.readouterr().out
+    assert "rprecision" in listed and "rbp" in listed
