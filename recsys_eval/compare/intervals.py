@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import polars as pl
-from scipy import stats
+from scipy import special
 
 from recsys_eval.compare.frames import check_one_row_per_user, check_per_user, mask_groups, partitions
 from recsys_eval.compare.resampling import (
@@ -126,10 +126,12 @@ def t_interval_rows(per_user_frame: pl.DataFrame, keys: list[str], level: float 
 
 
 def _t_bounds(mean: np.ndarray, sd: np.ndarray, n: np.ndarray, level: float):
-    """mean +- t quantile * sd / sqrt(n); a zero sd gives a zero-width interval, n < 2 gives NaN."""
+    """mean +- t quantile * sd / sqrt(n); a zero sd gives a zero-width interval, n < 2 gives NaN.
+    The quantile is Student's t inverse CDF, ``special.stdtrit``, which ``stats.t.ppf`` calls (the
+    same bits, without importing scipy.stats: ~0.5 s of every ``evaluate``)."""
     n = n.astype(np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
-        half = stats.t.ppf(0.5 + level / 2.0, n - 1) * sd / np.sqrt(n)
+        half = special.stdtrit(n - 1, 0.5 + level / 2.0) * sd / np.sqrt(n)
     half = np.where((sd == 0) & (n >= 2), 0.0, np.where(n >= 2, half, np.nan))
     return mean - half, mean + half
 
