@@ -510,7 +510,8 @@ def test_r_precision_and_rbp_reach_every_output_from_their_specs(tmp_path, capsy
     """Two metrics added by their specs alone: in the summary, the report, the LaTeX tables, the
     terminal's table and `recsys-eval list metrics`."""
     metrics = {"names": ["ndcg", "rprecision", "rbp"], "k": [5, 10], "relevance_threshold": 4}
-    config = write_config(tmp_path, metrics=metrics, report={"metrics": ["ndcg@10", "rprecision", "rbp@10"]})
+    config = write_config(tmp_path, metrics=metrics, output=None,
+                          report={"metrics": ["ndcg@10", "rprecision", "rbp@10"]})
     with pytest.raises(SystemExit) as exit_info:
         main(["run", str(config), "--out", str(tmp_path / "r")])
     assert exit_info.value.code in (0, None)
