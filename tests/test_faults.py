@@ -335,6 +335,27 @@ def test_report_force_on_a_full_disk_keeps_the_old_report(tmp_path, reference, m
     assert scratch_files(folder) == []
 
 
+@pytest.mark.parametrize("name", ["s0-p0-00000.parquet", "summary.parquet", "manifest.json"])
+def test_evaluate_on_a_full_disk_is_one_line_and_keeps_the_earlier_folder(tmp_path, monkeypatch, capsys, name):
+    """evaluate --out --force on a full disk: one line naming the file, nothing half-written beside
+    the output, and the earlier results untouched."""
+    files = {}
+    for kind, text in (("test", "user,item,rating\n1,10,5\n2,11,4\n"), ("run", "user,item,score\n1,10,0.9\n2,12,0.5\n")):
+        files[kind] = tmp_path / f"{kind}.csv"
+        files[kind].write_text(text)
+    out = tmp_path / "results" / "mine"
+    args = ("evaluate", "--test", str(files["test"]), "--run", str(files["run"]), "--metrics", "ndcg", "--k", "1",
+            "--out", str(out))
+    assert cli(*args) == 0
+    capsys.readouterr()
+    before = {f: f.read_bytes() for f in out.rglob("*") if f.is_file()}
+    _full_on(monkeypatch, name)
+    assert cli(*args, "--force") == 1
+    assert f"{name}: the disk is full (ENOSPC)" in error_line(capsys)
+    assert {f: f.read_bytes() for f in out.rglob("*") if f.is_file()} == before
+    assert sorted(p.name for p in out.parent.iterdir()) == ["mine"]  # no work folder left
+
+
 @pytest.mark.parametrize("name", ["s0-p0-00000.parquet", "summary.csv", "config.toml", "train.parquet"])
 def test_run_on_a_full_disk_fails_cleanly_and_resumes(tmp_path, data_file, monkeypatch, capsys, name):
     config = write_config(tmp_path, data_file, report=False)

@@ -347,6 +347,12 @@ class ResultsFolder:
             return final
         raise ConfigError(f"could not find a free results folder name under {self.root}")
 
+    def discard(self) -> None:
+        """Remove a work folder that will not be finished (a failed ``evaluate``: nothing of it is
+        worth resuming) and release it."""
+        shutil.rmtree(self.path, ignore_errors=True)
+        self.lock.release()
+
     def _replace_target(self) -> Path:
         """Move the complete work folder to :attr:`target`, the old one (``force``) set aside
         first and removed only once the new one is in place."""
@@ -354,7 +360,12 @@ class ResultsFolder:
         if self.target.exists():
             old = self.target.parent / f".{self.target.name}.old-{os.getpid()}"
             os.replace(self.target, old)
-        os.replace(self.path, self.target)
+        try:
+            os.replace(self.path, self.target)
+        except BaseException:
+            if old is not None:  # the earlier results stay where they were
+                os.replace(old, self.target)
+            raise
         self.path = self.target
         self.lock.release()
         if old is not None:

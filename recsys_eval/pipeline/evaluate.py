@@ -40,17 +40,28 @@ def evaluate_run(data: RunInput, measure: MeasureOptions, *, system: str, out: P
     per_unit = _per_unit(data, measure, system, genres)
     protocol = data.targets.protocol
     sink = RunSink.create_at(out, force=force)
-    sink.set_layout([FOLD], [system], [protocol])
-    partition = sink.write_partition(per_unit)
-    summary = summary_of([PartitionState.of(per_unit, undefined=measure.undefined)], measure.undefined)
-    sink.write_summary(summary)
-    manifest = Manifest(
-        experiment=Path(out).name, kind="evaluate", created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    try:
+        sink.set_layout([FOLD], [system], [protocol])
+        partition = sink.write_partition(per_unit)
+        summary = summary_of([PartitionState.of(per_unit, undefined=measure.undefined)], measure.undefined)
+        sink.write_summary(summary)
+        manifest = _manifest(data, measure, system, Path(out).name, source, sink.relative([partition]))
+        return sink.finish(manifest), summary
+    except BaseException:  # a full disk, an interrupt: nothing half-written stays, ``out`` untouched
+        sink.discard()
+        raise
+
+
+def _manifest(data: RunInput, measure: MeasureOptions, system: str, name: str, source: str,
+              partitions: list[str]) -> Manifest:
+    protocol = data.targets.protocol
+    return Manifest(
+        experiment=name, kind="evaluate", created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         dataset=source, users=data.targets.n_units, items=data.targets.n_items, folds=[FOLD], systems=[system],
-        protocols=[protocol], partitions=sink.relative([partition]), metrics=[*measure.ranking, *measure.rating],
-        k=list(measure.k), metric_params=measure.params, relevance_threshold=measure.relevance_threshold, undefined=measure.undefined, tests=[],
+        protocols=[protocol], partitions=partitions, metrics=[*measure.ranking, *measure.rating],
+        k=list(measure.k), metric_params=measure.params, relevance_threshold=measure.relevance_threshold,
+        undefined=measure.undefined, tests=[],
     )
-    return sink.finish(manifest), summary
 
 
 def _per_unit(data: RunInput, measure: MeasureOptions, system: str, genres) -> pl.DataFrame:

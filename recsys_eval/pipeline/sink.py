@@ -150,6 +150,10 @@ class RunSink:
         analyse(self.folder)
         write_report(self.folder.path)
 
+    def discard(self) -> None:
+        """Leave nothing behind of a run that failed and cannot be resumed (``evaluate``)."""
+        self.folder.discard()
+
     def finish(self, manifest: Manifest) -> Path:
         """The manifest written and the folder made complete (renamed into place)."""
         return self.folder.finish(manifest)
