@@ -158,6 +158,9 @@ class Manifest:
     resamples: int = 1000
     datasets: list[str] = field(default_factory=list)
     ranked_by: dict[str, str] = field(default_factory=dict)
+    #: The run's peak resident memory in MB, the largest step peak of ``timings.csv`` (from the
+    #: start of the process to the end of the report).
+    peak_rss_mb: int | None = None
 
     @classmethod
     def from_json(cls, data: dict[str, Any], source: str = "manifest") -> Manifest:

@@ -75,14 +75,19 @@ def run_experiment(
         sink.write_summary(summary)
         sink.write_data_stats(data_statistics(data, prepared, splits))
         timings.add("", "", "write results", start)
-    sink.write_timings(timings.rows)
-    sink.write_log(log)
     manifest = make_manifest(config, sink.config_hash, data, splits,
                              sink.relative([p for f in folds for p in f.partitions]))
-    sink.write_manifest(manifest)
+    sink.write_manifest(manifest)  # the analysis and the report read it
     if config.output.report:
-        sink.analyse_and_report()
-    return RunOutcome(sink.finish(manifest), summary)
+        start = time.perf_counter()
+        sink.analyse()
+        timings.add("", "", "analyse", start)
+        start = time.perf_counter()
+        sink.report()
+        timings.add("", "", "report", start)
+    sink.write_timings(timings.rows)
+    sink.write_log(log)
+    return RunOutcome(sink.finish(manifest.replace(peak_rss_mb=timings.peak_mb)), summary)
 
 
 def load_and_split(config: ExperimentConfig, progress: Progress,

@@ -141,13 +141,17 @@ class RunSink:
         """Paths inside the folder as the manifest lists them."""
         return [str(p.relative_to(self.folder.path)) for p in paths]
 
-    def analyse_and_report(self) -> None:
-        """The comparison tables (recsys_eval.compare.study) and the report (recsys_eval.report),
-        read from the folder as written so far (the manifest included)."""
+    def analyse(self) -> None:
+        """The comparison tables (recsys_eval.compare.study), read from the folder as written so
+        far (the manifest included)."""
         from recsys_eval.compare.study import analyse
-        from recsys_eval.report import write_report
 
         analyse(self.folder)
+
+    def report(self) -> None:
+        """The report (recsys_eval.report), from the folder and its comparison tables."""
+        from recsys_eval.report import write_report
+
         write_report(self.folder.path)
 
     def discard(self) -> None:

@@ -15,6 +15,13 @@ class Timings:
     def __init__(self) -> None:
         self.rows: list[dict] = []
 
+    @property
+    def peak_mb(self) -> int | None:
+        """The process's peak memory over every step so far: each row holds the peak since the
+        row before it, so the largest row is the whole run's (the analysis and report included
+        once they are steps)."""
+        return max((row["peak_rss_mb"] for row in self.rows), default=None)
+
     def add(self, fold: str, system: str, step: str, start: float) -> None:
         peak = peak_bytes()
         reset_peak()

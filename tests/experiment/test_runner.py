@@ -414,6 +414,16 @@ def test_timings_record_each_steps_peak_memory(tmp_path):
     assert (timings["peak_rss_mb"] > 0).all()
 
 
+def test_the_analysis_and_report_are_steps_and_the_manifest_holds_the_runs_peak(tmp_path):
+    """The end-of-run analysis and the report are timed steps with their own peaks (a peak there
+    was invisible before), and the manifest's peak is the largest step peak."""
+    folder = run(write_config(tmp_path, output=None), tmp_path / "r")
+    timings = pl.read_csv(folder / "timings.csv")
+    assert {"analyse", "report"} <= set(timings["step"])
+    assert timings["step"][-2:].to_list() == ["analyse", "report"]
+    assert ResultsFolder.open(folder).manifest.peak_rss_mb == timings["peak_rss_mb"].max() > 0
+
+
 def test_timings_count_each_moment_of_the_main_thread_once(tmp_path, monkeypatch):
     """The main thread's steps never overlap, so their times add up to at most the run's wall time
     (the background fit, writes and per-system summaries run on other threads). Slow writes make
