@@ -560,3 +560,19 @@ def test_rating_metrics_have_their_own_table_in_every_output(tmp_path, capsys):
     ratings = terminal[terminal.index("ratings (fold"):]
     assert next(line for line in ratings.splitlines() if "system" in line).split()[1:3] == ["MAE", "RMSE"]
 
+
+def test_an_external_run_is_measured_by_the_rank_agreement_metrics(tmp_path):
+    """Kendall, Spearman and NDPM score an external run's test pairs in a config run: values, not
+    the traceback of a run on ML-100K (its cached columns come in chunks, which the run's scoring
+    could not index: tests/recommend/test_external.py has that case)."""
+    data = load_data()
+    users = np.repeat(np.arange(data.n_users), data.n_items)
+    items = np.tile(np.arange(data.n_items), data.n_users)
+    frame = data.to_raw(pl.DataFrame({"user": users, "item": items, "score": (items % 7).astype(np.float64)}))
+    frame.write_parquet(tmp_path / "run.parquet")
+    metrics = {"names": ["ndcg", "kendall", "spearman", "ndpm"], "k": [10], "relevance_threshold": 4}
+    recs = [{"name": "external", "label": "file", "path": str(tmp_path / "run.parquet")}]
+    folder = run(write_config(tmp_path, recommenders=recs, metrics=metrics), tmp_path / "r")
+    summary = pl.read_parquet(folder / "summary.parquet").filter(pl.col("protocol") == "ratings")
+    assert sorted(summary["metric"]) == ["kendall", "ndpm", "spearman"]
+    assert summary["mean"].is_finite().all()
