@@ -91,9 +91,14 @@ class ExternalRun(Recommender):
         return self
 
     def score(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
+        """The pairs' scores. The indices are copied: scipy's pair indexing sets its index arrays
+        writeable, which numpy refuses for a column polars rechunked into an array of its own
+        (``cannot set WRITEABLE flag``), as a fold's test pairs can be."""
         if len(users) == 0:
             return np.zeros(0, dtype=np.float32)
-        rank = np.asarray(self.ranks[np.asarray(users), np.asarray(items)], dtype=np.float32).ravel()
+        index = self.ranks.indices.dtype
+        rank = np.asarray(self.ranks[np.array(users, dtype=index), np.array(items, dtype=index)],
+                          dtype=np.float32).ravel()
         return np.where(rank > 0, -rank, -np.inf).astype(np.float32)
 
     def score_block(self, users: np.ndarray) -> np.ndarray:

@@ -12,11 +12,18 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from recsys_eval.measure.metrics import AUXILIARY_METRICS, MetricKey, display_label, lower_is_better
+from recsys_eval.measure.metrics import (
+    AUXILIARY_METRICS,
+    RATING_METRICS,
+    MetricKey,
+    display_label,
+    lower_is_better,
+)
 
-#: Metrics a table shows by default, in this order, when the config names them: the accuracy
-#: metrics papers report first (precision, recall, nDCG, MAP), then AUC and the rating errors.
-MAIN_METRICS: tuple[str, ...] = ("precision", "recall", "ndcg", "ap", "auc", "rmse", "mae")
+#: Ranking metrics a table shows by default, in this order, when the config names them: the accuracy
+#: metrics papers report first (precision, recall, nDCG, MAP), then AUC. Rating metrics are not
+#: among them: they have a block of their own (see :func:`default_columns`).
+MAIN_METRICS: tuple[str, ...] = ("precision", "recall", "ndcg", "ap", "auc")
 
 
 @dataclass(frozen=True)
@@ -46,15 +53,18 @@ def format_p(p: float | None) -> str:
 
 def default_columns(summary: pl.DataFrame, max_metrics: int = 4, cutoffs: int = 2) -> list[str]:
     """The labels a table shows when none are chosen: up to ``max_metrics`` of :data:`MAIN_METRICS`
-    the run measured (else its first metrics), cutoff metrics at the ``cutoffs`` largest k."""
+    the run measured (else its first ranking metrics), cutoff metrics at the ``cutoffs`` largest k,
+    then every rating metric the run measured. The rating metrics fill the block of the ``ratings``
+    protocol, which has no ranking metric: cut to the ranking metrics' budget, that block was empty."""
     pairs = summary.filter(~pl.col("metric").is_in(AUXILIARY_METRICS)).select("metric", "k").unique()
     measured = set(pairs.get_column("metric"))
-    chosen = [m for m in MAIN_METRICS if m in measured][:max_metrics] or sorted(measured)[:max_metrics]
+    ranked = measured - set(RATING_METRICS)
+    chosen = [m for m in MAIN_METRICS if m in ranked][:max_metrics] or sorted(ranked)[:max_metrics]
     labels = []
     for metric in chosen:
         ks = sorted(k for k in pairs.filter(pl.col("metric") == metric).get_column("k") if k is not None)
         labels += [MetricKey(metric, k).label for k in ks[-cutoffs:]] if ks else [metric]
-    return labels
+    return labels + [m for m in RATING_METRICS if m in measured]
 
 
 def main_label(columns: list[str]) -> str:
@@ -81,7 +91,8 @@ def summary_blocks(
     system tested against the baseline, for one chosen test). ``columns`` (``ndcg@10`` labels)
     chooses and orders the columns (default: every metric of the summary); ``protocols`` and
     ``systems`` give the order of blocks and rows (the config's, from the manifest), else the
-    summary's. Auxiliary per-unit counts are never shown.
+    summary's. Auxiliary per-unit counts are never shown, nor a protocol none of the columns
+    belong to (a table without columns is malformed Markdown and an error in LaTeX).
     """
     data = summary.filter((pl.col("fold") == fold) & ~pl.col("metric").is_in(AUXILIARY_METRICS))
     signif: set[tuple] = set()
@@ -101,6 +112,8 @@ def summary_blocks(
         if columns is not None:
             shown = [c for c in columns if c in set(shown)]
             part = part.filter(pl.col("label").is_in(shown))
+        if not shown:
+            continue
         best: dict[str, float] = {}
         for label in shown:
             col = part.filter(pl.col("label") == label)

@@ -4,8 +4,7 @@ PySpark, and are selected with ``-m spark``."""
 from __future__ import annotations
 
 import pytest
-
-from recsys_eval.core.spark import SparkError, java_executable, require_pyspark
+from spark_support import spark_missing
 
 
 def pytest_configure(config):
@@ -13,18 +12,9 @@ def pytest_configure(config):
     config.addinivalue_line("filterwarnings", "ignore:PySpark does not yet fully support pandas:FutureWarning")
 
 
-def _missing() -> str | None:
-    try:
-        require_pyspark()
-        java_executable()
-    except SparkError as exc:
-        return str(exc)
-    return None
-
-
 @pytest.fixture(scope="session")
 def spark():
-    reason = _missing()
+    reason = spark_missing()
     if reason:
         pytest.skip(f"Spark tests skipped: {reason}")
     from recsys_eval.core.spark import spark_session

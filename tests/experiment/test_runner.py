@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import time
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import polars as pl
 import pytest
 
 from config_text import config_text, ratings_file, split_table
+from latex_tables import compile_tables
 from recsys_eval.cli import main
 from recsys_eval.core.results import ResultsFolder
 from recsys_eval.errors import DataError
@@ -535,3 +537,52 @@ def test_r_precision_and_rbp_reach_every_output_from_their_specs(tmp_path, capsy
         main(["list", "metrics"])
     listed = capsys.readouterr().out
     assert "rprecision" in listed and "rbp" in listed
+
+
+RATED = ["mae", "rmse", "kendall", "spearman", "ndpm"]
+
+
+def test_rating_metrics_have_their_own_table_in_every_output(tmp_path, capsys):
+    """The ``ratings`` protocol once got the ranking metrics' columns, none of which it has: an empty
+    table in report.md and the terminal, a tables.tex pdflatex refused, MAE and RMSE nowhere."""
+    metrics = {"names": ["precision", "recall", "ndcg", "ap", "auc", *RATED], "k": [5, 10], "relevance_threshold": 4}
+    recs = ["popular", "bias", {"name": "user_knn_rating", "params": {"k": 20}}]
+    config = write_config(tmp_path, metrics=metrics, recommenders=recs, output=None)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", str(config), "--out", str(tmp_path / "r")])
+    assert exit_info.value.code in (0, None)
+    terminal = capsys.readouterr().out
+    folder = (tmp_path / "r" / "small" / "latest").resolve()
+    summary = pl.read_parquet(folder / "summary.parquet")  # one holdout fold
+    markdown, latex = (folder / "report.md").read_text(), (folder / "tables.tex").read_text()
+    mae = dict(summary.filter(pl.col("metric") == "mae").select("system", "mean").iter_rows())
+    assert set(mae) == {"bias", "user_knn_rating"}
+    best = min(mae, key=mae.get)
+    assert f"| {best} | **{mae[best]:.4f}**" in markdown  # lower is better
+    for text, digits in ((terminal, 4), (markdown, 4), (latex, 3)):
+        assert "MAE" in text and "RMSE" in text and "NDPM" in text
+        assert all(f"{value:.{digits}f}" in text for value in mae.values())
+    assert "| system |  |" not in markdown and "\n|---|\n" not in markdown
+    assert r"{@{}l@{}}" not in latex
+    if shutil.which("pdflatex"):
+        compile_tables(tmp_path, latex)
+        compile_tables(tmp_path, (folder / "tables-twocolumn.tex").read_text(), wide=True)
+    ratings = terminal[terminal.index("ratings (fold"):]
+    assert next(line for line in ratings.splitlines() if "system" in line).split()[1:3] == ["MAE", "RMSE"]
+
+
+def test_an_external_run_is_measured_by_the_rank_agreement_metrics(tmp_path):
+    """Kendall, Spearman and NDPM score an external run's test pairs in a config run: values, not
+    the traceback of a run on ML-100K (its cached columns come in chunks, which the run's scoring
+    could not index: tests/recommend/test_external.py has that case)."""
+    data = load_data()
+    users = np.repeat(np.arange(data.n_users), data.n_items)
+    items = np.tile(np.arange(data.n_items), data.n_users)
+    frame = data.to_raw(pl.DataFrame({"user": users, "item": items, "score": (items % 7).astype(np.float64)}))
+    frame.write_parquet(tmp_path / "run.parquet")
+    metrics = {"names": ["ndcg", "kendall", "spearman", "ndpm"], "k": [10], "relevance_threshold": 4}
+    recs = [{"name": "external", "label": "file", "path": str(tmp_path / "run.parquet")}]
+    folder = run(write_config(tmp_path, recommenders=recs, metrics=metrics), tmp_path / "r")
+    summary = pl.read_parquet(folder / "summary.parquet").filter(pl.col("protocol") == "ratings")
+    assert sorted(summary["metric"]) == ["kendall", "ndpm", "spearman"]
+    assert summary["mean"].is_finite().all()

@@ -136,3 +136,17 @@ def test_bad_run_files(tmp_path):
     (tmp_path / "run.parquet").write_text("user,item,score\n")
     with pytest.raises(DataError, match="run.parquet: not a readable Parquet file"):
         ExternalRun.from_file(tmp_path / "run.parquet", data)
+
+
+def test_scoring_pairs_held_in_columns_of_several_chunks():
+    """Pairs from a frame of several chunks (as the MovieLens parquet cache loads) come out of
+    polars as writeable arrays whose views numpy will not make writeable: scipy's pair indexing
+    tried, and the rank agreement metrics of an external run ended in ``cannot set WRITEABLE flag``."""
+    data = raw_data()
+    frame = data.to_raw(pl.DataFrame({"user": [0, 1, 2], "item": [3, 4, 5], "score": [1.0, 2.0, 3.0]}))
+    run = ExternalRun(frame, data)
+    pairs = pl.concat([pl.DataFrame({"user": [0, 1], "item": [3, 5]}), pl.DataFrame({"user": [2], "item": [5]})],
+                      rechunk=False).cast(pl.Int32)
+    users, items = pairs.get_column("user").to_numpy(), pairs.get_column("item").to_numpy()
+    assert users.flags.writeable  # the arrays that broke scipy's indexing
+    np.testing.assert_array_equal(run.score(users, items), [-1, -np.inf, -1])

@@ -16,6 +16,7 @@ import pytest
 from scipy import stats
 
 from config_text import config_text, ratings_file, split_table
+from latex_tables import compile_tables
 from recsys_eval.cli import main
 from recsys_eval.compare.study import analyse
 from recsys_eval.core.results import ResultsFolder
@@ -217,14 +218,7 @@ def test_latex_tables_fit_the_text_width(tmp_path, wide):
     caption = latex_caption("A study & more", protocol="{protocol}", intervals=True, test="t", correction="holm",
                             alpha=0.05, baseline="popular")
     body = to_latex(blocks, caption=caption, label="tab:x", intervals=True, wide=wide)
-    options = "twocolumn" if wide else ""
-    (tmp_path / "paper.tex").write_text(f"\\documentclass[{options}]{{article}}\\usepackage{{booktabs,graphicx}}"
-                                        f"\\begin{{document}}\n{body}\n\\end{{document}}\n")
-    result = subprocess.run(["pdflatex", "-interaction=nonstopmode", "paper.tex"], cwd=tmp_path,
-                            capture_output=True, text=True, timeout=120)
-    log = (tmp_path / "paper.log").read_text(errors="replace")
-    assert result.returncode == 0, log[-2000:]
-    assert "Overfull" not in log
+    assert "Overfull" not in compile_tables(tmp_path, body, wide=wide)
     assert "P@10" in body and "nDCG@20" in body and "MAP@20" in body and r"$\dagger$" in body
 
 
