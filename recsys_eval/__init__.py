@@ -1,7 +1,8 @@
 """recsys_eval: offline evaluation of recommender systems.
 
 The package mirrors the pipeline: ``data`` (load, prepare), ``split``, ``targets``, ``recommend``,
-``measure``, ``compare``, ``report`` and ``experiment``, over the core types in ``core``.
+``measure``, ``compare``, ``report``, ``pipeline`` (one fold and how it runs), ``tune``, ``engine``
+(Spark) and ``experiment``, over the core types in ``core``; each imports only those before it.
 
 Importing it is cheap: the core types are imported on first use. It also points numba's cache of
 recsys_eval's compiled kernels at the per-user cache folder (unless ``NUMBA_CACHE_DIR`` is set),

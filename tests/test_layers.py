@@ -88,7 +88,6 @@ def test_the_check_sees_an_upward_import(tmp_path, monkeypatch, source, target):
         copy.parent.mkdir(parents=True, exist_ok=True)
         copy.write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
     (fake / source / "_upward.py").write_text(f"def f():\n    from recsys_eval.{target} import x\n")
-    monkeypatch.setattr(__import__(__name__), "PACKAGE", fake, raising=False)
     monkeypatch.setitem(globals(), "PACKAGE", fake)
     with pytest.raises(AssertionError, match=f"{source} imports {target}"):
         test_no_stage_imports_one_above_it()
