@@ -129,6 +129,9 @@ class RecommenderConfig(_Strict):
     label: str | None = None
     params: dict[str, Any] = Field(default_factory=dict)
     path: str | None = None
+    #: The run file's format (recsys_eval.data.runs.FORMATS: e.g. elliot, recbole, lenskit); default:
+    #: from the extension, else detected from the columns or the first line.
+    format: str | None = None
     #: Hyperparameters to tune (recsys_eval.pipeline.search): a list of values, ``{low, high}``,
     #: ``{low, high, log = true}`` or ``{choices = [...]}`` per name; checked against the registry.
     search: dict[str, Any] | None = None
