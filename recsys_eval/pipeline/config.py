@@ -288,6 +288,15 @@ class TuningConfig(_Strict):
         if self.method != "grid" and self.trials is None and self.seconds is None:
             raise ValueError(f"method {self.method!r} needs a budget: 'trials', 'seconds' or both")
         return self
+class TrackConfig(_Strict):
+    """Experiment trackers a finished run is logged to (recsys_eval.pipeline.track): ``mlflow`` is
+    a tracking URI (``file:///path/mlruns``, ``http://host:5000``, ``sqlite:///mlflow.db``); the
+    MLflow experiment is ``experiment``, by default the config's ``name``."""
+
+    mlflow: str | None = None
+    experiment: str | None = None
+
+
 class ReportConfig(_Strict):
     """What the report's tables show: ``metrics`` as ``metric@k`` labels (default: the main metrics
     at the two largest cutoffs) and whether the LaTeX tables carry intervals."""
@@ -321,6 +330,7 @@ class ExperimentConfig(_Strict):
         """The config file this config was read from (``"config"`` when built from a dict)."""
         return self._source
     report: ReportConfig = Field(default_factory=ReportConfig)
+    track: TrackConfig = Field(default_factory=TrackConfig)
 
     @model_validator(mode="after")
     def _unique_labels(self) -> ExperimentConfig:
