@@ -125,8 +125,8 @@ def _detect_columns(columns: list[str], ours: str, kind: str, name: str, what: s
         return Detected(ours)
     for layout in LAYOUTS:
         if layout.user in columns and layout.item in columns:
-            return Detected(layout.format, f"{name}: {what} {', '.join(columns)} are {layout.framework}'s: "
-                                           f"read as format {layout.format!r}")
+            return Detected(layout.format, f"{name}: {what} {', '.join(columns)} are the {layout.framework} "
+                                           f"layout: read as format {layout.format!r}")
     return Detected(ours)  # the reader names the missing columns
 
 
