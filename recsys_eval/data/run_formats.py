@@ -276,13 +276,17 @@ def _name_of(fmt: str) -> str:
             "msrecommenders": "Microsoft Recommenders"}[fmt]
 
 
-def read_folder(folder: str | Path, *, pattern: str = "*.tsv") -> dict[str, Path]:
-    """Elliot's recommendations folder: one file per model, the system named by the file's stem
-    (Elliot names them ``<model>_<params>.tsv``). Sorted by name."""
+def read_folder(folder: str | Path, *, pattern: str = "*") -> dict[str, Path]:
+    """A folder of runs, one file per system named by the file's stem, sorted by name: Elliot's
+    ``recs/`` (``<model>_<params>.tsv``). Hidden files and subfolders are left out."""
     path = Path(folder)
     if not path.is_dir():
         raise DataError(f"{folder}: no such folder")
-    files = sorted(p for p in path.glob(pattern) if p.is_file())
+    files = sorted(p for p in path.glob(pattern) if p.is_file() and not p.name.startswith("."))
     if not files:
-        raise DataError(f"{folder}: no {pattern} files; expected one recommendation file per model (Elliot's recs/)")
+        raise DataError(f"{folder}: no run files; expected one recommendation file per model (Elliot's recs/)")
+    stems = [p.stem for p in files]
+    if len(set(stems)) < len(stems):
+        twice = next(s for s in stems if stems.count(s) > 1)
+        raise DataError(f"{folder}: two files named {twice!r} (different extensions); one run per system name")
     return {p.stem: p for p in files}

@@ -145,6 +145,17 @@ class RecommenderConfig(_Strict):
     def display(self) -> str:
         return self.label or self.name
 
+    def one_per_file(self) -> list[RecommenderConfig]:
+        """A folder of run files (Elliot's ``recs/``) as one external run per file, labelled by the
+        file's stem (after ``label/`` when a label is given); anything else as it is."""
+        if self.path is None or not Path(self.path).is_dir():
+            return [self]
+        from recsys_eval.data.run_formats import read_folder
+
+        prefix = f"{self.label}/" if self.label else ""
+        return [self.model_copy(update={"path": str(path), "label": prefix + stem})
+                for stem, path in read_folder(self.path).items()]
+
 
 class MetricsConfig(_Strict):
     names: list[str] = Field(
@@ -331,6 +342,11 @@ class ExperimentConfig(_Strict):
         return self._source
     report: ReportConfig = Field(default_factory=ReportConfig)
     track: TrackConfig = Field(default_factory=TrackConfig)
+
+    @field_validator("recommenders")
+    @classmethod
+    def _run_folders(cls, recommenders: list[RecommenderConfig]) -> list[RecommenderConfig]:
+        return [one for rec in recommenders for one in rec.one_per_file()]
 
     @model_validator(mode="after")
     def _unique_labels(self) -> ExperimentConfig:

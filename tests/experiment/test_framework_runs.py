@@ -1,5 +1,6 @@
 """Other frameworks' run files as recommenders of an experiment: the same scores written as our CSV,
-as an Elliot TSV (detected) and as a RecBole atomic file (``format`` given) are the same system."""
+as an Elliot TSV (detected, in a recs/ folder of one system per file) and as a RecBole atomic file
+(``format`` given) are the same system."""
 
 from __future__ import annotations
 
@@ -29,12 +30,15 @@ def _scores(ratings: Path) -> pl.DataFrame:
 def test_elliot_and_recbole_runs_are_the_csv_system(tmp_path, synthetic_ratings):
     scores = _scores(synthetic_ratings)
     scores.write_csv(tmp_path / "run.csv")
-    scores.write_csv(tmp_path / "BPRMF.tsv", separator="\t", include_header=False)
+    recs = tmp_path / "recs"  # Elliot's folder: one file per model
+    recs.mkdir()
+    scores.write_csv(recs / "BPRMF_factors=10.tsv", separator="\t", include_header=False)
+    scores.with_columns((1 - pl.col("score")).alias("score")).write_csv(recs / "Reversed.tsv", separator="\t", include_header=False)
     lines = ["user_id:token\titem_id:token\tscore:float", *(f"{u}\t{i}\t{s}" for u, i, s in scores.iter_rows())]
     (tmp_path / "bpr.txt").write_text("\n".join(lines) + "\n")
     recommenders = [
         {"name": "external", "label": "csv", "path": str(tmp_path / "run.csv")},
-        {"name": "external", "label": "elliot", "path": str(tmp_path / "BPRMF.tsv")},
+        {"name": "external", "label": "elliot", "path": str(recs)},
         {"name": "external", "label": "recbole", "path": str(tmp_path / "bpr.txt"), "format": "recbole"},
     ]
     config = tmp_path / "c.toml"
@@ -48,8 +52,11 @@ def test_elliot_and_recbole_runs_are_the_csv_system(tmp_path, synthetic_ratings)
     key = ["protocol", "fold", "user", "unit", "metric", "k"]
     csv = per_unit.filter(pl.col("system") == "csv").drop("system").sort(key, nulls_last=True)
     assert csv.height > 0
-    for system in ("elliot", "recbole"):
+    assert set(per_unit["system"]) == {"csv", "elliot/BPRMF_factors=10", "elliot/Reversed", "recbole"}
+    for system in ("elliot/BPRMF_factors=10", "recbole"):
         assert per_unit.filter(pl.col("system") == system).drop("system").sort(key, nulls_last=True).equals(csv)
+    reversed_ = per_unit.filter(pl.col("system") == "elliot/Reversed").drop("system").sort(key, nulls_last=True)
+    assert not reversed_.equals(csv)
 
 
 def test_a_format_without_a_run_file_or_an_unknown_one_is_refused(tmp_path, synthetic_ratings, capsys):
