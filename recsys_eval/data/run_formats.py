@@ -185,7 +185,7 @@ def read_framework(source: Any, fmt: str, kind: str, name: str) -> Table:
         table.frame = _strip_types(table.frame)
         table = _explode_sequences(table, kind)
     elif isinstance(source, (str, Path)):
-        table = Table(_read_parquet(Path(source), name), name, unit="row")
+        table = Table(read_parquet(source, name), name, unit="row")
     else:
         table = _frame_table(source, name)
     if fmt == "lenskit" and "items" in table.frame.columns:
@@ -198,20 +198,27 @@ def _frame_table(source: Any, name: str) -> Table:
     return Table(polars_frame(source, name), name, unit="row")
 
 
-def _read_parquet(path: Path, name: str) -> pl.DataFrame:
+def existing_file(source: str | Path, name: str) -> Path:
+    """``source`` as a Path, or a DataError when it is no file (a folder of runs is a config's)."""
+    path = Path(source)
     if not path.is_file():
-        raise DataError(f"{name}: no such file" + (" (it is a folder)" if path.is_dir() else ""))
+        raise DataError(f"{name}: no such file" + (
+            " (it is a folder: a folder of runs, one per file, is an external run's path in a config)"
+            if path.is_dir() else ""))
+    return path
+
+
+def read_parquet(path: str | Path, name: str) -> pl.DataFrame:
+    """A Parquet file, or a DataError naming it when it is missing or unreadable."""
     try:
-        return pl.read_parquet(path)
+        return pl.read_parquet(existing_file(path, name))
     except (pl.exceptions.PolarsError, OSError) as exc:
         text = str(exc).strip()
-        raise DataError(f"{name}: not a readable Parquet file ({text.splitlines()[0] if text else exc!r})") from None
+        raise DataError(f"{name}: not a readable Parquet file ({text.splitlines()[0] if text else type(exc).__name__})") from None
 
 
 def _read_recbole(path: Path, name: str) -> Table:
-    if not Path(path).is_file():
-        raise DataError(f"{name}: no such file" + (" (it is a folder)" if Path(path).is_dir() else ""))
-    return read_delimited(Path(path), what=name, separator="\t", header=True, quoting=False)
+    return read_delimited(existing_file(path, name), what=name, separator="\t", header=True, quoting=False)
 
 
 def _strip_types(frame: pl.DataFrame) -> pl.DataFrame:

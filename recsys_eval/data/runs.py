@@ -189,14 +189,9 @@ def _read(source: Source, kind: str, fmt: str, columns: Sequence[str] | None, na
         return run_formats.read_framework(source, fmt, kind, name)
     if not isinstance(source, (str, Path)):
         return Table(polars_frame(source, name), name, unit="row")
-    path = Path(source)
-    if not path.is_file():
-        raise DataError(f"{name}: no such file" + (" (it is a folder)" if path.is_dir() else ""))
+    path = run_formats.existing_file(source, name)
     if fmt == "parquet":
-        try:
-            return Table(pl.read_parquet(path), name, unit="row")
-        except (pl.exceptions.PolarsError, OSError) as exc:
-            raise DataError(f"{name}: not a readable Parquet file ({_first_line(exc)})") from None
+        return Table(run_formats.read_parquet(path, name), name, unit="row")
     if fmt == "ranx":
         return Table(_read_ranx(path, kind, name), name, unit="entry")
     layout = list(columns) if columns is not None else _LAYOUTS.get((fmt, kind))
@@ -209,11 +204,6 @@ def _read(source: Source, kind: str, fmt: str, columns: Sequence[str] | None, na
         table.frame.columns = _layout_names(table.frame.width, layout, fmt, kind, name)
         table.frame = table.frame.select(c for c in table.frame.columns if not c.startswith("_"))
     return table
-
-
-def _first_line(exc: Exception) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def _layout_names(width: int, layout: list[str], fmt: str, kind: str, name: str) -> list[str]:
