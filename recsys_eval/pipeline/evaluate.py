@@ -5,6 +5,7 @@ folder opens with ``recsys-eval report``, ``recsys-eval compare`` and
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -44,8 +45,10 @@ def evaluate_run(data: RunInput, measure: MeasureOptions, *, system: str, out: P
     sink = RunSink.create_at(out, force=force)
     try:
         sink.set_layout([FOLD], [system], [protocol])
-        partition = sink.write_partition(per_unit)
-        summary = summary_of([PartitionState.of(per_unit, undefined=measure.undefined)], measure.undefined)
+        with ThreadPoolExecutor(max_workers=1) as pool:  # polars writes without the GIL: summarise meanwhile
+            written = pool.submit(sink.write_partition, per_unit)
+            summary = summary_of([PartitionState.of(per_unit, undefined=measure.undefined)], measure.undefined)
+            partition = written.result()
         sink.write_summary(summary)
         manifest = _manifest(data, measure, system, Path(out).name, source, sink.relative([partition]))
         return sink.finish(manifest), summary
