@@ -99,7 +99,7 @@ def detect(source: Any, kind: str, by_suffix: str | None, name: str) -> Detected
     """The format of ``source`` when none is given. ``by_suffix`` is the format its extension tells
     (None for a DataFrame or an extension no format has)."""
     if not isinstance(source, (str, Path)):
-        return _detect_columns(list(source.columns), "parquet", kind, name, "its columns")
+        return _detect_columns(list(source.columns), "parquet", name, "its columns")
     path = Path(source)
     if path.suffix.lower() == RECBOLE_SUFFIX:
         return Detected("recbole")
@@ -113,13 +113,13 @@ def detect(source: Any, kind: str, by_suffix: str | None, name: str) -> Detected
         if "items" in schema and isinstance(schema["items"], pl.List) and "item" not in schema:
             return Detected("lenskit", f"{name}: read as LensKit's native item-list Parquet "
                                        "(a row per list, an 'items' column of lists)")
-        return _detect_columns(list(schema), "parquet", kind, name, "its columns")
+        return _detect_columns(list(schema), "parquet", name, "its columns")
     if by_suffix in (None, "csv", "tsv"):
         return _detect_text(path, kind, by_suffix, name)
     return Detected(by_suffix)
 
 
-def _detect_columns(columns: list[str], ours: str, kind: str, name: str, what: str) -> Detected:
+def _detect_columns(columns: list[str], ours: str, name: str, what: str) -> Detected:
     """Our own columns, or the first framework layout whose user and item columns are there."""
     if "user" in columns and "item" in columns:
         return Detected(ours)
@@ -149,7 +149,7 @@ def _detect_text(path: Path, kind: str, by_suffix: str | None, name: str) -> Det
     if by_suffix is None:
         raise DataError(f"{name}: cannot tell the format from the extension {path.suffix.lower()!r} nor from "
                         f"the first line ({first.strip()[:80]!r}); give the format, one of {format_list()}")
-    return _detect_columns(header, by_suffix, kind, name, "its header's columns")
+    return _detect_columns(header, by_suffix, name, "its header's columns")
 
 
 _RECBOLE_TYPES = ("token", "float", "token_seq", "float_seq")
