@@ -90,7 +90,12 @@ def run_experiment(
         timings.add_whole_run(started)
         sink.write_timings(timings.rows)
         sink.write_log(log)
-        return RunOutcome(sink.finish(manifest.replace(peak_rss_mb=timings.peak_mb)), summary)
+        outcome = RunOutcome(sink.finish(manifest.replace(peak_rss_mb=timings.peak_mb)), summary)
+    if config.track.mlflow is not None:  # the folder is complete: a tracker's failure loses nothing
+        from recsys_eval.pipeline.track import track_mlflow
+
+        track_mlflow(config.track.mlflow, outcome.folder, experiment=config.track.experiment)
+    return outcome
 
 
 def load_and_split(config: ExperimentConfig, progress: Progress,
