@@ -110,17 +110,17 @@ def _beyond_names(metrics, train, genres, targets) -> list[str]:
     missing raises, naming it."""
     needs = {"train": train is not None, "genres": genres is not None, "targets": targets is not None}
     if metrics is None:
-        return [m for m in BEYOND_METRICS if all(needs[need] for need in _NEEDS.get(m, ()))]
+        return [m for m in BEYOND_METRICS if all(needs[need] for need in BEYOND_INPUTS.get(m, ()))]
     names = check_metrics(metrics, BEYOND_METRICS)
     for name in names:
-        for need in _NEEDS.get(name, ()):
+        for need in BEYOND_INPUTS.get(name, ()):
             if not needs[need]:
                 raise ConfigError(f"{name} needs {_INPUTS[need]}")
     return names
 
 
-#: What each beyond-accuracy metric reads besides the lists.
-_NEEDS = {
+#: What each beyond-accuracy metric reads besides the lists (``train``, ``genres``, ``targets``).
+BEYOND_INPUTS = {
     **{name: ("train",) for name in ("novelty", "arp", "aplt", "aclt", "surprisal", "unexpectedness", "pop_rsp")},
     **{name: ("train", "targets") for name in ("epc", "efd", "serendipity", "pop_reo")},
     "ild": ("genres",),
