@@ -178,10 +178,8 @@ class RunExposure:
     def add(self, rankings: Rankings, targets: Targets | None = None) -> None:
         """One pass over the lists: each entry counted in its band of cutoffs, then the bands
         summed (an item in the top 5 is in the top 10 too); with PopRSP/PopREO's counts, the
-        lists' head and tail counts too (``targets``: the rankings' own)."""
+        lists' head and tail counts too (``targets``: the rankings' own, which PopREO needs)."""
         if self.parity is not None:
-            if targets is None:
-                raise ConfigError(f"pop_reo needs {_INPUTS['targets']}")
             self.parity.add(rankings, targets)
         n_items = self.counts.shape[1]
         _, band, inside = cutoff_bands(rankings, self.cutoffs)

@@ -135,27 +135,30 @@ def entry_ranks(rankings: Rankings) -> np.ndarray:
 
 def most_popular_ranks(rankings: Rankings, train: Interactions, pop_rank: np.ndarray) -> np.ndarray:
     """Per list entry, its item's 0-based place in the MostPop list of the unit's user: its global
-    most-popular rank less the user's train items ranked above it (MostPop leaves those out)."""
-    indptr, indices = train_rows(train, len(pop_rank))
-    if len(rankings.unit_user) and rankings.unit_user.max() >= len(indptr) - 1:
-        raise DataError(f"train: user index {int(rankings.unit_user.max())} of the rankings has no train row")
+    most-popular rank less the user's train items ranked above it (MostPop leaves those out); for
+    an item of the user's train, which MostPop never lists, the item count (past every cutoff)."""
+    indptr, indices = train_rows(train, len(pop_rank), n_users=int(rankings.unit_user.max(initial=-1)) + 1)
     out = np.empty(len(rankings.items), dtype=np.int64)
     run_chunks(_most_popular_chunk, chunk_bounds(rankings.n_units), rankings.offsets.astype(np.int64),
                rankings.items.astype(np.int64), rankings.unit_user.astype(np.int64), indptr, indices, pop_rank, out)
     return out
 
 
-def train_rows(train, n_items: int) -> tuple[np.ndarray, np.ndarray]:
+def train_rows(train, n_items: int, n_users: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """The train items of every user index as CSR (``indptr``, ``indices``, int64), each pair once
-    (an Interactions' cached matrix; other inputs made unique)."""
+    (an Interactions' cached matrix; other inputs made unique), with rows for at least ``n_users``
+    users (a user without train items has an empty row)."""
     if isinstance(train, Interactions):
         csr = train.csr()
-        return csr.indptr.astype(np.int64), csr.indices.astype(np.int64)
-    users, items = train_pairs(train, n_items)
-    pairs = np.unique(users * n_items + items)
-    rows = pairs // n_items
-    indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=int(rows.max(initial=-1)) + 1))])
-    return indptr.astype(np.int64), pairs % n_items
+        indptr, indices = csr.indptr.astype(np.int64), csr.indices.astype(np.int64)
+    else:
+        users, items = train_pairs(train, n_items)
+        pairs = np.unique(users * n_items + items)
+        indptr = np.concatenate([[0], np.cumsum(np.bincount(pairs // n_items))]).astype(np.int64)
+        indices = pairs % n_items
+    if len(indptr) < n_users + 1:
+        indptr = np.concatenate([indptr, np.full(n_users + 1 - len(indptr), indptr[-1])])
+    return indptr, indices
 
 
 @njit(cache=True, nogil=True)
@@ -165,7 +168,9 @@ def _most_popular_chunk(lo, hi, offsets, items, unit_user, indptr, indices, pop_
         seen = np.sort(pop_rank[indices[indptr[user]:indptr[user + 1]]])
         for e in range(offsets[u], offsets[u + 1]):
             g = pop_rank[items[e]]
-            out[e] = g - np.searchsorted(seen, g)
+            above = np.searchsorted(seen, g)
+            # an item of the user's train is never in MostPop's list: past every cutoff
+            out[e] = len(pop_rank) if above < len(seen) and seen[above] == g else g - above
 
 
 def list_metric_values(name: str, rankings: Rankings, cutoffs: list[int], popularity: ItemPopularity, *,
@@ -213,9 +218,11 @@ class PopularityParity:
         self.candidates = np.zeros(2)
         self.relevant = np.zeros(2)
 
-    def add(self, rankings: Rankings, targets: Targets) -> None:
+    def add(self, rankings: Rankings, targets: Targets | None) -> None:
+        """Add the counts of ``rankings`` (``targets``, their own, give PopREO's; without them its
+        counts stay 0 and its value undefined)."""
         tail = (~self.head[rankings.items]).astype(np.float64)
-        relevant = listed_relevant(rankings, targets)
+        relevant = listed_relevant(rankings, targets) if targets is not None else np.zeros(len(tail))
         for values, out in ((np.ones(len(tail)), self.listed), (relevant, self.listed_relevant)):
             in_tail = list_means(rankings, values * tail, self.cutoffs, mean=False).sum(axis=0)
             listed = list_means(rankings, values, self.cutoffs, mean=False).sum(axis=0)
@@ -223,9 +230,9 @@ class PopularityParity:
         seen_head, seen_all = (_of_users(counts, rankings.unit_user) for counts in (self.train_head, self.train_size))
         n_head = float(self.head.sum())
         self.candidates += [(n_head - seen_head).sum(), (len(self.head) - n_head - (seen_all - seen_head)).sum()]
-        positive = targets.gain > 0
-        rel_head = self.head[targets.items[positive]]
-        self.relevant += [rel_head.sum(), (~rel_head).sum()]
+        if targets is not None:
+            rel_head = self.head[targets.items[targets.gain > 0]]
+            self.relevant += [rel_head.sum(), (~rel_head).sum()]
 
     def values(self, names: Sequence[str]) -> list[tuple[str, int, float]]:
         """(metric, k, value) of ``pop_rsp`` and ``pop_reo`` among ``names``, at every cutoff."""
