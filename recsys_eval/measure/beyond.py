@@ -135,14 +135,15 @@ _INPUTS = {
 
 def _popularity_columns(names: list[str], rankings: Rankings, cutoffs: list[int], train, targets, n_items: int,
                         params: Mapping[str, float]) -> dict[str, np.ndarray]:
-    """units x cutoffs of every popularity metric of lists in ``names``
-    (:mod:`recsys_eval.measure.popularity`)."""
+    """units x cutoffs of every popularity metric of lists in ``names``, from one pass over the
+    lists (:func:`recsys_eval.measure.popularity.list_sums`)."""
     item_pop = popularity.item_popularity(train, n_items)
-    head = item_pop.head(params["head_share"]) if {"aplt", "aclt"} & set(names) else None
-    relevant = (popularity.listed_relevant(rankings, targets)
-                if set(names) & set(popularity.RELEVANCE_METRICS) else None)
-    return {name: popularity.list_metric_values(name, rankings, cutoffs, item_pop, head=head, relevant=relevant,
-                                                targets=targets, train=train) for name in names}
+    wanted = set(names)
+    sums = popularity.list_sums(rankings, cutoffs, item_pop, item_pop.head(params["head_share"]),
+                                targets=targets if wanted & set(popularity.RELEVANCE_METRICS) else None,
+                                train=train if wanted & {"unexpectedness", "serendipity"} else None,
+                                surprisal="surprisal" in wanted)
+    return {name: sums.metric(name) for name in names}
 
 
 #: The beyond-accuracy metrics of a whole run, functions of the exposure counts of its lists.

@@ -36,7 +36,7 @@ from recsys_eval.core.chunks import chunk_bounds, run_chunks
 from recsys_eval.core.interactions import Interactions
 from recsys_eval.core.units import Rankings, Targets
 from recsys_eval.errors import DataError
-from recsys_eval.measure.lists import list_means, per_train, train_pairs
+from recsys_eval.measure.lists import per_train, train_pairs
 
 #: Per-unit popularity metrics of lists (the run-level pair is :data:`PARITY_METRICS`).
 LIST_METRICS = ("arp", "aplt", "aclt", "surprisal", "epc", "efd", "unexpectedness", "serendipity")
@@ -54,13 +54,7 @@ class ItemPopularity:
 
     holders: np.ndarray
     n_users: int
-
-    @property
-    def pop_rank(self) -> np.ndarray:
-        order = np.lexsort((np.arange(len(self.holders)), -self.holders))
-        rank = np.empty(len(order), dtype=np.int64)
-        rank[order] = np.arange(len(order))
-        return rank
+    pop_rank: np.ndarray
 
     def head(self, share: float) -> np.ndarray:
         """The popular head as a bool mask: the ceil(share x |C|) most popular catalogue items (C:
@@ -106,42 +100,141 @@ def item_popularity(train, n_items: int) -> ItemPopularity:
         n_users = len(np.unique(users))
     if n_users == 0:
         raise DataError("train: no interactions, so no item popularity")
-    return ItemPopularity(holders, n_users)
+    return ItemPopularity(holders, n_users, per_train(train, ("pop_rank", n_items), lambda: _pop_rank(holders)))
 
 
-def listed_relevant(rankings: Rankings, targets: Targets) -> np.ndarray:
-    """Per list entry, 1.0 if its item is a relevant target (gain > 0) of its unit, else 0.0.
-    Targets list a unit's items once each, ascending: a search of (unit, item) keys."""
-    if targets.n_units != rankings.n_units:
-        raise DataError(f"rankings have {rankings.n_units:,} units, targets {targets.n_units:,}: "
-                        "the beyond-accuracy metrics that read relevance need the rankings' own targets")
-    n_items = np.int64(targets.n_items)
-    relevant = targets.gain > 0
-    unit = np.repeat(np.arange(targets.n_units, dtype=np.int64), np.diff(targets.offsets))
-    keys = (unit * n_items + targets.items)[relevant]  # ascending: units in order, items sorted
-    entry_unit = np.repeat(np.arange(rankings.n_units, dtype=np.int64), rankings.lengths)
-    wanted = entry_unit * n_items + rankings.items
-    at = np.searchsorted(keys, wanted)
-    found = at < len(keys)
-    found[found] = keys[at[found]] == wanted[found]
-    return found.astype(np.float64)
+def _pop_rank(holders: np.ndarray) -> np.ndarray:
+    """Every item's place in the most-popular order (0 the most popular; ties by item index)."""
+    order = np.lexsort((np.arange(len(holders)), -holders))
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    return rank
 
 
-def entry_ranks(rankings: Rankings) -> np.ndarray:
-    """Per list entry its 1-based rank in its unit's list."""
-    unit = np.repeat(np.arange(rankings.n_units, dtype=np.int64), rankings.lengths)
-    return np.arange(len(rankings.items), dtype=np.int64) - rankings.offsets[unit] + 1
+#: Per unit and cutoff, the sums over its listed top k that every list metric is a ratio of.
+(LISTED, HOLDERS, TAIL, SURPRISAL, DISCOUNT, EPC_SUM, EFD_SUM, RELEVANT, RELEVANT_TAIL, UNEXPECTED,
+ SERENDIPITOUS) = range(11)
+N_SUMS = 11
 
 
-def most_popular_ranks(rankings: Rankings, train: Interactions, pop_rank: np.ndarray) -> np.ndarray:
-    """Per list entry, its item's 0-based place in the MostPop list of the unit's user: its global
-    most-popular rank less the user's train items ranked above it (MostPop leaves those out); for
-    an item of the user's train, which MostPop never lists, the item count (past every cutoff)."""
-    indptr, indices = train_rows(train, len(pop_rank), n_users=int(rankings.unit_user.max(initial=-1)) + 1)
-    out = np.empty(len(rankings.items), dtype=np.int64)
-    run_chunks(_most_popular_chunk, chunk_bounds(rankings.n_units), rankings.offsets.astype(np.int64),
-               rankings.items.astype(np.int64), rankings.unit_user.astype(np.int64), indptr, indices, pop_rank, out)
-    return out
+@dataclass(frozen=True)
+class ListSums:
+    """units x cutoffs x :data:`N_SUMS` sums over every unit's top k (:func:`list_sums`), and each
+    unit's relevant-target count (EPC and EFD are undefined without one)."""
+
+    sums: np.ndarray
+    n_relevant: np.ndarray
+
+    def ratio(self, top: int, bottom: int) -> np.ndarray:
+        """units x cutoffs: sum ``top`` / sum ``bottom``, NaN where ``bottom`` is 0 (an empty list)."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(self.sums[..., bottom] > 0, self.sums[..., top] / self.sums[..., bottom], np.nan)
+
+    def metric(self, name: str) -> np.ndarray:
+        """units x cutoffs: metric ``name`` of :data:`LIST_METRICS`."""
+        if name == "aclt":
+            return self.sums[..., TAIL].copy()
+        if name in ("epc", "efd"):
+            values = self.ratio(EPC_SUM if name == "epc" else EFD_SUM, DISCOUNT)
+            values[np.isnan(values)] = 0.0  # an empty list discovers nothing
+            values[self.n_relevant == 0] = np.nan
+            return values
+        top = {"arp": HOLDERS, "aplt": TAIL, "surprisal": SURPRISAL, "unexpectedness": UNEXPECTED,
+               "serendipity": SERENDIPITOUS}[name]
+        return self.ratio(top, LISTED)
+
+
+def list_sums(rankings: Rankings, cutoffs: list[int], popularity: ItemPopularity, head: np.ndarray, *,
+              targets: Targets | None = None, train=None, surprisal: bool = False) -> ListSums:
+    """The :data:`N_SUMS` sums of every unit's top k, for each cutoff, in one pass over the lists
+    (a numba kernel over chunks of units): listed items; their phi(i), long-tail flags and
+    surprisal; the rank discounts disc(r) = 1/log2(r + 1) and EPC's and EFD's discounted relevant
+    gains; relevant items (a target with gain > 0: ``targets``, the rankings' own) and relevant
+    long-tail ones; and, with ``train``, the items outside MostPop's top k for the unit's user (its
+    most popular items less the user's train items, ties by item index), relevant or not."""
+    n_items = len(popularity.holders)
+    if targets is not None and targets.n_units != rankings.n_units:
+        raise DataError(f"rankings have {rankings.n_units:,} units, targets {targets.n_units:,}: the "
+                        "beyond-accuracy metrics that read relevance need the rankings' own targets")
+    no_targets = np.zeros(rankings.n_units + 1, dtype=np.int64)
+    t_offsets, t_items, t_gain = ((targets.offsets.astype(np.int64), targets.items.astype(np.int64),
+                                   targets.gain.astype(np.float64)) if targets is not None
+                                  else (no_targets, np.zeros(0, np.int64), np.zeros(0)))
+    if train is not None:
+        indptr, indices = train_rows(train, n_items, n_users=int(rankings.unit_user.max(initial=-1)) + 1)
+    else:
+        indptr, indices = np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    item_values = np.vstack([popularity.holders, (~head).astype(np.float64),
+                             popularity.surprisal() if surprisal else np.zeros(n_items),
+                             1.0 - popularity.holders / popularity.n_users, popularity.discovery_information()])
+    out = np.zeros((rankings.n_units, len(cutoffs), N_SUMS))
+    run_chunks(_list_sums_chunk, chunk_bounds(rankings.n_units), rankings.offsets.astype(np.int64),
+               rankings.items.astype(np.int64), rankings.unit_user.astype(np.int64), t_offsets, t_items, t_gain,
+               item_values, indptr, indices, popularity.pop_rank, train is not None,
+               np.asarray(cutoffs, dtype=np.int64), out)
+    return ListSums(out, targets.n_relevant if targets is not None else np.zeros(rankings.n_units, dtype=np.int64))
+
+
+@njit(cache=True, nogil=True)
+def _list_sums_chunk(lo, hi, offsets, items, unit_user, t_offsets, t_items, t_gain, item_values, indptr, indices,
+                     pop_rank, most_popular, cutoffs, out):
+    n_cut = len(cutoffs)
+    kmax = cutoffs[n_cut - 1]
+    longest = 0
+    for u in range(lo, hi):
+        longest = max(longest, offsets[u + 1] - offsets[u])
+    relevant = np.zeros(longest)
+    place = np.zeros(longest, dtype=np.int64)  # 0-based place in the user's MostPop list
+    running = np.zeros(N_SUMS)
+    marked = np.zeros(len(pop_rank), dtype=np.bool_)  # the unit's relevant targets, unmarked after it
+    scratch = np.empty(256, dtype=np.int64)  # the pop ranks of a user's train items, sorted
+    for u in range(lo, hi):
+        first, length = offsets[u], min(offsets[u + 1] - offsets[u], kmax)
+        for j in range(t_offsets[u], t_offsets[u + 1]):
+            marked[t_items[j]] = t_gain[j] > 0
+        for r in range(length):
+            relevant[r] = 1.0 if marked[items[first + r]] else 0.0
+        for j in range(t_offsets[u], t_offsets[u + 1]):
+            marked[t_items[j]] = False
+        if most_popular:
+            user = unit_user[u]
+            n_seen = indptr[user + 1] - indptr[user]
+            if n_seen > len(scratch):
+                scratch = np.empty(2 * n_seen, dtype=np.int64)
+            seen = scratch[:n_seen]
+            for j in range(n_seen):
+                seen[j] = pop_rank[indices[indptr[user] + j]]
+            seen.sort()
+            for r in range(length):
+                g = pop_rank[items[first + r]]
+                above = np.searchsorted(seen, g)
+                # an item of the user's train is never in MostPop's list: past every cutoff
+                place[r] = len(pop_rank) if above < len(seen) and seen[above] == g else g - above
+        running[:] = 0.0
+        c = 0
+        for r in range(length + 1):
+            while c < n_cut and (r == cutoffs[c] or r == length):
+                out[u, c, :UNEXPECTED] = running[:UNEXPECTED]
+                if most_popular:
+                    for j in range(r):
+                        if place[j] >= cutoffs[c]:
+                            out[u, c, UNEXPECTED] += 1.0
+                            out[u, c, SERENDIPITOUS] += relevant[j]
+                c += 1
+            if r == length:
+                break
+            item = items[first + r]
+            tail = item_values[1, item]
+            discount = 1.0 / np.log2(r + 2.0)
+            running[LISTED] += 1.0
+            running[HOLDERS] += item_values[0, item]
+            running[TAIL] += tail
+            running[SURPRISAL] += item_values[2, item]
+            running[DISCOUNT] += discount
+            running[EPC_SUM] += discount * relevant[r] * item_values[3, item]
+            running[EFD_SUM] += discount * relevant[r] * item_values[4, item]
+            running[RELEVANT] += relevant[r]
+            running[RELEVANT_TAIL] += relevant[r] * tail
 
 
 def train_rows(train, n_items: int, n_users: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -161,41 +254,6 @@ def train_rows(train, n_items: int, n_users: int = 0) -> tuple[np.ndarray, np.nd
     return indptr, indices
 
 
-@njit(cache=True, nogil=True)
-def _most_popular_chunk(lo, hi, offsets, items, unit_user, indptr, indices, pop_rank, out):
-    for u in range(lo, hi):
-        user = unit_user[u]
-        seen = np.sort(pop_rank[indices[indptr[user]:indptr[user + 1]]])
-        for e in range(offsets[u], offsets[u + 1]):
-            g = pop_rank[items[e]]
-            above = np.searchsorted(seen, g)
-            # an item of the user's train is never in MostPop's list: past every cutoff
-            out[e] = len(pop_rank) if above < len(seen) and seen[above] == g else g - above
-
-
-def list_metric_values(name: str, rankings: Rankings, cutoffs: list[int], popularity: ItemPopularity, *,
-                       head: np.ndarray | None = None, relevant: np.ndarray | None = None,
-                       targets: Targets | None = None, train: Interactions | None = None) -> np.ndarray:
-    """units x cutoffs: metric ``name`` of :data:`LIST_METRICS` on every unit's top-k lists."""
-    items = rankings.items
-    if name == "arp":
-        return list_means(rankings, popularity.holders[items], cutoffs)
-    if name in ("aplt", "aclt"):
-        return list_means(rankings, (~head[items]).astype(np.float64), cutoffs, mean=name == "aplt")
-    if name == "surprisal":
-        return list_means(rankings, popularity.surprisal()[items], cutoffs)
-    if name in ("epc", "efd"):
-        gain = 1.0 - popularity.holders / popularity.n_users if name == "epc" else popularity.discovery_information()
-        discount = 1.0 / np.log2(entry_ranks(rankings) + 1.0)
-        values = list_means(rankings, relevant * gain[items], cutoffs, weights=discount)
-        values[np.isnan(values)] = 0.0  # an empty list discovers nothing
-        values[targets.n_relevant == 0] = np.nan
-        return values
-    place = most_popular_ranks(rankings, train, popularity.pop_rank)
-    weight = relevant if name == "serendipity" else np.ones(len(items))
-    return np.column_stack([list_means(rankings, weight * (place >= cut), [cut])[:, 0] for cut in cutoffs])
-
-
 class PopularityParity:
     """Counts of a run's lists per cutoff and item group (head, tail), added a chunk of units at a
     time, from which ``pop_rsp`` and ``pop_reo`` follow (Zhu et al. 2020):
@@ -207,7 +265,8 @@ class PopularityParity:
 
     def __init__(self, train, n_items: int, cutoffs: Sequence[int], head_share: float) -> None:
         self.cutoffs = sorted(cutoffs)
-        self.head = item_popularity(train, n_items).head(head_share)
+        self.popularity = item_popularity(train, n_items)
+        self.head = self.popularity.head(head_share)
         indptr, indices = train_rows(train, n_items)
         rows = np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
         #: per user index: train items in the head, and in all
@@ -221,12 +280,9 @@ class PopularityParity:
     def add(self, rankings: Rankings, targets: Targets | None) -> None:
         """Add the counts of ``rankings`` (``targets``, their own, give PopREO's; without them its
         counts stay 0 and its value undefined)."""
-        tail = (~self.head[rankings.items]).astype(np.float64)
-        relevant = listed_relevant(rankings, targets) if targets is not None else np.zeros(len(tail))
-        for values, out in ((np.ones(len(tail)), self.listed), (relevant, self.listed_relevant)):
-            in_tail = list_means(rankings, values * tail, self.cutoffs, mean=False).sum(axis=0)
-            listed = list_means(rankings, values, self.cutoffs, mean=False).sum(axis=0)
-            out += np.column_stack([listed - in_tail, in_tail])
+        sums = list_sums(rankings, self.cutoffs, self.popularity, self.head, targets=targets).sums.sum(axis=0)
+        self.listed += np.column_stack([sums[:, LISTED] - sums[:, TAIL], sums[:, TAIL]])
+        self.listed_relevant += np.column_stack([sums[:, RELEVANT] - sums[:, RELEVANT_TAIL], sums[:, RELEVANT_TAIL]])
         seen_head, seen_all = (_of_users(counts, rankings.unit_user) for counts in (self.train_head, self.train_size))
         n_head = float(self.head.sum())
         self.candidates += [(n_head - seen_head).sum(), (len(self.head) - n_head - (seen_all - seen_head)).sum()]
