@@ -71,3 +71,35 @@ def test_run_level_popreo_counts_every_chunk_of_users(tmp_path, synthetic_rating
     b = pl.read_parquet(whole / "summary.parquet").sort(key)
     assert a.select(key).equals(b.select(key)) and a.filter(pl.col("metric") == "pop_reo").height == 4
     assert np.allclose(a["mean"].to_numpy(), b["mean"].to_numpy(), rtol=1e-12, atol=0, equal_nan=True)
+
+
+def test_report_tables_compile_in_latex(tmp_path, synthetic_ratings):
+    from latex_tables import compile_tables
+
+    folder = run_config(tmp_path, synthetic_ratings, "latex", report=True)
+    tables = (folder / "tables.tex").read_text()
+    assert "C\\_KL@10" in tables and "PopREO@10" in tables
+    compile_tables(tmp_path, tables)
+
+
+def test_item_features_file_errors_name_the_file_and_column(tmp_path, synthetic_ratings, capsys):
+    bad = tmp_path / "items.csv"
+    bad.write_text("item,tags\n1001,a|b\n")
+    text = config_text("bad", dataset={**ratings_file(synthetic_ratings), "item_features": str(bad)},
+                       metrics={"names": ["calibration"], "k": [5]})
+    config = tmp_path / "bad.toml"
+    config.write_text(text)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", str(config), "--out", str(tmp_path / "out"), "--quiet"])
+    assert exit_info.value.code != 0
+    err = capsys.readouterr().err
+    assert "items.csv" in err and "'genres'" in err and "item_feature_column" in err
+
+
+def test_the_spark_engine_refusal_names_the_beyond_metrics():
+    from recsys_eval.engine.fold import check_spark_metrics
+    from recsys_eval.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"beyond-accuracy metrics \['calibration', 'pop_reo'\] cannot run on the "
+                                          r"Spark engine yet"):
+        check_spark_metrics(["ndcg", "calibration", "pop_reo"])
