@@ -6,7 +6,10 @@ Per unit (one row per unit):
 - ``novelty@k``: mean self-information -log2 p(i) of the listed items, p(i) = share of train users
   with item i; items no train user has take the smallest non-zero p. NaN for an empty list;
 - ``ild@k``: intra-list diversity, the mean Jaccard distance 1 - |G_i & G_j| / |G_i | G_j| between
-  the genre sets of every pair of listed items (0 for two items without genres). NaN below 2 items.
+  the genre sets of every pair of listed items (0 for two items without genres). NaN below 2 items;
+- ``calibration@k`` (:mod:`recsys_eval.measure.calibration`), and the popularity metrics ARP,
+  APLT, ACLT, EPC, EFD, surprisal, unexpectedness and serendipity
+  (:mod:`recsys_eval.measure.popularity`).
 
 Per run (one row with null user and unit):
 - ``catalog_coverage@k``: distinct items in the top-k lists that belong to the catalogue, over the
@@ -14,7 +17,8 @@ Per run (one row with null user and unit):
 - ``prediction_coverage``: distinct items ranked anywhere in the lists (no cutoff) over all items;
 - ``gini@k``: Gini index of the exposure counts (appearances in top-k lists) of catalogue items,
   sum_i (2i - n - 1) c_(i) / (n sum c) over counts sorted ascending (0: equal exposure);
-- ``entropy@k``: Shannon entropy in bits of the exposure distribution over catalogue items.
+- ``entropy@k``: Shannon entropy in bits of the exposure distribution over catalogue items;
+- ``pop_rsp@k``, ``pop_reo@k``: head/tail parity (:class:`~recsys_eval.measure.popularity.PopularityParity`).
 """
 
 from __future__ import annotations

@@ -3,8 +3,9 @@ docs/CONVENTIONS.md#discovery).
 
 Every one reads the train popularity of items, phi(i) = the number of train users with item i
 (:class:`ItemPopularity`), and, but for ARP, APLT, ACLT and surprisal, which items of each list are
-relevant (a target with gain > 0: :func:`listed_relevant`). Per unit, at cutoff k, over the listed
-top-k L (|L| <= k), rank r from 1:
+relevant (a target with gain > 0). All are ratios of sums over every unit's top k that one numba
+pass over the lists computes (:func:`list_sums`). Per unit, at cutoff k, over the listed top-k L
+(|L| <= k), rank r from 1:
 
 - ``arp``: mean phi(i) over L (Abdollahpouri et al. 2019); NaN for an empty list;
 - ``aplt``: share of L in the long tail T (the items outside the popular head);
