@@ -40,6 +40,10 @@ class DatasetConfig(_Strict):
     data_home: str | None = None
     #: The dataset's name in a study over several datasets (default: its name, or its file's stem).
     label: str | None = None
+    #: A CSV or Parquet file of item features (calibration, ILD): an ``item`` column of raw item ids
+    #: and ``item_feature_column``, multi-valued (a list, or names separated by ``|``).
+    item_features: str | None = None
+    item_feature_column: str = "genres"
 
     @model_validator(mode="after")
     def _one_source(self) -> DatasetConfig:
