@@ -21,6 +21,7 @@ from recsys_eval.core.rng import derive_seed
 from recsys_eval.core.results import AUC_POOLING, EXPOSURE, LEARNING_CURVE, SUMMARY, ResultsFolder
 from recsys_eval.measure.aggregate import ALL_FOLDS, fold_summary, per_user, with_all_folds
 from recsys_eval.measure.metrics import AUXILIARY_METRICS as AUXILIARY
+from recsys_eval.measure.metrics import N_RELEVANT
 
 #: The per-unit metric holding a 1R+NN unit's sampled rank: the relevant item's position among the
 #: n + 1 ranked targets (0 when the ranking left it out), an exact integer stored as a float.
@@ -127,8 +128,8 @@ def sampled_table(folder: ResultsFolder, summary: pl.DataFrame, undefined: str) 
         fold_rows = []
         for fold in folds:
             fold_units = (
-                folder.scan_per_unit(fold=fold)
-                .filter((pl.col("protocol") == label) & pl.col("metric").is_in([SAMPLED_RANK, FULL_CANDIDATES]))
+                folder.scan_per_unit(fold=fold, protocol=label)
+                .filter(pl.col("metric").is_in([SAMPLED_RANK, FULL_CANDIDATES]))
                 .collect()
             )
             ranks = fold_units.filter(pl.col("metric") == SAMPLED_RANK)
@@ -229,10 +230,12 @@ def aggregation_tables(folder: ResultsFolder, summary: pl.DataFrame) -> dict[str
         return {}
     tables = {}
     if summary.filter(pl.col("metric") == "f1").height:
-        sums = [
-            f_count_sums(folder.scan_per_unit(fold=fold).filter(pl.col("metric").is_in(["f1", *AUXILIARY])).collect())
-            for fold in folds
-        ]
+        # one (fold, protocol) at a time, its f1 and relevant-count rows only: a fold's every
+        # protocol with the 1R protocols' auxiliary rows was the ML-100K study's peak (1.75 GB)
+        parts = (folder.scan_per_unit(fold=fold, protocol=protocol)
+                 .filter(pl.col("metric").is_in(["f1", N_RELEVANT])).collect()
+                 for fold in folds for protocol in folder.manifest.protocols)
+        sums = [f_count_sums(part) for part in parts if (part.get_column("metric") == "f1").any()]
         tables["aggregation_f"] = f_measure_variants(pl.concat(sums), over="folds")
     pooling = folder.table(AUC_POOLING)
     if pooling is not None:
