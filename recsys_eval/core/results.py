@@ -85,6 +85,9 @@ TUNING = "tuning.parquet"
 TUNING_PARAM_PREFIX = "param_"
 #: A study over several datasets: the systems' ranks over datasets with the Friedman test and post-hoc.
 CROSS_DATASET = "cross_dataset"
+#: The leakage audit of the folds (recsys_eval.split.leakage): one row per fold, and one per (fold,
+#: test user); written when the data has timestamps.
+LEAKAGE, LEAKAGE_USERS = "leakage", "leakage_users"
 #: The folder of each fold's saved split (recsys_eval.split.save_split).
 SPLITS = "splits"
 #: The report's files (recsys_eval.report) and its figures' folder.
@@ -108,7 +111,7 @@ ANALYSIS_TABLES = (
 #: The tables of a study over several datasets (recsys_eval.experiment.datasets_study).
 CROSS_DATASET_TABLES = ("values", "ranks", "friedman", "nemenyi", "holm")
 #: Every table a results folder can hold, by name (``<name>.parquet``, most with a CSV beside).
-TABLES = (SUMMARY, DATA_STATS, EXPOSURE, AUC_POOLING, LEARNING_CURVE, CURVES, *ANALYSIS_TABLES,
+TABLES = (SUMMARY, DATA_STATS, LEAKAGE, LEAKAGE_USERS, EXPOSURE, AUC_POOLING, LEARNING_CURVE, CURVES, *ANALYSIS_TABLES,
           *CROSS_DATASET_TABLES)
 _KEY_COLUMNS = ("fold", "system", "protocol")
 

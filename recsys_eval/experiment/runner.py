@@ -74,6 +74,7 @@ def run_experiment(
         sink.write_side_tables()
         sink.write_summary(summary)
         sink.write_data_stats(data_statistics(data, prepared, splits))
+        sink.write_leakage(splits)
         timings.add("", "", "write results", start)
     manifest = make_manifest(config, sink.config_hash, data, splits,
                              sink.relative([p for f in folds for p in f.partitions]))

@@ -25,6 +25,8 @@ from recsys_eval.core.results import (
     DATA_STATS,
     EXPOSURE,
     EXPOSURE_COUNTS,
+    LEAKAGE,
+    LEAKAGE_USERS,
     LEARNING_CURVE,
     LOG,
     SUMMARY,
@@ -127,6 +129,15 @@ class RunSink:
 
     def write_data_stats(self, stats: pl.DataFrame) -> None:
         self.folder.write_table(DATA_STATS, stats, csv=False)
+
+    def write_leakage(self, splits: list[Split]) -> None:
+        """The folds' leakage audit (recsys_eval.split.leakage), when every side has timestamps."""
+        from recsys_eval.split import leakage_audit
+
+        if all(s.train.has_timestamp and s.test.has_timestamp for s in splits):
+            audit = leakage_audit(splits)
+            self.folder.write_table(LEAKAGE, audit.folds)
+            self.folder.write_table(LEAKAGE_USERS, audit.users, csv=False)
 
     def write_timings(self, rows: list[dict]) -> None:
         atomic.write_csv(pl.DataFrame(rows), self.folder.file(TIMINGS))
