@@ -20,4 +20,6 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "recsys_eval.compare.sampled": [
         "corrected_values", "rank_distribution", "rank_metric", "sampled_correction"
     ],
+    # the leakage audit lives with the splits it reads; exported here beside the other diagnostics
+    "recsys_eval.split.leakage": ["LeakageAudit", "leakage_audit"],
 })
