@@ -93,6 +93,8 @@ SPLITS = "splits"
 #: The report's files (recsys_eval.report) and its figures' folder.
 REPORT_MD, REPORT_HTML = "report.md", "report.html"
 TABLES_TEX, TABLES_TEX_WIDE = "tables.tex", "tables-twocolumn.tex"
+#: The report's LaTeX table of effect sizes against the baseline (recsys_eval.report.diagnostics).
+EFFECT_SIZES_TEX = "effect-sizes.tex"
 FIGURES = "figures"
 #: Scratch folders of a run in progress, one file per fold in each, removed when it completes:
 #: exposure counts per popularity bin, the sampled scored targets of the pooled AUC, and the ROC and

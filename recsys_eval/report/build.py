@@ -268,7 +268,7 @@ def build_sections(folder: Path) -> list[Section]:
         sections.append(tuning)
     from recsys_eval.report.diagnostics import diagnostic_sections
 
-    sections += diagnostic_sections(folder)
+    sections += diagnostic_sections(folder, focus)
     labels = [c for c in dict.fromkeys(columns + summary.get_column("metric").unique(maintain_order=True).to_list())]
     terms = glossary(manifest.protocol_definitions, labels)
     sections.append(Section(

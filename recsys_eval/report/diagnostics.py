@@ -1,4 +1,5 @@
-"""The report's diagnostics of the evaluation itself (issue 31): the leakage audit of the splits.
+"""The report's diagnostics of the evaluation itself (issue 31): the leakage audit of the splits and
+the effect sizes of the comparisons with the baseline (with their LaTeX table).
 
 Each function returns a :class:`~recsys_eval.report.build.Section`, or None when the results folder
 has nothing for it; :func:`diagnostic_sections` is the one hook :mod:`recsys_eval.report.build` calls.
@@ -11,8 +12,14 @@ from pathlib import Path
 
 import polars as pl
 
-from recsys_eval.core.results import LEAKAGE, ResultsFolder
+from recsys_eval.core import atomic
+from recsys_eval.core.results import EFFECT_SIZES_TEX, LEAKAGE, ResultsFolder
+from recsys_eval.measure.metrics import MetricKey, display_label
 from recsys_eval.report.build import Section, _html_table, _md_table
+from recsys_eval.report.tables import format_p, latex_escape
+
+#: Cohen's (1988) conventional bounds of |d|: below 0.2 negligible, then small, medium, large.
+MAGNITUDES = ((0.2, "negligible"), (0.5, "small"), (0.8, "medium"), (float("inf"), "large"))
 
 #: The leakage shares as the report names them (docs/CONVENTIONS.md#leakage).
 LEAKAGE_COLUMNS = {
@@ -23,9 +30,97 @@ LEAKAGE_COLUMNS = {
 }
 
 
-def diagnostic_sections(folder: Path) -> list[Section]:
-    """Every diagnostic section the folder has data for."""
-    return [s for s in (leakage_section(folder),) if s is not None]
+def diagnostic_sections(folder: Path, focus: str) -> list[Section]:
+    """Every diagnostic section the folder has data for; ``focus`` is the report's main
+    ``metric@k`` (``ndcg@10``)."""
+    return [s for s in (effect_size_section(folder, focus), leakage_section(folder)) if s is not None]
+
+
+def magnitude(d: float | None) -> str:
+    """Cohen's label of a standardised effect |d| (:data:`MAGNITUDES`)."""
+    if d is None or d != d:
+        return "–"
+    return next(label for bound, label in MAGNITUDES if abs(d) < bound)
+
+
+def effect_size_table(paired: pl.DataFrame, label: str, *, protocols: list[str] | None = None,
+                      systems: list[str] | None = None) -> pl.DataFrame:
+    """The effect sizes of ``label`` (``ndcg@10``) against the baseline, one row per protocol, fold
+    and system: the difference with its interval, the relative difference in % with its bootstrap
+    interval, d_z with Cohen's label, and the corrected p of the first test (the effect sizes are
+    the same for every test of a pair)."""
+    rows = paired.filter(MetricKey.parse(label).rows())
+    if rows.is_empty():
+        return rows
+    rows = rows.filter(pl.col("test") == rows.get_column("test")[0])
+    order = [pl.col(c).replace_strict({v: i for i, v in enumerate(names)}, default=len(names))
+             for c, names in (("protocol", protocols), ("system", systems)) if names]
+    rows = rows.sort([*order, "fold"], maintain_order=True) if order else rows
+    return pl.DataFrame([{
+        "protocol": r["protocol"], "fold": r["fold"], "system": r["system"], "baseline": r["baseline"],
+        "difference": f"{r['mean_diff']:+.4f} [{r['diff_lower']:+.4f}, {r['diff_upper']:+.4f}]",
+        "relative": _percent(r["relative_diff"], r["relative_lower"], r["relative_upper"]),
+        "d_z": "–" if r["cohens_d"] is None or r["cohens_d"] != r["cohens_d"] else f"{r['cohens_d']:+.2f}",
+        "magnitude": magnitude(r["cohens_d"]),
+        "p adjusted": format_p(r["p_adjusted"]),
+        "significant": "yes" if r["significant"] else "no",
+    } for r in rows.iter_rows(named=True)], schema_overrides={"difference": pl.String})
+
+
+def _percent(value: float | None, lower: float | None, upper: float | None) -> str:
+    if value is None or value != value:
+        return "–"
+    bounds = "" if lower is None or lower != lower else f" [{100 * lower:+.1f}%, {100 * upper:+.1f}%]"
+    return f"{100 * value:+.1f}%{bounds}"
+
+
+def effect_size_latex(table: pl.DataFrame, label: str, *, test: str, alpha: float) -> str:
+    """A booktabs table of :func:`effect_size_table`, a dagger on the differences significant at
+    ``alpha`` after correction."""
+    lines = [r"\begin{table}[t]", r"\centering", r"\small",
+             r"\resizebox{\ifdim\width>\linewidth\linewidth\else\width\fi}{!}{%",
+             r"\begin{tabular}{@{}llllrl@{}}", r"\toprule",
+             r"Protocol & System & $\Delta$ [95\% CI] & Relative [95\% CI] & $d_z$ & $p_{adj}$ \\", r"\midrule"]
+    for r in table.iter_rows(named=True):
+        mark = r"$^{\dagger}$" if r["significant"] == "yes" else ""
+        protocol = r["protocol"] + ("" if r["fold"] in ("all", "holdout") else f" ({r['fold']})")
+        cells = [latex_escape(c) for c in (protocol, r["system"], r["difference"], r["relative"], r["d_z"],
+                                           r["p adjusted"])]
+        cells[2] += mark
+        lines.append(" & ".join(cells) + r" \\")
+    lines += [r"\bottomrule", r"\end{tabular}}",
+              rf"\caption{{Effect sizes of {latex_escape(display_label(label))} against "
+              rf"{latex_escape(table.get_column('baseline')[0])}: mean per-user difference with its 95\% "
+              r"t-interval, relative difference of the means with a paired percentile-bootstrap interval, "
+              r"and the standardised paired effect $d_z$ = mean / sd of the differences. $\dagger$: "
+              rf"significant by a paired {latex_escape(test)} test at $\alpha = {alpha}$ after correction.}}",
+              r"\label{tab:effect-sizes}", r"\end{table}"]
+    return "\n".join(lines) + "\n"
+
+
+def effect_size_section(folder: Path, focus: str) -> Section | None:
+    """The effect sizes of the report's main metric against the baseline, and their LaTeX table."""
+    results = ResultsFolder(folder)
+    paired = results.table("paired_tests")
+    if paired is None or paired.is_empty() or "relative_diff" not in paired.columns:
+        return None
+    manifest = results.manifest
+    table = effect_size_table(paired, focus, protocols=manifest.protocols or None, systems=manifest.systems or None)
+    if table.is_empty():
+        return None
+    test = paired.get_column("test")[0]
+    atomic.write_text(results.file(EFFECT_SIZES_TEX),
+                      effect_size_latex(table, focus, test=test, alpha=manifest.alpha))
+    note = (f"How large each difference from {table.get_column('baseline')[0]} on {display_label(focus)} is, "
+            "beside whether it is significant. difference: the mean per-user difference (system - baseline) "
+            "with its 95% t-interval; relative: the system's mean over the baseline's, minus 1, with a 95% "
+            "paired bootstrap interval (users resampled); d_z: the mean difference over the standard "
+            "deviation of the per-user differences (Lakens 2013), labelled by Cohen's bounds 0.2, 0.5, 0.8. "
+            "A tiny d_z can be significant with many users; a large one can miss significance with few. "
+            f"p adjusted: {test} test. LaTeX: {EFFECT_SIZES_TEX}; every metric: paired_tests.csv.")
+    return Section("effect_sizes", f"Effect sizes: {display_label(focus)}",
+                   markdown=f"{note}\n\n{_md_table(table)}",
+                   html=f'<p class="note">{html.escape(note)}</p>' + _html_table(table))
 
 
 def leakage_section(folder: Path) -> Section | None:

@@ -3,6 +3,7 @@ equals the audit of the config's own splits, and the report has a section for ea
 
 from __future__ import annotations
 
+import shutil
 import tomllib
 from pathlib import Path
 
@@ -12,10 +13,12 @@ from polars.testing import assert_frame_equal
 
 from config_text import config_text, ratings_file, split_table
 from recsys_eval.cli import main
-from recsys_eval.core.results import LEAKAGE, LEAKAGE_USERS, ResultsFolder
+from latex_tables import compile_tables
+from recsys_eval.core.results import EFFECT_SIZES_TEX, LEAKAGE, LEAKAGE_USERS, ResultsFolder
 from recsys_eval.experiment.runner import config_splits
 from recsys_eval.pipeline.config import parse_config
 from recsys_eval.pipeline.inputs import load_data
+from recsys_eval.report.diagnostics import magnitude
 from recsys_eval.split import leakage_audit
 
 
@@ -52,3 +55,28 @@ def test_the_report_flags_the_leaking_split(folder):
     section = markdown.split("## Leakage audit", 1)[1].split("\n## ", 1)[0]
     assert "**Leakage flagged** in 1 of 1 fold(s)" in section
     assert 'id="leakage"' in (folder / "report.html").read_text()
+
+
+def test_the_effect_size_section_shows_the_paired_tests_effect_sizes(folder):
+    paired = ResultsFolder.open(folder).table("paired_tests").filter(
+        (pl.col("metric") == "ndcg") & (pl.col("k") == 10) & (pl.col("system") == "item_knn")
+        & (pl.col("test") == "t")).row(0, named=True)
+    markdown = (folder / "report.md").read_text()
+    section = markdown.split("## Effect sizes: nDCG@10", 1)[1].split("\n## ", 1)[0]
+    line = next(li for li in section.splitlines() if "| item_knn |" in li)
+    assert f"{paired['mean_diff']:+.4f} [{paired['diff_lower']:+.4f}, {paired['diff_upper']:+.4f}]" in line
+    assert f"{100 * paired['relative_diff']:+.1f}%" in line and f"{paired['cohens_d']:+.2f}" in line
+    assert magnitude(paired["cohens_d"]) in line
+    assert 'id="effect_sizes"' in (folder / "report.html").read_text()
+
+
+def test_magnitudes_follow_cohens_bounds():
+    assert [magnitude(d) for d in (0.0, -0.19, 0.2, -0.49, 0.5, 0.79, -0.8, 3.0, float("nan"))] == [
+        "negligible", "negligible", "small", "small", "medium", "medium", "large", "large", "–"]
+
+
+@pytest.mark.skipif(shutil.which("pdflatex") is None, reason="pdflatex is not installed")
+def test_the_effect_size_table_compiles(folder, tmp_path):
+    body = (folder / EFFECT_SIZES_TEX).read_text()
+    assert r"$d_z$" in body and "item\\_knn" in body
+    assert "Overfull" not in compile_tables(tmp_path, body)
