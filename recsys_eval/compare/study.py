@@ -1,5 +1,5 @@
 """The comparison of a study: everything computed from a complete results folder after the run:
-paired tests against the baseline, protocol agreement, the sampled-metric correction, popularity
+paired tests against the baseline, per-user distributions, protocol agreement, the sampled-metric correction, popularity
 bins, learning curves and the aggregation audit of cross-validated runs.
 
 Every number set beside another is computed through the same rule as the summary: per-unit values
@@ -252,6 +252,7 @@ def analyse(
     """Compute the comparison tables of a results folder and write them to ``out`` (default: the
     folder itself). Returns the tables by name."""
     from recsys_eval.compare import fold_paired_tests, paired_tests
+    from recsys_eval.compare.distributions import distribution_summary, with_fold_means
     from recsys_eval.errors import check_choice
 
     folder = folder if isinstance(folder, ResultsFolder) else ResultsFolder.open(folder)
@@ -272,7 +273,7 @@ def analyse(
     folds = manifest.folds
     summary = folder.table(SUMMARY)
     tables: dict[str, pl.DataFrame] = {}
-    paired, means = [], []
+    paired, means, distributions = [], [], []
     definitions = manifest.protocol_definitions  # none in a folder no run wrote (evaluate)
     for users in per_user_parts(folder, undefined):
         # every test family lies within one (protocol, fold): each part is tested on its own, its
@@ -283,6 +284,7 @@ def analyse(
         part_options = {**options, "seed": derive_seed(options["seed"], "paired", first["fold"], protocol)}
         paired += [paired_tests(group, **part_options) for group in _comparable_groups(users, baseline)]
         means.append(_fold_means(users))
+        distributions.append(distribution_summary(users))
         del users
     fold_paired = []
     if len(folds) >= 2 and means:
@@ -294,6 +296,8 @@ def analyse(
         tables["paired_tests"] = pl.concat(paired)
     if fold_paired:
         tables["fold_paired_tests"] = pl.concat(fold_paired)
+    if distributions:
+        tables["distributions"] = with_fold_means(pl.concat(distributions))
     tables["agreement"] = agreement_table(summary, folds)
     tables["sampled_correction"] = sampled_table(folder, summary, undefined)
     tables["sampled_ordering"] = sampled_ordering(tables["sampled_correction"])

@@ -108,7 +108,7 @@ COMPARISONS = "comparisons"
 ANALYSIS_TABLES = (
     "paired_tests", "fold_paired_tests", "agreement", "sampled_correction", "sampled_ordering",
     "popularity_bins", "exposure", "learning_curve", "aggregation_f", "aggregation_auc",
-    "aggregation_audit",
+    "aggregation_audit", "distributions",
 )
 #: The tables of a study over several datasets (recsys_eval.experiment.datasets_study).
 CROSS_DATASET_TABLES = ("values", "ranks", "friedman", "nemenyi", "holm")

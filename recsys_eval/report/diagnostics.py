@@ -1,5 +1,6 @@
-"""The report's diagnostics of the evaluation itself (issue 31): the leakage audit of the splits and
-the effect sizes of the comparisons with the baseline (with their LaTeX table).
+"""The report's diagnostics of the evaluation itself (issue 31): the effect sizes of the comparisons
+with the baseline (with their LaTeX table), the distribution of per-user values behind each mean
+(with ECDF and Lorenz figures) and the leakage audit of the splits.
 
 Each function returns a :class:`~recsys_eval.report.build.Section`, or None when the results folder
 has nothing for it; :func:`diagnostic_sections` is the one hook :mod:`recsys_eval.report.build` calls.
@@ -13,9 +14,10 @@ from pathlib import Path
 import polars as pl
 
 from recsys_eval.core import atomic
-from recsys_eval.core.results import EFFECT_SIZES_TEX, LEAKAGE, ResultsFolder
+from recsys_eval.core.results import EFFECT_SIZES_TEX, FIGURES, LEAKAGE, ResultsFolder
 from recsys_eval.measure.metrics import MetricKey, display_label
-from recsys_eval.report.build import Section, _html_table, _md_table
+from recsys_eval.report import figures
+from recsys_eval.report.build import Figure, Section, _html_table, _md_table, _slug
 from recsys_eval.report.tables import format_p, latex_escape
 
 #: Cohen's (1988) conventional bounds of |d|: below 0.2 negligible, then small, medium, large.
@@ -33,7 +35,8 @@ LEAKAGE_COLUMNS = {
 def diagnostic_sections(folder: Path, focus: str) -> list[Section]:
     """Every diagnostic section the folder has data for; ``focus`` is the report's main
     ``metric@k`` (``ndcg@10``)."""
-    return [s for s in (effect_size_section(folder, focus), leakage_section(folder)) if s is not None]
+    sections = (effect_size_section(folder, focus), distribution_section(folder, focus), leakage_section(folder))
+    return [s for s in sections if s is not None]
 
 
 def magnitude(d: float | None) -> str:
@@ -53,9 +56,7 @@ def effect_size_table(paired: pl.DataFrame, label: str, *, protocols: list[str] 
     if rows.is_empty():
         return rows
     rows = rows.filter(pl.col("test") == rows.get_column("test")[0])
-    order = [pl.col(c).replace_strict({v: i for i, v in enumerate(names)}, default=len(names))
-             for c, names in (("protocol", protocols), ("system", systems)) if names]
-    rows = rows.sort([*order, "fold"], maintain_order=True) if order else rows
+    rows = _in_order(rows, protocols, systems)
     return pl.DataFrame([{
         "protocol": r["protocol"], "fold": r["fold"], "system": r["system"], "baseline": r["baseline"],
         "difference": f"{r['mean_diff']:+.4f} [{r['diff_lower']:+.4f}, {r['diff_upper']:+.4f}]",
@@ -147,3 +148,81 @@ def leakage_section(folder: Path) -> Section | None:
                    markdown=f"{verdict}\n\n{note}\n\n{_md_table(table)}",
                    html=f"<p>{html.escape(verdict.replace('**', '').replace('`', ''))}</p><p class=\"note\">{html.escape(note)}</p>"
                    + _html_table(table))
+
+
+#: At most this many protocols get a distribution figure (the manifest's first ones); the table
+#: has every protocol.
+DISTRIBUTION_FIGURES = 4
+
+
+def distribution_section(folder: Path, focus: str) -> Section | None:
+    """The per-user distribution of the main metric: quantiles, share at zero and Gini per protocol
+    and system, and per protocol the ECDF and the Lorenz curve of every system
+    (recsys_eval.compare.distributions)."""
+    from recsys_eval.compare.distributions import part_curves
+
+    results = ResultsFolder(folder)
+    table = results.table("distributions")
+    key = MetricKey.parse(focus)
+    if table is None or table.is_empty():
+        return None
+    folds = table.get_column("fold").unique().to_list()
+    fold = "all" if "all" in folds else folds[0]
+    rows = table.filter(key.rows() & (pl.col("fold") == fold))
+    if rows.is_empty():
+        return None
+    manifest = results.manifest
+    rows = _in_order(rows, manifest.protocols, manifest.systems)
+    shown = rows.select("protocol", "system", pl.col("n").alias("users"),
+                        *[pl.col(c).round(4) for c in ("mean", "q10", "q25", "q50", "q75", "q90")],
+                        pl.col("share_zero").round(4).alias("share at 0"), pl.col("gini").round(4).alias("Gini"))
+    main = display_label(focus)
+    note = (f"Who the mean of {main} serves (fold {fold}): the per-user values' quantiles (q10 ... q90), the "
+            "share of users at exactly 0, and the Gini coefficient of the per-user values (0: every user gets "
+            "the same; near 1: a few users get nearly everything), after Ekstrand, Carterette & Diaz (TORS "
+            "2024). Two systems with one mean can differ here. Every metric and fold: distributions.csv.")
+    section = Section("distributions", f"Per-user distributions: {main}", markdown=f"{note}\n\n{_md_table(shown)}",
+                      html=f'<p class="note">{html.escape(note)}</p>' + _html_table(shown))
+    colors = figures.system_colors(manifest.systems or rows.get_column("system").unique(maintain_order=True).to_list())
+    for protocol in rows.get_column("protocol").unique(maintain_order=True).to_list()[:DISTRIBUTION_FIGURES]:
+        curves = part_curves(results, protocol, key.name, key.k, undefined=manifest.undefined)
+        curves = curves.filter(pl.col("fold") == fold) if curves.height else curves
+        fig = distribution_figure(curves, main, protocol, colors)
+        if fig is not None:
+            name = _slug(f"{focus}-distribution-{protocol}")
+            caption = (f"{main} under {protocol} (fold {fold}). Left: the share of users (y) whose value is at "
+                       "most x, one line per system; a line further right serves more users well. Right: the "
+                       "Lorenz curve, the share of the total value held by the share of users who get least; "
+                       "the diagonal is equality, and the Gini is twice the area between it and the curve.")
+            section.figures.append(Figure(caption, name, figures.save(fig, results.file(FIGURES), name)))
+    return section
+
+
+def _in_order(rows: pl.DataFrame, protocols: list[str], systems: list[str]) -> pl.DataFrame:
+    order = [pl.col(c).replace_strict({v: i for i, v in enumerate(names)}, default=len(names))
+             for c, names in (("protocol", protocols), ("system", systems)) if names]
+    return rows.sort(order, maintain_order=True) if order else rows
+
+
+def distribution_figure(curves: pl.DataFrame, label: str, protocol: str, colors: dict):
+    """Two panels: each system's ECDF (the quantile function drawn as (Q(p), p)) and its Lorenz
+    curve, with the line of equality."""
+    if curves.is_empty():
+        return None
+    import matplotlib.pyplot as plt
+
+    with plt.rc_context(figures.STYLE):
+        fig, (ecdf, curve) = plt.subplots(1, 2, figsize=(9, 3.4))
+        for system in curves.get_column("system").unique(maintain_order=True).to_list():
+            part = curves.filter(pl.col("system") == system).sort("p")
+            color = colors.get(system)
+            ecdf.step(part["quantile"], part["p"], where="post", label=system, color=color)
+            if part["lorenz"].is_not_nan().all():
+                curve.plot(part["p"], part["lorenz"], color=color)
+        curve.plot([0, 1], [0, 1], color="0.6", ls="--", lw=1)
+        ecdf.set(xlabel=f"per-user {label}", ylabel="share of users at or below", title=f"ECDF ({protocol})")
+        curve.set(xlabel="share of users (least served first)", ylabel=f"share of total {label}",
+                  title=f"Lorenz curve ({protocol})")
+        ecdf.legend(loc="lower right")
+        fig.tight_layout()
+    return fig

@@ -1,5 +1,6 @@
 """The diagnostics of a run (issue 31) as its results folder and report hold them: the leakage audit
-equals the audit of the config's own splits, and the report has a section for each diagnostic."""
+equals the audit of the config's own splits, the distributions those of the per-user values, and the
+report has a section for each diagnostic."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import shutil
 import tomllib
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
@@ -16,6 +18,7 @@ from recsys_eval.cli import main
 from latex_tables import compile_tables
 from recsys_eval.core.results import EFFECT_SIZES_TEX, LEAKAGE, LEAKAGE_USERS, ResultsFolder
 from recsys_eval.experiment.runner import config_splits
+from recsys_eval.measure.aggregate import per_user
 from recsys_eval.pipeline.config import parse_config
 from recsys_eval.pipeline.inputs import load_data
 from recsys_eval.report.diagnostics import magnitude
@@ -80,3 +83,19 @@ def test_the_effect_size_table_compiles(folder, tmp_path):
     body = (folder / EFFECT_SIZES_TEX).read_text()
     assert r"$d_z$" in body and "item\\_knn" in body
     assert "Overfull" not in compile_tables(tmp_path, body)
+
+
+def test_the_distributions_table_is_that_of_the_per_user_values(folder):
+    results = ResultsFolder.open(folder)
+    units = results.scan_per_unit().filter(pl.col("metric") == "ndcg").collect()
+    users = per_user(units).filter(pl.col("value").is_not_nan())
+    table = results.table("distributions").filter(pl.col("metric") == "ndcg")
+    for system in ("popular", "item_knn"):
+        values = users.filter(pl.col("system") == system).get_column("value").to_numpy()
+        row = table.filter(pl.col("system") == system).row(0, named=True)
+        assert row["n"] == values.size and row["q25"] == pytest.approx(np.quantile(values, 0.25))
+        assert row["share_zero"] == pytest.approx(np.mean(values == 0))
+    markdown = (folder / "report.md").read_text()
+    assert "## Per-user distributions: nDCG@10" in markdown
+    for ext in ("png", "pdf", "svg"):
+        assert (folder / "figures" / f"ndcg@10-distribution-AI+AR+AN.{ext}").is_file()
