@@ -51,18 +51,19 @@ def distribution_summary(per_user_frame: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def with_fold_means(summary: pl.DataFrame) -> pl.DataFrame:
-    """``summary`` with, when it has several folds, rows of fold ``all``: every statistic's mean
-    over the folds (the summary's rule: per fold, then the mean of the fold values)."""
-    folds = summary.get_column("fold").unique()
-    if folds.len() < 2:
-        return summary
-    keys = [c for c in _GROUP if c != "fold"]
-    stats = [c for c in summary.columns if c not in _GROUP]
-    means = (summary.group_by(keys, maintain_order=True)
-             .agg(pl.col("n").sum(), *[pl.col(c).fill_nan(None).mean().fill_null(float("nan")) for c in stats if c != "n"])
-             .with_columns(fold=pl.lit(ALL_FOLDS)))
-    return pl.concat([summary, means.select(summary.columns)], how="vertical_relaxed")
+def with_fold_means(table: pl.DataFrame, keys: list[str] = _GROUP, *, summed: tuple[str, ...] = ("n",),
+                    blank: tuple[str, ...] = ()) -> pl.DataFrame:
+    """``table`` with, when it has several folds, rows of fold ``all`` per ``keys`` group: the mean
+    over folds of every other numeric column (the summary's rule: per fold, then the mean of the fold
+    values), the sum of the ``summed`` columns, and null in the ``blank`` ones."""
+    if table.get_column("fold").n_unique() < 2:
+        return table
+    group = [c for c in keys if c != "fold"]
+    averaged = [c for c in table.columns if c not in (*keys, *summed, *blank)]
+    means = (table.group_by(group, maintain_order=True)
+             .agg(pl.col(*summed).sum(), *[pl.col(c).fill_nan(None).mean().fill_null(float("nan")) for c in averaged])
+             .with_columns(pl.lit(ALL_FOLDS).alias("fold"), *[pl.lit(None, table.schema[c]).alias(c) for c in blank]))
+    return pl.concat([table, means.select(table.columns)], how="vertical_relaxed")
 
 
 def distribution_curves(per_user_frame: pl.DataFrame, grid: np.ndarray = GRID) -> pl.DataFrame:

@@ -88,6 +88,8 @@ CROSS_DATASET = "cross_dataset"
 #: The leakage audit of the folds (recsys_eval.split.leakage): one row per fold, and one per (fold,
 #: test user); written when the data has timestamps.
 LEAKAGE, LEAKAGE_USERS = "leakage", "leakage_users"
+#: Each fold's test users by slice group (``[analysis] slices``; recsys_eval.split.slices).
+USER_SLICES = "user_slices"
 #: The folder of each fold's saved split (recsys_eval.split.save_split).
 SPLITS = "splits"
 #: The report's files (recsys_eval.report) and its figures' folder.
@@ -108,12 +110,12 @@ COMPARISONS = "comparisons"
 ANALYSIS_TABLES = (
     "paired_tests", "fold_paired_tests", "agreement", "sampled_correction", "sampled_ordering",
     "popularity_bins", "exposure", "learning_curve", "aggregation_f", "aggregation_auc",
-    "aggregation_audit", "distributions",
+    "aggregation_audit", "distributions", "slices", "slice_tests",
 )
 #: The tables of a study over several datasets (recsys_eval.experiment.datasets_study).
 CROSS_DATASET_TABLES = ("values", "ranks", "friedman", "nemenyi", "holm")
 #: Every table a results folder can hold, by name (``<name>.parquet``, most with a CSV beside).
-TABLES = (SUMMARY, DATA_STATS, LEAKAGE, LEAKAGE_USERS, EXPOSURE, AUC_POOLING, LEARNING_CURVE, CURVES, *ANALYSIS_TABLES,
+TABLES = (SUMMARY, DATA_STATS, LEAKAGE, LEAKAGE_USERS, USER_SLICES, EXPOSURE, AUC_POOLING, LEARNING_CURVE, CURVES, *ANALYSIS_TABLES,
           *CROSS_DATASET_TABLES)
 _KEY_COLUMNS = ("fold", "system", "protocol")
 

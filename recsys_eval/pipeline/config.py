@@ -293,6 +293,27 @@ class ReportConfig(_Strict):
     intervals: bool = False
 
 
+class AnalysisConfig(_Strict):
+    """Diagnostics of the analysis: ``slices`` of the test users (``"activity:4"``, ``"cold:5"``,
+    ``"time:3"``; recsys_eval.split.slices) that every metric is also reported per group of."""
+
+    slices: list[str] = Field(default_factory=list)
+
+    @field_validator("slices")
+    @classmethod
+    def _known_slices(cls, slices: list[str]) -> list[str]:
+        from recsys_eval.split.slices import parse_slice
+
+        for text in slices:
+            try:
+                parse_slice(text)
+            except ConfigError as exc:
+                raise ValueError(str(exc)) from None
+        if len(set(slices)) != len(slices):
+            raise ValueError(f"slices are repeated: {slices}")
+        return slices
+
+
 class ExperimentConfig(_Strict):
     name: str
     description: str = ""
@@ -318,6 +339,7 @@ class ExperimentConfig(_Strict):
         """The config file this config was read from (``"config"`` when built from a dict)."""
         return self._source
     report: ReportConfig = Field(default_factory=ReportConfig)
+    analysis: AnalysisConfig = Field(default_factory=AnalysisConfig)
 
     @model_validator(mode="after")
     def _unique_labels(self) -> ExperimentConfig:

@@ -32,6 +32,7 @@ from recsys_eval.core.results import (
     SUMMARY,
     TIMINGS,
     TUNING,
+    USER_SLICES,
     Manifest,
     ResultsFolder,
     config_hash,
@@ -138,6 +139,13 @@ class RunSink:
             audit = leakage_audit(splits)
             self.folder.write_table(LEAKAGE, audit.folds)
             self.folder.write_table(LEAKAGE_USERS, audit.users, csv=False)
+
+    def write_user_slices(self, splits: list[Split], specs: list[str]) -> None:
+        """Each fold's test users by slice group (recsys_eval.split.slices), when slices are asked for."""
+        from recsys_eval.split.slices import user_slices
+
+        if specs:
+            self.folder.write_table(USER_SLICES, user_slices(splits, specs), csv=False)
 
     def write_timings(self, rows: list[dict]) -> None:
         atomic.write_csv(pl.DataFrame(rows), self.folder.file(TIMINGS))

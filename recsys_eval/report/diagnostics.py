@@ -1,6 +1,6 @@
 """The report's diagnostics of the evaluation itself (issue 31): the effect sizes of the comparisons
 with the baseline (with their LaTeX table), the distribution of per-user values behind each mean
-(with ECDF and Lorenz figures) and the leakage audit of the splits.
+(with ECDF and Lorenz figures), the metric per slice of users and the leakage audit of the splits.
 
 Each function returns a :class:`~recsys_eval.report.build.Section`, or None when the results folder
 has nothing for it; :func:`diagnostic_sections` is the one hook :mod:`recsys_eval.report.build` calls.
@@ -35,7 +35,8 @@ LEAKAGE_COLUMNS = {
 def diagnostic_sections(folder: Path, focus: str) -> list[Section]:
     """Every diagnostic section the folder has data for; ``focus`` is the report's main
     ``metric@k`` (``ndcg@10``)."""
-    sections = (effect_size_section(folder, focus), distribution_section(folder, focus), leakage_section(folder))
+    sections = (effect_size_section(folder, focus), distribution_section(folder, focus),
+                slice_section(folder, focus), leakage_section(folder))
     return [s for s in sections if s is not None]
 
 
@@ -224,5 +225,76 @@ def distribution_figure(curves: pl.DataFrame, label: str, protocol: str, colors:
         curve.set(xlabel="share of users (least served first)", ylabel=f"share of total {label}",
                   title=f"Lorenz curve ({protocol})")
         ecdf.legend(loc="lower right")
+        fig.tight_layout()
+    return fig
+
+
+def slice_section(folder: Path, focus: str) -> Section | None:
+    """The main metric per slice group (``[analysis] slices``) of the report's fold, with the
+    paired test against the baseline in each group, and per slice a figure of the metric by group
+    (one line per system, the first protocol)."""
+    results = ResultsFolder(folder)
+    means, tests = results.table("slices"), results.table("slice_tests")
+    key = MetricKey.parse(focus)
+    if means is None or means.is_empty():
+        return None
+    folds = means.get_column("fold").unique().to_list()
+    fold = "all" if "all" in folds else folds[0]
+    rows = means.filter(key.rows() & (pl.col("fold") == fold))
+    if rows.is_empty():
+        return None
+    manifest = results.manifest
+    rows = _in_order(rows, manifest.protocols, manifest.systems).sort("slice", "order", maintain_order=True)
+    shown = rows.select("protocol", "slice", "group", "system", pl.col("n").alias("users"),
+                        pl.format("{} [{}, {}]", *[pl.col(c).round(4) for c in ("mean", "lower", "upper")])
+                        .fill_null(pl.col("mean").round(4).cast(pl.String)).alias(display_label(focus)))
+    if tests is not None and tests.height:
+        test = tests.get_column("test")[0]
+        marks = tests.filter(key.rows() & (pl.col("test") == test)).select(
+            "protocol", "fold", "slice", "group", "system",
+            pl.col("mean_diff").round(4).alias("vs baseline"), pl.col("p_adjusted").map_elements(
+                format_p, return_dtype=pl.String).alias(f"p adjusted ({test})"))
+        shown = shown.join(marks.filter(pl.col("fold") == fold).drop("fold"),
+                           on=["protocol", "slice", "group", "system"], how="left", maintain_order="left")
+    main = display_label(focus)
+    note = (f"{main} within groups of test users (fold {fold}; [analysis] slices): activity:N cuts the users "
+            "at the N quantiles of their training interactions, cold:N separates users with fewer than N "
+            "training interactions, time:N cuts the period of the users' first test interactions into N equal "
+            "windows. Mean over the group's users with a 95% t-interval (fold all: mean of the fold means); "
+            "vs baseline: the paired difference from the baseline on the same users, p corrected within the "
+            "group. A system that wins overall can lose in a group. Every metric: slices.csv, slice_tests.csv.")
+    section = Section("slices", f"Slices of users: {main}", markdown=f"{note}\n\n{_md_table(shown)}",
+                      html=f'<p class="note">{html.escape(note)}</p>' + _html_table(shown))
+    first = rows.get_column("protocol")[0]
+    colors = figures.system_colors(manifest.systems or rows.get_column("system").unique(maintain_order=True).to_list())
+    for name in rows.get_column("slice").unique(maintain_order=True).to_list():
+        part = rows.filter((pl.col("protocol") == first) & (pl.col("slice") == name))
+        fig = slice_figure(part, main, f"{main} by {name} ({first})", colors)
+        if fig is not None:
+            stem = _slug(f"{focus}-by-slice-{name}-{first}")
+            caption = (f"{main} per group of the slice {name} under {first} (fold {fold}), one line per system, "
+                       "with 95% intervals; groups in their natural order (least active, coldest or earliest first).")
+            section.figures.append(Figure(caption, stem, figures.save(fig, results.file(FIGURES), stem)))
+    return section
+
+
+def slice_figure(part: pl.DataFrame, label: str, title: str, colors: dict):
+    """The metric (y) by slice group (x, in order), one line per system with its interval band."""
+    if part.get_column("group").n_unique() < 2:
+        return None
+    import matplotlib.pyplot as plt
+
+    groups = part.sort("order").get_column("group").unique(maintain_order=True).to_list()
+    with plt.rc_context(figures.STYLE):
+        fig, ax = plt.subplots(figsize=(6.5, 3.6))
+        for system in part.get_column("system").unique(maintain_order=True).to_list():
+            line = part.filter(pl.col("system") == system).sort("order")
+            x = [groups.index(g) for g in line.get_column("group")]
+            ax.plot(x, line["mean"], marker="o", ms=4, label=system, color=colors.get(system))
+            if line["lower"].is_not_null().all():
+                ax.fill_between(x, line["lower"], line["upper"], alpha=0.15, color=colors.get(system), lw=0)
+        ax.set_xticks(range(len(groups)), groups, rotation=20, ha="right", fontsize=8)
+        ax.set(ylabel=label, title=title)
+        ax.legend(loc="center left", bbox_to_anchor=(1, 0.5))
         fig.tight_layout()
     return fig

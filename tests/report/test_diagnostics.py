@@ -16,7 +16,7 @@ from polars.testing import assert_frame_equal
 from config_text import config_text, ratings_file, split_table
 from recsys_eval.cli import main
 from latex_tables import compile_tables
-from recsys_eval.core.results import EFFECT_SIZES_TEX, LEAKAGE, LEAKAGE_USERS, ResultsFolder
+from recsys_eval.core.results import EFFECT_SIZES_TEX, LEAKAGE, LEAKAGE_USERS, USER_SLICES, ResultsFolder
 from recsys_eval.experiment.runner import config_splits
 from recsys_eval.measure.aggregate import per_user
 from recsys_eval.pipeline.config import parse_config
@@ -30,7 +30,8 @@ def diagnosed_config(data: Path) -> str:
         "diagnosed", seed=5, dataset=ratings_file(data), split=split_table("holdout", fraction=0.2, per_user=True),
         recommenders=["popular", "random", {"name": "item_knn", "params": {"k": 50}}],
         metrics={"names": ["ndcg", "recall"], "k": [10], "relevance_threshold": 4},
-        output=None, compare={"baseline": "popular", "tests": ["t"]})
+        output=None, compare={"baseline": "popular", "tests": ["t"]},
+        analysis={"slices": ["activity:3", "cold:20", "time:2"]})
 
 
 @pytest.fixture(scope="module")
@@ -99,3 +100,32 @@ def test_the_distributions_table_is_that_of_the_per_user_values(folder):
     assert "## Per-user distributions: nDCG@10" in markdown
     for ext in ("png", "pdf", "svg"):
         assert (folder / "figures" / f"ndcg@10-distribution-AI+AR+AN.{ext}").is_file()
+
+
+def test_the_slice_tables_and_section(folder):
+    results = ResultsFolder.open(folder)
+    slices = results.table(USER_SLICES)
+    assert set(slices.get_column("slice")) == {"activity:3", "cold:20", "time:2"}
+    means = results.table("slices").filter((pl.col("metric") == "ndcg") & (pl.col("slice") == "cold:20")
+                                           & (pl.col("system") == "item_knn"))
+    users = per_user(results.scan_per_unit().filter(
+        (pl.col("metric") == "ndcg") & (pl.col("system") == "item_knn")).collect())
+    joined = users.join(slices.filter(pl.col("slice") == "cold:20"), on=["fold", "user"])
+    for group, mean in means.select("group", "mean").iter_rows():
+        by_hand = joined.filter((pl.col("group") == group) & pl.col("value").is_not_nan()).get_column("value").mean()
+        assert mean == pytest.approx(by_hand)
+    groups = slices.select("slice", "group").unique().height
+    # one t test per group, metric (ndcg, recall) and system against popular
+    assert results.table("slice_tests").filter(pl.col("system") == "item_knn").height == groups * 2
+    markdown = (folder / "report.md").read_text()
+    assert "## Slices of users: nDCG@10" in markdown and "cold (< 20 train)" in markdown
+    assert (folder / "figures" / "ndcg@10-by-slice-cold-20-AI+AR+AN.png").is_file()
+
+
+def test_a_bad_slice_is_a_config_error_naming_it(tmp_path, synthetic_ratings, capsys):
+    config = tmp_path / "bad.toml"
+    config.write_text(config_text("bad", dataset=ratings_file(synthetic_ratings), analysis={"slices": ["actvity:3"]}))
+    with pytest.raises(SystemExit) as exc:
+        main(["validate", str(config)])
+    err = capsys.readouterr().err
+    assert exc.value.code == 1 and "actvity:3" in err and "activity:N" in err
