@@ -83,6 +83,9 @@ CURVES = "curves"
 #: are its columns named with :data:`TUNING_PARAM_PREFIX`.
 TUNING = "tuning.parquet"
 TUNING_PARAM_PREFIX = "param_"
+#: Per (fold, system): whether it was tuned, its trials, seconds, search space, validation splitter
+#: and the check that tuning read nothing of the test side (recsys_eval.tune.budget).
+TUNING_BUDGET = "tuning_budget"
 #: A study over several datasets: the systems' ranks over datasets with the Friedman test and post-hoc.
 CROSS_DATASET = "cross_dataset"
 #: The leakage audit of the folds (recsys_eval.split.leakage): one row per fold, and one per (fold,
@@ -115,7 +118,7 @@ ANALYSIS_TABLES = (
 #: The tables of a study over several datasets (recsys_eval.experiment.datasets_study).
 CROSS_DATASET_TABLES = ("values", "ranks", "friedman", "nemenyi", "holm")
 #: Every table a results folder can hold, by name (``<name>.parquet``, most with a CSV beside).
-TABLES = (SUMMARY, DATA_STATS, LEAKAGE, LEAKAGE_USERS, USER_SLICES, EXPOSURE, AUC_POOLING, LEARNING_CURVE, CURVES, *ANALYSIS_TABLES,
+TABLES = (SUMMARY, DATA_STATS, LEAKAGE, LEAKAGE_USERS, USER_SLICES, TUNING_BUDGET, EXPOSURE, AUC_POOLING, LEARNING_CURVE, CURVES, *ANALYSIS_TABLES,
           *CROSS_DATASET_TABLES)
 _KEY_COLUMNS = ("fold", "system", "protocol")
 

@@ -32,6 +32,7 @@ from recsys_eval.core.results import (
     SUMMARY,
     TIMINGS,
     TUNING,
+    TUNING_BUDGET,
     USER_SLICES,
     Manifest,
     ResultsFolder,
@@ -146,6 +147,10 @@ class RunSink:
 
         if specs:
             self.folder.write_table(USER_SLICES, user_slices(splits, specs), csv=False)
+
+    def write_tuning_budget(self, budget: pl.DataFrame) -> None:
+        """What tuning spent per (fold, system) (recsys_eval.tune.budget)."""
+        self.folder.write_table(TUNING_BUDGET, budget)
 
     def write_timings(self, rows: list[dict]) -> None:
         atomic.write_csv(pl.DataFrame(rows), self.folder.file(TIMINGS))

@@ -1,6 +1,7 @@
 """The report's diagnostics of the evaluation itself (issue 31): the effect sizes of the comparisons
 with the baseline (with their LaTeX table), the distribution of per-user values behind each mean
-(with ECDF and Lorenz figures), the metric per slice of users and the leakage audit of the splits.
+(with ECDF and Lorenz figures), the metric per slice of users, the leakage audit of the splits and
+the tuning budget each system got.
 
 Each function returns a :class:`~recsys_eval.report.build.Section`, or None when the results folder
 has nothing for it; :func:`diagnostic_sections` is the one hook :mod:`recsys_eval.report.build` calls.
@@ -14,7 +15,7 @@ from pathlib import Path
 import polars as pl
 
 from recsys_eval.core import atomic
-from recsys_eval.core.results import EFFECT_SIZES_TEX, FIGURES, LEAKAGE, ResultsFolder
+from recsys_eval.core.results import EFFECT_SIZES_TEX, FIGURES, LEAKAGE, TUNING_BUDGET, ResultsFolder
 from recsys_eval.measure.metrics import MetricKey, display_label
 from recsys_eval.report import figures
 from recsys_eval.report.build import Figure, Section, _html_table, _md_table, _slug
@@ -36,7 +37,7 @@ def diagnostic_sections(folder: Path, focus: str) -> list[Section]:
     """Every diagnostic section the folder has data for; ``focus`` is the report's main
     ``metric@k`` (``ndcg@10``)."""
     sections = (effect_size_section(folder, focus), distribution_section(folder, focus),
-                slice_section(folder, focus), leakage_section(folder))
+                slice_section(folder, focus), leakage_section(folder), tuning_hygiene_section(folder))
     return [s for s in sections if s is not None]
 
 
@@ -298,3 +299,57 @@ def slice_figure(part: pl.DataFrame, label: str, title: str, colors: dict):
         ax.legend(loc="center left", bbox_to_anchor=(1, 0.5))
         fig.tight_layout()
     return fig
+
+
+#: A tuned system is flagged when its trials or seconds are below this share of the best-tuned one's.
+BUDGET_SHARE = 0.5
+
+
+def tuning_flags(budget: pl.DataFrame) -> pl.DataFrame:
+    """Per system over the folds: tunable, tuned, trials, trial seconds, the search space, and
+    ``flags``: ``under-tuned`` (a budget below :data:`BUDGET_SHARE` of the largest any system got,
+    counted in the run's budget unit: trials, or seconds when [tuning] gave only seconds),
+    ``untuned beside tuned`` (hyperparameters left at their defaults while other systems were
+    tuned) and ``tuning read test data``."""
+    per_system = budget.group_by("system", maintain_order=True).agg(
+        pl.col("tunable").all(), pl.col("tuned").any(), pl.col("budget").drop_nulls().first(),
+        pl.col("trials").sum(), pl.col("trial_seconds").sum().round(1),
+        pl.col("search_space").drop_nulls().first(), pl.col("validation_rows_in_test").sum())
+    tuned = pl.col("tuned")
+    unit = "trial_seconds" if "seconds" in per_system.get_column("budget").to_list() else "trials"
+    most = per_system.filter(tuned).get_column(unit).max() or 0
+    flags = pl.concat_list(
+        pl.when(tuned & (pl.col(unit) < BUDGET_SHARE * most)).then(pl.lit("under-tuned")),
+        pl.when(~tuned & pl.col("tunable") & pl.lit(bool(per_system.get_column("tuned").any())))
+        .then(pl.lit("untuned beside tuned")),
+        pl.when(pl.col("validation_rows_in_test") > 0).then(pl.lit("tuning read test data")),
+    ).list.drop_nulls()
+    return per_system.with_columns(flags.list.join("; ").alias("flags"))
+
+
+def tuning_hygiene_section(folder: Path) -> Section | None:
+    """The tuning budget of every system side by side, with the systems the comparison
+    disadvantages or favours flagged (recsys_eval.tune.budget)."""
+    budget = ResultsFolder(folder).table(TUNING_BUDGET)
+    if budget is None or budget.is_empty():
+        return None
+    table = tuning_flags(budget)
+    flagged = table.filter(pl.col("flags") != "")
+    if flagged.height:
+        verdict = (f"**Unequal tuning** for {', '.join(flagged.get_column('system'))}: a system tuned with less "
+                   f"than {BUDGET_SHARE:.0%} of the largest budget, or left at its defaults beside tuned ones, is "
+                   "compared at a disadvantage (Rendle, Zhang & Koren 2019; Ferrari Dacrema et al., RecSys 2019; "
+                   "Shehzad & Jannach, RecSys 2023).")
+    else:
+        verdict = "Every system got a comparable tuning budget."
+    note = ("Per system over every fold: tunable (it has hyperparameters), tuned (it had a search space), the trials and the seconds its trials took "
+            "(fit and validation), the space searched; tuning ran on a validation split carved from each fold's "
+            "train side, and validation_rows_in_test counts the validation interactions that are also in the "
+            "fold's test side (0: tuning saw no test data). Per fold: tuning_budget.csv.")
+    shown = table.select("system", "tunable", "tuned", "trials", pl.col("trial_seconds").alias("trial seconds"),
+                         pl.col("search_space").fill_null("–").alias("search space"),
+                         pl.col("validation_rows_in_test").alias("validation rows in test"), "flags")
+    return Section("tuning_hygiene", "Tuning hygiene",
+                   markdown=f"{verdict}\n\n{note}\n\n{_md_table(shown)}",
+                   html=f"<p>{html.escape(verdict.replace('**', ''))}</p><p class=\"note\">{html.escape(note)}</p>"
+                   + _html_table(shown))
