@@ -12,10 +12,10 @@ from recsys_eval.errors import ConfigError, DataError
 
 #: How the printed table names the shares (docs/CONVENTIONS.md#leakage).
 SHARE_TITLES = {
-    "share_after_test_start": "train after test start",
-    "share_after_user_test": "train after user's test",
-    "share_future_items": "test items seen later",
-    "share_users_leaking": "test users leaking",
+    "share_after_test_start": "train after T0",
+    "share_after_user_test": "train after own test",
+    "share_future_items": "items trained later",
+    "share_users_leaking": "users leaking",
 }
 
 
@@ -58,12 +58,15 @@ def _print(console, result, title: str) -> None:
 
     table = Table(title=f"Leakage audit ({title}; threshold {result.threshold:g})", title_justify="left",
                   box=box.SIMPLE_HEAD, pad_edge=False)
-    for column in ("fold", "test start (UTC)", *SHARE_TITLES.values()):
-        table.add_column(column, justify="left" if column == "fold" else "right", no_wrap=column != "fold")
+    for column in ("fold", "T0 (UTC)", *SHARE_TITLES.values()):
+        table.add_column(column, justify="left" if column == "fold" else "right", no_wrap=column == "fold")
     for row in result.folds.iter_rows(named=True):
         cells = [f"[bold red]{row[s]:.4f}[/]" if s in row["flagged"] else f"{row[s]:.4f}" for s in SHARE_TITLES]
         table.add_row(row["fold"], _date(row["test_start"]), *cells)
     console.print(table)
+    console.print("T0: the fold's first test time; shares of training rows after T0 and after the user's first "
+                  "test time, of test rows whose item was first trained on after it, of test users with later "
+                  "training (docs/CONVENTIONS.md#leakage)", highlight=False, style="dim")
     flagged = result.folds.filter(result.folds["flagged"].list.len() > 0).height
     console.print(f"{flagged} of {result.folds.height} fold(s) leak above the threshold" if flagged
                   else "no leakage above the threshold", highlight=False)
@@ -72,4 +75,4 @@ def _print(console, result, title: str) -> None:
 def _date(seconds: int | None) -> str:
     from datetime import datetime, timezone
 
-    return "–" if seconds is None else datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%d %H:%M")
+    return "–" if seconds is None else datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%d")
