@@ -58,7 +58,7 @@ def run_experiment(
     timings, log = Timings(), []
     with Progress(console or Console(), quiet=quiet) as progress:
         data, splits, prepared = load_and_split(config, progress, timings)
-        sink.write_user_slices(splits, config.analysis.slices)
+        sink.write_user_slices(splits, config.analysis.slices, config.analysis.user_attributes)
         sink.set_layout([s.name for s in splits], options.systems, options.labels)
         folds = []
         for split in splits:

@@ -295,9 +295,11 @@ class ReportConfig(_Strict):
 
 class AnalysisConfig(_Strict):
     """Diagnostics of the analysis: ``slices`` of the test users (``"activity:4"``, ``"cold:5"``,
-    ``"time:3"``; recsys_eval.split.slices) that every metric is also reported per group of."""
+    ``"time:3"``, ``"attribute:gender"``; recsys_eval.split.slices) that every metric is also
+    reported per group of, and the ``user_attributes`` file the attribute slices read."""
 
     slices: list[str] = Field(default_factory=list)
+    user_attributes: str | None = None
 
     @field_validator("slices")
     @classmethod
@@ -312,6 +314,13 @@ class AnalysisConfig(_Strict):
         if len(set(slices)) != len(slices):
             raise ValueError(f"slices are repeated: {slices}")
         return slices
+
+    @model_validator(mode="after")
+    def _attributes_given(self) -> AnalysisConfig:
+        needing = [s for s in self.slices if s.startswith("attribute:")]
+        if needing and self.user_attributes is None:
+            raise ValueError(f"slices {needing} need user_attributes, a CSV or Parquet file with a 'user' column")
+        return self
 
 
 class ExperimentConfig(_Strict):

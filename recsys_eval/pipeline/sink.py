@@ -141,12 +141,14 @@ class RunSink:
             self.folder.write_table(LEAKAGE, audit.folds)
             self.folder.write_table(LEAKAGE_USERS, audit.users, csv=False)
 
-    def write_user_slices(self, splits: list[Split], specs: list[str]) -> None:
-        """Each fold's test users by slice group (recsys_eval.split.slices), when slices are asked for."""
-        from recsys_eval.split.slices import user_slices
+    def write_user_slices(self, splits: list[Split], specs: list[str], attributes: str | None = None) -> None:
+        """Each fold's test users by slice group (recsys_eval.split.slices), when slices are asked
+        for; ``attributes``: the user attributes file of the attribute slices."""
+        from recsys_eval.split.slices import read_user_attributes, user_slices
 
         if specs:
-            self.folder.write_table(USER_SLICES, user_slices(splits, specs), csv=False)
+            table = user_slices(splits, specs, read_user_attributes(attributes) if attributes else None)
+            self.folder.write_table(USER_SLICES, table, csv=False)
 
     def write_tuning_budget(self, budget: pl.DataFrame) -> None:
         """What tuning spent per (fold, system) (recsys_eval.tune.budget)."""

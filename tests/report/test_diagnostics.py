@@ -25,13 +25,22 @@ from recsys_eval.report.diagnostics import magnitude
 from recsys_eval.split import leakage_audit
 
 
+def user_attributes(data: Path) -> Path:
+    """A user attributes file beside the ratings: a made-up group for every other user."""
+    path = data.parent / "users.csv"
+    users = pl.read_csv(data).get_column("userId").unique().sort()
+    pl.DataFrame({"user": users, "group": ["odd" if u % 2 else "even" for u in users]}).write_csv(path)
+    return path
+
+
 def diagnosed_config(data: Path) -> str:
     return config_text(
         "diagnosed", seed=5, dataset=ratings_file(data), split=split_table("holdout", fraction=0.2, per_user=True),
         recommenders=["popular", "random", {"name": "item_knn", "params": {"k": 50}}],
         metrics={"names": ["ndcg", "recall"], "k": [10], "relevance_threshold": 4},
         output=None, compare={"baseline": "popular", "tests": ["t"]},
-        analysis={"slices": ["activity:3", "cold:20", "time:2"]})
+        analysis={"slices": ["activity:3", "cold:20", "time:2", "attribute:group"],
+                  "user_attributes": str(user_attributes(data))})
 
 
 @pytest.fixture(scope="module")
@@ -105,7 +114,8 @@ def test_the_distributions_table_is_that_of_the_per_user_values(folder):
 def test_the_slice_tables_and_section(folder):
     results = ResultsFolder.open(folder)
     slices = results.table(USER_SLICES)
-    assert set(slices.get_column("slice")) == {"activity:3", "cold:20", "time:2"}
+    assert set(slices.get_column("slice")) == {"activity:3", "cold:20", "time:2", "attribute:group"}
+    assert set(slices.filter(pl.col("slice") == "attribute:group").get_column("group")) == {"odd", "even"}
     means = results.table("slices").filter((pl.col("metric") == "ndcg") & (pl.col("slice") == "cold:20")
                                            & (pl.col("system") == "item_knn"))
     users = per_user(results.scan_per_unit().filter(
@@ -129,3 +139,12 @@ def test_a_bad_slice_is_a_config_error_naming_it(tmp_path, synthetic_ratings, ca
         main(["validate", str(config)])
     err = capsys.readouterr().err
     assert exc.value.code == 1 and "actvity:3" in err and "activity:N" in err
+
+
+def test_an_attribute_slice_without_attributes_is_a_config_error(tmp_path, synthetic_ratings, capsys):
+    config = tmp_path / "bad.toml"
+    config.write_text(config_text("bad", dataset=ratings_file(synthetic_ratings), analysis={"slices": ["attribute:x"]}))
+    with pytest.raises(SystemExit) as exc:
+        main(["validate", str(config)])
+    err = capsys.readouterr().err
+    assert exc.value.code == 1 and "user_attributes" in err

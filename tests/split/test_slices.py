@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from recsys_eval.errors import ConfigError
+from recsys_eval.errors import ConfigError, DataError
 from recsys_eval.split import holdout
-from recsys_eval.split.slices import parse_slice, user_slices
+from recsys_eval.split.slices import parse_slice, read_user_attributes, user_slices
 from tests.split.helpers import random_interactions
 
 
@@ -65,8 +65,38 @@ def test_every_test_user_is_in_exactly_one_group_of_each_slice(seed, n):
 
 @pytest.mark.parametrize(("text", "message"), [
     ("activity", "expected one of activity:N"), ("age:3", "expected one of"), ("activity:x", "whole number"),
-    ("activity:1", "at least 2"), ("cold:0", "at least 1"),
+    ("activity:1", "at least 2"), ("cold:0", "at least 1"), ("attribute:", "name the attribute column"),
 ])
 def test_bad_slices_are_named(text, message):
     with pytest.raises(ConfigError, match=message):
         parse_slice(text)
+
+
+def test_attribute_groups_are_the_values_of_the_column_and_unknown(tmp_path):
+    split = holdout(random_interactions(5), 0.3, seed=5)
+    test_users = sorted(int(split.test.user_ids[u]) for u in split.test.frame.get_column("user").unique())
+    known = test_users[:-3]  # the last three have no row: unknown
+    path = tmp_path / "users.csv"
+    pl.DataFrame({"user": known, "gender": ["F" if u % 2 else "M" for u in known],
+                  "age": list(range(len(known)))}).write_csv(path)
+    table = user_slices([split], ["attribute:gender"], read_user_attributes(path))
+    groups = dict(table.select("user", "group").iter_rows())
+    assert sorted(groups) == test_users
+    assert all(groups[u] == ("F" if u % 2 else "M") for u in known)
+    assert all(groups[u] == "unknown" for u in test_users[-3:])
+    assert dict(table.select("group", "order").unique().iter_rows()) == {"F": 0, "M": 1, "unknown": 2}
+    with pytest.raises(ConfigError, match="no column 'sex'.*gender"):
+        user_slices([split], ["attribute:sex"], read_user_attributes(path))
+    with pytest.raises(ConfigError, match="more than 50 distinct values"):
+        user_slices([split], ["attribute:age"], read_user_attributes(path))
+    with pytest.raises(ConfigError, match="needs \\[analysis\\] user_attributes"):
+        user_slices([split], ["attribute:gender"])
+
+
+def test_a_bad_attributes_file_is_named(tmp_path):
+    with pytest.raises(DataError, match="no such file"):
+        read_user_attributes(tmp_path / "absent.csv")
+    path = tmp_path / "users.csv"
+    pl.DataFrame({"id": [1], "gender": ["F"]}).write_csv(path)
+    with pytest.raises(DataError, match="no 'user' column"):
+        read_user_attributes(path)
