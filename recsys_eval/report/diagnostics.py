@@ -246,6 +246,8 @@ def slice_section(folder: Path, focus: str) -> Section | None:
         return None
     manifest = results.manifest
     rows = _in_order(rows, manifest.protocols, manifest.systems).sort("slice", "order", maintain_order=True)
+    first = rows.get_column("protocol")[0]
+    rows = rows.filter(pl.col("protocol") == first)  # the others: slices.csv
     shown = rows.select("protocol", "slice", "group", "system", pl.col("n").alias("users"),
                         pl.format("{} [{}, {}]", *[pl.col(c).round(4) for c in ("mean", "lower", "upper")])
                         .fill_null(pl.col("mean").round(4).cast(pl.String)).alias(display_label(focus)))
@@ -258,18 +260,17 @@ def slice_section(folder: Path, focus: str) -> Section | None:
         shown = shown.join(marks.filter(pl.col("fold") == fold).drop("fold"),
                            on=["protocol", "slice", "group", "system"], how="left", maintain_order="left")
     main = display_label(focus)
-    note = (f"{main} within groups of test users (fold {fold}; [analysis] slices): activity:N cuts the users "
+    note = (f"{main} within groups of test users under {first} (fold {fold}; [analysis] slices): activity:N cuts the users "
             "at the N quantiles of their training interactions, cold:N separates users with fewer than N "
             "training interactions, time:N cuts the period of the users' first test interactions into N equal "
-            "windows. Mean over the group's users with a 95% t-interval (fold all: mean of the fold means); "
+            "windows, attribute:COLUMN groups by a user attribute. Mean over the group's users with a 95% t-interval (fold all: mean of the fold means); "
             "vs baseline: the paired difference from the baseline on the same users, p corrected within the "
-            "group. A system that wins overall can lose in a group. Every metric: slices.csv, slice_tests.csv.")
+            "group. A system that wins overall can lose in a group. Every protocol and metric: slices.csv, slice_tests.csv.")
     section = Section("slices", f"Slices of users: {main}", markdown=f"{note}\n\n{_md_table(shown)}",
                       html=f'<p class="note">{html.escape(note)}</p>' + _html_table(shown))
-    first = rows.get_column("protocol")[0]
     colors = figures.system_colors(manifest.systems or rows.get_column("system").unique(maintain_order=True).to_list())
     for name in rows.get_column("slice").unique(maintain_order=True).to_list():
-        part = rows.filter((pl.col("protocol") == first) & (pl.col("slice") == name))
+        part = rows.filter(pl.col("slice") == name)
         fig = slice_figure(part, main, f"{main} by {name} ({first})", colors)
         if fig is not None:
             stem = _slug(f"{focus}-by-slice-{name}-{first}")
