@@ -93,11 +93,11 @@ def part_curves(folder: ResultsFolder, protocol: str, metric: str, k: int | None
     """:func:`distribution_curves` of one (protocol, metric, k) of a results folder, read fold by
     fold from the per-unit files with a filtered scan; fold ``all`` averages the folds' curves
     point by point (a quantile average, Vincent's)."""
-    wanted = (pl.col("protocol") == protocol) & (pl.col("metric") == metric) & pl.col("user").is_not_null()
+    wanted = (pl.col("metric") == metric) & pl.col("user").is_not_null()
     wanted &= pl.col("k").is_null() if k is None else pl.col("k") == k
     folds = []
     for fold in folder.manifest.folds:
-        units = folder.scan_per_unit(fold=fold).filter(wanted).collect()
+        units = folder.scan_per_unit(fold=fold, protocol=protocol).filter(wanted).collect()
         if units.height:
             folds.append(distribution_curves(per_user(units, undefined=undefined)))
     if not folds:
