@@ -14,10 +14,11 @@ and slices add under 10% to the ML-1M study; this prints their share of the part
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 import polars as pl
+from bench_load import best
+from peak import report_peak
 
 from recsys_eval.compare import distribution_summary, paired_tests, slice_means, slice_tests
 
@@ -48,15 +49,6 @@ def slices(n_users: int, seed: int = 1) -> pl.DataFrame:
     ])
 
 
-def best(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--users", type=int, default=6040)
@@ -72,6 +64,7 @@ def main() -> None:
     print(f"paired tests (the analysis without diagnostics): {tests:.3f} s")
     print(f"distributions: {dist:.3f} s ({dist / tests:.0%} of the tests)")
     print(f"slices activity:4 + cold:20 (means and tests per group): {sliced:.3f} s ({sliced / tests:.0%})")
+    report_peak()
 
 
 if __name__ == "__main__":
