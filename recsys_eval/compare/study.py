@@ -1,5 +1,5 @@
 """The comparison of a study: everything computed from a complete results folder after the run:
-paired tests against the baseline, protocol agreement, the sampled-metric correction, popularity
+paired tests against the baseline, per-user distributions, slices of users, protocol agreement, the sampled-metric correction, popularity
 bins, learning curves and the aggregation audit of cross-validated runs.
 
 Every number set beside another is computed through the same rule as the summary: per-unit values
@@ -18,7 +18,7 @@ import numpy as np
 import polars as pl
 
 from recsys_eval.core.rng import derive_seed
-from recsys_eval.core.results import AUC_POOLING, EXPOSURE, LEARNING_CURVE, SUMMARY, ResultsFolder
+from recsys_eval.core.results import AUC_POOLING, EXPOSURE, LEARNING_CURVE, SUMMARY, USER_SLICES, ResultsFolder
 from recsys_eval.measure.aggregate import ALL_FOLDS, fold_summary, per_user, with_all_folds
 from recsys_eval.measure.metrics import AUXILIARY_METRICS as AUXILIARY
 from recsys_eval.measure.metrics import N_RELEVANT
@@ -264,6 +264,8 @@ def analyse(
     """Compute the comparison tables of a results folder and write them to ``out`` (default: the
     folder itself). Returns the tables by name."""
     from recsys_eval.compare import fold_paired_tests, paired_tests
+    from recsys_eval.compare.distributions import distribution_summary, with_fold_means
+    from recsys_eval.compare.slices import slice_fold_means, slice_means, slice_tests
     from recsys_eval.errors import check_choice
 
     folder = folder if isinstance(folder, ResultsFolder) else ResultsFolder.open(folder)
@@ -284,7 +286,8 @@ def analyse(
     folds = manifest.folds
     summary = folder.table(SUMMARY)
     tables: dict[str, pl.DataFrame] = {}
-    paired, means = [], []
+    paired, means, distributions, sliced, slice_paired = [], [], [], [], []
+    slices = folder.table(USER_SLICES)
     definitions = manifest.protocol_definitions  # none in a folder no run wrote (evaluate)
     for users in per_user_parts(folder, undefined):
         # every test family lies within one (protocol, fold, metric, k): each part is tested on its
@@ -296,6 +299,12 @@ def analyse(
         part_options = {**options, "seed": derive_seed(options["seed"], "paired", first["fold"], protocol)}
         paired += [paired_tests(group, **part_options) for group in _comparable_groups(users, baseline)]
         means.append(_fold_means(users))
+        distributions.append(distribution_summary(users))
+        if slices is not None:
+            fold_slices = slices.filter(pl.col("fold") == first["fold"])
+            sliced.append(slice_means(users, fold_slices))
+            slice_paired += [slice_tests(group, fold_slices, **part_options)
+                             for group in _comparable_groups(users, baseline)]
         del users
     fold_paired = []
     if len(folds) >= 2 and means:
@@ -307,6 +316,12 @@ def analyse(
         tables["paired_tests"] = _in_part_order(pl.concat(paired), folds, manifest.protocols)
     if fold_paired:
         tables["fold_paired_tests"] = pl.concat(fold_paired)
+    if distributions:
+        tables["distributions"] = with_fold_means(pl.concat(distributions))
+    if sliced:
+        tables["slices"] = slice_fold_means(pl.concat(sliced))
+        tested = [t for t in slice_paired if t.height]
+        tables["slice_tests"] = pl.concat(tested) if tested else pl.DataFrame()
     tables["agreement"] = agreement_table(summary, folds)
     tables["sampled_correction"] = sampled_table(folder, summary, undefined)
     tables["sampled_ordering"] = sampled_ordering(tables["sampled_correction"])

@@ -83,13 +83,23 @@ CURVES = "curves"
 #: are its columns named with :data:`TUNING_PARAM_PREFIX`.
 TUNING = "tuning.parquet"
 TUNING_PARAM_PREFIX = "param_"
+#: Per (fold, system): whether it was tuned, its trials, seconds, search space, validation splitter
+#: and the check that tuning read nothing of the test side (recsys_eval.tune.budget).
+TUNING_BUDGET = "tuning_budget"
 #: A study over several datasets: the systems' ranks over datasets with the Friedman test and post-hoc.
 CROSS_DATASET = "cross_dataset"
+#: The leakage audit of the folds (recsys_eval.split.leakage): one row per fold, and one per (fold,
+#: test user); written when the data has timestamps.
+LEAKAGE, LEAKAGE_USERS = "leakage", "leakage_users"
+#: Each fold's test users by slice group (``[analysis] slices``; recsys_eval.split.slices).
+USER_SLICES = "user_slices"
 #: The folder of each fold's saved split (recsys_eval.split.save_split).
 SPLITS = "splits"
 #: The report's files (recsys_eval.report) and its figures' folder.
 REPORT_MD, REPORT_HTML = "report.md", "report.html"
 TABLES_TEX, TABLES_TEX_WIDE = "tables.tex", "tables-twocolumn.tex"
+#: The report's LaTeX table of effect sizes against the baseline (recsys_eval.report.diagnostics).
+EFFECT_SIZES_TEX = "effect-sizes.tex"
 FIGURES = "figures"
 #: Scratch folders of a run in progress, one file per fold in each, removed when it completes:
 #: exposure counts per popularity bin, the sampled scored targets of the pooled AUC, and the ROC and
@@ -103,12 +113,12 @@ COMPARISONS = "comparisons"
 ANALYSIS_TABLES = (
     "paired_tests", "fold_paired_tests", "agreement", "sampled_correction", "sampled_ordering",
     "popularity_bins", "exposure", "learning_curve", "aggregation_f", "aggregation_auc",
-    "aggregation_audit",
+    "aggregation_audit", "distributions", "slices", "slice_tests",
 )
 #: The tables of a study over several datasets (recsys_eval.experiment.datasets_study).
 CROSS_DATASET_TABLES = ("values", "ranks", "friedman", "nemenyi", "holm")
 #: Every table a results folder can hold, by name (``<name>.parquet``, most with a CSV beside).
-TABLES = (SUMMARY, DATA_STATS, EXPOSURE, AUC_POOLING, LEARNING_CURVE, CURVES, *ANALYSIS_TABLES,
+TABLES = (SUMMARY, DATA_STATS, LEAKAGE, LEAKAGE_USERS, USER_SLICES, TUNING_BUDGET, EXPOSURE, AUC_POOLING, LEARNING_CURVE, CURVES, *ANALYSIS_TABLES,
           *CROSS_DATASET_TABLES)
 _KEY_COLUMNS = ("fold", "system", "protocol")
 

@@ -60,6 +60,7 @@ def run_experiment(
     with Timings() as timings:
         with Progress(console or Console(), quiet=quiet) as progress:
             data, splits, prepared = load_and_split(config, progress, timings)
+            sink.write_user_slices(splits, config.analysis.slices, config.analysis.user_attributes)
             sink.set_layout([s.name for s in splits], options.systems, options.labels)
             folds = []
             for split in splits:
@@ -76,6 +77,12 @@ def run_experiment(
             sink.write_side_tables()
             sink.write_summary(summary)
             sink.write_data_stats(data_statistics(data, prepared, splits))
+            sink.write_leakage(splits)
+            if config.tuning is not None:
+                from recsys_eval.tune.budget import tuning_budget
+
+                trials = pl.read_parquet(sink.tuning_log) if sink.tuning_log.is_file() else None
+                sink.write_tuning_budget(tuning_budget(config, splits, trials))
             timings.add("", "", "write results", start)
         manifest = make_manifest(config, sink.config_hash, data, splits,
                                  sink.relative([p for f in folds for p in f.partitions]))

@@ -320,6 +320,36 @@ class ReportConfig(_Strict):
     intervals: bool = False
 
 
+class AnalysisConfig(_Strict):
+    """Diagnostics of the analysis: ``slices`` of the test users (``"activity:4"``, ``"cold:5"``,
+    ``"time:3"``, ``"attribute:gender"``; recsys_eval.split.slices) that every metric is also
+    reported per group of, and the ``user_attributes`` file the attribute slices read."""
+
+    slices: list[str] = Field(default_factory=list)
+    user_attributes: str | None = None
+
+    @field_validator("slices")
+    @classmethod
+    def _known_slices(cls, slices: list[str]) -> list[str]:
+        from recsys_eval.split.slices import parse_slice
+
+        for text in slices:
+            try:
+                parse_slice(text)
+            except ConfigError as exc:
+                raise ValueError(str(exc)) from None
+        if len(set(slices)) != len(slices):
+            raise ValueError(f"slices are repeated: {slices}")
+        return slices
+
+    @model_validator(mode="after")
+    def _attributes_given(self) -> AnalysisConfig:
+        needing = [s for s in self.slices if s.startswith("attribute:")]
+        if needing and self.user_attributes is None:
+            raise ValueError(f"slices {needing} need user_attributes, a CSV or Parquet file with a 'user' column")
+        return self
+
+
 class ExperimentConfig(_Strict):
     name: str
     description: str = ""
@@ -345,6 +375,7 @@ class ExperimentConfig(_Strict):
         """The config file this config was read from (``"config"`` when built from a dict)."""
         return self._source
     report: ReportConfig = Field(default_factory=ReportConfig)
+    analysis: AnalysisConfig = Field(default_factory=AnalysisConfig)
     track: TrackConfig = Field(default_factory=TrackConfig)
 
     @field_validator("recommenders")

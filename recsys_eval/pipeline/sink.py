@@ -26,11 +26,15 @@ from recsys_eval.core.results import (
     DATA_STATS,
     EXPOSURE,
     EXPOSURE_COUNTS,
+    LEAKAGE,
+    LEAKAGE_USERS,
     LEARNING_CURVE,
     LOG,
     SUMMARY,
     TIMINGS,
     TUNING,
+    TUNING_BUDGET,
+    USER_SLICES,
     Manifest,
     ResultsFolder,
     config_hash,
@@ -131,6 +135,28 @@ class RunSink:
 
     def write_data_stats(self, stats: pl.DataFrame) -> None:
         self.folder.write_table(DATA_STATS, stats, csv=False)
+
+    def write_leakage(self, splits: list[Split]) -> None:
+        """The folds' leakage audit (recsys_eval.split.leakage), when every side has timestamps."""
+        from recsys_eval.split import leakage_audit
+
+        if all(s.train.has_timestamp and s.test.has_timestamp for s in splits):
+            audit = leakage_audit(splits)
+            self.folder.write_table(LEAKAGE, audit.folds)
+            self.folder.write_table(LEAKAGE_USERS, audit.users, csv=False)
+
+    def write_user_slices(self, splits: list[Split], specs: list[str], attributes: str | None = None) -> None:
+        """Each fold's test users by slice group (recsys_eval.split.slices), when slices are asked
+        for; ``attributes``: the user attributes file of the attribute slices."""
+        from recsys_eval.split.slices import read_user_attributes, user_slices
+
+        if specs:
+            table = user_slices(splits, specs, read_user_attributes(attributes) if attributes else None)
+            self.folder.write_table(USER_SLICES, table, csv=False)
+
+    def write_tuning_budget(self, budget: pl.DataFrame) -> None:
+        """What tuning spent per (fold, system) (recsys_eval.tune.budget)."""
+        self.folder.write_table(TUNING_BUDGET, budget)
 
     def write_timings(self, rows: list[dict]) -> None:
         atomic.write_csv(pl.DataFrame(rows), self.folder.file(TIMINGS))

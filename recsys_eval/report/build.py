@@ -266,6 +266,9 @@ def build_sections(folder: Path) -> list[Section]:
     tuning = _tuning_section(folder)
     if tuning is not None:
         sections.append(tuning)
+    from recsys_eval.report.diagnostics import diagnostic_sections
+
+    sections += diagnostic_sections(folder, focus)
     labels = [c for c in dict.fromkeys(columns + summary.get_column("metric").unique(maintain_order=True).to_list())]
     terms = glossary(manifest.protocol_definitions, labels)
     sections.append(Section(

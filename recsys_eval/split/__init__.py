@@ -8,6 +8,7 @@ dropped or kept. :func:`make_split` runs one by the name configs use.
 from recsys_eval.split.holdout import holdout
 from recsys_eval.split.io import load_split, load_splits, save_split, save_splits
 from recsys_eval.split.kfold import kfold
+from recsys_eval.split.leakage import LeakageAudit, leakage_audit
 from recsys_eval.split.learning_curve import learning_curve
 from recsys_eval.split.make import SPLITTERS, check_split, make_split, split_parameters
 from recsys_eval.split.official import OFFICIAL_FOLDS, official_folds
@@ -16,6 +17,7 @@ from recsys_eval.split.temporal import time_split, user_time_split
 from recsys_eval.split.validation import validation_split
 
 __all__ = [
+    "LeakageAudit",
     "OFFICIAL_FOLDS",
     "SPLITTERS",
     "all_but_n",
@@ -23,6 +25,7 @@ __all__ = [
     "given_n",
     "holdout",
     "kfold",
+    "leakage_audit",
     "learning_curve",
     "leave_last_n",
     "load_split",
