@@ -56,6 +56,7 @@ def run(
     from recsys_eval.pipeline.config import read_config_text
     from recsys_eval.experiment.runner import run_experiment
     from recsys_eval.experiment.summary_table import print_summary
+    from recsys_eval.report.choice import report_choice
 
     parsed = _load(config, overrides)
     console = Console()
@@ -78,9 +79,15 @@ def run(
     outcome = run_experiment(parsed, text, out_root=out, resume=resume, quiet=quiet, console=console)
     ResultsFolder(outcome.folder).link_latest()
     if not quiet:
+        from recsys_eval.report.overview import print_first_screen
+
+        choice = report_choice(outcome.folder, outcome.summary)
         print_summary(console, outcome.summary, manifest=ResultsFolder(outcome.folder).manifest,
-                      columns=parsed.report.metrics)
+                      columns=choice.columns)
+        print_first_screen(console, outcome.folder, outcome.summary, choice.headline)
     console.print(f"results: {outcome.folder}", highlight=False)
+    if parsed.output.report:
+        console.print(f"report: {outcome.folder / 'report.html'}", highlight=False)
 
 
 @app.command()

@@ -321,7 +321,7 @@ def test_bars_leave_out_missing_values():
     frame = pl.DataFrame({"system": ["a", "a", "b", "b"], "estimate": ["sampled", "full"] * 2,
                           "value": [0.5, None, 0.4, None]})
     fig = figures.grouped_bars(frame, group="system", series="estimate", value="value", title="t", ylabel="y", xlabel="x")
-    assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == ["sampled"]
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["sampled"]
     assert figures.grouped_bars(frame.filter(pl.col("estimate") == "full"), group="system", series="estimate",
                                 value="value", title="t", ylabel="y", xlabel="x") is None
 
@@ -408,3 +408,12 @@ def test_a_tuned_run_reports_the_chosen_parameters_and_the_trials(tmp_path, synt
     assert len(rows) == 1 and f"| user_knn | {best['trial']} |" in rows[0] and rows[0].endswith(f"| {best['param_k']} |")
     assert 'id="tuning"' in (folder / "report.html").read_text()
     assert (folder / "figures" / "tuning-validation-curves.pdf").is_file()
+
+
+def test_values_tied_with_the_best_are_all_bold():
+    from recsys_eval.report.tables import summary_blocks
+
+    summary = pl.DataFrame({"system": ["x", "y", "z"], "protocol": "p", "fold": "all", "metric": "ndcg", "k": 10,
+                            "mean": [0.5, 0.5 - 1e-12, 0.5 - 1e-6]})
+    cells = summary_blocks(summary, fold="all")[0].rows
+    assert [cells[s]["ndcg@10"].best for s in "xyz"] == [True, True, False]
