@@ -66,25 +66,30 @@ def run_experiment(
         if config.learning_curve is not None:
             from recsys_eval.pipeline.curve import learning_curve_rows
 
-            sink.write_learning_curve(learning_curve_rows(options, data, splits[0], config.learning_curve, timings))
-        start = time.perf_counter()
-        summary = combine_folds(folds)
-        timings.add("", "", "summarise", start)
-        start = time.perf_counter()
-        sink.write_side_tables()
-        sink.write_summary(summary)
-        sink.write_data_stats(data_statistics(data, prepared, splits))
-        timings.add("", "", "write results", start)
-    manifest = make_manifest(config, sink.config_hash, data, splits,
-                             sink.relative([p for f in folds for p in f.partitions]))
-    sink.write_manifest(manifest)  # the analysis and the report read it
-    if config.output.report:
-        start = time.perf_counter()
-        sink.analyse()
-        timings.add("", "", "analyse", start)
-        start = time.perf_counter()
-        sink.report()
-        timings.add("", "", "report", start)
+            with progress.step("learning curve"):
+                sink.write_learning_curve(learning_curve_rows(options, data, splits[0], config.learning_curve,
+                                                              timings))
+        with progress.step("summarise and write results"):
+            start = time.perf_counter()
+            summary = combine_folds(folds)
+            timings.add("", "", "summarise", start)
+            start = time.perf_counter()
+            sink.write_side_tables()
+            sink.write_summary(summary)
+            sink.write_data_stats(data_statistics(data, prepared, splits))
+            timings.add("", "", "write results", start)
+        manifest = make_manifest(config, sink.config_hash, data, splits,
+                                 sink.relative([p for f in folds for p in f.partitions]))
+        sink.write_manifest(manifest)  # the analysis and the report read it
+        if config.output.report:
+            with progress.step("analyse (tests, agreement, audits)"):
+                start = time.perf_counter()
+                sink.analyse()
+                timings.add("", "", "analyse", start)
+            with progress.step("report (tables, figures, report.html)"):
+                start = time.perf_counter()
+                sink.report()
+                timings.add("", "", "report", start)
     sink.write_timings(timings.rows)
     sink.write_log(log)
     return RunOutcome(sink.finish(manifest.replace(peak_rss_mb=timings.peak_mb)), summary)
@@ -93,16 +98,18 @@ def run_experiment(
 def load_and_split(config: ExperimentConfig, progress: Progress,
                    timings: Timings) -> tuple[Interactions, list[Split], list[dict]]:
     """The dataset, prepared, and its folds; with what each preparation step removed."""
-    start = time.perf_counter()
-    data = load_data(config.dataset)
-    prepared: list[dict] = []
-    if config.prepare.on == "data":
-        data, prepared = prepare_data(config.prepare, data)
-    timings.add("", "", "load and prepare", start)
-    progress.log(f"data: {data!r}")
-    start = time.perf_counter()
-    splits, on_train = prepare_splits(config.prepare, config_splits(config, data))
-    timings.add("", "", "split", start)
+    with progress.step("load and prepare"):
+        start = time.perf_counter()
+        data = load_data(config.dataset)
+        prepared: list[dict] = []
+        if config.prepare.on == "data":
+            data, prepared = prepare_data(config.prepare, data)
+        timings.add("", "", "load and prepare", start)
+    progress.log(f"data: {data!r}", markup=False)
+    with progress.step("split"):
+        start = time.perf_counter()
+        splits, on_train = prepare_splits(config.prepare, config_splits(config, data))
+        timings.add("", "", "split", start)
     return data, splits, prepared + on_train
 
 
@@ -120,10 +127,10 @@ def run_fold(config: ExperimentConfig, options: RunOptions, data: Interactions, 
 
     done = sink.completed(split.name)
     if done is not None:
-        progress.log(f"[{split.name}] done in an earlier attempt: reused")
+        progress.log(f"[{split.name}] done in an earlier attempt: reused", markup=False)
         return reuse_fold(options, done)
     start = time.perf_counter()
-    tuned = tune_fold(config, data, split, sink.tuning_log, progress.log)
+    tuned = tune_fold(config, data, split, sink.tuning_log, progress)
     if tuned:
         timings.add(split.name, "", "tune", start)
     spark = config.engine.name == "spark"

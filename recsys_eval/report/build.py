@@ -74,7 +74,7 @@ ESTIMATE_NAMES = {"sampled": "sampled", "rescale": "rescaled rank", "bias_varian
                   "full": "full ranking"}
 
 #: How the captions name the paired tests of ``recsys_eval.compare``.
-TEST_NAMES = {"t": "t", "wilcoxon": "Wilcoxon signed-rank", "sign": "sign", "permutation": "randomization",
+TEST_NAMES = {"t": "t", "t_folds": "t (over fold means)", "wilcoxon": "Wilcoxon signed-rank", "sign": "sign", "permutation": "randomization",
               "mcnemar": "McNemar"}
 
 
@@ -387,10 +387,18 @@ def _figures(folder: Path, manifest: Manifest, summary: pl.DataFrame, fold: str,
     add(figures.ranks_across_protocols(summary, focus, fold, colors=colors, **order),
         f"{focus}-ranks-across-protocols",
         f"Each system's rank by {main} under every protocol (1 = best; means within 1e-9 share a rank).")
-    for metric in summary.get_column("metric").unique(maintain_order=True).to_list():
-        label = display_label(metric)
-        add(figures.metric_against_k(summary, metric, fold, colors=colors, ylabel=label, **order),
-            f"{metric}-by-k", f"{label} against the cutoff k, one panel per protocol (fold {fold}).")
+    # the headline metric by k under every protocol, and every cutoff metric by k under the first
+    # protocol: two figures, not one per metric (13 figures of 11 panels each cost a minute)
+    focus_metric = MetricKey.parse(focus).name
+    add(figures.metric_against_k(summary, focus_metric, fold, colors=colors, ylabel=display_label(focus_metric),
+                                 **order),
+        f"{focus_metric}-by-k", f"{display_label(focus_metric)} against the cutoff k, one panel per protocol "
+        f"(fold {fold}).")
+    first = (manifest.protocols or summary.get_column("protocol").unique(maintain_order=True).to_list())[0]
+    add(figures.metrics_against_k(summary, first, fold, metrics=manifest.metrics or None, colors=colors,
+                                  systems=systems),
+        f"metrics-by-k-{first}", f"Every cutoff metric against the cutoff k under {first} (fold {fold}), "
+        "one panel per metric; every protocol's values are in summary.csv.")
     curves = _read(folder, CURVES)
     if curves is not None and curves.height:
         curve_fold = fold if fold in set(curves.get_column("fold")) else curves.get_column("fold")[0]

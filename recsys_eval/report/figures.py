@@ -68,27 +68,45 @@ def metric_against_k(summary: pl.DataFrame, metric: str, fold: str = "all", *,
                      protocols: list[str] | None = None, systems: list[str] | None = None) -> Figure | None:
     """Small multiples at page width, a panel per protocol: the metric's mean against the cutoff
     k, a line per system, one legend below."""
-    data = summary.filter(
-        (pl.col("metric") == metric) & (pl.col("fold") == fold) & pl.col("k").is_not_null()
-    )
-    if data.get_column("k").n_unique() < 2:
+    data = summary.filter((pl.col("metric") == metric) & (pl.col("fold") == fold) & pl.col("k").is_not_null())
+    panels = _order(data.get_column("protocol").unique(maintain_order=True).to_list(), protocols)
+    return _against_k(data, "protocol", panels, dict(zip(panels, panels, strict=True)),
+                      ylabel or display_label(metric), colors, systems, share_y=False)
+
+
+def metrics_against_k(summary: pl.DataFrame, protocol: str, fold: str = "all", *,
+                      metrics: list[str] | None = None, colors: dict[str, tuple] | None = None,
+                      systems: list[str] | None = None) -> Figure | None:
+    """Small multiples at page width, a panel per cutoff metric (``metrics`` order): its mean
+    under ``protocol`` against the cutoff k, a line per system."""
+    data = summary.filter((pl.col("protocol") == protocol) & (pl.col("fold") == fold) & pl.col("k").is_not_null())
+    panels = _order(data.get_column("metric").unique(maintain_order=True).to_list(), metrics)
+    return _against_k(data, "metric", panels, {m: display_label(m) for m in panels}, "mean", colors, systems,
+                      share_y=False)
+
+
+def _against_k(data: pl.DataFrame, panel: str, panels: list[str], titles: dict[str, str], ylabel: str,
+               colors: dict[str, tuple] | None, systems: list[str] | None, *, share_y: bool) -> Figure | None:
+    """A panel per value of ``panel``: the mean against the cutoff k (log axis), a line per system."""
+    if data.is_empty() or data.get_column("k").n_unique() < 2:
         return None
-    protocols = _order(data.get_column("protocol").unique(maintain_order=True).to_list(), protocols)
     systems = _order(data.get_column("system").unique(maintain_order=True).to_list(), systems)
     colors = _colors(systems, colors)
     ks = sorted(data.get_column("k").unique().to_list())
     with plt.rc_context(style.RC):
-        fig, axes = style.grid(len(protocols), sharex=True)
-        for ax, protocol in zip(axes.flat, protocols):
+        fig, axes = style.grid(len(panels), sharex=True, sharey=share_y)
+        for ax, value in zip(axes.flat, panels):
             for system in systems:
-                part = data.filter((pl.col("protocol") == protocol) & (pl.col("system") == system)).sort("k")
+                part = data.filter((pl.col(panel) == value) & (pl.col("system") == system)).sort("k")
                 ax.plot(part["k"], part["mean"], marker="o", label=system, color=colors[system])
-            ax.set_title(protocol)
+            ax.set_title(titles[value])
             ax.set_xscale("log")
             ax.set_xticks(ks, [str(k) for k in ks])
             ax.minorticks_off()
+        for ax in style.bottom_axes(axes, len(panels)):
             ax.set_xlabel("cutoff k")
-            ax.set_ylabel(ylabel or display_label(metric))
+        for ax in axes[:, 0]:
+            ax.set_ylabel(ylabel)
         style.legend_below(fig, axes.flat[0])
     return fig
 

@@ -86,4 +86,5 @@ def print_first_screen(console, folder, summary: pl.DataFrame, headline: str) ->
     folds = summary.get_column("fold").unique().to_list()
     fold = "all" if "all" in folds else folds[0]
     for term, text in first_screen(manifest, {"split": config_table(folder, "split")}, summary, headline, fold):
-        console.print(f"{term + ':':<12} {text}" if not term.startswith(" ") else f"{term}: {text}", highlight=False)
+        console.print(f"{term + ':':<12} {text}" if not term.startswith(" ") else f"{term}: {text}", highlight=False,
+                      markup=False, soft_wrap=True)

@@ -207,7 +207,7 @@ def latex_caption(description: str, *, protocol: str, intervals: bool, test: str
     if test and baseline:
         corrected = (f"after {CORRECTION_NAMES[correction]} correction" if correction in CORRECTION_NAMES
                      else "without correction")
-        text += (f" $\\dagger$: different from {latex_escape(baseline)} by a paired {test} test at "
+        text += (f" $\\dagger$: different from {latex_escape(baseline)} by a paired {latex_escape(test)} test at "
                  f"$\\alpha = {alpha}$ {corrected}.")
     return text
 

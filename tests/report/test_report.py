@@ -483,3 +483,36 @@ def test_a_wide_block_continues_in_a_second_table_that_compiles(tmp_path):
     for label in ("P@10", "Gini@10", "AUC", "nDCG@10"):
         assert label in body, label
     assert "Overfull" not in compile_tables(tmp_path, body)
+
+
+def test_a_run_logged_to_a_file_prints_a_line_per_step_and_ends_at_the_report(tmp_path, synthetic_ratings, capsys):
+    config = tmp_path / "tuned.toml"
+    config.write_text(tuned_config(synthetic_ratings))
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", str(config), "--out", str(tmp_path)])  # captured stdout: not a terminal
+    assert exit_info.value.code in (0, None)
+    lines = capsys.readouterr().out.splitlines()
+    for step in ("load and prepare", "split", "[holdout] tune user_knn", "[holdout] fit", "[holdout] rank and measure",
+                 "summarise and write results", "analyse (tests, agreement, audits)", "report (tables, figures, report.html)"):
+        assert any(re.fullmatch(rf"{re.escape(step)}: done in \d+\.\d s", line) for line in lines), step
+    assert not any("━" in line for line in lines)  # no progress bars in a log
+    folder = (tmp_path / "tuned" / "latest").resolve()
+    assert lines[-1] == f"report: {folder / 'report.html'}"
+    assert any(line.startswith("winner:") and "by nDCG@10" in line for line in lines)  # the tuned metric
+
+
+def test_an_interrupted_run_says_how_to_resume(tmp_path, synthetic_ratings, capsys, monkeypatch):
+    import recsys_eval.experiment.runner as runner
+
+    config = tmp_path / "tuned.toml"
+    config.write_text(tuned_config(synthetic_ratings))
+
+    def interrupt(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner, "run_fold", interrupt)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", str(config), "--out", str(tmp_path), "--set", "seed=4"])
+    assert exit_info.value.code == 130
+    out = capsys.readouterr().out
+    assert f"resume with: recsys-eval run {config} --resume --out {tmp_path} --set seed=4" in out
