@@ -286,8 +286,9 @@ class TuningConfig(_Strict):
             raise ValueError(f"method {self.method!r} needs a budget: 'trials', 'seconds' or both")
         return self
 class ReportConfig(_Strict):
-    """What the report's tables show: ``metrics`` as ``metric@k`` labels (default: the main metrics
-    at the two largest cutoffs) and whether the LaTeX tables carry intervals."""
+    """What the report's tables show: ``metrics`` as ``metric@k`` labels (default: every metric of
+    ``[metrics]`` at the tuning cutoff, else the smallest-but-one cutoff) and whether the LaTeX
+    tables carry intervals."""
 
     metrics: list[str] | None = None
     intervals: bool = False

@@ -1,9 +1,11 @@
 """The report of a results folder: ``report.md``, a self-contained ``report.html``, ``tables.tex``
 (one-column articles) and ``tables-twocolumn.tex`` (``table*``), and ``figures/``.
 
-Results come first: the summary tables (the config's ``[report] metrics``, default the main metrics
-at the two largest cutoffs), the tests against the baseline, the figures and the analyses; then a
-glossary of the protocols and metrics shown, generated from their definitions
+A first screen says what ran and who won (recsys_eval.report.overview); then the results: the
+summary tables (what recsys_eval.report.choice chooses: the config's ``[report] metrics``, default
+every metric asked for at one cutoff), the significance matrices against the baseline
+(recsys_eval.report.significance), the figures (one style, recsys_eval.report.style) and the
+analyses; then a glossary of the protocols and metrics shown, generated from their definitions
 (:mod:`recsys_eval.report.glossary`), the data statistics and, collapsed, the config as run. Every
 figure is written as PDF, SVG and a 200-dpi PNG named by its content (``ndcg@10-by-protocol.pdf``),
 each system in the same colour throughout; the HTML page embeds the PNGs and loads nothing from the
