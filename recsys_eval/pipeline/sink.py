@@ -12,10 +12,11 @@ one fold.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import polars as pl
 
-from recsys_eval.core import Split, atomic
+from recsys_eval.core import atomic
 from recsys_eval.core.results import (
     AUC_POOLING,
     AUC_SCORES,
@@ -34,6 +35,9 @@ from recsys_eval.core.results import (
     ResultsFolder,
     config_hash,
 )
+
+if TYPE_CHECKING:
+    from recsys_eval.core import Split
 
 
 class RunSink:
