@@ -10,7 +10,8 @@ from recsys_eval.cli import app
 from recsys_eval.errors import ConfigError, DataError
 
 DEFAULT_METRICS = "precision,recall,f1,ap,ndcg,rr,hit,auc"
-FORMAT_HELP = "csv, tsv, parquet, trec, ranx or elliot (default: from the extension)"
+FORMAT_HELP = ("csv, tsv, parquet, trec, ranx, elliot, recbole, lenskit, replay or msrecommenders "
+               "(default: from the extension, or detected)")
 
 
 @app.command()
