@@ -69,31 +69,36 @@ def run_experiment(
             if config.learning_curve is not None:
                 from recsys_eval.pipeline.curve import learning_curve_rows
 
-                sink.write_learning_curve(learning_curve_rows(options, data, splits[0], config.learning_curve, timings))
-            start = time.perf_counter()
-            summary = combine_folds(folds)
-            timings.add("", "", "summarise", start)
-            start = time.perf_counter()
-            sink.write_side_tables()
-            sink.write_summary(summary)
-            sink.write_data_stats(data_statistics(data, prepared, splits))
-            sink.write_leakage(splits)
-            if config.tuning is not None:
-                from recsys_eval.tune.budget import tuning_budget
+                with progress.step("learning curve"):
+                    sink.write_learning_curve(learning_curve_rows(options, data, splits[0], config.learning_curve,
+                                                                  timings))
+            with progress.step("summarise and write results"):
+                start = time.perf_counter()
+                summary = combine_folds(folds)
+                timings.add("", "", "summarise", start)
+                start = time.perf_counter()
+                sink.write_side_tables()
+                sink.write_summary(summary)
+                sink.write_data_stats(data_statistics(data, prepared, splits))
+                sink.write_leakage(splits)
+                if config.tuning is not None:
+                    from recsys_eval.tune.budget import tuning_budget
 
-                trials = pl.read_parquet(sink.tuning_log) if sink.tuning_log.is_file() else None
-                sink.write_tuning_budget(tuning_budget(config, splits, trials))
-            timings.add("", "", "write results", start)
-        manifest = make_manifest(config, sink.config_hash, data, splits,
-                                 sink.relative([p for f in folds for p in f.partitions]))
-        sink.write_manifest(manifest)  # the analysis and the report read it
-        if config.output.report:
-            start = time.perf_counter()
-            sink.analyse()
-            timings.add("", "", "analyse", start)
-            start = time.perf_counter()
-            sink.report()
-            timings.add("", "", "report", start)
+                    trials = pl.read_parquet(sink.tuning_log) if sink.tuning_log.is_file() else None
+                    sink.write_tuning_budget(tuning_budget(config, splits, trials))
+                timings.add("", "", "write results", start)
+            manifest = make_manifest(config, sink.config_hash, data, splits,
+                                     sink.relative([p for f in folds for p in f.partitions]))
+            sink.write_manifest(manifest)  # the analysis and the report read it
+            if config.output.report:
+                with progress.step("analyse (tests, agreement, audits)"):
+                    start = time.perf_counter()
+                    sink.analyse()
+                    timings.add("", "", "analyse", start)
+                with progress.step("report (tables, figures, report.html)"):
+                    start = time.perf_counter()
+                    sink.report()
+                    timings.add("", "", "report", start)
         timings.add_whole_run(started)
         sink.write_timings(timings.rows)
         sink.write_log(log)
@@ -108,16 +113,18 @@ def run_experiment(
 def load_and_split(config: ExperimentConfig, progress: Progress,
                    timings: Timings) -> tuple[Interactions, list[Split], list[dict]]:
     """The dataset, prepared, and its folds; with what each preparation step removed."""
-    start = time.perf_counter()
-    data = load_data(config.dataset)
-    prepared: list[dict] = []
-    if config.prepare.on == "data":
-        data, prepared = prepare_data(config.prepare, data)
-    timings.add("", "", "load and prepare", start)
-    progress.log(f"data: {data!r}")
-    start = time.perf_counter()
-    splits, on_train = prepare_splits(config.prepare, config_splits(config, data))
-    timings.add("", "", "split", start)
+    with progress.step("load and prepare"):
+        start = time.perf_counter()
+        data = load_data(config.dataset)
+        prepared: list[dict] = []
+        if config.prepare.on == "data":
+            data, prepared = prepare_data(config.prepare, data)
+        timings.add("", "", "load and prepare", start)
+    progress.log(f"data: {data!r}", markup=False)
+    with progress.step("split"):
+        start = time.perf_counter()
+        splits, on_train = prepare_splits(config.prepare, config_splits(config, data))
+        timings.add("", "", "split", start)
     return data, splits, prepared + on_train
 
 
@@ -135,10 +142,10 @@ def run_fold(config: ExperimentConfig, options: RunOptions, data: Interactions, 
 
     done = sink.completed(split.name)
     if done is not None:
-        progress.log(f"[{split.name}] done in an earlier attempt: reused")
+        progress.log(f"[{split.name}] done in an earlier attempt: reused", markup=False)
         return reuse_fold(options.summarising, done)
     start = time.perf_counter()
-    tuned = tune_fold(config, data, split, sink.tuning_log, progress.log)
+    tuned = tune_fold(config, data, split, sink.tuning_log, progress)
     if tuned:
         timings.add(split.name, "", "tune", start)
     spark = config.engine.name == "spark"

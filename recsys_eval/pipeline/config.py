@@ -313,8 +313,9 @@ class TrackConfig(_Strict):
 
 
 class ReportConfig(_Strict):
-    """What the report's tables show: ``metrics`` as ``metric@k`` labels (default: the main metrics
-    at the two largest cutoffs) and whether the LaTeX tables carry intervals."""
+    """What the report's tables show: ``metrics`` as ``metric@k`` labels (default: every metric of
+    ``[metrics]`` at the tuning cutoff, else the smallest-but-one cutoff) and whether the LaTeX
+    tables carry intervals."""
 
     metrics: list[str] | None = None
     intervals: bool = False
