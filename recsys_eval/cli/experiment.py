@@ -61,21 +61,25 @@ def run(
     console = Console()
     if not quiet:
         announce_compilation(lambda message: console.print(message, style="dim", highlight=False))
+    options = [f"--set {o}" for o in overrides or []]
     if no_report:
         parsed = parsed.model_copy(update={"output": parsed.output.model_copy(update={"report": False})})
+        options.append("--no-report")
     if memory is not None:
         from recsys_eval.core.memory import parse_size
 
         parse_size(memory)
         parsed = parsed.model_copy(update={"run": parsed.run.model_copy(update={"memory": memory})})
+        options.append(f"--memory {memory}")
     if engine is not None:
         from recsys_eval.errors import check_choice
 
         check_choice("engine", engine, ("local", "spark"))
         parsed = parsed.model_copy(update={"engine": parsed.engine.model_copy(update={"name": engine})})
-    # The saved config records the overrides (and its hash changes with them, so --resume never mixes).
-    text = read_config_text(config) + "".join(f"\n# --set {o}" for o in overrides or [])
-    outcome = run_experiment(parsed, text, out_root=out, resume=resume, quiet=quiet, console=console)
+        options.append(f"--engine {engine}")
+    # config.toml is the resolved config; the file as written and these options are saved beside it
+    outcome = run_experiment(parsed, read_config_text(config), options, out_root=out, resume=resume, quiet=quiet,
+                             console=console)
     ResultsFolder(outcome.folder).link_latest()
     if not quiet:
         print_summary(console, outcome.summary, manifest=ResultsFolder(outcome.folder).manifest,

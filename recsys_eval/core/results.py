@@ -68,6 +68,9 @@ def partition_labels(per_unit: pl.DataFrame) -> dict[str, str] | None:
 # -- the results folder -------------------------------------------------------------------------
 FORMAT_VERSION = 2
 CONFIG = "config.toml"
+#: Beside the resolved config a run reads (:data:`CONFIG`): the config file as written, and the
+#: command-line options (``--set`` ...) that changed it, one a line.
+CONFIG_ORIGINAL, OVERRIDES = "config.original.toml", "overrides.txt"
 MANIFEST = "manifest.json"
 PER_UNIT = "per_unit"
 SUMMARY = "summary"

@@ -27,7 +27,7 @@ def _at(source: str, path: str, check: Callable[..., Any], *args: Any) -> None:
 
 def _is_file(path: str, what: str) -> None:
     if not Path(path).is_file():
-        raise ConfigError(f"{what} {path!r} is not a file")
+        raise ConfigError(f"{what} {path!r} is not a file (a relative path is read from the config's folder)")
 
 
 def check_names(config: ExperimentConfig) -> None:

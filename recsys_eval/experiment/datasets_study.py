@@ -8,14 +8,15 @@ post-hoc says which differences the datasets support (recsys_eval.compare.datase
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
 import polars as pl
 from rich.console import Console
 
-from recsys_eval.core.results import CROSS_DATASET, Manifest, ResultsFolder, config_hash
-from recsys_eval.pipeline.config import ExperimentConfig
+from recsys_eval.core.results import CROSS_DATASET, Manifest, ResultsFolder
+from recsys_eval.pipeline.config import ExperimentConfig, identity_hash
 from recsys_eval.measure.aggregate import ALL_FOLDS, RULE_USER_MEAN
 from recsys_eval.measure.metrics import MetricKey
 from recsys_eval.pipeline.search import study_metric
@@ -66,7 +67,7 @@ def markdown(config: ExperimentConfig, tables: dict[str, pl.DataFrame]) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def run_study(config: ExperimentConfig, config_text: str, *, out_root: str | Path | None = None,
+def run_study(config: ExperimentConfig, config_text: str, overrides: Sequence[str] = (), *, out_root: str | Path | None = None,
               resume: bool = False, quiet: bool = False, console: Console | None = None):
     """Run the experiment on every dataset, then write the cross-dataset tables into
     ``<root>/<study>/cross_dataset/<UTC time>/`` (a work folder renamed when complete, never over an
@@ -77,11 +78,11 @@ def run_study(config: ExperimentConfig, config_text: str, *, out_root: str | Pat
     summaries = {}
     for dataset in config.datasets:
         one = config.model_copy(update={"name": dataset.display, "dataset": dataset, "datasets": None})
-        outcome = run_experiment(one, f"{config_text}\n# dataset: {dataset.display}\n", out_root=root,
+        outcome = run_experiment(one, config_text, overrides, out_root=root,
                                  resume=resume, quiet=quiet, console=console)
         summaries[dataset.display] = outcome.summary
     tables = cross_dataset(config, dataset_table(config, summaries))
-    folder = ResultsFolder.create(root, CROSS_DATASET, config_hash(config_text), resume=False)
+    folder = ResultsFolder.create(root, CROSS_DATASET, identity_hash(config), resume=False)
     for key, frame in tables.items():
         folder.write_table(key, frame)
     folder.write_text(f"{CROSS_DATASET}.md", markdown(config, tables))
