@@ -4,6 +4,7 @@ config reruns the same experiment, and paths in a config are read beside the con
 
 from __future__ import annotations
 
+import re
 import shutil
 import tomllib
 from pathlib import Path
@@ -82,4 +83,18 @@ def test_a_missing_file_is_named_with_where_relative_paths_are_read(tmp_path):
     config.write_text(config_text("missing", dataset={"path": "data/absent.csv"}))
     with pytest.raises(ConfigError, match=r"dataset.path: the dataset file '.*data/absent.csv' is not a file "
                                           r"\(a relative path is read from the config's folder\)"):
+        check_names(load_config(config))
+
+
+@pytest.mark.parametrize("protocol, refused", [("AI+AR+AN", True), ("TI+AR+AN", True), ("AI+1R+AN", False),
+                                               ("AI+AR+NN50", False), ("UT+AR+AN", False)])
+def test_average_ties_are_refused_where_a_full_ranking_cuts_tie_groups_at_the_depth(tmp_path, protocol, refused):
+    config = tmp_path / "ties.toml"
+    config.write_text(config_text("ties", dataset={"name": "ml-100k"}, protocols=[protocol],
+                                  metrics={"names": ["ndcg"], "k": [10], "ties": "average"}))
+    if refused:
+        with pytest.raises(ConfigError, match=rf"metrics.ties: 'average' with the full-ranking protocol '{re.escape(protocol)}'"
+                                              r": its lists stop at run.depth = 100"):
+            check_names(load_config(config))
+    else:
         check_names(load_config(config))
