@@ -55,7 +55,7 @@ def run(
     from recsys_eval.core.results import ResultsFolder
     from recsys_eval.pipeline.config import read_config_text
     from recsys_eval.experiment.runner import run_experiment
-    from recsys_eval.experiment.summary_table import print_summary
+    from recsys_eval.experiment.summary_table import print_datasets, print_summary
 
     parsed = _load(config, overrides)
     console = Console()
@@ -81,7 +81,9 @@ def run(
     outcome = run_experiment(parsed, read_config_text(config), options, out_root=out, resume=resume, quiet=quiet,
                              console=console)
     ResultsFolder(outcome.folder).link_latest()
-    if not quiet:
+    if not quiet and outcome.datasets:
+        print_datasets(console, outcome.folder, outcome.datasets, columns=parsed.report.metrics)
+    elif not quiet:
         print_summary(console, outcome.summary, manifest=ResultsFolder(outcome.folder).manifest,
                       columns=parsed.report.metrics)
     console.print(f"results: {outcome.folder}", highlight=False)

@@ -404,8 +404,9 @@ class ResultsFolder:
             )
         manifest = folder.path / MANIFEST
         kind = json.loads(manifest.read_text()).get("kind", "run") if manifest.is_file() else "run"
-        needed = (MANIFEST, CONFIG, PER_UNIT, f"{SUMMARY}.parquet") if kind == "run" else (
-            MANIFEST, PER_UNIT, f"{SUMMARY}.parquet")  # an evaluated run file has no config
+        needed = {"run": (MANIFEST, CONFIG, PER_UNIT, f"{SUMMARY}.parquet"),
+                  "datasets": (MANIFEST, "values.parquet", "ranks.parquet", "friedman.parquet"),
+                  }.get(kind, (MANIFEST, PER_UNIT, f"{SUMMARY}.parquet"))  # an evaluated run file has no config
         missing = [name for name in needed if not (folder.path / name).exists()]
         if missing:
             raise DataError(

@@ -32,6 +32,9 @@ from recsys_eval.pipeline.timings import Timings
 class RunOutcome:
     folder: Path
     summary: pl.DataFrame
+    #: A study over several datasets: each dataset's results folder, by name (``folder`` is then
+    #: the cross-dataset one).
+    datasets: dict[str, Path] | None = None
 
 
 def run_experiment(
