@@ -31,7 +31,7 @@ def make_model(rec: RecommenderConfig, data: Interactions, *, seed: int, threads
     if rec.path is not None:
         with warnings.catch_warnings():  # the runner logs unknown ids itself
             warnings.simplefilter("ignore", UnknownIdsWarning)
-            return ExternalRun.from_file(rec.path, data)
+            return ExternalRun.from_file(rec.path, data, format=rec.format)
     return make_recommender(rec.name, rec.params, seed=seed, threads=threads)
 
 

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import polars as pl
 
-from recsys_eval.core import Split, atomic
+from recsys_eval.core import atomic
 from recsys_eval.core.results import (
     AUC_POOLING,
     AUC_SCORES,
@@ -37,6 +38,9 @@ from recsys_eval.core.results import (
     ResultsFolder,
 )
 from recsys_eval.pipeline.config import ExperimentConfig, identity_hash, resolved_text
+
+if TYPE_CHECKING:
+    from recsys_eval.core import Split
 
 
 class RunSink:
