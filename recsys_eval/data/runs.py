@@ -112,7 +112,7 @@ def averaging_default(test: Source, format: str | None = None) -> tuple[str, str
     qrels and ranx judgments, whose convention (trec_eval's, ranx's) averages over every judged
     user, one with no relevant item scoring 0; ``skip`` for the others, the documented default
     (docs/CONVENTIONS.md#undefined-values)."""
-    if format_of(test, format) in GRADED_FORMATS:
+    if format_of(test, format, "judgments") in GRADED_FORMATS:
         return "zero", ("users with no relevant item count as zero in the means (trec_eval's averaging, for TREC "
                         "and ranx judgments); undefined='skip' (--undefined skip) leaves them out")
     return "skip", None

@@ -90,7 +90,7 @@ def evaluate(
         warnings.warn(averaging_note, UserWarning, stacklevel=2)
     options = MeasureOptions.of(names, check_cutoffs(k), gain=gain, ties=ties, threshold=threshold, params=params,
                                 undefined=default if undefined is None else undefined)
-    systems = _systems(_renamed(run, columns, run_format, "RUN"), system)
+    systems = _systems(_renamed(run, columns, run_format, "RUN", "run"), system)
     test, train = _renamed(test, columns, test_format, "TEST"), _renamed(train, columns, test_format, "TRAIN")
     summaries, frames = [], []
     for label, rows in systems:
@@ -111,13 +111,14 @@ def _is_pandas(value: Any) -> bool:
     return type(value).__module__.split(".")[0] == "pandas"
 
 
-def _renamed(source: Source | None, columns: Mapping[str, str] | None, fmt: str | None, what: str) -> Source | None:
+def _renamed(source: Source | None, columns: Mapping[str, str] | None, fmt: str | None, what: str,
+             kind: str = "judgments") -> Source | None:
     """``source`` with ``columns`` (ours -> yours) renamed to ours: a DataFrame, or a CSV, TSV or
     Parquet file read as one; other files (TREC, ranx, Elliot) have their fixed layouts."""
     if source is None or not columns:
         return source
     if isinstance(source, str | bytes) or hasattr(source, "__fspath__"):
-        if format_of(source, fmt) not in ("csv", "tsv", "parquet"):
+        if format_of(source, fmt, kind) not in ("csv", "tsv", "parquet"):
             return source
         frame = read_frame(source, format=fmt, name=f"{what} {source}")
     else:
