@@ -68,6 +68,9 @@ def partition_labels(per_unit: pl.DataFrame) -> dict[str, str] | None:
 # -- the results folder -------------------------------------------------------------------------
 FORMAT_VERSION = 2
 CONFIG = "config.toml"
+#: Beside the resolved config a run reads (:data:`CONFIG`): the config file as written, and the
+#: command-line options (``--set`` ...) that changed it, one a line.
+CONFIG_ORIGINAL, OVERRIDES = "config.original.toml", "overrides.txt"
 MANIFEST = "manifest.json"
 PER_UNIT = "per_unit"
 SUMMARY = "summary"
@@ -411,8 +414,9 @@ class ResultsFolder:
             )
         manifest = folder.path / MANIFEST
         kind = json.loads(manifest.read_text()).get("kind", "run") if manifest.is_file() else "run"
-        needed = (MANIFEST, CONFIG, PER_UNIT, f"{SUMMARY}.parquet") if kind == "run" else (
-            MANIFEST, PER_UNIT, f"{SUMMARY}.parquet")  # an evaluated run file has no config
+        needed = {"run": (MANIFEST, CONFIG, PER_UNIT, f"{SUMMARY}.parquet"),
+                  "datasets": (MANIFEST, "values.parquet", "ranks.parquet", "friedman.parquet"),
+                  }.get(kind, (MANIFEST, PER_UNIT, f"{SUMMARY}.parquet"))  # an evaluated run file has no config
         missing = [name for name in needed if not (folder.path / name).exists()]
         if missing:
             raise DataError(

@@ -27,7 +27,28 @@ def _at(source: str, path: str, check: Callable[..., Any], *args: Any) -> None:
 
 def _is_file(path: str, what: str) -> None:
     if not Path(path).is_file():
-        raise ConfigError(f"{what} {path!r} is not a file")
+        raise ConfigError(f"{what} {path!r} is not a file (a relative path is read from the config's folder)")
+
+
+def _average_ties_listed(config: ExperimentConfig) -> None:
+    """``ties = "average"`` needs every tie group whole (docs/CONVENTIONS.md#ties). A full ranking
+    over the catalogue or the test items (AR+AN) lists each user's top ``run.depth`` items, and a
+    tie group that crosses that depth would be cut, its expectation then depending on the depth
+    (nDCG@10 of one user: 0.319 at depth 10, 0.036 at depth 49); so the combination is refused.
+    1R+AN is exact (its closed form places the relevant item in its whole tie group), and so are
+    sampled protocols (every target ranked) and UT (a user's own test items)."""
+    from recsys_eval.targets import Protocol
+
+    if config.metrics.ties != "average":
+        return
+    for p in config.protocols:
+        protocol = Protocol.parse(p.name)
+        if protocol.relevant == "AR" and protocol.nonrelevant == "AN" and protocol.candidates != "UT":
+            raise ConfigError(
+                f"'average' with the full-ranking protocol {p.display!r}: its lists stop at run.depth = "
+                f"{config.run.depth}, and a tie group crossing that depth would make the expected value over "
+                "tie orderings depend on the depth; use ties = 'first', or a protocol whose targets are all "
+                "ranked (1R+AN, a sampled NN protocol, UT)")
 
 
 def check_names(config: ExperimentConfig) -> None:
@@ -62,6 +83,7 @@ def check_names(config: ExperimentConfig) -> None:
             _at(src, f"recommenders[{i}].name", check_recommender, rec.name)
             _at(src, f"recommenders[{i}].params", check_recommender, rec.name, rec.params)
     _at(src, "metrics.names", check_metrics, config.metrics.names, ALL_METRICS)
+    _at(src, "metrics.ties", _average_ties_listed, config)
     if config.engine.name == "spark":
         from recsys_eval.engine.fold import check_spark_config
 

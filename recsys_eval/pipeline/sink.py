@@ -11,6 +11,7 @@ one fold.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,6 +22,7 @@ from recsys_eval.core.results import (
     AUC_POOLING,
     AUC_SCORES,
     CONFIG,
+    CONFIG_ORIGINAL,
     CURVE_CHUNKS,
     CURVES,
     DATA_STATS,
@@ -30,6 +32,7 @@ from recsys_eval.core.results import (
     LEAKAGE_USERS,
     LEARNING_CURVE,
     LOG,
+    OVERRIDES,
     SUMMARY,
     TIMINGS,
     TUNING,
@@ -37,8 +40,8 @@ from recsys_eval.core.results import (
     USER_SLICES,
     Manifest,
     ResultsFolder,
-    config_hash,
 )
+from recsys_eval.pipeline.config import ExperimentConfig, identity_hash, resolved_text
 
 if TYPE_CHECKING:
     from recsys_eval.core import Split
@@ -53,12 +56,17 @@ class RunSink:
         self.config_hash = config_hash
 
     @classmethod
-    def create(cls, out_root: str | Path, experiment: str, config_text: str, *, resume: bool) -> RunSink:
+    def create(cls, out_root: str | Path, config: ExperimentConfig, original: str, overrides: Sequence[str] = (),
+               *, resume: bool) -> RunSink:
         """A new run's work folder (or, with ``resume``, the newest one of the same config), with
-        the config as run saved in it."""
-        cfg_hash = config_hash(config_text)
-        folder = ResultsFolder.create(Path(out_root), experiment, cfg_hash, resume=resume)
-        folder.write_text(CONFIG, config_text)
+        the config as run saved in it: resolved (what the report reads and a rerun takes), the file
+        as written, and the command-line ``overrides`` that turned one into the other."""
+        cfg_hash = identity_hash(config)
+        folder = ResultsFolder.create(Path(out_root), config.name, cfg_hash, resume=resume)
+        folder.write_text(CONFIG, resolved_text(config))
+        folder.write_text(CONFIG_ORIGINAL, original)
+        if overrides:
+            folder.write_text(OVERRIDES, "\n".join(overrides) + "\n")
         return cls(folder, cfg_hash)
 
     @classmethod
