@@ -35,7 +35,7 @@ def check_names(config: ExperimentConfig) -> None:
     from recsys_eval.compare import CORRECTIONS, TESTS
     from recsys_eval.data import get_descriptor
     from recsys_eval.measure.metrics import ALL_METRICS, check_metrics
-    from recsys_eval.recommend import check_recommender
+    from recsys_eval.recommend import check_name_folds_in, check_recommender
     from recsys_eval.split import SPLITTERS, check_split
     from recsys_eval.targets import Protocol
 
@@ -56,6 +56,8 @@ def check_names(config: ExperimentConfig) -> None:
         else:
             _at(src, f"recommenders[{i}].name", check_recommender, rec.name)
             _at(src, f"recommenders[{i}].params", check_recommender, rec.name, rec.params)
+            if config.split.method == "user_disjoint":
+                _at(src, f"recommenders[{i}].name", check_name_folds_in, rec.name)
     _at(src, "metrics.names", check_metrics, config.metrics.names, ALL_METRICS)
     if config.engine.name == "spark":
         from recsys_eval.engine.fold import check_spark_config
