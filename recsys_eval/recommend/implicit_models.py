@@ -19,6 +19,7 @@ from contextlib import nullcontext
 import numba
 import numpy as np
 import scipy.sparse as sp
+from implicit.cpu.als import AlternatingLeastSquares
 from implicit.utils import ParameterWarning
 from threadpoolctl import threadpool_limits
 
@@ -60,9 +61,9 @@ class FactorModel(Recommender):
         self.single_threaded_fit = threads == 1 and not blas_in_fit
         with threadpool_limits(1, "blas"):  # implicit checks the BLAS threads when a model is made
             self.model = model_class(**params, num_threads=threads, random_state=seed)
-        # ALS solves a user's factors in closed form given the item factors; BPR and logistic MF
-        # learn them by gradient steps over the whole data, which implicit offers no fold-in for
-        self.folds_in = callable(getattr(self.model, "recalculate_user", None))
+        # ALS solves a user's factors in closed form given the item factors (recalculate_user);
+        # BPR and logistic MF learn them by gradient steps, for which implicit has no fold-in
+        self.folds_in = isinstance(self.model, AlternatingLeastSquares)
 
     def fit(self, train: Interactions) -> FactorModel:
         self.n_items = train.n_items
