@@ -50,6 +50,9 @@ def check_names(config: ExperimentConfig) -> None:
     _at(src, "split.params", check_split, config.split.method, config.split.params)
     for i, protocol in enumerate(config.protocols):
         _at(src, f"protocols[{i}].name", Protocol.parse, protocol.name)
+        if protocol.negatives is not None:
+            negatives = Path(src).parent / protocol.negatives
+            _at(src, f"protocols[{i}].negatives", _is_file, str(negatives), "the negatives file")
     for i, rec in enumerate(config.recommenders):
         if rec.path is not None:
             _at(src, f"recommenders[{i}].path", _is_file, rec.path, f"the run file of {rec.display!r}")
