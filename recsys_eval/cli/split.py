@@ -75,6 +75,7 @@ def _describe(split) -> str:
         f"{info[key]:,} {label}"
         for key, label in (
             ("users_kept_in_train", "users kept wholly in train"),
+            ("fold_in_interactions", "fold-in rows of test users, in train but never fitted on"),
             ("test_dropped_unknown_users", "test rows dropped (user not in train)"),
             ("test_dropped_unknown_items", "test rows dropped (item not in train)"),
         )
