@@ -141,11 +141,13 @@ def _check_shared_per_user(users, items, lines, held_users, data, path) -> None:
     """A user's NCF lines must list the same negatives: no line lists an item twice, and each
     (user, negative) pair appears on every line of that user, so all its lines hold one set."""
     n_items = data.n_items
-    _, repeats = np.unique(lines * n_items + items, return_counts=True)
+    keys, repeats = np.unique(lines * n_items + items, return_counts=True)
     if (repeats > 1).any():
-        raise DataError(f"{path}: {int((repeats > 1).sum()):,} lines list a negative twice")
+        line = int(keys[np.argmax(repeats > 1)] // n_items)
+        raise DataError(f"{path}: {int((repeats > 1).sum()):,} negatives are listed twice on their line, first on "
+                        f"line {line}")
     lines_of = np.bincount(held_users, minlength=data.n_users)
-    unique, inverse, counts = np.unique(users * n_items + items, return_inverse=True, return_counts=True)
+    _, inverse, counts = np.unique(users * n_items + items, return_inverse=True, return_counts=True)
     differ = counts[inverse] != lines_of[users]
     if differ.any():
         first = int(np.argmax(differ))
