@@ -94,4 +94,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    from peak import report_peak
+
     main()
+    report_peak()

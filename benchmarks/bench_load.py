@@ -174,4 +174,7 @@ def _ratings_bytes(desc, home: Path) -> int:
 
 
 if __name__ == "__main__":
+    from peak import report_peak
+
     main()
+    report_peak()

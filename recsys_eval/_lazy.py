@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import threading
 from collections.abc import Callable
 
 
@@ -30,3 +31,21 @@ def lazy_exports(package: str, exports: dict[str, list[str]]) -> tuple[list[str]
         return sorted(set(vars(sys.modules[package])) | home.keys())
 
     return sorted(home), __getattr__, __dir__
+
+
+def import_meanwhile(*modules: str) -> threading.Thread:
+    """Import ``modules`` on a daemon thread and return it, so that a module's import (numba's
+    ~0.3 s) overlaps work that releases the GIL, such as polars reading a file. A later import of the
+    same module waits for this one (Python's per-module import lock); an import error is raised
+    there, where the module is used, not here."""
+
+    def load() -> None:
+        for module in modules:
+            try:
+                importlib.import_module(module)
+            except Exception:  # the caller's own import reports it
+                return
+
+    thread = threading.Thread(target=load, name="recsys-eval-import", daemon=True)
+    thread.start()
+    return thread

@@ -43,6 +43,7 @@ def evaluate(
     manifest) that `recsys-eval report` and `compare` open like a run's."""
     from rich.console import Console  # heavy imports here, so that `recsys-eval --help` starts fast
 
+    from recsys_eval._lazy import import_meanwhile
     from recsys_eval.data.runs import load_run
     from recsys_eval.errors import check_choice
     from recsys_eval.measure.metrics import (
@@ -78,7 +79,8 @@ def evaluate(
                         master, partitions, (format, columns, test_format, test_columns, genres), params)
         return
 
-    # read, measure, write
+    # read, measure, write: the measuring modules (numba's kernels) are imported while the files are read
+    import_meanwhile("recsys_eval.measure.api", "recsys_eval.compare.intervals")
     data = load_run(
         test, run, train, threshold=threshold, run_format=format, run_columns=_parse_names(columns, "--columns"),
         test_format=test_format or format, test_columns=_parse_names(test_columns, "--test-columns"),

@@ -31,17 +31,18 @@ FULL_CANDIDATES = "full_candidates"
 
 
 def per_user_parts(folder: ResultsFolder, undefined: str) -> Iterator[pl.DataFrame]:
-    """Per-user values of every (system, metric, k), one (fold, protocol) at a time: only one
-    part's users x metrics are held, never the whole run's per-user table (22M rows for the ML-100K
-    protocol study) nor a fold's per-unit table."""
+    """Per-user values of every system, one (fold, protocol, metric) at a time, every cutoff of the
+    metric together: only one part's users x systems x cutoffs are held, never a (fold, protocol)'s
+    every metric (35M per-unit rows for a 1R protocol of the ML-1M study), nor the run's."""
     for fold in folder.manifest.folds:
-        scan = folder.scan_per_unit(fold=fold)
         for protocol in folder.manifest.protocols:
-            part = scan.filter(
-                (pl.col("protocol") == protocol) & pl.col("user").is_not_null() & ~pl.col("metric").is_in(AUXILIARY)
-            ).collect()
-            if part.height:
-                yield per_user(part, undefined=undefined)
+            scan = folder.scan_per_unit(fold=fold, protocol=protocol).filter(
+                pl.col("user").is_not_null() & ~pl.col("metric").is_in(AUXILIARY))
+            metrics = scan.select(pl.col("metric").unique(maintain_order=True)).collect().get_column("metric")
+            for metric in metrics:
+                part = scan.filter(pl.col("metric") == metric).collect()
+                if part.height:
+                    yield per_user(part, undefined=undefined)
 
 
 def _fold_means(users: pl.DataFrame) -> pl.DataFrame:
@@ -51,6 +52,14 @@ def _fold_means(users: pl.DataFrame) -> pl.DataFrame:
             .group_by(["system", "protocol", "fold", "metric", "k"], maintain_order=True)
             .agg(pl.col("value").mean().fill_null(float("nan")))
             .with_columns(user=pl.lit(0, dtype=users.schema["user"])).select(users.columns))
+
+
+def _in_part_order(paired: pl.DataFrame, folds: list[str], protocols: list[str]) -> pl.DataFrame:
+    """The tests of every part in one order: fold and protocol as the run lists them, then as
+    :func:`~recsys_eval.compare.paired_tests` orders one part's (metric, k, test, pair)."""
+    order = [pl.col(name).replace_strict(values, list(range(len(values))), return_dtype=pl.Int32)
+             for name, values in (("fold", folds), ("protocol", protocols))]
+    return paired.sort([*order, "metric", "k", "test", "system", "baseline"], nulls_last=True, maintain_order=True)
 
 
 def _comparable_groups(users: pl.DataFrame, baseline: str | None) -> list[pl.DataFrame]:
@@ -275,9 +284,10 @@ def analyse(
     paired, means = [], []
     definitions = manifest.protocol_definitions  # none in a folder no run wrote (evaluate)
     for users in per_user_parts(folder, undefined):
-        # every test family lies within one (protocol, fold): each part is tested on its own, its
-        # resamples seeded by its own definition, so no part's tests depend on another's and a
-        # relabelled protocol keeps its p-values
+        # every test family lies within one (protocol, fold, metric, k): each part is tested on its
+        # own, its resamples seeded by its (fold, protocol definition), so no part's tests depend on
+        # another's, a relabelled protocol keeps its p-values, and the metrics of one (fold,
+        # protocol), measured on the same users, share their sign flips
         first = users.row(0, named=True)
         protocol = definitions.get(first["protocol"], first["protocol"])
         part_options = {**options, "seed": derive_seed(options["seed"], "paired", first["fold"], protocol)}
@@ -291,7 +301,7 @@ def analyse(
             for group in _comparable_groups(pl.concat(means), baseline)
         ]
     if paired:
-        tables["paired_tests"] = pl.concat(paired)
+        tables["paired_tests"] = _in_part_order(pl.concat(paired), folds, manifest.protocols)
     if fold_paired:
         tables["fold_paired_tests"] = pl.concat(fold_paired)
     tables["agreement"] = agreement_table(summary, folds)

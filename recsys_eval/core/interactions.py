@@ -8,11 +8,10 @@ speak the same ids; :meth:`Interactions.with_frame` builds a subset over the sam
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import polars as pl
-import scipy.sparse as sp
 
 from recsys_eval.errors import DataError, check_choice
 
@@ -21,6 +20,9 @@ DUPLICATE_POLICIES = ("error", "last", "max", "mean")
 
 _USER, _ITEM, _RATING, _TIME = "user", "item", "rating", "timestamp"
 _SCHEMA = {_USER: pl.Int32, _ITEM: pl.Int32, _RATING: pl.Float32, _TIME: pl.Int64}
+
+if TYPE_CHECKING:  # imported where a matrix is built: scipy.sparse costs ~0.15 s to import
+    import scipy.sparse as sp
 
 
 @dataclass(frozen=True, eq=False)
@@ -161,6 +163,8 @@ class Interactions:
         if values == "rating" and not self.has_rating:
             raise DataError(f"{self.source}: no rating column for a rating matrix")
         if values not in self._cache:
+            import scipy.sparse as sp
+
             data = (
                 np.ones(len(self), dtype=np.float32)
                 if values == "ones"

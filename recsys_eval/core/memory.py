@@ -1,12 +1,17 @@
-"""Memory: a budget given as text (``"4GB"``), the process's resident memory now, and the peak of a
-step (Linux resets the peak through ``/proc/self/clear_refs``; elsewhere the peak of the process
-so far is reported)."""
+"""Memory: a budget given as text (``"4GB"``), the process's resident memory now, its peak, and the
+peak of each step.
+
+A step's peak comes from :class:`StepPeaks`, a thread that samples the resident memory, never from
+resetting the kernel's mark (``/proc/self/clear_refs``): that reset also lowers what ``getrusage``
+and ``/usr/bin/time`` report for the whole process, so a peak between two resets would be hidden
+from the user's own measurement."""
 
 from __future__ import annotations
 
 import re
 import resource
 import sys
+import threading
 from pathlib import Path
 
 from recsys_eval.errors import ConfigError
@@ -14,7 +19,6 @@ from recsys_eval.errors import ConfigError
 _UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
           "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
 _STATUS = Path("/proc/self/status")
-_CLEAR_REFS = Path("/proc/self/clear_refs")
 
 
 def parse_size(text: str | int) -> int:
@@ -50,7 +54,7 @@ def resident_bytes() -> int:
 
 
 def peak_bytes() -> int:
-    """The process's peak resident memory since the last :func:`reset_peak` (or its start)."""
+    """The process's peak resident memory since it started (the kernel's high-water mark)."""
     found = _status_bytes("VmHWM")
     if found is not None:
         return found
@@ -58,9 +62,36 @@ def peak_bytes() -> int:
     return peak if sys.platform == "darwin" else peak * 1024
 
 
-def reset_peak() -> None:
-    """Start a new peak measurement (Linux); elsewhere a no-op, so peaks are the process's so far."""
-    try:
-        _CLEAR_REFS.write_text("5")
-    except OSError:
-        pass
+class StepPeaks:
+    """The peak resident memory of successive steps, sampled by a daemon thread every ``interval``
+    seconds (a step's peak is the largest sample since the previous :meth:`take`, at least the
+    memory at its start and end). A peak shorter than the interval can be missed by a step, never by
+    :func:`peak_bytes`, which is the kernel's exact whole-process mark."""
+
+    def __init__(self, interval: float = 0.05) -> None:
+        self._interval = interval
+        self._lock = threading.Lock()
+        self._peak = resident_bytes()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, name="recsys-eval-memory", daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        while not self._stop.wait(self._interval):
+            self._observe()
+
+    def _observe(self) -> None:
+        now = resident_bytes()
+        with self._lock:
+            self._peak = max(self._peak, now)
+
+    def take(self) -> int:
+        """The peak since the previous call (or the start), in bytes; a new step starts."""
+        self._observe()
+        with self._lock:
+            peak, self._peak = self._peak, resident_bytes()
+        return peak
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()

@@ -445,12 +445,16 @@ class ResultsFolder:
             )
         return files
 
-    def scan_per_unit(self, *, fold: str | None = None) -> pl.LazyFrame:
-        """The per-unit table (one fold's, with ``fold``) as a lazy scan over its partitions."""
+    def scan_per_unit(self, *, fold: str | None = None, protocol: str | None = None) -> pl.LazyFrame:
+        """The per-unit table as a lazy scan over its partitions: one fold's with ``fold``, one
+        protocol's with ``protocol`` (only that protocol's files are opened)."""
         files = self.partitions()
         if fold is not None:
             prefix = f"{PER_UNIT}/f{self.manifest.folds.index(fold)}/"
             files = [f for f in files if str(f.relative_to(self.path)).startswith(prefix)]
+        if protocol is not None:
+            mark = f"-p{self._layout_keys()['protocols'].index(protocol)}-"
+            files = [f for f in files if mark in f.name]
         if not files:
             return pl.LazyFrame(schema=PER_UNIT_SCHEMA)
         return pl.scan_parquet(files)

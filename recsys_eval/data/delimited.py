@@ -19,7 +19,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import numba
 import numpy as np
 import polars as pl
 
@@ -169,13 +168,17 @@ def _read_integers(path: Path, separator: str, header: bool, columns: Sequence[s
         names = list(columns)
     if start >= len(data):
         return None
-    bounds = _chunk_bounds(data, start, 4 * numba.get_num_threads())  # a few per thread, for balance
+    from numba import get_num_threads
+
+    from recsys_eval.data import kernels
+
+    bounds = _chunk_bounds(data, start, 4 * get_num_threads())  # a few per thread, for balance
     lines = np.zeros(len(bounds) - 1, dtype=np.int64)
-    run_chunks(_count_lines, bounds, data, lines, index=True)
+    run_chunks(kernels.count_lines, bounds, data, lines, index=True)
     out = np.empty((len(names), int(lines.sum())), dtype=np.int64)
     first_rows = np.cumsum(lines) - lines
     failed = np.full(len(bounds) - 1, -1, dtype=np.int64)
-    run_chunks(_parse_integers, bounds, data, ord(separator), out, first_rows, failed, index=True)
+    run_chunks(kernels.parse_integers, bounds, data, ord(separator), out, first_rows, failed, index=True)
     if (failed >= 0).any():
         return None
     return pl.DataFrame([pl.Series(name, out[f]) for f, name in enumerate(names)])
@@ -191,53 +194,6 @@ def _chunk_bounds(data: np.ndarray, start: int, n: int) -> np.ndarray:
         if newline >= 0 and cut + newline + 1 > bounds[-1]:
             bounds.append(cut + newline + 1)
     return np.array([*bounds, len(data)], dtype=np.int64)
-
-
-@numba.njit(cache=True, nogil=True)
-def _count_lines(chunk_index: int, start: int, stop: int, data: np.ndarray, lines: np.ndarray) -> None:
-    """``lines[chunk_index]``: the lines in ``data[start:stop]`` (its newlines, and a last line
-    without one)."""
-    chunk = data[start:stop]
-    count = 0
-    for p in range(len(chunk)):  # a loop over a slice, which LLVM vectorises
-        count += chunk[p] == 10
-    lines[chunk_index] = count + (stop > start and data[stop - 1] != 10)
-
-
-@numba.njit(cache=True, nogil=True)
-def _parse_integers(chunk_index: int, start: int, stop: int, data: np.ndarray, separator: int, out: np.ndarray,
-                    first_rows: np.ndarray, failed: np.ndarray) -> None:
-    """Parse the lines of ``data[start:stop]`` into ``out[:, first_rows[chunk_index]:]``; sets
-    ``failed[chunk_index]`` to the position of the first byte that is not part of a line of
-    ``out.shape[0]`` non-negative integers."""
-    failed[chunk_index] = _parse_lines(data, start, stop, separator, out, first_rows[chunk_index])
-
-
-@numba.njit(cache=True, nogil=True)
-def _parse_lines(data: np.ndarray, start: int, stop: int, separator: int, out: np.ndarray, row: int) -> int:
-    n_fields = out.shape[0]
-    field, value, digits = 0, 0, 0
-    for p in range(start, stop):
-        c = data[p]
-        if 48 <= c <= 57:
-            if digits == 18:
-                return p
-            value = value * 10 + (c - 48)
-            digits += 1
-        elif c == separator and digits and field < n_fields - 1:
-            out[field, row] = value
-            field, value, digits = field + 1, 0, 0
-        elif c == 10 and digits and field == n_fields - 1:
-            out[field, row] = value
-            row, field, value, digits = row + 1, 0, 0, 0
-        elif not (c == 13 and p + 1 < stop and data[p + 1] == 10):
-            return p
-    if field or digits:  # a last line without a newline
-        if not digits or field != n_fields - 1:
-            return stop
-        out[field, row] = value
-    return -1
-
 
 def _read_repeated_separator(source, separator, header, columns, dtypes, quoting) -> pl.DataFrame | None:
     """A separator of one repeated character (``::``) read as that character with empty fields

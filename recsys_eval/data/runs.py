@@ -44,14 +44,13 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
-import numba
 import numpy as np
 import polars as pl
 
+from recsys_eval._lazy import import_meanwhile
 from recsys_eval.core import atomic
 from recsys_eval.core.chunks import chunk_bounds, run_chunks
 from recsys_eval.core.columns import id_column, numeric_column, polars_frame
-from recsys_eval.core.sorting import stable_argsort
 from recsys_eval.core.units import Rankings, Targets
 from recsys_eval.data.delimited import Table, read_delimited
 from recsys_eval.errors import ConfigError, DataError, check_choice
@@ -126,7 +125,8 @@ def read_table(
             continue
         number = numeric_column(frame, column, name, locate, whole=column == "rank")
         out[column] = number.cast(pl.Int64) if column == "rank" else number
-    return Table(pl.DataFrame(out), name, table.first_line, table.lines, table.unit)
+    # one chunk a column (a Parquet file comes in one per row group): every later to_numpy() is a view
+    return Table(pl.DataFrame(out).rechunk(), name, table.first_line, table.lines, table.unit)
 
 
 def read_run(source: Source, *, format: str | None = None, columns: Sequence[str] | None = None,
@@ -270,6 +270,8 @@ class Index:
 
 
 def _index(columns: list[pl.Series]) -> tuple[pl.Series, list[np.ndarray]]:
+    from recsys_eval.data import kernels
+
     if any(c.dtype == pl.String for c in columns):
         columns = [c.cast(pl.String) for c in columns]
     if columns[0].dtype.is_integer():
@@ -279,11 +281,11 @@ def _index(columns: list[pl.Series]) -> tuple[pl.Series, list[np.ndarray]]:
         if high - low < max(4 * sum(len(a) for a in arrays), 1 << 20):  # a lookup table, one pass
             present = np.zeros(high - low + 1, dtype=np.bool_)
             for values in arrays:
-                _mark(values, low, present)
+                kernels.mark_present(values, low, present)
             code_of = (np.cumsum(present, dtype=np.int64) - 1).astype(np.int32)
             codes = [np.empty(len(values), dtype=np.int32) for values in arrays]
             for values, out in zip(arrays, codes, strict=True):
-                _lookup(values, low, code_of, out)
+                kernels.lookup_codes(values, low, code_of, out)
             return pl.Series(np.flatnonzero(present) + low), codes
     sizes = np.cumsum([0] + [c.len() for c in columns])
     values = pl.concat(columns)  # one sort; equal neighbours share a code
@@ -296,23 +298,12 @@ def _index(columns: list[pl.Series]) -> tuple[pl.Series, list[np.ndarray]]:
     ids = ordered.filter(pl.Series(new))
     return ids, [codes[a:b] for a, b in zip(sizes[:-1], sizes[1:], strict=True)]
 
-
-@numba.njit(cache=True, nogil=True)
-def _mark(values: np.ndarray, low: int, present: np.ndarray) -> None:
-    for value in values:
-        present[value - low] = True
-
-
-@numba.njit(cache=True, nogil=True)
-def _lookup(values: np.ndarray, low: int, code_of: np.ndarray, codes: np.ndarray) -> None:
-    for row in range(len(values)):
-        codes[row] = code_of[values[row] - low]
-
-
 def _threads() -> ThreadPoolExecutor:
     """A pool for a few different kernels side by side. Not the chunk pool of
     :mod:`recsys_eval.core.chunks`: a task here may itself wait on chunks run there."""
-    return ThreadPoolExecutor(max_workers=numba.get_num_threads())
+    from numba import get_num_threads
+
+    return ThreadPoolExecutor(max_workers=get_num_threads())
 
 
 # -- grouping and checking each user's rows --------------------------------------------------------
@@ -332,13 +323,15 @@ def check_rows(table: Table, user: np.ndarray, item: np.ndarray, index: Index) -
 
     One counting sort by user, then one pass over each user's rows that marks its items in an
     item-sized array (a repeat finds its item marked) and puts each row in the slot of its rank."""
+    from recsys_eval.data import kernels
+
     frame = table.frame
     is_run = "score" in frame.columns or "rank" in frame.columns
     has_rank = "rank" in frame.columns
     rank = frame.get_column("rank").to_numpy() if has_rank else np.zeros(0, dtype=np.int64)
     rows, offsets = group_by_user(user, index.user_ids.len())
     by_rank = np.full(len(rows) if has_rank else 0, -1, dtype=np.int64)
-    n_repeats, repeat, earlier, n_bad, bad_user = _check_rows(offsets, rows, item, index.item_ids.len(), rank, by_rank)
+    n_repeats, repeat, earlier, n_bad, bad_user = kernels.check_user_rows(offsets, rows, item, index.item_ids.len(), rank, by_rank)
     if n_repeats:
         u, i = index.user_ids[int(user[repeat])], index.item_ids[int(item[repeat])]
         raise DataError(
@@ -356,170 +349,27 @@ def check_rows(table: Table, user: np.ndarray, item: np.ndarray, index: Index) -
             f"1, 2, ..., {b - a} once"
         )
     if is_run and not has_rank:  # by score descending, ties by item
-        by_rank = _order_by_score(offsets, rows, item, -frame.get_column("score").to_numpy())
+        by_rank = kernels.order_by_score(offsets, rows, item, -frame.get_column("score").to_numpy())
     return Grouped(offsets, rows, by_rank if is_run else None)
 
 
 def group_by_user(user: np.ndarray, n_users: int) -> tuple[np.ndarray, np.ndarray]:
     """Rows grouped by user code, stable (a counting sort; a file already in user order needs no
     move), and each user's slice bounds."""
-    offsets, ascending = _count_users(user, n_users)
+    from recsys_eval.data import kernels
+
+    offsets, ascending = kernels.count_users(user, n_users)
     if ascending:
         return np.arange(len(user), dtype=np.int64), offsets
     rows = np.empty(len(user), dtype=np.int64)
-    _scatter_rows(user, offsets, rows)
+    kernels.scatter_rows(user, offsets, rows)
     return rows, offsets
-
-
-@numba.njit(cache=True, nogil=True)
-def _count_users(user: np.ndarray, n_users: int) -> tuple[np.ndarray, bool]:
-    offsets = np.zeros(n_users + 1, dtype=np.int64)
-    ascending = True
-    for row in range(len(user)):
-        offsets[user[row] + 1] += 1
-        ascending &= row == 0 or user[row] >= user[row - 1]
-    for u in range(n_users):
-        offsets[u + 1] += offsets[u]
-    return offsets, ascending
-
-
-@numba.njit(cache=True, nogil=True)
-def _scatter_rows(user: np.ndarray, offsets: np.ndarray, rows: np.ndarray) -> None:
-    fill = offsets[:-1].copy()
-    for row in range(len(user)):
-        u = user[row]
-        rows[fill[u]] = row
-        fill[u] += 1
-
-
-@numba.njit(cache=True, nogil=True)
-def _check_rows(offsets, rows, item, n_items, rank, by_rank):
-    """Repeated items and ranks of each user's rows (see :func:`check_rows`); puts the rows in rank
-    order into ``by_rank`` (all -1) when ``rank`` is given. Returns the repeat count, the first
-    repeated row (the smallest) and the row it repeats, and the count of users whose ranks are not
-    1..L and the first of them."""
-    owner = np.full(n_items, -1, dtype=np.int64)
-    first = np.empty(n_items, dtype=np.int64)
-    has_rank = len(rank) > 0
-    n_repeats, repeat, earlier, n_bad, bad_user = 0, -1, -1, 0, -1
-    for u in range(len(offsets) - 1):
-        a, b = offsets[u], offsets[u + 1]
-        bad = False
-        for j in range(a, b):
-            row = rows[j]
-            i = item[row]
-            if owner[i] == u:
-                if n_repeats == 0 or row < repeat:
-                    repeat, earlier = row, first[i]
-                n_repeats += 1
-            else:
-                owner[i], first[i] = u, row
-            if has_rank:
-                slot = a + rank[row] - 1
-                if a <= slot < b and by_rank[slot] < 0:
-                    by_rank[slot] = row
-                else:
-                    bad = True
-        if bad:
-            if n_bad == 0:
-                bad_user = u
-            n_bad += 1
-    return n_repeats, repeat, earlier, n_bad, bad_user
-
-
-@numba.njit(cache=True, nogil=True)
-def _order_by_score(offsets, rows, item, primary):
-    """Each user's rows by ``primary`` ascending, ties by item."""
-    ordered = np.empty(len(rows), dtype=np.int64)
-    for u in range(len(offsets) - 1):
-        a, b = offsets[u], offsets[u + 1]
-        keys = np.empty(b - a)  # float64 keys and loops: see recsys_eval.core.sorting
-        for j in range(b - a):
-            keys[j] = item[rows[a + j]]
-        by_item = stable_argsort(keys)
-        for j in range(b - a):
-            keys[j] = primary[rows[a + by_item[j]]]
-        by_primary = stable_argsort(keys)
-        for j in range(b - a):
-            ordered[a + j] = rows[a + by_item[by_primary[j]]]
-    return ordered
-
-
-@numba.njit(cache=True, nogil=True)
-def _sort_by_item(offsets, rows, item, out):
-    """Each user's rows by item, into ``out`` (a copy of ``rows``; an insertion sort for the usual
-    few rows)."""
-    for u in range(len(offsets) - 1):
-        a, b = offsets[u], offsets[u + 1]
-        if b - a > 32:
-            keys = np.empty(b - a)
-            for j in range(b - a):
-                keys[j] = item[rows[a + j]]
-            by_item = stable_argsort(keys)
-            for j in range(b - a):
-                out[a + j] = rows[a + by_item[j]]
-            continue
-        for j in range(a + 1, b):
-            row = out[j]
-            key = item[row]
-            k = j
-            while k > a and item[out[k - 1]] > key:
-                out[k] = out[k - 1]
-                k -= 1
-            out[k] = row
-
-
-@numba.njit(cache=True, nogil=True)
-def _gather_users(values, offsets, users, out):
-    """``values[offsets[u]:offsets[u + 1]]`` for every ``u`` of ``users``, one after the other, into
-    ``out``."""
-    at = 0
-    for u in users:
-        for j in range(offsets[u], offsets[u + 1]):
-            out[at] = values[j]
-            at += 1
-
-
-@numba.njit(cache=True, nogil=True)
-def _train_chunk(chunk, lo, hi, train, test, run, tested, n_items, users_before, pair_user, pair_item, removed,
-                 ranked_train, n_pairs):
-    """Users ``lo:hi`` of TRAIN grouped by user (each of ``train``, ``test``, ``run`` is
-    ``(offsets, rows, item)``): their (user, item) pairs once, from ``train[0][lo]`` on, into
-    ``pair_user`` (the train-user index of ascending user codes: ``users_before[u]`` users with
-    train rows come before ``u``) and ``pair_item``, their count into ``n_pairs[chunk]``; for
-    tested users, how many of their train items are neither tested nor ranked (they leave the AUC
-    candidates, ``removed``), and how many ranked items are train items (``ranked_train[chunk]``)."""
-    w_offsets, w_rows, w_item = train
-    t_offsets, t_rows, t_item = test
-    r_offsets, r_rows, r_item = run
-    last = np.full((n_items, 3), -1, dtype=np.int32)  # the last user that tests, ranks, trains on the item
-    judged, ranked, trained = last[:, 0], last[:, 1], last[:, 2]  # side by side: one cache line an item
-    at, n_ranked_train = w_offsets[lo], 0
-    for u in range(lo, hi):
-        a, b = w_offsets[u], w_offsets[u + 1]
-        if a == b:
-            continue
-        if tested[u]:
-            for j in range(r_offsets[u], r_offsets[u + 1]):
-                ranked[r_item[r_rows[j]]] = u
-            for j in range(t_offsets[u], t_offsets[u + 1]):
-                judged[t_item[t_rows[j]]] = u
-        for j in range(a, b):
-            i = w_item[w_rows[j]]
-            if trained[i] == u:
-                continue
-            trained[i] = u
-            if tested[u]:
-                removed[u] += judged[i] != u and ranked[i] != u
-                n_ranked_train += ranked[i] == u
-            pair_user[at], pair_item[at] = users_before[u], i
-            at += 1
-    n_pairs[chunk], ranked_train[chunk] = at - w_offsets[lo], n_ranked_train
-
 
 def _train_pairs(train, test, run, tested, n_items) -> tuple[np.ndarray, int, np.ndarray, np.ndarray]:
     """TRAIN's left-out counts per user, its ranked-train count and its (user, item) pairs once
-    (see :func:`_train_chunk`), over chunks of users on the chunk threads."""
+    (see :func:`recsys_eval.data.kernels.train_chunk`), over chunks of users on the chunk threads."""
+    from recsys_eval.data import kernels
+
     w_offsets = train[0]
     n_rows = len(train[1])
     users_before = np.cumsum(np.diff(w_offsets) > 0) - (np.diff(w_offsets) > 0)
@@ -527,38 +377,13 @@ def _train_pairs(train, test, run, tested, n_items) -> tuple[np.ndarray, int, np
     pair_user, pair_item = np.empty(n_rows, dtype=np.int32), np.empty(n_rows, dtype=np.int32)
     removed = np.zeros(len(tested), dtype=np.int64)
     ranked_train, n_pairs = np.zeros(len(bounds) - 1, dtype=np.int64), np.zeros(len(bounds) - 1, dtype=np.int64)
-    run_chunks(_train_chunk, bounds, train, test, run, tested, n_items, users_before, pair_user, pair_item,
+    run_chunks(kernels.train_chunk, bounds, train, test, run, tested, n_items, users_before, pair_user, pair_item,
                removed, ranked_train, n_pairs, index=True)
     starts = w_offsets[bounds[:-1]]
     if (starts + n_pairs != w_offsets[bounds[1:]]).any():  # repeated pairs left gaps: close them
         keep = np.concatenate([np.arange(a, a + n) for a, n in zip(starts, n_pairs, strict=True)])
         pair_user, pair_item = pair_user[keep], pair_item[keep]
     return removed, int(ranked_train.sum()), pair_user, pair_item
-
-
-@numba.njit(cache=True, nogil=True)
-def _judged_pairs(test, run, n_items):
-    """(TEST row, RUN row) of every judged pair the run ranks, by user then item (``test`` rows
-    sorted by item within each user; each is ``(offsets, rows, item)``)."""
-    t_offsets, t_rows, t_item = test
-    r_offsets, r_rows, r_item = run
-    at = np.full(n_items, -1, dtype=np.int64)
-    owner = np.full(n_items, -1, dtype=np.int64)
-    test_rows = np.empty(len(t_rows), dtype=np.int64)
-    run_rows = np.empty(len(t_rows), dtype=np.int64)
-    n = 0
-    for u in range(len(t_offsets) - 1):
-        if t_offsets[u] == t_offsets[u + 1]:
-            continue
-        for j in range(r_offsets[u], r_offsets[u + 1]):
-            owner[r_item[r_rows[j]]], at[r_item[r_rows[j]]] = u, r_rows[j]
-        for j in range(t_offsets[u], t_offsets[u + 1]):
-            i = t_item[t_rows[j]]
-            if owner[i] == u:
-                test_rows[n], run_rows[n] = t_rows[j], at[i]
-                n += 1
-    return test_rows[:n], run_rows[:n]
-
 
 # -- a run against judgments: what `recsys-eval evaluate` measures ---------------------------------
 @dataclass(frozen=True)
@@ -613,6 +438,7 @@ def load_run(
       or ranked for it; they feed novelty and the coverage catalogue.
     The item catalogue is every item of TEST, RUN and TRAIN: the protocol is full ranking (AI+AR+AN).
     """
+    import_meanwhile("recsys_eval.data.kernels")  # numba's import overlaps the reading
     test_t = read_table(test, "judgments", format=test_format, columns=test_columns, name=f"TEST {_name(test)}")
     run_t = read_table(run, "run", format=run_format, columns=run_columns, name=f"RUN {_name(run)}")
     train_t = None if train is None else read_table(
@@ -636,6 +462,8 @@ def run_input(test_t: Table, run_t: Table, train_t: Table | None, *, threshold: 
     the user's own train items. The checks on the whole input (a relevant row somewhere, a user that
     TEST and RUN share) are then the caller's.
     """
+    from recsys_eval.data import kernels
+
     notes = list(notes or [])
     gain = _gains(test_t, threshold)
     if catalogue is None and not (gain > 0).any():
@@ -677,11 +505,11 @@ def run_input(test_t: Table, run_t: Table, train_t: Table | None, *, threshold: 
             train_pass = pool.submit(_train_pairs, (w_offsets, w_rows, index.item[2]), test_grouped,
                                      run_grouped, tested, n_items)
         t_rows = test_g.rows.copy()
-        _sort_by_item(test_g.offsets, test_g.rows, t_item, t_rows)  # every TEST row, by user then item
+        kernels.sort_by_item(test_g.offsets, test_g.rows, t_item, t_rows)  # every TEST row, by user then item
         r_rows = run_g.by_rank  # rows of TEST users, best first
         if only_run.any():
             r_rows = np.empty(int(np.diff(run_g.offsets)[units].sum()), dtype=np.int64)
-            _gather_users(run_g.by_rank, run_g.offsets, units, r_rows)
+            kernels.gather_users(run_g.by_rank, run_g.offsets, units, r_rows)
     if train_grouped is not None:
         removed, ranked_train, pair_user, pair_item = train_pass.result()
         if ranked_train:
@@ -704,7 +532,7 @@ def run_input(test_t: Table, run_t: Table, train_t: Table | None, *, threshold: 
     rankings = Rankings(unit_user, _unit_offsets(run_g.offsets, units), r_item[r_rows], scores)
     pairs = ()
     if "rating" in test_t.frame.columns and scores is not None:
-        test_rows, run_rows = _judged_pairs((test_g.offsets, t_rows, t_item), run_grouped, n_items)
+        test_rows, run_rows = kernels.judged_pairs((test_g.offsets, t_rows, t_item), run_grouped, n_items)
         pairs = (t_user[test_rows], t_item[test_rows], test_t.frame.get_column("rating").to_numpy()[test_rows],
                  run_t.frame.get_column("score").to_numpy()[run_rows])
     user_ids = index.user_ids.gather(units)

@@ -329,5 +329,5 @@ class SparkFold:
         for label in plan.options.labels:
             for system in plan.options.systems:
                 if (system, label) in states:
-                    out.add(partition_rows(plan.options, merge_states(states.pop((system, label)))))
+                    out.add(partition_rows(plan.options.summarising, merge_states(states.pop((system, label)))))
         return out, exposure, scored

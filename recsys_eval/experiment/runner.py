@@ -55,39 +55,40 @@ def run_experiment(
     check_names(config)
     sink = RunSink.create(out_root or config.output.folder, config.name, config_text, resume=resume)
     options = RunOptions.from_config(config)
-    timings, log = Timings(), []
-    with Progress(console or Console(), quiet=quiet) as progress:
-        data, splits, prepared = load_and_split(config, progress, timings)
-        sink.set_layout([s.name for s in splits], options.systems, options.labels)
-        folds = []
-        for split in splits:
-            folds.append(run_fold(config, options, data, split, len(splits), sink, progress, timings))
-            log.append(f"fold {split.name}: {len(folds[-1].partitions)} per-unit partitions")
-        if config.learning_curve is not None:
-            from recsys_eval.pipeline.curve import learning_curve_rows
+    log: list[str] = []
+    with Timings() as timings:
+        with Progress(console or Console(), quiet=quiet) as progress:
+            data, splits, prepared = load_and_split(config, progress, timings)
+            sink.set_layout([s.name for s in splits], options.systems, options.labels)
+            folds = []
+            for split in splits:
+                folds.append(run_fold(config, options, data, split, len(splits), sink, progress, timings))
+                log.append(f"fold {split.name}: {len(folds[-1].partitions)} per-unit partitions")
+            if config.learning_curve is not None:
+                from recsys_eval.pipeline.curve import learning_curve_rows
 
-            sink.write_learning_curve(learning_curve_rows(options, data, splits[0], config.learning_curve, timings))
-        start = time.perf_counter()
-        summary = combine_folds(folds)
-        timings.add("", "", "summarise", start)
-        start = time.perf_counter()
-        sink.write_side_tables()
-        sink.write_summary(summary)
-        sink.write_data_stats(data_statistics(data, prepared, splits))
-        timings.add("", "", "write results", start)
-    manifest = make_manifest(config, sink.config_hash, data, splits,
-                             sink.relative([p for f in folds for p in f.partitions]))
-    sink.write_manifest(manifest)  # the analysis and the report read it
-    if config.output.report:
-        start = time.perf_counter()
-        sink.analyse()
-        timings.add("", "", "analyse", start)
-        start = time.perf_counter()
-        sink.report()
-        timings.add("", "", "report", start)
-    sink.write_timings(timings.rows)
-    sink.write_log(log)
-    return RunOutcome(sink.finish(manifest.replace(peak_rss_mb=timings.peak_mb)), summary)
+                sink.write_learning_curve(learning_curve_rows(options, data, splits[0], config.learning_curve, timings))
+            start = time.perf_counter()
+            summary = combine_folds(folds)
+            timings.add("", "", "summarise", start)
+            start = time.perf_counter()
+            sink.write_side_tables()
+            sink.write_summary(summary)
+            sink.write_data_stats(data_statistics(data, prepared, splits))
+            timings.add("", "", "write results", start)
+        manifest = make_manifest(config, sink.config_hash, data, splits,
+                                 sink.relative([p for f in folds for p in f.partitions]))
+        sink.write_manifest(manifest)  # the analysis and the report read it
+        if config.output.report:
+            start = time.perf_counter()
+            sink.analyse()
+            timings.add("", "", "analyse", start)
+            start = time.perf_counter()
+            sink.report()
+            timings.add("", "", "report", start)
+        sink.write_timings(timings.rows)
+        sink.write_log(log)
+        return RunOutcome(sink.finish(manifest.replace(peak_rss_mb=timings.peak_mb)), summary)
 
 
 def load_and_split(config: ExperimentConfig, progress: Progress,
@@ -121,7 +122,7 @@ def run_fold(config: ExperimentConfig, options: RunOptions, data: Interactions, 
     done = sink.completed(split.name)
     if done is not None:
         progress.log(f"[{split.name}] done in an earlier attempt: reused")
-        return reuse_fold(options, done)
+        return reuse_fold(options.summarising, done)
     start = time.perf_counter()
     tuned = tune_fold(config, data, split, sink.tuning_log, progress.log)
     if tuned:

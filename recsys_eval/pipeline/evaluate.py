@@ -5,19 +5,22 @@ folder opens with ``recsys-eval report``, ``recsys-eval compare`` and
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import polars as pl
 
 from recsys_eval.core.results import Manifest
-from recsys_eval.data.runs import RunInput
 from recsys_eval.errors import DataError
 from recsys_eval.measure.aggregate import PartitionState
-from recsys_eval.pipeline.options import MeasureOptions
-from recsys_eval.pipeline.plan import RunOptions
 from recsys_eval.pipeline.sink import RunSink
-from recsys_eval.pipeline.summary import FoldSummary, combine_folds, partition_rows
+from recsys_eval.pipeline.summary import FoldSummary, Summarising, combine_folds, partition_rows
+
+if TYPE_CHECKING:
+    from recsys_eval.data.runs import RunInput
+    from recsys_eval.pipeline.options import MeasureOptions
 
 #: The fold label of an evaluated run's rows.
 FOLD = "0"
@@ -28,7 +31,7 @@ def summary_of(states: list[PartitionState], undefined: str) -> pl.DataFrame:
     rows with t-intervals, pooled F, as a run's summary of one fold (the Spark engine's evaluate
     shares it)."""
     out = FoldSummary()
-    out.add(partition_rows(RunOptions.summarising(undefined), PartitionState.merge(states)))
+    out.add(partition_rows(Summarising(undefined), PartitionState.merge(states)))
     return combine_folds([out])
 
 
@@ -42,8 +45,10 @@ def evaluate_run(data: RunInput, measure: MeasureOptions, *, system: str, out: P
     sink = RunSink.create_at(out, force=force)
     try:
         sink.set_layout([FOLD], [system], [protocol])
-        partition = sink.write_partition(per_unit)
-        summary = summary_of([PartitionState.of(per_unit, undefined=measure.undefined)], measure.undefined)
+        with ThreadPoolExecutor(max_workers=1) as pool:  # polars writes without the GIL: summarise meanwhile
+            written = pool.submit(sink.write_partition, per_unit)
+            summary = summary_of([PartitionState.of(per_unit, undefined=measure.undefined)], measure.undefined)
+            partition = written.result()
         sink.write_summary(summary)
         manifest = _manifest(data, measure, system, Path(out).name, source, sink.relative([partition]))
         return sink.finish(manifest), summary

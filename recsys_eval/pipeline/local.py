@@ -110,7 +110,7 @@ class PartitionKeeper:
             frame = run_frame(self.exposure.pop((s, r)).values(names), labels, user_type)
             self.run_parts[s, r] = self.sink.write_partition(frame, part=part)
             self.states[s, r].append(PartitionState.of(frame, undefined=plan.options.measure.undefined))
-        self.summaries[s, r] = partition_rows(plan.options, PartitionState.merge(self.states.pop((s, r))))
+        self.summaries[s, r] = partition_rows(plan.options.summarising, PartitionState.merge(self.states.pop((s, r))))
         self.timings.add(plan.fold, system, f"summarise {plan.sets[s].label}", start)
 
     def fold_summary(self) -> FoldSummary:
@@ -235,7 +235,7 @@ class LocalFold:
             rating = jobs.rating_rows(model, plan.split, job.system, list(plan.options.measure.rating), plan.data)
             if rating is not None:
                 out.partitions.append(self.sink.write_partition(rating))
-                out.add(summarise_frames(plan.options, [rating]))
+                out.add(summarise_frames(plan.options.summarising, [rating]))
 
 
 @functools.cache

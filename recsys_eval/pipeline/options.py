@@ -5,8 +5,10 @@ fold, the tuner and the learning curve all use, so that none of them reads the c
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
-from recsys_eval.pipeline.config import ExperimentConfig, MetricsConfig, RunConfig
+if TYPE_CHECKING:  # only named: a caller that has a config has imported it
+    from recsys_eval.pipeline.config import ExperimentConfig, MetricsConfig, RunConfig
 
 
 @dataclass(frozen=True)

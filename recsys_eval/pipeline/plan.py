@@ -18,6 +18,7 @@ from recsys_eval.pipeline.config import ExperimentConfig, ProtocolConfig, Recomm
 from recsys_eval.pipeline.options import MeasureOptions, RankOptions
 from recsys_eval.pipeline.progress import Progress
 from recsys_eval.pipeline.seeds import Seeds
+from recsys_eval.pipeline.summary import Summarising
 from recsys_eval.pipeline.targets import TargetSet, label_definitions, protocol_labels, target_sets
 from recsys_eval.pipeline.timings import Timings
 
@@ -56,11 +57,10 @@ class RunOptions:
             str(Path(config.source).parent),
         )
 
-    @classmethod
-    def summarising(cls, undefined: str) -> RunOptions:
-        """The options of a run that only summarises per-unit values it was given (``evaluate``:
-        a run file, no protocol to build, no recommender to fit), t-intervals over users."""
-        return cls((), (), MeasureOptions((), (), (), undefined=undefined), RankOptions(0), Seeds(0))
+    @property
+    def summarising(self) -> Summarising:
+        """How each partition of the run is summarised."""
+        return Summarising(self.measure.undefined, self.interval, self.resamples, self.interval_seed)
 
     @property
     def labels(self) -> list[str]:

@@ -12,11 +12,11 @@ one fold.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
 import polars as pl
 
-from recsys_eval.core import Interactions, Split, atomic
+from recsys_eval.core import atomic
 from recsys_eval.core.results import (
     AUC_POOLING,
     AUC_SCORES,
@@ -35,6 +35,11 @@ from recsys_eval.core.results import (
     ResultsFolder,
     config_hash,
 )
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from recsys_eval.core import Interactions, Split
 
 
 class RunSink:

@@ -6,15 +6,27 @@ recsys_eval.measure.aggregate, docs/CONVENTIONS.md#averaging)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
 
 from recsys_eval.measure.aggregate import PartitionState
-from recsys_eval.pipeline.plan import RunOptions
 
 _KEYS = ["system", "protocol", "fold", "metric", "k"]
+
+
+@dataclass(frozen=True)
+class Summarising:
+    """How a partition is summarised: the undefined-value policy, and its intervals over users,
+    ``t`` or a ``bootstrap`` of ``resamples`` seeded per (fold, protocol label) by ``seed_of``
+    (``RunOptions.interval_seed``). ``evaluate`` summarises with t-intervals and no run options."""
+
+    undefined: str = "skip"
+    interval: str = "t"
+    resamples: int = 0
+    seed_of: Callable[[str, str], int] | None = None
 
 
 @dataclass
@@ -33,13 +45,13 @@ class FoldSummary:
             self.f_sums.append(sums)
 
 
-def partition_rows(options: RunOptions, state: PartitionState) -> tuple[pl.DataFrame, pl.DataFrame | None]:
+def partition_rows(options: Summarising, state: PartitionState) -> tuple[pl.DataFrame, pl.DataFrame | None]:
     """One partition's fold rows (mean over users with its interval, micro mean, users counted and
     left out, the rule) and its summed F-measure counts when ``f1`` is measured."""
     from recsys_eval.compare import confidence_intervals
     from recsys_eval.compare.intervals import t_interval_rows
 
-    rows = state.summary(options.measure.undefined)
+    rows = state.summary(options.undefined)
     if state.users.height and options.interval == "t":  # on the users as the state keeps them
         keys = ["metric", "k"] if state.labels is not None else _KEYS
         ci = t_interval_rows(state.users, keys).select(*keys, "lower", "upper")
@@ -50,26 +62,26 @@ def partition_rows(options: RunOptions, state: PartitionState) -> tuple[pl.DataF
         ci = confidence_intervals(
             users.select("system", "protocol", "fold", "user", "metric", "k", "value"),
             method=options.interval, n_resamples=options.resamples,
-            seed=options.interval_seed(first["fold"], first["protocol"]),
+            seed=options.seed_of(first["fold"], first["protocol"]),
         ).select(*_KEYS, "lower", "upper")
         rows = rows.join(ci, on=_KEYS, how="left", nulls_equal=True, maintain_order="left")
     return rows, state.f_sums()
 
 
-def summarise_frames(options: RunOptions, frames: list[pl.DataFrame]) -> tuple[pl.DataFrame, pl.DataFrame | None]:
+def summarise_frames(options: Summarising, frames: list[pl.DataFrame]) -> tuple[pl.DataFrame, pl.DataFrame | None]:
     """The rows of one (fold, system, protocol) from its per-unit frames (its chunks)."""
-    undefined = options.measure.undefined
-    return partition_rows(options, PartitionState.merge([PartitionState.of(f, undefined=undefined) for f in frames]))
+    states = [PartitionState.of(f, undefined=options.undefined) for f in frames]
+    return partition_rows(options, PartitionState.merge(states))
 
 
-def reuse_fold(options: RunOptions, partitions: list[Path]) -> FoldSummary:
+def reuse_fold(options: Summarising, partitions: list[Path]) -> FoldSummary:
     """The summary of a fold an earlier attempt completed, read back one partition at a time."""
     out = FoldSummary(partitions=partitions)
     states: dict[tuple[str, str], list[PartitionState]] = {}
     for path in partitions:
         frame = pl.read_parquet(path)
         key = frame.row(0, named=True)["system"], frame.row(0, named=True)["protocol"]
-        states.setdefault(key, []).append(PartitionState.of(frame, undefined=options.measure.undefined))
+        states.setdefault(key, []).append(PartitionState.of(frame, undefined=options.undefined))
     for parts in states.values():
         out.add(partition_rows(options, PartitionState.merge(parts)))
     return out

@@ -4,26 +4,30 @@ from __future__ import annotations
 
 import time
 
-from recsys_eval.core.memory import peak_bytes, reset_peak
+from recsys_eval.core.memory import StepPeaks, peak_bytes
 
 
 class Timings:
     """The steps of a run, in the order they end. A row holds the step's wall time since ``start``
-    (a ``time.perf_counter()`` reading) and the process's peak memory since the previous row, so
-    each step's own peak; then a new peak measurement starts."""
+    (a ``time.perf_counter()`` reading) and the largest resident memory sampled since the previous
+    row, so each step's own peak (recsys_eval.core.memory.StepPeaks)."""
 
     def __init__(self) -> None:
         self.rows: list[dict] = []
+        self._peaks = StepPeaks()
 
     @property
-    def peak_mb(self) -> int | None:
-        """The process's peak memory over every step so far: each row holds the peak since the
-        row before it, so the largest row is the whole run's (the analysis and report included
-        once they are steps)."""
-        return max((row["peak_rss_mb"] for row in self.rows), default=None)
+    def peak_mb(self) -> int:
+        """The whole process's peak memory so far: the kernel's high-water mark, which nothing resets,
+        so it holds every moment of the run, between steps included."""
+        return round(peak_bytes() / 1e6)
 
     def add(self, fold: str, system: str, step: str, start: float) -> None:
-        peak = peak_bytes()
-        reset_peak()
         self.rows.append({"fold": fold, "system": system, "step": step, "seconds": time.perf_counter() - start,
-                          "peak_rss_mb": round(peak / 1e6)})
+                          "peak_rss_mb": round(self._peaks.take() / 1e6)})
+
+    def __enter__(self) -> Timings:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._peaks.close()  # the rows stay

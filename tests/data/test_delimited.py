@@ -3,6 +3,7 @@ values), and hands every file that does not fit it to polars."""
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 import polars as pl
 import pytest
@@ -67,7 +68,7 @@ def test_tabs_no_header_and_many_chunks(tmp_path, monkeypatch):
     rng = np.random.default_rng(0)
     values = rng.integers(0, 10**9, size=(1_000_000, 2))
     text = "\n".join(f"{a}\t{b}" for a, b in values).encode() + b"\n"
-    monkeypatch.setattr(delimited.numba, "get_num_threads", lambda: 7)  # ~20 MB: 4 chunks, cut inside lines
+    monkeypatch.setattr(numba, "get_num_threads", lambda: 7)  # ~20 MB: 4 chunks, cut inside lines
     ours, theirs = _both(tmp_path, text, separator="\t", header=False)
     assert len(delimited._chunk_bounds(np.frombuffer(text, dtype=np.uint8), 0, 7)) == 5
     assert ours.equals(theirs)
