@@ -30,6 +30,16 @@ def _is_file(path: str, what: str) -> None:
         raise ConfigError(f"{what} {path!r} is not a file")
 
 
+def _check_unseen_test_side(config: ExperimentConfig) -> None:
+    """``prepare.on = "train"`` drops test rows whose user or item is not in the prepared train: every
+    row of a cold-item split, and of a user-disjoint split without fold-in."""
+    split = config.split
+    cold = split.method == "cold_items" or (split.method == "user_disjoint" and split.params.get("fold_in") == 0)
+    if config.prepare.on == "train" and cold:
+        raise ConfigError(f"'train' would drop every test row of split {split.method!r} (its test users or items "
+                          "are absent from train by design); prepare on 'data'")
+
+
 def check_names(config: ExperimentConfig) -> None:
     """Raise a ConfigError for the first unknown name in ``config``; return None when all are known."""
     from recsys_eval.compare import CORRECTIONS, TESTS
@@ -48,6 +58,7 @@ def check_names(config: ExperimentConfig) -> None:
             _at(src, f"{where}.path", _is_file, dataset.path, "the dataset file")
     _at(src, "split.method", check_choice, "split method", config.split.method, SPLITTERS)
     _at(src, "split.params", check_split, config.split.method, config.split.params)
+    _at(src, "prepare.on", _check_unseen_test_side, config)
     for i, protocol in enumerate(config.protocols):
         _at(src, f"protocols[{i}].name", Protocol.parse, protocol.name)
         if protocol.negatives is not None:

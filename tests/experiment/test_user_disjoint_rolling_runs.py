@@ -74,3 +74,15 @@ def test_rolling_time_study(tmp_path, synthetic_ratings):
         assert fold.train.timestamps.max() < fold.info["window_start"] <= fold.test.timestamps.min()
     per_unit = ResultsFolder.open(folder).scan_per_unit().collect()
     assert set(per_unit.get_column("fold").unique()) == {"window1", "window2", "window3"}
+
+
+def test_preparing_on_train_is_refused_where_it_would_empty_the_test_side(tmp_path, synthetic_ratings, capsys):
+    for split in (split_table("cold_items", fraction=0.1), split_table("user_disjoint", fraction=0.2, fold_in=0)):
+        config = tmp_path / "cold.toml"
+        config.write_text(config_text("cold", dataset=ratings_file(synthetic_ratings), split=split,
+                                      prepare={"on": "train", "min_user_interactions": 2}))
+        with pytest.raises(SystemExit) as exit_info:
+            main(["validate", str(config)])
+        assert exit_info.value.code not in (0, None)
+        said = capsys.readouterr()
+        assert "prepare.on" in said.err + said.out and "would drop every test row" in said.err + said.out
