@@ -32,6 +32,7 @@ import polars as pl
 
 from recsys_eval.core.results import ResultsFolder
 from recsys_eval.data.synthetic import synthetic_interactions
+from recsys_eval.pipeline.timings import WHOLE_RUN
 
 sys.path.append(str(Path(__file__).resolve().parents[1] / "tests"))  # the tests' config builder
 from config_text import config_text, ratings_file  # noqa: E402
@@ -92,7 +93,7 @@ def main() -> None:
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024 / 1e6  # KiB -> MB
     folder = next(p for p in (out / "results").glob("*/*") if not p.name.startswith("."))
     rows = ResultsFolder.open(folder).scan_per_unit().select(pl.len()).collect().item()
-    timings = pl.read_csv(folder / "timings.csv")
+    timings = pl.read_csv(folder / "timings.csv").filter(pl.col("step") != WHOLE_RUN)
     print(f"study {args.study}: {wall:,.1f} s wall, peak RSS {peak:,.0f} MB (outside), {rows:,} per-unit rows "
           f"(load {os.getloadavg()[0]:.1f})")
     by_step = (timings.with_columns(pl.col("step").str.extract(r"^(\w+)").alias("stage"))

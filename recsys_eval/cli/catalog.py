@@ -1,4 +1,4 @@
-"""``recsys-eval list metrics|protocols|recommenders|splitters|datasets``: what a config can name.
+"""``recsys-eval list metrics|protocols|recommenders|splitters|datasets|formats``: what a config can name.
 
 Every listing is read from the registry that checks the name in a config (the metric registry, the
 protocol axes, the recommender registry, the splitters, the dataset descriptors), so it cannot drift
@@ -22,6 +22,7 @@ class Catalog(StrEnum):
     recommenders = "recommenders"
     splitters = "splitters"
     datasets = "datasets"
+    formats = "formats"
 
 
 @app.command("list")
@@ -29,7 +30,7 @@ def list_command(
     what: Catalog = typer.Argument(..., help="What to list.", show_default=False),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts instead of text."),
 ) -> None:
-    """List the metrics, protocols, recommenders, splitters or datasets a config can name."""
+    """List the metrics, protocols, recommenders, splitters, datasets or run formats a config can name."""
     records = _LISTINGS[what]()
     if as_json:
         typer.echo(json.dumps({what.value: records}, indent=2))
@@ -101,6 +102,12 @@ def dataset_records() -> list[dict[str, Any]]:
     ]
 
 
+def format_records() -> list[dict[str, Any]]:
+    from recsys_eval.data.run_formats import FORMAT_MEANINGS
+
+    return [{"name": name, "layout": layout} for name, layout in FORMAT_MEANINGS.items()]
+
+
 # -- text ---------------------------------------------------------------------------------------------
 def metric_lines(records: list[dict]) -> list[str]:
     """trec_eval -h style: per family, one line per metric with its label, direction and convention."""
@@ -158,12 +165,19 @@ def dataset_lines(records: list[dict]) -> list[str]:
     return [f"{r['name']:<16} {r['summary'] or r['title']}" for r in records]
 
 
+def format_lines(records: list[dict]) -> list[str]:
+    width = max(len(r["name"]) for r in records)
+    return [f"{r['name']:<{width}}  {r['layout']}" for r in records] + [
+        "Without a format: from the extension, or detected from the columns or the first line "
+        "(docs/CONVENTIONS.md#interchange-layouts)."]
+
+
 _LISTINGS = {Catalog.metrics: metric_records, Catalog.protocols: protocol_records,
              Catalog.recommenders: recommender_records, Catalog.splitters: splitter_records,
-             Catalog.datasets: dataset_records}
+             Catalog.datasets: dataset_records, Catalog.formats: format_records}
 _TEXT = {Catalog.metrics: metric_lines, Catalog.protocols: protocol_lines,
          Catalog.recommenders: recommender_lines, Catalog.splitters: splitter_lines,
-         Catalog.datasets: dataset_lines}
+         Catalog.datasets: dataset_lines, Catalog.formats: format_lines}
 
 
 # -- helpers ------------------------------------------------------------------------------------------

@@ -10,7 +10,8 @@ from recsys_eval.cli import app
 from recsys_eval.errors import ConfigError, DataError
 
 DEFAULT_METRICS = "precision,recall,f1,ap,ndcg,rr,hit,auc"
-FORMAT_HELP = "csv, tsv, parquet, trec, ranx or elliot (default: from the extension)"
+FORMAT_HELP = ("csv, tsv, parquet, trec, ranx, elliot, recbole, lenskit, replay or msrecommenders "
+               "(default: from the extension, or detected)")
 
 
 @app.command()
@@ -26,7 +27,7 @@ def evaluate(
     undefined: str = typer.Option("skip", "--undefined", help="Undefined values: skip or zero."),
     ties: str = typer.Option("first", "--ties", help="Tied scores: first (item order) or average."),
     param: list[str] = typer.Option(None, "--param", help="A metric parameter, e.g. rbp_persistence=0.9 (repeatable)."),
-    genres: Path | None = typer.Option(None, "--genres", help="CSV or Parquet: item, genres (for ild)."),
+    genres: Path | None = typer.Option(None, "--genres", help="CSV or Parquet: item, genres (for ild, calibration)."),
     format: str | None = typer.Option(None, "--format", help=f"Format of --run: {FORMAT_HELP}."),
     columns: str | None = typer.Option(
         None, "--columns", help="Fields of a header-less --run file in order, e.g. user,item,score."),
@@ -68,10 +69,7 @@ def evaluate(
     params = _parse_params(param or [])
     if out.exists() and not force:
         raise ConfigError(f"output folder {str(out)!r} exists; choose another or pass --force to replace it")
-    if "novelty" in names and train is None:
-        raise ConfigError("metric 'novelty' needs --train (item popularity among train users)")
-    if "ild" in names and genres is None:
-        raise ConfigError("metric 'ild' needs --genres (a file with item and genres columns)")
+    _check_beyond_inputs(names, train=train is not None, genres=genres is not None)
 
     check_choice("engine", engine, ("local", "spark"))
     if engine == "spark":
@@ -147,6 +145,18 @@ def _parse_ints(text: str, option: str) -> list[int]:
         except ValueError:
             raise ConfigError(f"{option}: {part!r} is not an integer; expected e.g. 1,5,10") from None
     return values
+
+
+def _check_beyond_inputs(names: list[str], **given: bool) -> None:
+    """A beyond-accuracy metric whose input file is not given raises, naming the option."""
+    from recsys_eval.measure.beyond import BEYOND_INPUTS
+
+    options = {"train": "--train (item popularity and profiles among train users)",
+               "genres": "--genres (a file with item and genres columns)"}
+    for name in names:
+        for need in BEYOND_INPUTS.get(name, ()):
+            if need in given and not given[need]:
+                raise ConfigError(f"metric {name!r} needs {options[need]}")
 
 
 def _parse_names(text: str | None, option: str) -> list[str] | None:

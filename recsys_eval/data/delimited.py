@@ -38,6 +38,7 @@ class Table:
         first_line: line number of row 0.
         lines: line number of every row when blank lines were left out (else rows are consecutive).
         unit: "line" for text files, "row" for tables without lines (Parquet).
+        notes: what was assumed in reading it (a detected format), for logs.
     """
 
     frame: pl.DataFrame
@@ -45,6 +46,7 @@ class Table:
     first_line: int = 1
     lines: np.ndarray | None = None
     unit: str = "line"
+    notes: tuple[str, ...] = ()
 
     def line(self, row: int) -> int:
         """Line number (1-based) of row ``row``."""

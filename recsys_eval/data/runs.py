@@ -17,9 +17,16 @@ trec       .trec, .run (runs), .qrels            ``qid Q0 docid rank score tag``
                                                  by score as trec_eval and ranx do: the rank
                                                  field is not read); ``qid 0 docid rel`` (qrels)
 ranx       .json                                 ``{"user": {"item": score or grade}}``
-elliot     (give ``format="elliot"``)            header-less TSV: ``user item score`` (runs),
+elliot     (detected, or ``format="elliot"``)    header-less TSV: ``user item score`` (runs),
                                                  ``user item rating [timestamp]`` (judgments)
+recbole,   .inter (RecBole), or detected from    other frameworks' layouts, read by
+lenskit,   the columns                           :mod:`recsys_eval.data.run_formats`
+replay,
+msrecomm.
 ========== ===================================== ==========================================
+
+Without ``format=``, a table whose columns are another framework's, or a text file whose first line
+is no header (TREC, Elliot), is detected as such and says so in a note (``RunInput.notes``).
 
 ``columns=["user", "item", "score"]`` reads a csv or tsv file without a header line, naming its
 fields in order (``_`` skips a field). pandas and polars DataFrames are taken wherever a file is.
@@ -52,11 +59,12 @@ from recsys_eval.core import atomic
 from recsys_eval.core.chunks import chunk_bounds, run_chunks
 from recsys_eval.core.columns import id_column, numeric_column, polars_frame
 from recsys_eval.core.units import Rankings, Targets
+from recsys_eval.data import run_formats
 from recsys_eval.data.delimited import Table, read_delimited
 from recsys_eval.errors import ConfigError, DataError, check_choice
 
 Kind = Literal["run", "judgments"]
-FORMATS = ("csv", "tsv", "parquet", "trec", "ranx", "elliot")
+FORMATS = ("csv", "tsv", "parquet", "trec", "ranx", "elliot", *run_formats.FRAMEWORK_FORMATS)
 SUFFIX_FORMATS = {
     ".csv": "csv", ".txt": "csv", ".tsv": "tsv", ".parquet": "parquet", ".pq": "parquet",
     ".trec": "trec", ".run": "trec", ".qrels": "trec", ".json": "ranx",
@@ -74,19 +82,29 @@ Source = str | Path | pl.DataFrame | Any  # Any: a pandas DataFrame (pandas is o
 
 
 # -- reading ---------------------------------------------------------------------------------------
-def format_of(source: Source, format: str | None = None) -> str:
-    """The format of ``source``: ``format`` if given, else from the file's extension."""
+def format_of(source: Source, format: str | None = None, kind: Kind = "run") -> str:
+    """The format of ``source``: ``format`` if given, else from the file's extension and, where
+    that is not enough, its columns or first line (:func:`detect_format`)."""
+    return detect_format(source, format, kind, _name(source)).format
+
+
+def detect_format(source: Source, format: str | None, kind: Kind, name: str, *,
+                  sniff: bool = True) -> run_formats.Detected:
+    """``format`` checked, or the format detected with a note saying how (see
+    :func:`recsys_eval.data.run_formats.detect`); with ``sniff`` false, from the extension only
+    (a header-less file whose fields are named)."""
     if format is not None:
-        return check_choice("format", format, FORMATS)
-    if not isinstance(source, (str, Path)):
-        return "parquet"  # a DataFrame: columns named, like a Parquet file
-    suffix = Path(source).suffix.lower()
-    if suffix not in SUFFIX_FORMATS:
+        return run_formats.Detected(check_choice("format", format, FORMATS))
+    suffix = Path(source).suffix.lower() if isinstance(source, (str, Path)) else None
+    known = suffix is None or suffix in SUFFIX_FORMATS or suffix == run_formats.RECBOLE_SUFFIX
+    if not known and not Path(source).is_file():
         raise ConfigError(
             f"{source}: cannot tell the format from the extension {suffix!r}; expected one of "
             f"{', '.join(sorted(SUFFIX_FORMATS))}, or give the format ({', '.join(FORMATS)})"
         )
-    return SUFFIX_FORMATS[suffix]
+    if not sniff:
+        return run_formats.Detected(SUFFIX_FORMATS.get(suffix, "csv") if suffix else "parquet")
+    return run_formats.detect(source, kind, SUFFIX_FORMATS.get(suffix) if suffix else None, name)
 
 
 def read_table(
@@ -102,7 +120,9 @@ def read_table(
     The table's frame holds ``user, item`` (Int64 or String ids) and the kind's value columns
     (Float64; ``rank`` Int64)."""
     check_choice("kind of table", kind, ("run", "judgments"))
-    table = _read(source, kind, format_of(source, format), columns, name or _name(source))
+    name = name or _name(source)
+    detected = detect_format(source, format, kind, name, sniff=columns is None)
+    table = _read(source, kind, detected.format, columns, name)
     frame, name, locate = table.frame, table.what, table.locate
     required = ["user", "item"]
     missing = [c for c in required if c not in frame.columns]
@@ -113,7 +133,8 @@ def read_table(
         raise DataError(
             f"{name}: missing column(s) {', '.join(missing)}; expected user, item and "
             + ("score (higher is better) or rank (1 is best)" if kind == "run" else "optionally rating")
-            + f"; the columns are {frame.columns}"
+            + f"; the columns are {frame.columns} (another framework's layout? give the format, one of "
+            + f"{', '.join(FORMATS)})"
         )
     if frame.height == 0:
         raise DataError(f"{name}: has a header and no rows; expected at least one {kind} row")
@@ -125,8 +146,9 @@ def read_table(
             continue
         number = numeric_column(frame, column, name, locate, whole=column == "rank")
         out[column] = number.cast(pl.Int64) if column == "rank" else number
+    notes = (*table.notes, *([detected.note] if detected.note else []))
     # one chunk a column (a Parquet file comes in one per row group): every later to_numpy() is a view
-    return Table(pl.DataFrame(out).rechunk(), name, table.first_line, table.lines, table.unit)
+    return Table(pl.DataFrame(out).rechunk(), name, table.first_line, table.lines, table.unit, notes)
 
 
 def read_run(source: Source, *, format: str | None = None, columns: Sequence[str] | None = None,
@@ -163,16 +185,13 @@ def _name(source: Source) -> str:
 def _read(source: Source, kind: str, fmt: str, columns: Sequence[str] | None, name: str) -> Table:
     if columns is not None and fmt in ("parquet", "ranx"):
         raise ConfigError(f"{name}: columns name the fields of a header-less text file, not of a {fmt} table")
+    if fmt in run_formats.FRAMEWORK_FORMATS:
+        return run_formats.read_framework(source, fmt, kind, name)
     if not isinstance(source, (str, Path)):
         return Table(polars_frame(source, name), name, unit="row")
-    path = Path(source)
-    if not path.is_file():
-        raise DataError(f"{name}: no such file" + (" (it is a folder)" if path.is_dir() else ""))
+    path = run_formats.existing_file(source, name)
     if fmt == "parquet":
-        try:
-            return Table(pl.read_parquet(path), name, unit="row")
-        except (pl.exceptions.PolarsError, OSError) as exc:
-            raise DataError(f"{name}: not a readable Parquet file ({_first_line(exc)})") from None
+        return Table(run_formats.read_parquet(path, name), name, unit="row")
     if fmt == "ranx":
         return Table(_read_ranx(path, kind, name), name, unit="entry")
     layout = list(columns) if columns is not None else _LAYOUTS.get((fmt, kind))
@@ -185,11 +204,6 @@ def _read(source: Source, kind: str, fmt: str, columns: Sequence[str] | None, na
         table.frame.columns = _layout_names(table.frame.width, layout, fmt, kind, name)
         table.frame = table.frame.select(c for c in table.frame.columns if not c.startswith("_"))
     return table
-
-
-def _first_line(exc: Exception) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def _layout_names(width: int, layout: list[str], fmt: str, kind: str, name: str) -> list[str]:
@@ -443,8 +457,8 @@ def load_run(
     run_t = read_table(run, "run", format=run_format, columns=run_columns, name=f"RUN {_name(run)}")
     train_t = None if train is None else read_table(
         train, "judgments", format=test_format, columns=test_columns, name=f"TRAIN {_name(train)}")
-    notes: list[str] = []
-    if threshold is None and format_of(test, test_format) in GRADED_FORMATS and "rating" in test_t.frame.columns:
+    notes = [note for table in (test_t, run_t, train_t) if table is not None for note in table.notes]
+    if threshold is None and format_of(test, test_format, "judgments") in GRADED_FORMATS and "rating" in test_t.frame.columns:
         threshold = 1.0
         notes.append(f"{test_t.what}: relevant rows are those with grade >= 1 (as trec_eval counts them)")
     return run_input(test_t, run_t, train_t, threshold=threshold, notes=notes)

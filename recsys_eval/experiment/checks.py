@@ -44,6 +44,7 @@ def check_names(config: ExperimentConfig) -> None:
     """Raise a ConfigError for the first unknown name in ``config``; return None when all are known."""
     from recsys_eval.compare import CORRECTIONS, TESTS
     from recsys_eval.data import get_descriptor
+    from recsys_eval.data.runs import FORMATS
     from recsys_eval.measure.metrics import ALL_METRICS, check_metrics
     from recsys_eval.recommend import check_name_folds_in, check_recommender
     from recsys_eval.split import SPLITTERS, check_split
@@ -67,6 +68,10 @@ def check_names(config: ExperimentConfig) -> None:
     for i, rec in enumerate(config.recommenders):
         if rec.path is not None:
             _at(src, f"recommenders[{i}].path", _is_file, rec.path, f"the run file of {rec.display!r}")
+            if rec.format is not None:
+                _at(src, f"recommenders[{i}].format", check_choice, "run format", rec.format, FORMATS)
+        elif rec.format is not None:
+            raise ConfigError(f"{src}: recommenders[{i}].format: applies to a run file ('path') only")
         else:
             _at(src, f"recommenders[{i}].name", check_recommender, rec.name)
             _at(src, f"recommenders[{i}].params", check_recommender, rec.name, rec.params)

@@ -56,6 +56,7 @@ def run_experiment(
     sink = RunSink.create(out_root or config.output.folder, config.name, config_text, resume=resume)
     options = RunOptions.from_config(config)
     log: list[str] = []
+    started = time.perf_counter()
     with Timings() as timings:
         with Progress(console or Console(), quiet=quiet) as progress:
             data, splits, prepared = load_and_split(config, progress, timings)
@@ -86,9 +87,15 @@ def run_experiment(
             start = time.perf_counter()
             sink.report()
             timings.add("", "", "report", start)
+        timings.add_whole_run(started)
         sink.write_timings(timings.rows)
         sink.write_log(log)
-        return RunOutcome(sink.finish(manifest.replace(peak_rss_mb=timings.peak_mb)), summary)
+        outcome = RunOutcome(sink.finish(manifest.replace(peak_rss_mb=timings.peak_mb)), summary)
+    if config.track.mlflow is not None:  # the folder is complete: a tracker's failure loses nothing
+        from recsys_eval.pipeline.track import track_mlflow
+
+        track_mlflow(config.track.mlflow, outcome.folder, experiment=config.track.experiment)
+    return outcome
 
 
 def load_and_split(config: ExperimentConfig, progress: Progress,

@@ -74,6 +74,7 @@ def measure(
         user_ids: raw id of every user index; without it ``user`` holds the index.
         train, genres: for the beyond-accuracy metrics (see :func:`beyond_accuracy`).
         params: the numbers metrics' formulas take, by name (``rbp_persistence``, RBP's p;
+            ``calibration_alpha``, ``head_share``;
             :data:`~recsys_eval.measure.metrics.PARAMS`), their defaults where not given.
 
     Returns:
@@ -126,7 +127,7 @@ def measure(
         frames.append(
             beyond_accuracy(
                 rankings, k=cutoffs, n_items=targets.n_items, metrics=beyond, train=train,
-                genres=genres, user_ids=user_ids, **labels,
+                genres=genres, targets=targets, params=params, user_ids=user_ids, **labels,
             )
         )
     return concat_per_unit(frames)

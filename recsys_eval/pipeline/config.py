@@ -40,6 +40,10 @@ class DatasetConfig(_Strict):
     data_home: str | None = None
     #: The dataset's name in a study over several datasets (default: its name, or its file's stem).
     label: str | None = None
+    #: A CSV or Parquet file of item features (calibration, ILD): an ``item`` column of raw item ids
+    #: and ``item_feature_column``, multi-valued (a list, or names separated by ``|``).
+    item_features: str | None = None
+    item_feature_column: str = "genres"
 
     @model_validator(mode="after")
     def _one_source(self) -> DatasetConfig:
@@ -148,6 +152,9 @@ class RecommenderConfig(_Strict):
     label: str | None = None
     params: dict[str, Any] = Field(default_factory=dict)
     path: str | None = None
+    #: The run file's format (recsys_eval.data.runs.FORMATS: e.g. elliot, recbole, lenskit); default:
+    #: from the extension, else detected from the columns or the first line.
+    format: str | None = None
     #: Hyperparameters to tune (recsys_eval.pipeline.search): a list of values, ``{low, high}``,
     #: ``{low, high, log = true}`` or ``{choices = [...]}`` per name; checked against the registry.
     search: dict[str, Any] | None = None
@@ -160,6 +167,17 @@ class RecommenderConfig(_Strict):
     @property
     def display(self) -> str:
         return self.label or self.name
+
+    def one_per_file(self) -> list[RecommenderConfig]:
+        """A folder of run files (Elliot's ``recs/``) as one external run per file, labelled by the
+        file's stem (after ``label/`` when a label is given); anything else as it is."""
+        if self.path is None or not Path(self.path).is_dir():
+            return [self]
+        from recsys_eval.data.run_formats import read_folder
+
+        prefix = f"{self.label}/" if self.label else ""
+        return [self.model_copy(update={"path": str(path), "label": prefix + stem})
+                for stem, path in read_folder(self.path).items()]
 
 
 class MetricsConfig(_Strict):
@@ -307,6 +325,15 @@ class TuningConfig(_Strict):
         if self.method != "grid" and self.trials is None and self.seconds is None:
             raise ValueError(f"method {self.method!r} needs a budget: 'trials', 'seconds' or both")
         return self
+class TrackConfig(_Strict):
+    """Experiment trackers a finished run is logged to (recsys_eval.pipeline.track): ``mlflow`` is
+    a tracking URI (``file:///path/mlruns``, ``http://host:5000``, ``sqlite:///mlflow.db``); the
+    MLflow experiment is ``experiment``, by default the config's ``name``."""
+
+    mlflow: str | None = None
+    experiment: str | None = None
+
+
 class ReportConfig(_Strict):
     """What the report's tables show: ``metrics`` as ``metric@k`` labels (default: the main metrics
     at the two largest cutoffs) and whether the LaTeX tables carry intervals."""
@@ -340,6 +367,12 @@ class ExperimentConfig(_Strict):
         """The config file this config was read from (``"config"`` when built from a dict)."""
         return self._source
     report: ReportConfig = Field(default_factory=ReportConfig)
+    track: TrackConfig = Field(default_factory=TrackConfig)
+
+    @field_validator("recommenders")
+    @classmethod
+    def _run_folders(cls, recommenders: list[RecommenderConfig]) -> list[RecommenderConfig]:
+        return [one for rec in recommenders for one in rec.one_per_file()]
 
     @model_validator(mode="after")
     def _unique_labels(self) -> ExperimentConfig:

@@ -101,6 +101,8 @@ def fit_models(plan: FoldPlan, trains: dict[int, Interactions], progress: Progre
             timings.add(fold, f.job.system, "fit", start)
             if isinstance(model, ExternalRun):
                 model.check_overlap(np.unique(plan.split.test.users))
+                for note in model.notes:
+                    progress.log(f"{f.job.system}: {note}")
                 if model.unknown["rows"]:
                     progress.log(f"[yellow]{f.job.system}: {model.unknown_message()}[/]")
             fitted.models[f.job.system, f.key] = model

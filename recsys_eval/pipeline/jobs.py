@@ -31,7 +31,7 @@ def make_model(rec: RecommenderConfig, data: Interactions, *, seed: int, threads
     if rec.path is not None:
         with warnings.catch_warnings():  # the runner logs unknown ids itself
             warnings.simplefilter("ignore", UnknownIdsWarning)
-            return ExternalRun.from_file(rec.path, data)
+            return ExternalRun.from_file(rec.path, data, format=rec.format)
     return make_recommender(rec.name, rec.params, seed=seed, threads=threads)
 
 
@@ -153,14 +153,15 @@ def scored_rows(rankings, target: ProtocolTargets, system: str, fold: str, *, se
     return rows.with_columns(system=pl.lit(system), protocol=pl.lit(target.label), fold=pl.lit(fold))
 
 
-def add_exposure(options: MeasureOptions, exposure, rankings) -> None:
-    """Add a ranking's lists to a run's exposure counts (:class:`~recsys_eval.measure.beyond.RunExposure`);
-    a one-relevant ranking adds every unit's top-k lists (k the largest cutoff) and, for prediction
-    coverage, the items ranked anywhere in its whole lists."""
+def add_exposure(options: MeasureOptions, exposure, rankings, targets: Targets) -> None:
+    """Add a ranking's lists to a run's exposure counts (:class:`~recsys_eval.measure.beyond.RunExposure`;
+    ``targets``: the ranking's own, for PopREO's relevant counts); a one-relevant ranking adds every
+    unit's top-k lists (k the largest cutoff) and, for prediction coverage, the items ranked
+    anywhere in its whole lists."""
     if not isinstance(rankings, OneRelevantRanking):
-        exposure.add(rankings)
+        exposure.add(rankings, targets)
         return
-    exposure.add(rankings.lists(options.kmax))
+    exposure.add(rankings.lists(options.kmax), targets)
     if "prediction_coverage" in options.run_level:
         exposure.ranked |= rankings.ranked_items()
 

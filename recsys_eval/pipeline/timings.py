@@ -6,6 +6,10 @@ import time
 
 from recsys_eval.core.memory import StepPeaks, peak_bytes
 
+#: The step name of ``timings.csv``'s last row, the whole run (its steps overlap: fits run beside
+#: other work, so the steps' seconds do not add up to it).
+WHOLE_RUN = "whole run"
+
 
 class Timings:
     """The steps of a run, in the order they end. A row holds the step's wall time since ``start``
@@ -25,6 +29,12 @@ class Timings:
     def add(self, fold: str, system: str, step: str, start: float) -> None:
         self.rows.append({"fold": fold, "system": system, "step": step, "seconds": time.perf_counter() - start,
                           "peak_rss_mb": round(self._peaks.take() / 1e6)})
+
+    def add_whole_run(self, start: float) -> None:
+        """The last row: the run's wall time since ``start`` and the process's peak (:attr:`peak_mb`),
+        which covers every moment, between the steps too."""
+        self.rows.append({"fold": "", "system": "", "step": WHOLE_RUN, "seconds": time.perf_counter() - start,
+                          "peak_rss_mb": self.peak_mb})
 
     def __enter__(self) -> Timings:
         return self

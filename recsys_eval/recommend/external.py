@@ -11,7 +11,7 @@ import polars as pl
 import scipy.sparse as sp
 
 from recsys_eval.core import Interactions
-from recsys_eval.data.runs import Source, read_run
+from recsys_eval.data.runs import Source, detect_format, read_run
 from recsys_eval.errors import DataError
 from recsys_eval.recommend.base import Recommender
 
@@ -36,7 +36,9 @@ class ExternalRun(Recommender):
     def __init__(self, frame: Source, data: Interactions, source: str = "run", *,
                  format: str | None = None, columns: list[str] | None = None) -> None:
         self.source = source
-        frame = read_run(frame, format=format, columns=columns, name=source)
+        detected = detect_format(frame, format, "run", source, sniff=columns is None)
+        self.notes = [detected.note] if detected.note else []  # how the format was detected
+        frame = read_run(frame, format=detected.format, columns=columns, name=source)
         values = {c: frame.get_column(c).to_numpy().astype(np.float64) for c in ("rank", "score") if c in frame.columns}
         users = data.user_index(frame.get_column("user"))
         items = data.item_index(frame.get_column("item"))

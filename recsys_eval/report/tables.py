@@ -14,6 +14,7 @@ import polars as pl
 
 from recsys_eval.measure.metrics import (
     AUXILIARY_METRICS,
+    BEYOND_METRICS,
     RATING_METRICS,
     MetricKey,
     display_label,
@@ -54,17 +55,26 @@ def format_p(p: float | None) -> str:
 def default_columns(summary: pl.DataFrame, max_metrics: int = 4, cutoffs: int = 2) -> list[str]:
     """The labels a table shows when none are chosen: up to ``max_metrics`` of :data:`MAIN_METRICS`
     the run measured (else its first ranking metrics), cutoff metrics at the ``cutoffs`` largest k,
-    then every rating metric the run measured. The rating metrics fill the block of the ``ratings``
+    then every beyond-accuracy metric the run measured, at its largest k only (calibration,
+    popularity bias, discovery: what a reader compares beside accuracy, in registry order), then
+    every rating metric the run measured. The rating metrics fill the block of the ``ratings``
     protocol, which has no ranking metric: cut to the ranking metrics' budget, that block was empty."""
     pairs = summary.filter(~pl.col("metric").is_in(AUXILIARY_METRICS)).select("metric", "k").unique()
     measured = set(pairs.get_column("metric"))
-    ranked = measured - set(RATING_METRICS)
+    ranked = measured - set(RATING_METRICS) - set(BEYOND_METRICS)
     chosen = [m for m in MAIN_METRICS if m in ranked][:max_metrics] or sorted(ranked)[:max_metrics]
     labels = []
     for metric in chosen:
-        ks = sorted(k for k in pairs.filter(pl.col("metric") == metric).get_column("k") if k is not None)
-        labels += [MetricKey(metric, k).label for k in ks[-cutoffs:]] if ks else [metric]
+        labels += _largest_cutoffs(pairs, metric, cutoffs)
+    for metric in (m for m in BEYOND_METRICS if m in measured):
+        labels += _largest_cutoffs(pairs, metric, 1)
     return labels + [m for m in RATING_METRICS if m in measured]
+
+
+def _largest_cutoffs(pairs: pl.DataFrame, metric: str, cutoffs: int) -> list[str]:
+    """The labels of ``metric`` at the ``cutoffs`` largest k measured (its name without a cutoff)."""
+    ks = sorted(k for k in pairs.filter(pl.col("metric") == metric).get_column("k") if k is not None)
+    return [MetricKey(metric, k).label for k in ks[-cutoffs:]] if ks else [metric]
 
 
 def main_label(columns: list[str]) -> str:

@@ -84,6 +84,14 @@ def test_datasets(capsys):
     assert "ml-100k" in _list(["datasets"], capsys)
 
 
+def test_formats_are_those_the_readers_take(capsys):
+    from recsys_eval.data.runs import FORMATS
+
+    assert [r["name"] for r in _json("formats", capsys)] == list(FORMATS)
+    out = _list(["formats"], capsys)
+    assert all(line.split()[0] in FORMATS for line in out.splitlines()[:-1]) and "recbole" in out
+
+
 def test_unknown_listing_fails(capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["list", "metric"])
