@@ -98,6 +98,9 @@ LEAKAGE, LEAKAGE_USERS = "leakage", "leakage_users"
 USER_SLICES = "user_slices"
 #: The folder of each fold's saved split (recsys_eval.split.save_split).
 SPLITS = "splits"
+#: The folder of every sampled protocol's negatives (``[run] save_negatives``), ``<fold>/<label>``
+#: in NCF's layout (``.negative``) and as a user,item table (``.parquet``).
+NEGATIVES, NCF_NEGATIVES_SUFFIX = "negatives", ".negative"
 #: The report's files (recsys_eval.report) and its figures' folder.
 REPORT_MD, REPORT_HTML = "report.md", "report.html"
 TABLES_TEX, TABLES_TEX_WIDE = "tables.tex", "tables-twocolumn.tex"
@@ -339,6 +342,11 @@ class ResultsFolder:
     def split_folder(self, fold: str) -> Path:
         """Where a fold's split is saved."""
         return self.path / SPLITS / fold
+
+    def negatives_files(self, fold: str, label: str) -> tuple[Path, Path]:
+        """Where a fold's negatives of protocol ``label`` are saved: (the table, the NCF file)."""
+        stem = self.path / NEGATIVES / fold / label.replace("/", "_")
+        return stem.with_name(stem.name + ".parquet"), stem.with_name(stem.name + NCF_NEGATIVES_SUFFIX)
 
     def finish(self, manifest: Manifest) -> Path:
         """Write the manifest and rename the work folder to its final, timestamped name."""

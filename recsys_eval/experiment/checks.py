@@ -51,13 +51,23 @@ def _average_ties_listed(config: ExperimentConfig) -> None:
                 "ranked (1R+AN, a sampled NN protocol, UT)")
 
 
+def _check_unseen_test_side(config: ExperimentConfig) -> None:
+    """``prepare.on = "train"`` drops test rows whose user or item is not in the prepared train: every
+    row of a cold-item split, and of a user-disjoint split without fold-in."""
+    split = config.split
+    cold = split.method == "cold_items" or (split.method == "user_disjoint" and split.params.get("fold_in") == 0)
+    if config.prepare.on == "train" and cold:
+        raise ConfigError(f"'train' would drop every test row of split {split.method!r} (its test users or items "
+                          "are absent from train by design); prepare on 'data'")
+
+
 def check_names(config: ExperimentConfig) -> None:
     """Raise a ConfigError for the first unknown name in ``config``; return None when all are known."""
     from recsys_eval.compare import CORRECTIONS, TESTS
     from recsys_eval.data import get_descriptor
     from recsys_eval.data.runs import FORMATS
     from recsys_eval.measure.metrics import ALL_METRICS, check_metrics
-    from recsys_eval.recommend import check_recommender
+    from recsys_eval.recommend import check_name_folds_in, check_recommender
     from recsys_eval.split import SPLITTERS, check_split
     from recsys_eval.targets import Protocol
 
@@ -70,8 +80,12 @@ def check_names(config: ExperimentConfig) -> None:
             _at(src, f"{where}.path", _is_file, dataset.path, "the dataset file")
     _at(src, "split.method", check_choice, "split method", config.split.method, SPLITTERS)
     _at(src, "split.params", check_split, config.split.method, config.split.params)
+    _at(src, "prepare.on", _check_unseen_test_side, config)
     for i, protocol in enumerate(config.protocols):
         _at(src, f"protocols[{i}].name", Protocol.parse, protocol.name)
+        if protocol.negatives is not None:
+            negatives = Path(src).parent / protocol.negatives
+            _at(src, f"protocols[{i}].negatives", _is_file, str(negatives), "the negatives file")
     for i, rec in enumerate(config.recommenders):
         if rec.path is not None:
             _at(src, f"recommenders[{i}].path", _is_file, rec.path, f"the run file of {rec.display!r}")
@@ -82,6 +96,8 @@ def check_names(config: ExperimentConfig) -> None:
         else:
             _at(src, f"recommenders[{i}].name", check_recommender, rec.name)
             _at(src, f"recommenders[{i}].params", check_recommender, rec.name, rec.params)
+            if config.split.method == "user_disjoint":
+                _at(src, f"recommenders[{i}].name", check_name_folds_in, rec.name)
     _at(src, "metrics.names", check_metrics, config.metrics.names, ALL_METRICS)
     _at(src, "metrics.ties", _average_ties_listed, config)
     if config.engine.name == "spark":

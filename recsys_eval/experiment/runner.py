@@ -170,5 +170,11 @@ def run_fold(config: ExperimentConfig, options: RunOptions, data: Interactions, 
         start = time.perf_counter()
         sink.save_split(split)
         timings.add(split.name, "", "save split", start)
+    if config.run.save_negatives:
+        from recsys_eval.pipeline.negatives import save_fold_negatives
+
+        start = time.perf_counter()
+        save_fold_negatives(options, split, sink)
+        timings.add(split.name, "", "save negatives", start)
     sink.mark_fold_done(split.name, fold.partitions)
     return fold

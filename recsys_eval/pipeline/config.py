@@ -90,6 +90,24 @@ class ProtocolConfig(_Strict):
     bins: int | None = Field(None, ge=2)
     fresh_negatives: bool = False
     sampling: Literal["uniform", "popularity"] = "uniform"
+    #: A file of fixed negatives (NCF ``test.negative`` layout, or a user,item CSV/Parquet table),
+    #: relative to the config file, used in place of sampling (docs/CONVENTIONS.md#fixed-negatives).
+    negatives: str | None = None
+
+    @model_validator(mode="after")
+    def _fixed_negatives(self) -> ProtocolConfig:
+        if self.negatives is None:
+            return self
+        from recsys_eval.targets import Protocol
+        from recsys_eval.targets.build import check_fixed
+
+        if self.design != "standard":
+            raise ValueError(f"'negatives' applies to design 'standard' only, not {self.design!r}")
+        try:
+            check_fixed(Protocol.parse(self.name), self.fresh_negatives, self.sampling, True)
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
+        return self
 
     @model_validator(mode="after")
     def _design_params(self) -> ProtocolConfig:
@@ -112,6 +130,7 @@ class ProtocolConfig(_Strict):
         return {
             "protocol": Protocol.parse(self.name).name, "design": self.design, "per_item": self.per_item,
             "bins": self.bins, "fresh_negatives": self.fresh_negatives, "sampling": self.sampling,
+            **({"negatives": self.negatives} if self.negatives else {}),
         }
 
     @property
@@ -238,6 +257,9 @@ class RunConfig(_Strict):
     memory: str = "4GB"
     #: Users per evaluation chunk, fixed (default: sized from ``memory``).
     users_per_chunk: int | None = Field(None, ge=1)
+    #: Write every sampled protocol's negatives to the results folder, in the NCF layout and as a
+    #: user,item table (docs/CONVENTIONS.md#fixed-negatives).
+    save_negatives: bool = False
 
     @field_validator("memory")
     @classmethod

@@ -3,7 +3,7 @@
 
 Everything a run writes goes through it, in the order a run makes it: the config as run, the
 partition layout, each chunk's per-unit rows, each fold's scratch tables and its completion mark,
-its split, the tuning log, the learning curve, the side tables made from the scratch, the summary,
+its split and sampled negatives, the tuning log, the learning curve, the side tables made from the scratch, the summary,
 the data statistics, the timings and log, the manifest, the analysis and report, and the rename
 that makes the folder complete. ``recsys-eval evaluate`` writes through the same sink, as a run of
 one fold.
@@ -44,7 +44,9 @@ from recsys_eval.core.results import (
 from recsys_eval.pipeline.config import ExperimentConfig, identity_hash, resolved_text
 
 if TYPE_CHECKING:
-    from recsys_eval.core import Split
+    import numpy as np
+
+    from recsys_eval.core import Interactions, Split
 
 
 class RunSink:
@@ -101,6 +103,16 @@ class RunSink:
         from recsys_eval.split import save_split
 
         save_split(split, self.folder.split_folder(split.name))
+
+    def save_negatives(self, fold: str, label: str, users: np.ndarray, items: np.ndarray,
+                       held_out: tuple[np.ndarray, np.ndarray], ids: Interactions) -> None:
+        """A fold's negatives of protocol ``label`` in both layouts
+        (:func:`recsys_eval.targets.write_negatives`)."""
+        from recsys_eval.targets import write_negatives
+
+        table, ncf = self.folder.negatives_files(fold, label)
+        table.parent.mkdir(parents=True, exist_ok=True)
+        write_negatives(users, items, held_out, ids, table, ncf)
 
     def mark_fold_done(self, fold: str, partitions: list[Path]) -> None:
         """The fold is complete: its partitions and split are written (``--resume`` reuses it)."""
