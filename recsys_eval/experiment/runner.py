@@ -106,10 +106,10 @@ def run_experiment(
                     start = time.perf_counter()
                     sink.report()
                     timings.add("", "", "report", start)
-        timings.add_whole_run(started)
+        peak_mb = timings.add_whole_run(started)
         sink.write_timings(timings.rows)
         sink.write_log(log)
-        outcome = RunOutcome(sink.finish(manifest.replace(peak_rss_mb=timings.peak_mb)), summary)
+        outcome = RunOutcome(sink.finish(manifest.replace(peak_rss_mb=peak_mb)), summary)
     if config.track.mlflow is not None:  # the folder is complete: a tracker's failure loses nothing
         from recsys_eval.pipeline.track import track_mlflow
 
