@@ -15,9 +15,16 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     ],
     "recsys_eval.compare.corrections": ["CORRECTIONS", "adjust_pvalues"],
     "recsys_eval.compare.datasets": ["friedman_test", "holm_posthoc", "nemenyi_test", "rank_systems"],
+    "recsys_eval.compare.distributions": [
+        "distribution_curves", "distribution_summary", "lorenz", "part_curves"
+    ],
+    "recsys_eval.compare.slices": ["slice_means", "slice_tests"],
     "recsys_eval.compare.intervals": ["confidence_intervals", "fold_confidence_intervals", "per_user"],
     "recsys_eval.compare.paired": ["TESTS", "fold_paired_tests", "paired_tests", "system_pairs"],
     "recsys_eval.compare.sampled": [
         "corrected_values", "rank_distribution", "rank_metric", "sampled_correction"
     ],
+    # the leakage audit lives with the splits it reads; exported here beside the other diagnostics
+    "recsys_eval.split.leakage": ["LeakageAudit", "leakage_audit"],
+    "recsys_eval.split.slices": ["user_slices"],
 })

@@ -1,7 +1,8 @@
 """Do two protocols (or a sampled and a full ranking) order the systems alike? (docs/CONVENTIONS.md#comparing-systems)
 
 Kendall's tau between the system orderings two protocols produce for one metric, and the pairs of
-systems whose order flips. Higher values rank first; ties are neither swaps nor agreements broken.
+systems whose order flips. Higher values rank first; two values within :data:`TIE_TOLERANCE` of each
+other are a tie (a difference of floating-point noise orders nothing), and a tie is never a swap.
 """
 
 from __future__ import annotations
@@ -17,24 +18,35 @@ from scipy import stats
 from recsys_eval.errors import ConfigError, DataError
 from recsys_eval.measure.metrics import MetricKey
 
+#: Two means closer than this are equal: for the best value of a table, the winner of a protocol, a
+#: system's rank and the swaps between protocols (a 1e-12 difference is summation order, not a result).
+TIE_TOLERANCE = 1e-9
+
+
+def order(a: float, b: float) -> int:
+    """1 when ``a`` is above ``b`` by more than :data:`TIE_TOLERANCE`, -1 when below, 0 when tied."""
+    return 0 if abs(a - b) <= TIE_TOLERANCE else (1 if a > b else -1)
+
 
 def swapped_pairs(first: Mapping[str, float], second: Mapping[str, float]) -> list[tuple[str, str]]:
-    """System pairs (a, b), a ahead of b under ``first``, that ``second`` orders the other way."""
+    """System pairs (a, b), a ahead of b under ``first``, that ``second`` orders the other way; a
+    pair tied (within :data:`TIE_TOLERANCE`) under either is not swapped."""
     systems = sorted(set(first) & set(second))
     return [
         (a, b) if first[a] > first[b] else (b, a)
         for a, b in combinations(systems, 2)
-        if (first[a] - first[b]) * (second[a] - second[b]) < 0
+        if order(first[a], first[b]) * order(second[a], second[b]) < 0
     ]
 
 
 def pair_agreement(reference: Mapping[str, float], other: Mapping[str, float]) -> float:
-    """Share of system pairs that ``other`` orders as ``reference`` does (same sign of the difference)."""
+    """Share of system pairs that ``other`` orders as ``reference`` does (same :func:`order`: ahead,
+    behind or tied)."""
     systems = sorted(set(reference) & set(other))
     pairs = list(combinations(systems, 2))
     if not pairs:
         raise DataError(f"ordering agreement needs at least two systems in common; got {systems}")
-    same = [np.sign(reference[a] - reference[b]) == np.sign(other[a] - other[b]) for a, b in pairs]
+    same = [order(reference[a], reference[b]) == order(other[a], other[b]) for a, b in pairs]
     return float(np.mean(same))
 
 

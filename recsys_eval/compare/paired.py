@@ -5,8 +5,10 @@ pairs), the per-user differences d = system - baseline over the users with a def
 give: the paired t-test, Wilcoxon's signed-rank test, the sign test, a randomization test that
 flips the signs of the differences, and McNemar's test where both systems' per-user values are
 binary (hit@k under AR). Beside every p-value: the p-value adjusted within its family (the pairs
-of one protocol x fold x metric x k x test), the mean difference with its t-interval, and Cohen's
-d of the differences (mean / sd).
+of one protocol x fold x metric x k x test) and the effect sizes (docs/CONVENTIONS.md#effect-sizes):
+the mean difference with its t-interval, the relative difference mean(a) / mean(b) - 1 with a
+paired percentile-bootstrap interval, and the standardised paired effect d_z = mean(d) / sd(d)
+(column ``cohens_d``; Lakens 2013, "Calculating and reporting effect sizes", eq. 6).
 """
 
 from __future__ import annotations
@@ -25,16 +27,19 @@ from recsys_eval.compare.frames import (
     mask_groups,
     partitions,
 )
-from recsys_eval.compare.resampling import permutation_pvalues, sign_flip_means
+from recsys_eval.compare.resampling import bootstrap_interval, bootstrap_means, permutation_pvalues, sign_flip_means
+from recsys_eval.core.rng import derive_seed
 from recsys_eval.errors import ConfigError, DataError, check_choice, closest
 
 TESTS = ("t", "wilcoxon", "sign", "permutation", "mcnemar")
 ALTERNATIVES = ("two-sided", "greater", "less")
 MCNEMAR_METHODS = ("exact", "chi2")
 FAMILY = ("protocol", "fold", "metric", "k", "test")
+RELATIVE = ("relative_diff", "relative_lower", "relative_upper")
 RESULT_COLUMNS = (
     "protocol", "fold", "metric", "k", "system", "baseline", "test", "statistic", "p_value",
-    "p_adjusted", "significant", "n", "n_dropped", "mean_diff", "diff_lower", "diff_upper", "cohens_d",
+    "p_adjusted", "significant", "n", "n_dropped", "mean_diff", "diff_lower", "diff_upper", "relative_diff",
+    "relative_lower", "relative_upper", "cohens_d",
 )
 
 
@@ -77,7 +82,11 @@ def paired_tests(
     One row per protocol x fold x metric x k x pair x test with: statistic, p_value, p_adjusted
     (``correction`` within the family of pairs), significant (p_adjusted < alpha), n (users with
     both values), n_dropped (users measured for one of the two but not both, or undefined for
-    either), mean_diff with its ``level`` t-interval (diff_lower, diff_upper), cohens_d.
+    either), mean_diff with its ``level`` t-interval (diff_lower, diff_upper), relative_diff =
+    mean(system) / mean(baseline) - 1 with its ``level`` percentile-bootstrap interval
+    (relative_lower, relative_upper: ``n_resamples`` resamples of the users, the same users for
+    both systems, drawn from a generator of its own so the other tests' draws do not change), and
+    cohens_d, the paired d_z = mean(d) / sd(d).
     """
     tests = _check_options(tests, correction, alternative, mcnemar, level)
     parts = partitions(per_user_frame)
@@ -87,6 +96,10 @@ def paired_tests(
     frames = [
         _test_partition(part, pairs, tests, alternative, level, n_resamples, rng, mcnemar) for part in parts
     ]
+    boot = np.random.default_rng(derive_seed(seed, "relative difference"))
+    relative = pl.concat([_relative_partition(part, pairs, level, n_resamples, boot) for part in parts])
+    frames = [f.join(relative, on=["protocol", "fold", "metric", "k", "system", "baseline"], how="left",
+                     nulls_equal=True) for f in frames]
     return _correct(pl.concat(frames, how="vertical_relaxed"), correction, alpha)
 
 
@@ -121,7 +134,8 @@ def fold_paired_tests(
     pairs = system_pairs(systems, baseline)
     rng = np.random.default_rng(0)
     frames = [_test_partition(part, pairs, ("t",), alternative, level, 0, rng, "exact") for part in parts]
-    result = pl.concat(frames, how="vertical_relaxed").with_columns(test=pl.lit("t_folds"))
+    result = pl.concat(frames, how="vertical_relaxed").with_columns(
+        test=pl.lit("t_folds"), **{c: pl.lit(None, pl.Float64) for c in RELATIVE})
     return _correct(result, correction, alpha)
 
 
@@ -152,18 +166,7 @@ def _test_partition(
     rng: np.random.Generator,
     mcnemar: str,
 ) -> pl.DataFrame:
-    keys, a_cols, b_cols = [], [], []
-    for metric, k in part.columns.select("metric", "k").unique().sort(["metric", "k"], nulls_last=True).iter_rows():
-        for system, baseline in pairs:
-            a, b = part.column(system, metric, k), part.column(baseline, metric, k)
-            if a is None or b is None or not np.any(part.present[:, a] & part.present[:, b]):
-                raise DataError(
-                    f"no user was measured for both {system!r} and {baseline!r} (protocol {part.protocol!r}, "
-                    f"fold {part.fold!r}, metric {metric!r}, k {k!r}): a paired test needs overlapping users"
-                )
-            keys.append((metric, k, system, baseline))
-            a_cols.append(a)
-            b_cols.append(b)
+    keys, a_cols, b_cols = _pair_columns(part, pairs)
     first, second = part.values[:, a_cols], part.values[:, b_cols]
     diffs = first - second
     both = ~np.isnan(diffs)
@@ -210,6 +213,54 @@ def _test_partition(
             ).filter(pl.Series(keep))
         )
     return pl.concat(rows).with_columns(protocol=pl.lit(part.protocol), fold=pl.lit(part.fold))
+
+
+def _pair_columns(part: Partition, pairs: list[tuple[str, str]]) -> tuple[list[tuple], list[int], list[int]]:
+    """The (metric, k, system, baseline) keys of a partition and the value columns of each side."""
+    keys, a_cols, b_cols = [], [], []
+    for metric, k in part.columns.select("metric", "k").unique().sort(["metric", "k"], nulls_last=True).iter_rows():
+        for system, baseline in pairs:
+            a, b = part.column(system, metric, k), part.column(baseline, metric, k)
+            if a is None or b is None or not np.any(part.present[:, a] & part.present[:, b]):
+                raise DataError(
+                    f"no user was measured for both {system!r} and {baseline!r} (protocol {part.protocol!r}, "
+                    f"fold {part.fold!r}, metric {metric!r}, k {k!r}): a paired test needs overlapping users"
+                )
+            keys.append((metric, k, system, baseline))
+            a_cols.append(a)
+            b_cols.append(b)
+    return keys, a_cols, b_cols
+
+
+def _relative_partition(part: Partition, pairs: list[tuple[str, str]], level: float, n_resamples: int,
+                        rng: np.random.Generator) -> pl.DataFrame:
+    """relative_diff = mean(a) / mean(b) - 1 over the users with both values, and its percentile
+    interval from ``n_resamples`` bootstrap resamples of those users (one draw of users serves both
+    systems, so the interval is paired); NaN where the baseline's mean is 0."""
+    keys, a_cols, b_cols = _pair_columns(part, pairs)
+    first, second = part.values[:, a_cols], part.values[:, b_cols]
+    both = ~np.isnan(first - second)
+    estimate, lower, upper = (np.full(len(keys), np.nan) for _ in range(3))
+    for rows, cols in mask_groups(both):
+        if rows.size == 0:
+            continue
+        a, b = first[np.ix_(rows, cols)], second[np.ix_(rows, cols)]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            base = b.mean(axis=0)
+            estimate[cols] = np.where(base == 0, np.nan, a.mean(axis=0) / base - 1.0)
+            if n_resamples:
+                means = bootstrap_means(np.hstack([a, b]), n_resamples, rng)
+                ratios = means[:, : len(cols)] / means[:, len(cols):] - 1.0
+                finite = np.isfinite(ratios).all(axis=0)
+                low, high = bootstrap_interval(np.where(np.isfinite(ratios), ratios, 0.0), estimate[cols],
+                                               level=level, method="percentile")
+                lower[cols], upper[cols] = np.where(finite, low, np.nan), np.where(finite, high, np.nan)
+    return pl.DataFrame({
+        "protocol": part.protocol, "fold": part.fold,
+        "metric": [key[0] for key in keys], "k": pl.Series([key[1] for key in keys], dtype=pl.Int32),
+        "system": [key[2] for key in keys], "baseline": [key[3] for key in keys],
+        "relative_diff": estimate, "relative_lower": lower, "relative_upper": upper,
+    })
 
 
 def _paired_t(diffs: np.ndarray, n: np.ndarray, alternative: str, level: float):

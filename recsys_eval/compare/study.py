@@ -1,5 +1,5 @@
 """The comparison of a study: everything computed from a complete results folder after the run:
-paired tests against the baseline, protocol agreement, the sampled-metric correction, popularity
+paired tests against the baseline, per-user distributions, slices of users, protocol agreement, the sampled-metric correction, popularity
 bins, learning curves and the aggregation audit of cross-validated runs.
 
 Every number set beside another is computed through the same rule as the summary: per-unit values
@@ -18,9 +18,10 @@ import numpy as np
 import polars as pl
 
 from recsys_eval.core.rng import derive_seed
-from recsys_eval.core.results import AUC_POOLING, EXPOSURE, LEARNING_CURVE, SUMMARY, ResultsFolder
+from recsys_eval.core.results import AUC_POOLING, EXPOSURE, LEARNING_CURVE, SUMMARY, USER_SLICES, ResultsFolder
 from recsys_eval.measure.aggregate import ALL_FOLDS, fold_summary, per_user, with_all_folds
 from recsys_eval.measure.metrics import AUXILIARY_METRICS as AUXILIARY
+from recsys_eval.measure.metrics import N_RELEVANT
 
 #: The per-unit metric holding a 1R+NN unit's sampled rank: the relevant item's position among the
 #: n + 1 ranked targets (0 when the ranking left it out), an exact integer stored as a float.
@@ -127,8 +128,8 @@ def sampled_table(folder: ResultsFolder, summary: pl.DataFrame, undefined: str) 
         fold_rows = []
         for fold in folds:
             fold_units = (
-                folder.scan_per_unit(fold=fold)
-                .filter((pl.col("protocol") == label) & pl.col("metric").is_in([SAMPLED_RANK, FULL_CANDIDATES]))
+                folder.scan_per_unit(fold=fold, protocol=label)
+                .filter(pl.col("metric").is_in([SAMPLED_RANK, FULL_CANDIDATES]))
                 .collect()
             )
             ranks = fold_units.filter(pl.col("metric") == SAMPLED_RANK)
@@ -229,10 +230,12 @@ def aggregation_tables(folder: ResultsFolder, summary: pl.DataFrame) -> dict[str
         return {}
     tables = {}
     if summary.filter(pl.col("metric") == "f1").height:
-        sums = [
-            f_count_sums(folder.scan_per_unit(fold=fold).filter(pl.col("metric").is_in(["f1", *AUXILIARY])).collect())
-            for fold in folds
-        ]
+        # one (fold, protocol) at a time, its f1 and relevant-count rows only: a fold's every
+        # protocol with the 1R protocols' auxiliary rows was the ML-100K study's peak (1.75 GB)
+        parts = (folder.scan_per_unit(fold=fold, protocol=protocol)
+                 .filter(pl.col("metric").is_in(["f1", N_RELEVANT])).collect()
+                 for fold in folds for protocol in folder.manifest.protocols)
+        sums = [f_count_sums(part) for part in parts if (part.get_column("metric") == "f1").any()]
         tables["aggregation_f"] = f_measure_variants(pl.concat(sums), over="folds")
     pooling = folder.table(AUC_POOLING)
     if pooling is not None:
@@ -261,6 +264,8 @@ def analyse(
     """Compute the comparison tables of a results folder and write them to ``out`` (default: the
     folder itself). Returns the tables by name."""
     from recsys_eval.compare import fold_paired_tests, paired_tests
+    from recsys_eval.compare.distributions import distribution_summary, with_fold_means
+    from recsys_eval.compare.slices import slice_fold_means, slice_means, slice_tests
     from recsys_eval.errors import check_choice
 
     folder = folder if isinstance(folder, ResultsFolder) else ResultsFolder.open(folder)
@@ -281,7 +286,8 @@ def analyse(
     folds = manifest.folds
     summary = folder.table(SUMMARY)
     tables: dict[str, pl.DataFrame] = {}
-    paired, means = [], []
+    paired, means, distributions, sliced, slice_paired = [], [], [], [], []
+    slices = folder.table(USER_SLICES)
     definitions = manifest.protocol_definitions  # none in a folder no run wrote (evaluate)
     for users in per_user_parts(folder, undefined):
         # every test family lies within one (protocol, fold, metric, k): each part is tested on its
@@ -293,6 +299,12 @@ def analyse(
         part_options = {**options, "seed": derive_seed(options["seed"], "paired", first["fold"], protocol)}
         paired += [paired_tests(group, **part_options) for group in _comparable_groups(users, baseline)]
         means.append(_fold_means(users))
+        distributions.append(distribution_summary(users))
+        if slices is not None:
+            fold_slices = slices.filter(pl.col("fold") == first["fold"])
+            sliced.append(slice_means(users, fold_slices))
+            slice_paired += [slice_tests(group, fold_slices, **part_options)
+                             for group in _comparable_groups(users, baseline)]
         del users
     fold_paired = []
     if len(folds) >= 2 and means:
@@ -304,6 +316,12 @@ def analyse(
         tables["paired_tests"] = _in_part_order(pl.concat(paired), folds, manifest.protocols)
     if fold_paired:
         tables["fold_paired_tests"] = pl.concat(fold_paired)
+    if distributions:
+        tables["distributions"] = with_fold_means(pl.concat(distributions))
+    if sliced:
+        tables["slices"] = slice_fold_means(pl.concat(sliced))
+        tested = [t for t in slice_paired if t.height]
+        tables["slice_tests"] = pl.concat(tested) if tested else pl.DataFrame()
     tables["agreement"] = agreement_table(summary, folds)
     tables["sampled_correction"] = sampled_table(folder, summary, undefined)
     tables["sampled_ordering"] = sampled_ordering(tables["sampled_correction"])

@@ -106,6 +106,12 @@ class Interactions:
             source or self.source,
         )
 
+    def with_items_meta(self, items_meta: pl.DataFrame) -> Interactions:
+        """The same interactions with item metadata ``items_meta`` (keyed by the raw item id in a
+        column ``item``; items without interactions are left out, items it does not list get nulls)."""
+        meta = _index_meta(items_meta, self.item_ids, self.source)
+        return Interactions(self.frame, self.user_ids, self.item_ids, meta, self.source)
+
     # -- shape ------------------------------------------------------------------------------
     @property
     def n_users(self) -> int:

@@ -68,6 +68,9 @@ def partition_labels(per_unit: pl.DataFrame) -> dict[str, str] | None:
 # -- the results folder -------------------------------------------------------------------------
 FORMAT_VERSION = 2
 CONFIG = "config.toml"
+#: Beside the resolved config a run reads (:data:`CONFIG`): the config file as written, and the
+#: command-line options (``--set`` ...) that changed it, one a line.
+CONFIG_ORIGINAL, OVERRIDES = "config.original.toml", "overrides.txt"
 MANIFEST = "manifest.json"
 PER_UNIT = "per_unit"
 SUMMARY = "summary"
@@ -83,13 +86,26 @@ CURVES = "curves"
 #: are its columns named with :data:`TUNING_PARAM_PREFIX`.
 TUNING = "tuning.parquet"
 TUNING_PARAM_PREFIX = "param_"
+#: Per (fold, system): whether it was tuned, its trials, seconds, search space, validation splitter
+#: and the check that tuning read nothing of the test side (recsys_eval.tune.budget).
+TUNING_BUDGET = "tuning_budget"
 #: A study over several datasets: the systems' ranks over datasets with the Friedman test and post-hoc.
 CROSS_DATASET = "cross_dataset"
+#: The leakage audit of the folds (recsys_eval.split.leakage): one row per fold, and one per (fold,
+#: test user); written when the data has timestamps.
+LEAKAGE, LEAKAGE_USERS = "leakage", "leakage_users"
+#: Each fold's test users by slice group (``[analysis] slices``; recsys_eval.split.slices).
+USER_SLICES = "user_slices"
 #: The folder of each fold's saved split (recsys_eval.split.save_split).
 SPLITS = "splits"
+#: The folder of every sampled protocol's negatives (``[run] save_negatives``), ``<fold>/<label>``
+#: in NCF's layout (``.negative``) and as a user,item table (``.parquet``).
+NEGATIVES, NCF_NEGATIVES_SUFFIX = "negatives", ".negative"
 #: The report's files (recsys_eval.report) and its figures' folder.
 REPORT_MD, REPORT_HTML = "report.md", "report.html"
 TABLES_TEX, TABLES_TEX_WIDE = "tables.tex", "tables-twocolumn.tex"
+#: The report's LaTeX table of effect sizes against the baseline (recsys_eval.report.diagnostics).
+EFFECT_SIZES_TEX = "effect-sizes.tex"
 FIGURES = "figures"
 #: Scratch folders of a run in progress, one file per fold in each, removed when it completes:
 #: exposure counts per popularity bin, the sampled scored targets of the pooled AUC, and the ROC and
@@ -103,12 +119,12 @@ COMPARISONS = "comparisons"
 ANALYSIS_TABLES = (
     "paired_tests", "fold_paired_tests", "agreement", "sampled_correction", "sampled_ordering",
     "popularity_bins", "exposure", "learning_curve", "aggregation_f", "aggregation_auc",
-    "aggregation_audit",
+    "aggregation_audit", "distributions", "slices", "slice_tests",
 )
 #: The tables of a study over several datasets (recsys_eval.experiment.datasets_study).
 CROSS_DATASET_TABLES = ("values", "ranks", "friedman", "nemenyi", "holm")
 #: Every table a results folder can hold, by name (``<name>.parquet``, most with a CSV beside).
-TABLES = (SUMMARY, DATA_STATS, EXPOSURE, AUC_POOLING, LEARNING_CURVE, CURVES, *ANALYSIS_TABLES,
+TABLES = (SUMMARY, DATA_STATS, LEAKAGE, LEAKAGE_USERS, USER_SLICES, TUNING_BUDGET, EXPOSURE, AUC_POOLING, LEARNING_CURVE, CURVES, *ANALYSIS_TABLES,
           *CROSS_DATASET_TABLES)
 _KEY_COLUMNS = ("fold", "system", "protocol")
 
@@ -335,6 +351,11 @@ class ResultsFolder:
         """Where a fold's split is saved."""
         return self.path / SPLITS / fold
 
+    def negatives_files(self, fold: str, label: str) -> tuple[Path, Path]:
+        """Where a fold's negatives of protocol ``label`` are saved: (the table, the NCF file)."""
+        stem = self.path / NEGATIVES / fold / label.replace("/", "_")
+        return stem.with_name(stem.name + ".parquet"), stem.with_name(stem.name + NCF_NEGATIVES_SUFFIX)
+
     def finish(self, manifest: Manifest) -> Path:
         """Write the manifest and rename the work folder to its final, timestamped name."""
         for scratch in SCRATCH:
@@ -408,8 +429,9 @@ class ResultsFolder:
             )
         manifest = folder.path / MANIFEST
         kind = json.loads(manifest.read_text()).get("kind", "run") if manifest.is_file() else "run"
-        needed = (MANIFEST, CONFIG, PER_UNIT, f"{SUMMARY}.parquet") if kind == "run" else (
-            MANIFEST, PER_UNIT, f"{SUMMARY}.parquet")  # an evaluated run file has no config
+        needed = {"run": (MANIFEST, CONFIG, PER_UNIT, f"{SUMMARY}.parquet"),
+                  "datasets": (MANIFEST, "values.parquet", "ranks.parquet", "friedman.parquet"),
+                  }.get(kind, (MANIFEST, PER_UNIT, f"{SUMMARY}.parquet"))  # an evaluated run file has no config
         missing = [name for name in needed if not (folder.path / name).exists()]
         if missing:
             raise DataError(

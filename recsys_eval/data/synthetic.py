@@ -102,3 +102,16 @@ def write_synthetic_ratings(
     path = Path(path)
     frame.write_csv(path)
     return path
+
+
+def write_synthetic_items(path: str | Path, items: int = 400, *, genres: int = 8, seed: int = 0) -> Path:
+    """Write item features for :func:`write_synthetic_ratings`' items (raw ids from 1001) as a CSV of
+    ``item, genres``: each item has 0 to 3 of ``genres`` names (``g0``, ``g1``...) joined by ``|``,
+    a few items none; the ``[dataset] item_features`` file of calibration and ILD."""
+    rng = np.random.default_rng(seed)
+    names = np.array([f"g{g}" for g in range(genres)])
+    counts = rng.choice(4, size=items, p=[0.05, 0.45, 0.35, 0.15])
+    labels = ["|".join(sorted(rng.choice(names, size=n, replace=False))) for n in counts]
+    path = Path(path)
+    pl.DataFrame({"item": np.arange(1001, 1001 + items), "genres": labels}).write_csv(path)
+    return path

@@ -100,10 +100,16 @@ def check_spark_protocol(name: str, design: str = "standard", sampling: str = "u
 
 
 def check_spark_metrics(names: list[str]) -> None:
-    """Ranking metrics only: beyond-accuracy metrics need every user's rankings (coverage) or item
-    counts over all train users (novelty), rating metrics a rating predictor on the driver."""
-    from recsys_eval.measure.metrics import RANKING_METRICS
+    """Ranking metrics only: beyond-accuracy metrics need every user's rankings (coverage, PopRSP)
+    or item counts and profiles over all train users (novelty, ARP, calibration, serendipity...),
+    rating metrics a rating predictor on the driver."""
+    from recsys_eval.measure.metrics import BEYOND_METRICS, RANKING_METRICS
 
+    beyond = [n for n in names if n in BEYOND_METRICS]
+    if beyond:
+        raise ConfigError(f"beyond-accuracy metrics {beyond} cannot run on the Spark engine yet: they read every "
+                          "train user's item counts or profile, which its user partitions do not hold; use the "
+                          "local engine for them")
     other = [n for n in names if n not in RANKING_METRICS]
     if other:
         raise ConfigError(f"metrics {other} cannot run on the Spark engine (ranking metrics only: "

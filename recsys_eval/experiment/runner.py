@@ -10,6 +10,7 @@ its split are written, so ``--resume`` reuses it whole or redoes it.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,11 +32,15 @@ from recsys_eval.pipeline.timings import Timings
 class RunOutcome:
     folder: Path
     summary: pl.DataFrame
+    #: A study over several datasets: each dataset's results folder, by name (``folder`` is then
+    #: the cross-dataset one).
+    datasets: dict[str, Path] | None = None
 
 
 def run_experiment(
     config: ExperimentConfig,
     config_text: str,
+    overrides: Sequence[str] = (),
     *,
     out_root: str | Path | None = None,
     resume: bool = False,
@@ -44,22 +49,25 @@ def run_experiment(
 ) -> RunOutcome:
     """Run an experiment end to end and return its complete results folder.
 
-    ``config_text`` is the config as written (saved verbatim, and hashed to match ``resume``).
+    ``config_text`` is the config file as written and ``overrides`` the command-line options that
+    changed it (``--set key=value``, ...), both saved beside the resolved config, which the run
+    writes as its ``config.toml`` and hashes to match ``resume`` (:meth:`RunSink.create`).
     """
     from recsys_eval.experiment.checks import check_names
 
     if config.datasets is not None:  # a study over several datasets runs this once per dataset
         from recsys_eval.experiment.datasets_study import run_study
 
-        return run_study(config, config_text, out_root=out_root, resume=resume, quiet=quiet, console=console)
+        return run_study(config, config_text, overrides, out_root=out_root, resume=resume, quiet=quiet, console=console)
     check_names(config)
-    sink = RunSink.create(out_root or config.output.folder, config.name, config_text, resume=resume)
+    sink = RunSink.create(out_root or config.output.folder, config, config_text, overrides, resume=resume)
     options = RunOptions.from_config(config)
     log: list[str] = []
     started = time.perf_counter()
     with Timings() as timings:
         with Progress(console or Console(), quiet=quiet) as progress:
             data, splits, prepared = load_and_split(config, progress, timings)
+            sink.write_user_slices(splits, config.analysis.slices, config.analysis.user_attributes)
             sink.set_layout([s.name for s in splits], options.systems, options.labels)
             folds = []
             for split in splits:
@@ -68,29 +76,40 @@ def run_experiment(
             if config.learning_curve is not None:
                 from recsys_eval.pipeline.curve import learning_curve_rows
 
-                sink.write_learning_curve(learning_curve_rows(options, data, splits[0], config.learning_curve, timings))
-            start = time.perf_counter()
-            summary = combine_folds(folds)
-            timings.add("", "", "summarise", start)
-            start = time.perf_counter()
-            sink.write_side_tables()
-            sink.write_summary(summary)
-            sink.write_data_stats(data_statistics(data, prepared, splits))
-            timings.add("", "", "write results", start)
-        manifest = make_manifest(config, sink.config_hash, data, splits,
-                                 sink.relative([p for f in folds for p in f.partitions]))
-        sink.write_manifest(manifest)  # the analysis and the report read it
-        if config.output.report:
-            start = time.perf_counter()
-            sink.analyse()
-            timings.add("", "", "analyse", start)
-            start = time.perf_counter()
-            sink.report()
-            timings.add("", "", "report", start)
-        timings.add_whole_run(started)
+                with progress.step("learning curve"):
+                    sink.write_learning_curve(learning_curve_rows(options, data, splits[0], config.learning_curve,
+                                                                  timings))
+            with progress.step("summarise and write results"):
+                start = time.perf_counter()
+                summary = combine_folds(folds)
+                timings.add("", "", "summarise", start)
+                start = time.perf_counter()
+                sink.write_side_tables()
+                sink.write_summary(summary)
+                sink.write_data_stats(data_statistics(data, prepared, splits))
+                sink.write_leakage(splits)
+                if config.tuning is not None:
+                    from recsys_eval.tune.budget import tuning_budget
+
+                    trials = pl.read_parquet(sink.tuning_log) if sink.tuning_log.is_file() else None
+                    sink.write_tuning_budget(tuning_budget(config, splits, trials))
+                timings.add("", "", "write results", start)
+            manifest = make_manifest(config, sink.config_hash, data, splits,
+                                     sink.relative([p for f in folds for p in f.partitions]))
+            sink.write_manifest(manifest)  # the analysis and the report read it
+            if config.output.report:
+                with progress.step("analyse (tests, agreement, audits)"):
+                    start = time.perf_counter()
+                    sink.analyse()
+                    timings.add("", "", "analyse", start)
+                with progress.step("report (tables, figures, report.html)"):
+                    start = time.perf_counter()
+                    sink.report()
+                    timings.add("", "", "report", start)
+        peak_mb = timings.add_whole_run(started)
         sink.write_timings(timings.rows)
         sink.write_log(log)
-        outcome = RunOutcome(sink.finish(manifest.replace(peak_rss_mb=timings.peak_mb)), summary)
+        outcome = RunOutcome(sink.finish(manifest.replace(peak_rss_mb=peak_mb)), summary)
     if config.track.mlflow is not None:  # the folder is complete: a tracker's failure loses nothing
         from recsys_eval.pipeline.track import track_mlflow
 
@@ -101,16 +120,18 @@ def run_experiment(
 def load_and_split(config: ExperimentConfig, progress: Progress,
                    timings: Timings) -> tuple[Interactions, list[Split], list[dict]]:
     """The dataset, prepared, and its folds; with what each preparation step removed."""
-    start = time.perf_counter()
-    data = load_data(config.dataset)
-    prepared: list[dict] = []
-    if config.prepare.on == "data":
-        data, prepared = prepare_data(config.prepare, data)
-    timings.add("", "", "load and prepare", start)
-    progress.log(f"data: {data!r}")
-    start = time.perf_counter()
-    splits, on_train = prepare_splits(config.prepare, config_splits(config, data))
-    timings.add("", "", "split", start)
+    with progress.step("load and prepare"):
+        start = time.perf_counter()
+        data = load_data(config.dataset)
+        prepared: list[dict] = []
+        if config.prepare.on == "data":
+            data, prepared = prepare_data(config.prepare, data)
+        timings.add("", "", "load and prepare", start)
+    progress.log(f"data: {data!r}", markup=False)
+    with progress.step("split"):
+        start = time.perf_counter()
+        splits, on_train = prepare_splits(config.prepare, config_splits(config, data))
+        timings.add("", "", "split", start)
     return data, splits, prepared + on_train
 
 
@@ -128,10 +149,10 @@ def run_fold(config: ExperimentConfig, options: RunOptions, data: Interactions, 
 
     done = sink.completed(split.name)
     if done is not None:
-        progress.log(f"[{split.name}] done in an earlier attempt: reused")
+        progress.log(f"[{split.name}] done in an earlier attempt: reused", markup=False)
         return reuse_fold(options.summarising, done)
     start = time.perf_counter()
-    tuned = tune_fold(config, data, split, sink.tuning_log, progress.log)
+    tuned = tune_fold(config, data, split, sink.tuning_log, progress)
     if tuned:
         timings.add(split.name, "", "tune", start)
     spark = config.engine.name == "spark"
@@ -149,5 +170,11 @@ def run_fold(config: ExperimentConfig, options: RunOptions, data: Interactions, 
         start = time.perf_counter()
         sink.save_split(split)
         timings.add(split.name, "", "save split", start)
+    if config.run.save_negatives:
+        from recsys_eval.pipeline.negatives import save_fold_negatives
+
+        start = time.perf_counter()
+        save_fold_negatives(options, split, sink)
+        timings.add(split.name, "", "save negatives", start)
     sink.mark_fold_done(split.name, fold.partitions)
     return fold

@@ -6,7 +6,10 @@ Per unit (one row per unit):
 - ``novelty@k``: mean self-information -log2 p(i) of the listed items, p(i) = share of train users
   with item i; items no train user has take the smallest non-zero p. NaN for an empty list;
 - ``ild@k``: intra-list diversity, the mean Jaccard distance 1 - |G_i & G_j| / |G_i | G_j| between
-  the genre sets of every pair of listed items (0 for two items without genres). NaN below 2 items.
+  the genre sets of every pair of listed items (0 for two items without genres). NaN below 2 items;
+- ``calibration@k`` (:mod:`recsys_eval.measure.calibration`), and the popularity metrics ARP,
+  APLT, ACLT, EPC, EFD, surprisal, unexpectedness and serendipity
+  (:mod:`recsys_eval.measure.popularity`).
 
 Per run (one row with null user and unit):
 - ``catalog_coverage@k``: distinct items in the top-k lists that belong to the catalogue, over the
@@ -14,13 +17,13 @@ Per run (one row with null user and unit):
 - ``prediction_coverage``: distinct items ranked anywhere in the lists (no cutoff) over all items;
 - ``gini@k``: Gini index of the exposure counts (appearances in top-k lists) of catalogue items,
   sum_i (2i - n - 1) c_(i) / (n sum c) over counts sorted ascending (0: equal exposure);
-- ``entropy@k``: Shannon entropy in bits of the exposure distribution over catalogue items.
+- ``entropy@k``: Shannon entropy in bits of the exposure distribution over catalogue items;
+- ``pop_rsp@k``, ``pop_reo@k``: head/tail parity (:class:`~recsys_eval.measure.popularity.PopularityParity`).
 """
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -30,11 +33,12 @@ from numba import njit, prange
 from recsys_eval.core.chunks import chunk_bounds
 from recsys_eval.core.interactions import Interactions
 from recsys_eval.core.results import PER_UNIT_SCHEMA
-from recsys_eval.core.units import Rankings
+from recsys_eval.core.units import Rankings, Targets
 from recsys_eval.errors import ConfigError, DataError
+from recsys_eval.measure import popularity
 from recsys_eval.measure.frames import concat_per_unit, long_frame
-from recsys_eval.measure.metrics import BEYOND_METRICS, check_cutoffs, check_metrics
-from recsys_eval.measure.ties import unit_of_position
+from recsys_eval.measure.lists import cutoff_bands, is_sparse, list_means, per_train, train_pairs
+from recsys_eval.measure.metrics import BEYOND_METRICS, METRICS, check_cutoffs, check_metrics, metric_params
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
@@ -48,6 +52,8 @@ def beyond_accuracy(
     metrics: str | Iterable[str] | None = None,
     train: Interactions | pl.DataFrame | sp.spmatrix | None = None,
     genres: np.ndarray | sp.spmatrix | pl.DataFrame | None = None,
+    targets: Targets | None = None,
+    params: Mapping[str, float] | None = None,
     system: str = "system",
     protocol: str = "rankings",
     fold: str = "0",
@@ -56,92 +62,108 @@ def beyond_accuracy(
     """Beyond-accuracy values in the per-unit schema.
 
     ``train`` (Interactions, a frame of ``user, item`` indices, or a users x items matrix) gives the
-    item popularity for novelty and the catalogue; ``genres`` (an items x genres bool matrix, or a
-    frame with ``item`` index and ``genres``, a list or a ``|``-separated string) is needed for ILD.
-    Without ``metrics``, every metric the inputs allow.
+    item popularity (novelty, the popularity metrics), the catalogue and every user's profile
+    (calibration, MostPop for unexpectedness); ``genres`` (an items x genres bool matrix, or a
+    frame with ``item`` index and ``genres``, a list or a ``|``-separated string) is needed for ILD
+    and calibration; ``targets``, the rankings' own, for the metrics that read relevance (EPC, EFD,
+    serendipity, PopREO); ``params``: metric parameters (``calibration_alpha``, ``head_share``),
+    their defaults where not given. Without ``metrics``, every metric the inputs allow.
     """
-    if metrics is None:
-        names = [m for m in BEYOND_METRICS
-                 if not (m == "novelty" and train is None) and not (m == "ild" and genres is None)]
-    else:
-        names = check_metrics(metrics, BEYOND_METRICS)
-    if "novelty" in names and train is None:
-        raise ConfigError("novelty needs train interactions (item popularity among train users)")
-    if "ild" in names and genres is None:
-        raise ConfigError("ild needs item genres (an items x genres matrix or a genres frame)")
+    names = _beyond_names(metrics, train, genres, targets)
     cutoffs = check_cutoffs(k)
+    params = metric_params(params or {})
     if len(rankings.items) and rankings.items.max() >= n_items:
         raise DataError(f"rankings: item index {int(rankings.items.max())} >= n_items {n_items}")
     labels = {"system": system, "protocol": protocol, "fold": str(fold)}
 
-    n_units = rankings.n_units
-    frames: list[pl.DataFrame] = []
-    per_unit_cols: list[np.ndarray] = []
-    per_unit_names: list[str] = []
-    per_unit_ks: list[int | None] = []
-
+    columns: dict[str, np.ndarray] = {}  # per-unit metric -> units x (cutoffs, or one column)
     if "user_coverage" in names:
-        per_unit_cols.append((rankings.lengths > 0).astype(np.float64))
-        per_unit_names.append("user_coverage")
-        per_unit_ks.append(None)
-    novelty = _novelty(rankings, _self_information(train, n_items), cutoffs) if "novelty" in names else None
-    masks = _genre_masks(genres, n_items) if "ild" in names else None
-    for c, cut in enumerate(cutoffs):
-        if novelty is not None:
-            per_unit_cols.append(novelty[:, c])
-            per_unit_names.append("novelty")
-            per_unit_ks.append(cut)
-        if "ild" in names:
-            per_unit_cols.append(_ild_kernel(rankings.offsets, rankings.items, masks, cut,
-                                             chunk_bounds(n_units)))
-            per_unit_names.append("ild")
-            per_unit_ks.append(cut)
-    run_rows = []
+        columns["user_coverage"] = (rankings.lengths > 0).astype(np.float64)[:, None]
+    if "novelty" in names:
+        columns["novelty"] = list_means(rankings, _self_information(train, n_items)[rankings.items], cutoffs)
+    if "ild" in names:
+        masks = _genre_masks(genres, n_items)
+        columns["ild"] = np.column_stack([_ild_kernel(rankings.offsets, rankings.items, masks, cut,
+                                                      chunk_bounds(rankings.n_units)) for cut in cutoffs])
+    if "calibration" in names:
+        from recsys_eval.measure.calibration import calibration_values
+
+        columns["calibration"] = calibration_values(rankings, cutoffs, *popularity.train_rows(train, n_items),
+                                                    genre_bool_matrix(genres, n_items), params["calibration_alpha"])
+    listed = [name for name in names if name in popularity.LIST_METRICS]
+    if listed:
+        columns.update(_popularity_columns(listed, rankings, cutoffs, train, targets, n_items, params))
+    frames = []
+    if columns:
+        order = [name for name in names if name in columns]
+        frames.append(long_frame(np.hstack([columns[name] for name in order]),
+                                 [name for name in order for _ in range(columns[name].shape[1])],
+                                 [None if columns[name].shape[1] == 1 and not METRICS[name].cutoff else cut
+                                  for name in order for cut in cutoffs[: columns[name].shape[1]]],
+                                 rankings.unit_user, user_ids, labels))
     if any(name in RUN_METRICS for name in names):
-        exposure = RunExposure(n_items, cutoffs, catalogue_of(train, n_items))
-        exposure.add(rankings)
-        run_rows = exposure.values(names)
-    if per_unit_cols:
-        order = sorted(range(len(per_unit_names)), key=lambda j: names.index(per_unit_names[j]))
-        frames.append(
-            long_frame(
-                np.column_stack([per_unit_cols[j] for j in order]),
-                [per_unit_names[j] for j in order], [per_unit_ks[j] for j in order],
-                rankings.unit_user, user_ids, labels,
-            )
-        )
-    if run_rows:
+        exposure = run_exposure(n_items, cutoffs, train, names, params)
+        exposure.add(rankings, targets)
         user_type = frames[0].schema["user"] if frames else PER_UNIT_SCHEMA["user"]
-        frames.append(run_frame(run_rows, labels, user_type))
+        frames.append(run_frame(exposure.values(names), labels, user_type))
     return concat_per_unit(frames)
 
 
-def _cutoff_bands(rankings: Rankings, cutoffs: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Every list entry's unit and band of (ascending) cutoffs: band c holds the positions from
-    cutoffs[c-1] to cutoffs[c] - 1, so the top-k of cutoff c are bands 0..c. Also the mask of the
-    entries inside the largest cutoff."""
-    unit = unit_of_position(rankings.offsets)
-    position = np.arange(len(rankings.items), dtype=np.int64) - rankings.offsets[unit]
-    band = np.searchsorted(np.asarray(cutoffs), position, side="right")  # first cutoff above it
-    return unit, band, band < len(cutoffs)
+def _beyond_names(metrics, train, genres, targets) -> list[str]:
+    """The metrics asked (every one the inputs allow without ``metrics``); a metric whose input is
+    missing raises, naming it."""
+    needs = {"train": train is not None, "genres": genres is not None, "targets": targets is not None}
+    if metrics is None:
+        return [m for m in BEYOND_METRICS if all(needs[need] for need in BEYOND_INPUTS.get(m, ()))]
+    names = check_metrics(metrics, BEYOND_METRICS)
+    for name in names:
+        for need in BEYOND_INPUTS.get(name, ()):
+            if not needs[need]:
+                raise ConfigError(f"{name} needs {_INPUTS[need]}")
+    return names
 
 
-def _novelty(rankings: Rankings, info: np.ndarray, cutoffs: list[int]) -> np.ndarray:
-    """units x cutoffs: the mean self-information of each unit's top-k items (NaN for an empty
-    list). One pass over the lists: each entry's information summed into its band of cutoffs,
-    then the bands summed in cutoff order (the top 5 are in the top 10 too)."""
-    n_units, n_bands = rankings.n_units, len(cutoffs)
-    unit, band, inside = _cutoff_bands(rankings, cutoffs)
-    cell = unit[inside] * n_bands + band[inside]
-    total = np.cumsum(np.bincount(cell, weights=info[rankings.items[inside]], minlength=n_units * n_bands)
-                      .reshape(n_units, n_bands), axis=1)
-    listed = np.cumsum(np.bincount(cell, minlength=n_units * n_bands).reshape(n_units, n_bands), axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(listed > 0, total / np.maximum(listed, 1), np.nan)
+#: What each beyond-accuracy metric reads besides the lists (``train``, ``genres``, ``targets``).
+BEYOND_INPUTS = {
+    **{name: ("train",) for name in ("novelty", "arp", "aplt", "aclt", "surprisal", "unexpectedness", "pop_rsp")},
+    **{name: ("train", "targets") for name in ("epc", "efd", "serendipity", "pop_reo")},
+    "ild": ("genres",),
+    "calibration": ("train", "genres"),
+}
+_INPUTS = {
+    "train": "train interactions (item popularity and user profiles among train users)",
+    "genres": "item genres (an items x genres matrix or a genres frame)",
+    "targets": "the rankings' targets (which listed items are relevant)",
+}
+
+
+def _popularity_columns(names: list[str], rankings: Rankings, cutoffs: list[int], train, targets, n_items: int,
+                        params: Mapping[str, float]) -> dict[str, np.ndarray]:
+    """units x cutoffs of every popularity metric of lists in ``names``, from one pass over the
+    lists (:func:`recsys_eval.measure.popularity.list_sums`)."""
+    item_pop = popularity.item_popularity(train, n_items)
+    wanted = set(names)
+    sums = popularity.list_sums(rankings, cutoffs, item_pop, item_pop.head(params["head_share"]),
+                                targets=targets if wanted & set(popularity.RELEVANCE_METRICS) else None,
+                                train=train if wanted & {"unexpectedness", "serendipity"} else None,
+                                surprisal="surprisal" in wanted)
+    return {name: sums.metric(name) for name in names}
 
 
 #: The beyond-accuracy metrics of a whole run, functions of the exposure counts of its lists.
-RUN_METRICS = ("catalog_coverage", "prediction_coverage", "gini", "entropy")
+RUN_METRICS = ("catalog_coverage", "prediction_coverage", "gini", "entropy", *popularity.PARITY_METRICS)
+
+
+def run_exposure(n_items: int, cutoffs: list[int], train, names: Sequence[str],
+                 params: Mapping[str, float]) -> RunExposure:
+    """The run-level counts that the run metrics among ``names`` need: exposure, and the head/tail
+    counts of PopRSP and PopREO (:class:`~recsys_eval.measure.popularity.PopularityParity`) when asked."""
+    parity = None
+    if any(name in popularity.PARITY_METRICS for name in names):
+        if train is None:
+            raise ConfigError(f"pop_rsp and pop_reo need {_INPUTS['train']}")
+        parity = popularity.PopularityParity(train, n_items, cutoffs, params["head_share"])
+    return RunExposure(n_items, cutoffs, catalogue_of(train, n_items), parity)
 
 
 class RunExposure:
@@ -150,17 +172,22 @@ class RunExposure:
     (catalogue and prediction coverage, Gini, entropy) follow from them, so a run measured in
     chunks of users gets the same values as one measured whole."""
 
-    def __init__(self, n_items: int, cutoffs: list[int], catalogue: np.ndarray) -> None:
+    def __init__(self, n_items: int, cutoffs: list[int], catalogue: np.ndarray,
+                 parity: popularity.PopularityParity | None = None) -> None:
         self.cutoffs = sorted(cutoffs)
         self.catalogue = catalogue
         self.counts = np.zeros((len(cutoffs), n_items), dtype=np.int64)
         self.ranked = np.zeros(n_items, dtype=bool)
+        self.parity = parity
 
-    def add(self, rankings: Rankings) -> None:
+    def add(self, rankings: Rankings, targets: Targets | None = None) -> None:
         """One pass over the lists: each entry counted in its band of cutoffs, then the bands
-        summed (an item in the top 5 is in the top 10 too)."""
+        summed (an item in the top 5 is in the top 10 too); with PopRSP/PopREO's counts, the
+        lists' head and tail counts too (``targets``: the rankings' own, which PopREO needs)."""
+        if self.parity is not None:
+            self.parity.add(rankings, targets)
         n_items = self.counts.shape[1]
-        _, band, inside = _cutoff_bands(rankings, self.cutoffs)
+        _, band, inside = cutoff_bands(rankings, self.cutoffs)
         by_band = np.bincount(band[inside] * n_items + rankings.items[inside], minlength=len(self.cutoffs) * n_items)
         self.counts += np.cumsum(by_band.reshape(len(self.cutoffs), n_items), axis=0)
         self.ranked[rankings.items] = True
@@ -178,6 +205,8 @@ class RunExposure:
                 rows.append(("gini", cut, gini(counts)))
             if "entropy" in names:
                 rows.append(("entropy", cut, entropy(counts)))
+        if self.parity is not None:
+            rows += self.parity.values(names)
         rows.sort(key=lambda row: (list(names).index(row[0]), row[1] or 0))
         return rows
 
@@ -195,25 +224,13 @@ def catalogue_of(train, n_items: int) -> np.ndarray:
     Interactions, which every system and protocol of a fold measures against)."""
     if train is None:
         return np.ones(n_items, dtype=bool)
-    return _per_train(train, ("catalogue", n_items), lambda: _catalogue(train, n_items))
+    return per_train(train, ("catalogue", n_items), lambda: _catalogue(train, n_items))
 
 
 def _catalogue(train, n_items: int) -> np.ndarray:
     catalogue = np.zeros(n_items, dtype=bool)
-    catalogue[_train_pairs(train, n_items)[1]] = True
+    catalogue[train_pairs(train, n_items)[1]] = True
     return catalogue
-
-
-def _per_train(train, key: tuple, compute) -> np.ndarray:
-    """``compute()``, kept in an Interactions' cache under ``key`` (other inputs: computed each
-    time), read-only."""
-    if not isinstance(train, Interactions):
-        return compute()
-    if key not in train._cache:
-        value = compute()
-        value.flags.writeable = False
-        train._cache[key] = value
-    return train._cache[key]
 
 
 def gini(counts: np.ndarray) -> float:
@@ -256,63 +273,28 @@ def genre_matrix(frame: pl.DataFrame, n_items: int) -> np.ndarray:
     return matrix
 
 
-def _is_sparse(value) -> bool:
-    """A scipy sparse matrix or array, without importing scipy (0.2 s) when nothing made one."""
-    sparse = sys.modules.get("scipy.sparse")
-    return sparse is not None and sparse.issparse(value)
-
-
-def _train_pairs(train, n_items: int) -> tuple[np.ndarray, np.ndarray]:
-    if isinstance(train, Interactions):
-        users, items = train.users, train.items
-    elif isinstance(train, pl.DataFrame):
-        if "user" not in train.columns or "item" not in train.columns:
-            raise DataError(f"train: expected columns 'user' and 'item', got {train.columns}")
-        users = train.get_column("user").to_numpy()
-        items = train.get_column("item").to_numpy()
-    elif _is_sparse(train):
-        coo = train.tocoo()
-        users, items = coo.row, coo.col
-    else:
-        raise DataError(f"train: expected Interactions, a polars frame or a sparse matrix, got {type(train).__name__}")
-    items = np.asarray(items, dtype=np.int64)
-    if len(items) and (items.min() < 0 or items.max() >= n_items):
-        raise DataError(f"train: item index outside 0..{n_items - 1}")
-    return np.asarray(users, dtype=np.int64), items
-
-
 def _self_information(train, n_items: int) -> np.ndarray:
     """-log2 p(i), p(i) = share of train users with item i (smallest non-zero p where 0).
 
     Interactions hold each (user, item) pair once (their duplicates policy resolves repeats), so
     their holders are a bincount of the train items; other inputs are made unique first."""
-    return _per_train(train, ("self_information", n_items), lambda: _information(train, n_items))
+    return per_train(train, ("self_information", n_items), lambda: popularity.item_popularity(train, n_items).self_information())
 
 
-def _information(train, n_items: int) -> np.ndarray:
-    if isinstance(train, Interactions):
-        holders = np.bincount(train.items, minlength=n_items).astype(np.float64)
-        n_users = int(np.count_nonzero(np.bincount(train.users)))
-    else:
-        users, items = _train_pairs(train, n_items)
-        pairs = np.unique(users * n_items + items)
-        holders = np.bincount(pairs % n_items, minlength=n_items).astype(np.float64)
-        n_users = len(np.unique(users))
-    if n_users == 0:
-        raise DataError("train: no interactions, so no item popularity for novelty")
-    p = holders / n_users
-    p[p == 0] = p[p > 0].min()
-    return -np.log2(p)
-
-
-def _genre_masks(genres, n_items: int) -> np.ndarray:
+def genre_bool_matrix(genres, n_items: int) -> np.ndarray:
+    """Genres given as a frame, a sparse or a dense matrix, as an items x genres bool matrix."""
     if isinstance(genres, pl.DataFrame):
         genres = genre_matrix(genres, n_items)
-    elif _is_sparse(genres):
+    elif is_sparse(genres):
         genres = genres.toarray()
     genres = np.asarray(genres).astype(bool)
     if genres.ndim != 2 or genres.shape[0] != n_items:
         raise DataError(f"genres: expected an items x genres matrix with {n_items} rows, got shape {genres.shape}")
+    return genres
+
+
+def _genre_masks(genres, n_items: int) -> np.ndarray:
+    genres = genre_bool_matrix(genres, n_items)
     n_words = max(1, -(-genres.shape[1] // 64))
     padded = np.zeros((n_items, n_words * 64), dtype=bool)
     padded[:, : genres.shape[1]] = genres

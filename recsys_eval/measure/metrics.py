@@ -266,6 +266,11 @@ def _rbp_kernel(rel, n_rel, n_non, k, params):
 
 RBP_PERSISTENCE = MetricParam("rbp_persistence", 0.8, 0.0, 1.0,
                               "RBP's persistence p: the chance that a user reads on past each item")
+CALIBRATION_ALPHA = MetricParam("calibration_alpha", 0.01, 0.0, 1.0,
+                                "Steck's smoothing alpha of the list's genre distribution, q~ = (1-alpha) q + alpha p")
+HEAD_SHARE = MetricParam("head_share", 0.2, 0.0, 1.0,
+                         "share of catalogue items, the most popular in train, that form the popular head "
+                         "(the others are the long tail)")
 
 
 _C, _W, _RA, _B, _AUX = Family.CUTOFF, Family.WHOLE, Family.RATING, Family.BEYOND, Family.AUXILIARY
@@ -341,6 +346,35 @@ METRICS: dict[str, MetricSpec] = {
                    "Shannon entropy (bits) of catalogue items' exposure in the top-k lists", depth=_TOP),
         MetricSpec("ild", "ILD", _B, _UP, True, "fewer than 2 listed items", _MEAN,
                    "mean Jaccard distance of genre sets over pairs of top-k items", depth=_TOP),
+        MetricSpec("calibration", "C_KL", _B, _DOWN, True, "no genre data in the user's train profile or list",
+                   _MEAN, "KL(p || (1-alpha) q + alpha p) of the genre mix p of the train profile and q of the "
+                   "top k (Steck), alpha = calibration_alpha", depth=_TOP, params=(CALIBRATION_ALPHA,)),
+        MetricSpec("arp", "ARP", _B, _DOWN, True, "an empty list", _MEAN,
+                   "mean train popularity (users with the item) of the top-k items (Abdollahpouri)", depth=_TOP),
+        MetricSpec("aplt", "APLT", _B, _UP, True, "an empty list", _MEAN,
+                   "share of the top k in the long tail (outside the head_share most popular items)",
+                   depth=_TOP, params=(HEAD_SHARE,)),
+        MetricSpec("aclt", "ACLT", _B, _UP, True, "never", _MEAN,
+                   "count of long-tail items in the top k (0 for an empty list)", depth=_TOP, params=(HEAD_SHARE,)),
+        MetricSpec("pop_rsp", "PopRSP", _B, _DOWN, True, "a group without candidates, or no item listed", _RUN,
+                   "std/mean over head and tail of P(listed in top k | group) (Zhu et al., statistical parity)",
+                   depth=_TOP, params=(HEAD_SHARE,)),
+        MetricSpec("pop_reo", "PopREO", _B, _DOWN, True, "a group without relevant targets, or no hit", _RUN,
+                   "std/mean over head and tail of P(listed in top k | group, relevant) (Zhu et al., equal "
+                   "opportunity)", depth=_TOP, params=(HEAD_SHARE,)),
+        MetricSpec("epc", "EPC", _B, _UP, True, _NO_REL, _MEAN,
+                   "sum of disc(r) rel(r) (1 - p(seen|i)) over the top k, / sum of disc(r) (Vargas & Castells)",
+                   depth=_TOP),
+        MetricSpec("efd", "EFD", _B, _UP, True, _NO_REL, _MEAN,
+                   "sum of disc(r) rel(r) (-log2 p(i|seen)) over the top k, / sum of disc(r) (Vargas & Castells)",
+                   depth=_TOP),
+        MetricSpec("surprisal", "Surp", _B, _UP, True, "an empty list", _MEAN,
+                   "mean -log2(p(i)) / log2|U| of the top-k items, p(i) the share of train users with i (RePlay)",
+                   depth=_TOP),
+        MetricSpec("unexpectedness", "Unexp", _B, _UP, True, "an empty list", _MEAN,
+                   "share of the top k outside MostPop's top k for the user (Kaminskas & Bridge)", depth=_TOP),
+        MetricSpec("serendipity", "Ser", _B, _UP, True, "an empty list", _MEAN,
+                   "share of the top k both relevant and outside MostPop's top k (Kaminskas & Bridge)", depth=_TOP),
     )
 }
 

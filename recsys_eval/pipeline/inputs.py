@@ -14,9 +14,33 @@ def load_data(dataset: DatasetConfig) -> Interactions:
     from recsys_eval.data import load_dataset, load_file
 
     if dataset.name is not None:
-        return load_dataset(dataset.name, dataset.data_home)
-    return load_file(dataset.path, dataset.columns, timestamp_format=dataset.timestamp_format,
-                     separator=dataset.separator)
+        data = load_dataset(dataset.name, dataset.data_home)
+    else:
+        data = load_file(dataset.path, dataset.columns, timestamp_format=dataset.timestamp_format,
+                         separator=dataset.separator)
+    if dataset.item_features is not None:
+        data = data.with_items_meta(item_features(dataset.item_features, dataset.item_feature_column))
+    return data
+
+
+def item_features(path: str, column: str) -> pl.DataFrame:
+    """The ``[dataset] item_features`` file as item metadata: ``item`` (raw ids) and ``genres``
+    (a list of names) from its multi-valued ``column``."""
+    from recsys_eval.data.runs import read_frame
+    from recsys_eval.errors import DataError
+
+    frame = read_frame(path, name=f"item_features {path}")
+    missing = [c for c in ("item", column) if c not in frame.columns]
+    if missing:
+        raise DataError(f"item_features {path!r}: no column {missing[0]!r} (expected 'item' and the multi-valued "
+                        f"'{column}', item_feature_column); columns are {frame.columns}")
+    values = pl.col(column)
+    if frame.schema[column] == pl.String:
+        values = values.fill_null("").str.split("|").list.eval(pl.element().filter(pl.element() != ""))
+    elif not isinstance(frame.schema[column], pl.List):
+        raise DataError(f"item_features {path!r}: column {column!r} holds {frame.schema[column]}; expected a list "
+                        "or names separated by '|'")
+    return frame.select(pl.col("item"), values.cast(pl.List(pl.String)).alias("genres"))
 
 
 def prepare_data(prepare: PrepareConfig, data: Interactions) -> tuple[Interactions, list[dict]]:

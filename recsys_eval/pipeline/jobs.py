@@ -153,14 +153,15 @@ def scored_rows(rankings, target: ProtocolTargets, system: str, fold: str, *, se
     return rows.with_columns(system=pl.lit(system), protocol=pl.lit(target.label), fold=pl.lit(fold))
 
 
-def add_exposure(options: MeasureOptions, exposure, rankings) -> None:
-    """Add a ranking's lists to a run's exposure counts (:class:`~recsys_eval.measure.beyond.RunExposure`);
-    a one-relevant ranking adds every unit's top-k lists (k the largest cutoff) and, for prediction
-    coverage, the items ranked anywhere in its whole lists."""
+def add_exposure(options: MeasureOptions, exposure, rankings, targets: Targets) -> None:
+    """Add a ranking's lists to a run's exposure counts (:class:`~recsys_eval.measure.beyond.RunExposure`;
+    ``targets``: the ranking's own, for PopREO's relevant counts); a one-relevant ranking adds every
+    unit's top-k lists (k the largest cutoff) and, for prediction coverage, the items ranked
+    anywhere in its whole lists."""
     if not isinstance(rankings, OneRelevantRanking):
-        exposure.add(rankings)
+        exposure.add(rankings, targets)
         return
-    exposure.add(rankings.lists(options.kmax))
+    exposure.add(rankings.lists(options.kmax), targets)
     if "prediction_coverage" in options.run_level:
         exposure.ranked |= rankings.ranked_items()
 

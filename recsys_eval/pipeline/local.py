@@ -54,15 +54,15 @@ class PartitionKeeper:
     are held beside the chunk being measured."""
 
     def __init__(self, plan: FoldPlan, sink: RunSink, timings: Timings) -> None:
-        from recsys_eval.measure.beyond import RunExposure, catalogue_of
+        from recsys_eval.measure.beyond import run_exposure
 
         self.plan, self.sink, self.timings = plan, sink, timings
         options = plan.options
         pairs = [(s, r) for s in range(len(plan.sets)) for r in range(len(plan.models))]
         self.states: dict[tuple[int, int], list[PartitionState]] = {pair: [] for pair in pairs}
         #: Run-level metrics from exposure counts summed over the chunks of each (set, recommender).
-        self.exposure = {(s, r): RunExposure(plan.data.n_items, list(options.measure.k),
-                                             catalogue_of(plan.sets[s].train, plan.data.n_items)) for s, r in pairs}
+        self.exposure = {(s, r): run_exposure(plan.data.n_items, list(options.measure.k), plan.sets[s].train,
+                                              options.measure.run_level, options.measure.params) for s, r in pairs}
         self.partitions: dict[tuple[int, int, int], Path] = {}  # (set, part, recommender)
         self.run_parts: dict[tuple[int, int], Path] = {}
         self.summaries: dict[tuple[int, int], tuple[pl.DataFrame, pl.DataFrame | None]] = {}
@@ -212,7 +212,7 @@ class LocalFold:
         start, waited_before = time.perf_counter(), keeper.waited
         frame = jobs.measure_ranking(options.measure, plan.data, rankings, chunk, job.system, fold, run_level=False)
         if options.measure.run_level:  # before the keeper may summarise (s, r), which reads them
-            jobs.add_exposure(options.measure, keeper.exposure[s, r], rankings)
+            jobs.add_exposure(options.measure, keeper.exposure[s, r], rankings, chunk.targets)
         keeper.submit(keeper.keep, at, frame, offset, chunk.label, last)
         del frame
         self.curves[at] = curve_rows(rankings, chunk.targets, system=job.system, protocol=chunk.label, fold=fold)

@@ -3,7 +3,7 @@
 
 Everything a run writes goes through it, in the order a run makes it: the config as run, the
 partition layout, each chunk's per-unit rows, each fold's scratch tables and its completion mark,
-its split, the tuning log, the learning curve, the side tables made from the scratch, the summary,
+its split and sampled negatives, the tuning log, the learning curve, the side tables made from the scratch, the summary,
 the data statistics, the timings and log, the manifest, the analysis and report, and the rename
 that makes the folder complete. ``recsys-eval evaluate`` writes through the same sink, as a run of
 one fold.
@@ -11,6 +11,7 @@ one fold.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,23 +22,31 @@ from recsys_eval.core.results import (
     AUC_POOLING,
     AUC_SCORES,
     CONFIG,
+    CONFIG_ORIGINAL,
     CURVE_CHUNKS,
     CURVES,
     DATA_STATS,
     EXPOSURE,
     EXPOSURE_COUNTS,
+    LEAKAGE,
+    LEAKAGE_USERS,
     LEARNING_CURVE,
     LOG,
+    OVERRIDES,
     SUMMARY,
     TIMINGS,
     TUNING,
+    TUNING_BUDGET,
+    USER_SLICES,
     Manifest,
     ResultsFolder,
-    config_hash,
 )
+from recsys_eval.pipeline.config import ExperimentConfig, identity_hash, resolved_text
 
 if TYPE_CHECKING:
-    from recsys_eval.core import Split
+    import numpy as np
+
+    from recsys_eval.core import Interactions, Split
 
 
 class RunSink:
@@ -49,12 +58,17 @@ class RunSink:
         self.config_hash = config_hash
 
     @classmethod
-    def create(cls, out_root: str | Path, experiment: str, config_text: str, *, resume: bool) -> RunSink:
+    def create(cls, out_root: str | Path, config: ExperimentConfig, original: str, overrides: Sequence[str] = (),
+               *, resume: bool) -> RunSink:
         """A new run's work folder (or, with ``resume``, the newest one of the same config), with
-        the config as run saved in it."""
-        cfg_hash = config_hash(config_text)
-        folder = ResultsFolder.create(Path(out_root), experiment, cfg_hash, resume=resume)
-        folder.write_text(CONFIG, config_text)
+        the config as run saved in it: resolved (what the report reads and a rerun takes), the file
+        as written, and the command-line ``overrides`` that turned one into the other."""
+        cfg_hash = identity_hash(config)
+        folder = ResultsFolder.create(Path(out_root), config.name, cfg_hash, resume=resume)
+        folder.write_text(CONFIG, resolved_text(config))
+        folder.write_text(CONFIG_ORIGINAL, original)
+        if overrides:
+            folder.write_text(OVERRIDES, "\n".join(overrides) + "\n")
         return cls(folder, cfg_hash)
 
     @classmethod
@@ -93,6 +107,16 @@ class RunSink:
         folder = self.folder.split_folder(split.name)
         if not folder.is_dir():
             save_split(split, folder)
+
+    def save_negatives(self, fold: str, label: str, users: np.ndarray, items: np.ndarray,
+                       held_out: tuple[np.ndarray, np.ndarray], ids: Interactions) -> None:
+        """A fold's negatives of protocol ``label`` in both layouts
+        (:func:`recsys_eval.targets.write_negatives`)."""
+        from recsys_eval.targets import write_negatives
+
+        table, ncf = self.folder.negatives_files(fold, label)
+        table.parent.mkdir(parents=True, exist_ok=True)
+        write_negatives(users, items, held_out, ids, table, ncf)
 
     def mark_fold_done(self, fold: str, partitions: list[Path]) -> None:
         """The fold is complete: its partitions and split are written (``--resume`` reuses it)."""
@@ -135,6 +159,28 @@ class RunSink:
 
     def write_data_stats(self, stats: pl.DataFrame) -> None:
         self.folder.write_table(DATA_STATS, stats, csv=False)
+
+    def write_leakage(self, splits: list[Split]) -> None:
+        """The folds' leakage audit (recsys_eval.split.leakage), when every side has timestamps."""
+        from recsys_eval.split import leakage_audit
+
+        if all(s.train.has_timestamp and s.test.has_timestamp for s in splits):
+            audit = leakage_audit(splits)
+            self.folder.write_table(LEAKAGE, audit.folds)
+            self.folder.write_table(LEAKAGE_USERS, audit.users, csv=False)
+
+    def write_user_slices(self, splits: list[Split], specs: list[str], attributes: str | None = None) -> None:
+        """Each fold's test users by slice group (recsys_eval.split.slices), when slices are asked
+        for; ``attributes``: the user attributes file of the attribute slices."""
+        from recsys_eval.split.slices import read_user_attributes, user_slices
+
+        if specs:
+            table = user_slices(splits, specs, read_user_attributes(attributes) if attributes else None)
+            self.folder.write_table(USER_SLICES, table, csv=False)
+
+    def write_tuning_budget(self, budget: pl.DataFrame) -> None:
+        """What tuning spent per (fold, system) (recsys_eval.tune.budget)."""
+        self.folder.write_table(TUNING_BUDGET, budget)
 
     def write_timings(self, rows: list[dict]) -> None:
         atomic.write_csv(pl.DataFrame(rows), self.folder.file(TIMINGS))

@@ -1,9 +1,11 @@
 """The report of a results folder: ``report.md``, a self-contained ``report.html``, ``tables.tex``
 (one-column articles) and ``tables-twocolumn.tex`` (``table*``), and ``figures/``.
 
-Results come first: the summary tables (the config's ``[report] metrics``, default the main metrics
-at the two largest cutoffs), the tests against the baseline, the figures and the analyses; then a
-glossary of the protocols and metrics shown, generated from their definitions
+A first screen says what ran and who won (recsys_eval.report.overview); then the results: the
+summary tables (what recsys_eval.report.choice chooses: the config's ``[report] metrics``, default
+every metric asked for at one cutoff), the significance matrices against the baseline
+(recsys_eval.report.significance), the figures (one style, recsys_eval.report.style) and the
+analyses; then a glossary of the protocols and metrics shown, generated from their definitions
 (:mod:`recsys_eval.report.glossary`), the data statistics and, collapsed, the config as run. Every
 figure is written as PDF, SVG and a 200-dpi PNG named by its content (``ndcg@10-by-protocol.pdf``),
 each system in the same colour throughout; the HTML page embeds the PNGs and loads nothing from the
@@ -14,7 +16,6 @@ from __future__ import annotations
 
 import html
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,12 +36,13 @@ from recsys_eval.core.results import (
 )
 from recsys_eval.measure.metrics import AUXILIARY_METRICS, MetricKey, display_label, lower_is_better
 from recsys_eval.report import figures
+from recsys_eval.report.choice import config_table, report_choice
 from recsys_eval.report.glossary import glossary
+from recsys_eval.report.overview import first_screen
+from recsys_eval.report.significance import Matrix, effect_note, matrices
 from recsys_eval.report.tables import (
-    default_columns,
     format_p,
     latex_caption,
-    main_label,
     summary_blocks,
     to_latex,
     to_markdown,
@@ -61,11 +63,20 @@ pre { background: #f6f6f6; padding: .8em; overflow-x: auto; font-size: .85em; }
 figure { margin: 1em 0; } figure img { max-width: min(100%, 900px); }
 figcaption { color: #555; font-size: .9em; max-width: 60em; }
 .note { color: #555; font-size: .9em; }
+td.wrap { white-space: normal; text-align: left; min-width: 18em; max-width: 40em; }
+table.overview th { text-align: left; padding-right: 1.5em; border-bottom: none; }
+table.overview th.sub { font-weight: normal; padding-left: 1.5em; }
+table.overview td { text-align: left; border-bottom: none; white-space: normal; }
+td[title] { cursor: help; }
 dt { font-weight: bold; margin-top: .5em; } dd { margin-left: 1.5em; }
 """
 
+#: How the sampled-correction figure's legend names the estimates of sampled_correction.parquet.
+ESTIMATE_NAMES = {"sampled": "sampled", "rescale": "rescaled rank", "bias_variance": "bias-variance corrected",
+                  "full": "full ranking"}
+
 #: How the captions name the paired tests of ``recsys_eval.compare``.
-TEST_NAMES = {"t": "t", "wilcoxon": "Wilcoxon signed-rank", "sign": "sign", "permutation": "randomization",
+TEST_NAMES = {"t": "t", "t_folds": "t (over fold means)", "wilcoxon": "Wilcoxon signed-rank", "sign": "sign", "permutation": "randomization",
               "mcnemar": "McNemar"}
 
 
@@ -98,10 +109,12 @@ def _text(v: object, digits: int) -> str:
     return f"{v:.{digits}g}" if isinstance(v, float) else ("–" if v is None else str(v))
 
 
-def _html_table(frame: pl.DataFrame, digits: int = 4) -> str:
+def _html_table(frame: pl.DataFrame, digits: int = 4, wrap: set[str] = frozenset()) -> str:
+    """A frame as an HTML table; the ``wrap`` columns' cells wrap (long lists), the others do not."""
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
-    body = ["<tr>" + "".join(f"<td>{html.escape(_text(v, digits))}</td>" for v in row) + "</tr>"
-            for row in frame.iter_rows()]
+    classes = ["".join(' class="wrap"' if c in wrap else "") for c in frame.columns]
+    body = ["<tr>" + "".join(f"<td{cls}>{html.escape(_text(v, digits))}</td>" for cls, v in zip(classes, row, strict=True))
+            + "</tr>" for row in frame.iter_rows()]
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
@@ -166,29 +179,19 @@ def significance_table(paired: pl.DataFrame, label: str, alpha: float, *, protoc
     )
 
 
-def _config_table(folder: Path, key: str) -> dict:
-    """A table of the config as run (``[report]``, ``[tuning]``), empty when absent."""
-    return tomllib.loads(ResultsFolder(folder).text(CONFIG)).get(key, {})
-
-
-def _report_options(folder: Path) -> tuple[list[str] | None, bool]:
-    """The config's ``[report] metrics`` and ``intervals`` (absent in runs made before they existed)."""
-    options = _config_table(folder, "report")
-    return options.get("metrics"), bool(options.get("intervals", False))
-
-
 def _sampled_caption(protocol: str, definition: dict, full: str | None, label: str) -> str:
     """What each bar of the sampled-correction figure is, and what "full" is."""
     n = definition.get("n")
-    text = (f"{display_label(label)} under {protocol}: 'sampled' is the metric of each relevant item's rank among "
+    text = (f"{display_label(label)} under {protocol}, bars in greys (not the systems' colours): "
+            f"'{ESTIMATE_NAMES['sampled']}' is the metric of each relevant item's rank among "
             f"itself and {n} sampled non-relevant items, averaged per user then per fold like the summary; "
-            "'rescale' evaluates the metric at the full rank whose expected sampled rank is the observed one; "
-            "'bias_variance' is Krichene & Rendle's corrected metric (the per-rank values that best match the "
-            "full-ranking metric in expectation, with a variance penalty). ")
+            f"'{ESTIMATE_NAMES['rescale']}' evaluates the metric at the full rank whose expected sampled rank is "
+            f"the observed one; '{ESTIMATE_NAMES['bias_variance']}' is Krichene & Rendle's corrected metric (the "
+            "per-rank values that best match the full-ranking metric in expectation, with a variance penalty). ")
     if full:
-        text += f"'full' is the same metric measured by ranking every candidate item ({full})."
+        text += f"'{ESTIMATE_NAMES['full']}' is the same metric measured by ranking every candidate item ({full})."
     else:
-        text += "The run has no full-ranking counterpart (AI+1R+AN), so no 'full' bar is drawn."
+        text += "The run has no full-ranking counterpart (AI+1R+AN), so no full-ranking bar is drawn."
     return text
 
 
@@ -208,18 +211,20 @@ def build_sections(folder: Path) -> list[Section]:
     protocols, systems = manifest.protocols or None, manifest.systems or None
     folds = summary.get_column("fold").unique(maintain_order=True).to_list()
     fold = "all" if "all" in folds else folds[0]
-    chosen, intervals = _report_options(folder)
-    columns = chosen or default_columns(summary)
+    choice = report_choice(folder, summary)
+    columns, intervals, focus = choice.columns, choice.intervals, choice.headline
+    sections.append(_overview(folder, manifest, summary, focus, fold))
     # Significance marks: the paired t over fold means for cross-validated runs, else the first test.
     paired = _read(folder, "fold_paired_tests" if fold == "all" else "paired_tests")
     significance, test = None, None
     if paired is not None and paired.height:
-        test = paired.get_column("test")[0]
+        test = next((t for t in manifest.tests if t in set(paired.get_column("test"))), paired.get_column("test")[0])
         significance = paired.filter(pl.col("test") == test)
     blocks = summary_blocks(summary, fold=fold, significance=significance, alpha=alpha, columns=columns,
                             protocols=protocols, systems=systems)
     baseline = manifest.baseline
-    note = (f"Mean over users (fold: {fold}); 95% interval under each value; best value per column in bold"
+    note = (f"Mean over users (fold: {fold}); 95% interval under each value; best value per column in bold "
+            "(every value within 1e-9 of the best: ties are bold alike)"
             + (f"; * marks a difference from {baseline} significant at {alpha} after "
                f"{manifest.correction} correction ({TEST_NAMES.get(test, test)} test)"
                if test and baseline else "")
@@ -237,35 +242,30 @@ def build_sections(folder: Path) -> list[Section]:
     atomic.write_text(results.file(TABLES_TEX_WIDE),
                       to_latex(blocks, caption=caption, label=label, intervals=intervals, wide=True))
 
-    focus = main_label(columns)
-    main = display_label(focus)
     at_main = MetricKey.parse(focus).rows()
-    for name, title in (("paired_tests", f"Significance against the baseline: {main}"),
-                        ("fold_paired_tests", f"Paired t over fold means: {main}")):
+    for name, title in (("paired_tests", "Significance against the baseline"),
+                        ("fold_paired_tests", "Significance against the baseline: paired t over fold means")):
         frame = _read(folder, name)
         if frame is not None and frame.height:
-            table = significance_table(frame, focus, alpha, protocols=protocols, systems=systems)
-            text = (f"Every system against {baseline or 'every other'} on {main}, per protocol and test; "
-                    f"difference = system - baseline; p adjusted by {manifest.correction} "
-                    f"over the systems of a protocol, fold, metric and test; significant at {alpha}. All "
-                    f"metrics and cutoffs: {name}.csv.")
-            sections.append(Section(name, title, markdown=text + "\n\n" + _md_table(table),
-                                    html=f'<p class="note">{html.escape(text)}</p>' + _html_table(table)))
+            sections.append(_significance_section(name, title, frame, manifest, columns))
 
     sections.append(_figures(folder, manifest, summary, fold, focus))
-    for name, title in (("agreement", "Protocol agreement"),
-                        ("sampled_ordering", "Sampled-metric correction: orderings")):
-        frame = _read(folder, name)
-        if frame is not None and frame.height:
-            if name == "agreement":
-                frame = frame.filter(at_main).with_columns(pl.col("swaps").list.join("; "))
-            sections.append(Section(name, title, markdown=_md_table(frame), html=_html_table(frame)))
+    agreement = _read(folder, "agreement")
+    if agreement is not None and agreement.height:
+        sections.append(_agreement_section(agreement.filter(at_main), focus, protocols))
+    ordering = _read(folder, "sampled_ordering")
+    if ordering is not None and ordering.height:
+        sections.append(Section("sampled_ordering", "Sampled-metric correction: orderings",
+                                markdown=_md_table(ordering), html=_html_table(ordering)))
     audit = _aggregation_section(folder, focus)
     if audit is not None:
         sections.append(audit)
     tuning = _tuning_section(folder)
     if tuning is not None:
         sections.append(tuning)
+    from recsys_eval.report.diagnostics import diagnostic_sections
+
+    sections += diagnostic_sections(folder, focus)
     labels = [c for c in dict.fromkeys(columns + summary.get_column("metric").unique(maintain_order=True).to_list())]
     terms = glossary(manifest.protocol_definitions, labels)
     sections.append(Section(
@@ -275,6 +275,87 @@ def build_sections(folder: Path) -> list[Section]:
         + "</dl>",
     ))
     return [s for s in sections if s.html or s.figures] + tail
+
+
+def _overview(folder: Path, manifest: Manifest, summary: pl.DataFrame, headline: str, fold: str) -> Section:
+    """The first screen (recsys_eval.report.overview): what ran, and the winner per protocol."""
+    lines = first_screen(manifest, {"split": config_table(folder, "split")}, summary, headline, fold)
+    markdown = "".join(f"- **{term.strip()}**: {text}\n" if not term.startswith(" ") else f"  - {term.strip()}: {text}\n"
+                       for term, text in lines)
+    rows = "".join(f'<tr><th{" class=sub" if term.startswith(" ") else ""}>{html.escape(term.strip())}</th>'
+                   f"<td>{html.escape(text)}</td></tr>" for term, text in lines)
+    return Section("overview", "At a glance", markdown=markdown, html=f'<table class="overview">{rows}</table>')
+
+
+def _matrix_html(matrix: Matrix) -> str:
+    head = "".join(f"<th>{html.escape(display_label(c))}</th>" for c in matrix.columns)
+    body = "".join(
+        f"<tr><td>{html.escape(system)}</td>" + "".join(
+            f'<td title="{html.escape(cells[c].title)}">{html.escape(cells[c].text)}</td>' if c in cells
+            else "<td>–</td>" for c in matrix.columns) + "</tr>"
+        for system, cells in matrix.rows.items())
+    return (f"<h3>{html.escape(matrix.protocol)}</h3><table><thead><tr><th>system</th>{head}</tr></thead>"
+            f"<tbody>{body}</tbody></table>")
+
+
+def _matrix_markdown(matrix: Matrix) -> str:
+    lines = [f"**{matrix.protocol}**\n", "| system | " + " | ".join(map(display_label, matrix.columns)) + " |",
+             "|---|" + "---:|" * len(matrix.columns)]
+    lines += [f"| {system} | " + " | ".join(cells[c].text if c in cells else "–" for c in matrix.columns) + " |"
+              for system, cells in matrix.rows.items()]
+    return "\n".join(lines) + "\n"
+
+
+def _significance_section(name: str, title: str, paired: pl.DataFrame, manifest: Manifest,
+                          columns: list[str]) -> Section:
+    """One matrix per protocol (recsys_eval.report.significance) of the report's columns."""
+    shown = matrices(paired, columns=columns, alpha=manifest.alpha, tests=manifest.tests,
+                     protocols=manifest.protocols or None, systems=manifest.systems or None)
+    if not shown:
+        return Section(name, title)
+    test = TEST_NAMES.get(shown[0].test, shown[0].test)
+    several = paired.get_column("fold").n_unique() > 1
+    what = ("per fold: the count of folds where the system is significantly better (▲) and worse (▼) "
+            "than the baseline, of the folds tested" if several else
+            "the difference system - baseline; ▲ significantly better, ▼ significantly worse")
+    note = (f"Every system against {manifest.baseline or 'the baseline'} by a paired {test} test, {what}, at "
+            f"{manifest.alpha} after {manifest.correction} correction over the systems of a protocol, fold, "
+            f"metric and test. Better is higher, or lower for error metrics. "
+            + ("Hover a cell for its interval, effect size (Cohen's d) and p-values. " if not several else "")
+            + f"Every test, metric and cutoff: {name}.csv.")
+    md, body = [note + "\n"], [f'<p class="note">{html.escape(note)}</p>']
+    for matrix in shown:
+        notes = [n for n in [effect_note(matrix), *matrix.notes] if n]
+        md.append(_matrix_markdown(matrix) + "".join(f"\n{n}\n" for n in notes))
+        body.append(_matrix_html(matrix) + "".join(f'<p class="note">{html.escape(n)}</p>' for n in matrix.notes))
+    return Section(name, title, markdown="\n".join(md), html="".join(body))
+
+
+def _agreement_section(agreement: pl.DataFrame, focus: str, protocols: list[str] | None) -> Section:
+    """Kendall's tau between the protocols' orderings of the systems by the headline metric, with
+    readable headers and the swapped pairs in a cell that wraps; protocol pairs in config order."""
+    if protocols:
+        rank = {p: i for i, p in enumerate(protocols)}
+        agreement = agreement.with_columns(
+            pl.col("protocol_a").replace_strict(rank, default=len(rank)).alias("_a"),
+            pl.col("protocol_b").replace_strict(rank, default=len(rank)).alias("_b"),
+        ).with_columns(
+            pl.when(pl.col("_a") > pl.col("_b")).then(pl.col("protocol_b")).otherwise(pl.col("protocol_a")).alias("protocol_a"),
+            pl.when(pl.col("_a") > pl.col("_b")).then(pl.col("protocol_a")).otherwise(pl.col("protocol_b")).alias("protocol_b"),
+            pl.min_horizontal("_a", "_b").alias("_first"), pl.max_horizontal("_a", "_b").alias("_second"),
+        ).sort("_first", "_second")
+    table = agreement.select(
+        pl.col("protocol_a").alias("protocol A"), pl.col("protocol_b").alias("protocol B"),
+        pl.col("tau").alias("Kendall's τ"), pl.col("p_value").map_elements(format_p, return_dtype=pl.String).alias("p"),
+        pl.col("n_systems").alias("systems"),
+        pl.col("swaps").list.len().alias("pairs swapped"),
+        pl.col("swaps").list.join("; ").alias("swapped pairs (ahead under A, behind under B)"),
+    )
+    note = (f"How alike two protocols order the systems by {display_label(focus)}: Kendall's τ-b (1 = the same "
+            "order); systems whose means differ by at most 1e-9 are tied, and a tie is never a swap. Every "
+            "metric and cutoff: agreement.csv.")
+    return Section("agreement", "Protocol agreement", markdown=note + "\n\n" + _md_table(table),
+                   html=f'<p class="note">{html.escape(note)}</p>' + _html_table(table, wrap={table.columns[-1]}))
 
 
 def _closing_sections(folder: Path, manifest: Manifest, config_text: str) -> list[Section]:
@@ -305,29 +386,40 @@ def _figures(folder: Path, manifest: Manifest, summary: pl.DataFrame, fold: str,
         if fig is not None:
             section.figures.append(Figure(caption, _slug(name), figures.save(fig, out, _slug(name))))
 
-    add(figures.systems_with_intervals(summary, focus, fold, colors=colors), f"{focus}-by-protocol",
+    order = {"protocols": manifest.protocols or None, "systems": systems}
+    add(figures.systems_with_intervals(summary, focus, fold, colors=colors, **order), f"{focus}-by-protocol",
         f"{main} of every system under every protocol (fold {fold}), bars with 95% intervals.")
-    add(figures.ranks_across_protocols(summary, focus, fold, colors=colors),
-        f"{focus}-ranks-across-protocols", f"Each system's rank by {main} under every protocol (1 = best).")
-    for metric in summary.get_column("metric").unique(maintain_order=True).to_list():
-        label = display_label(metric)
-        add(figures.metric_against_k(summary, metric, fold, colors=colors, ylabel=label),
-            f"{metric}-by-k", f"{label} against the cutoff k, one panel per protocol (fold {fold}).")
+    add(figures.ranks_across_protocols(summary, focus, fold, colors=colors, **order),
+        f"{focus}-ranks-across-protocols",
+        f"Each system's rank by {main} under every protocol (1 = best; means within 1e-9 share a rank).")
+    # the headline metric by k under every protocol, and every cutoff metric by k under the first
+    # protocol: two figures, not one per metric (13 figures of 11 panels each cost a minute)
+    focus_metric = MetricKey.parse(focus).name
+    add(figures.metric_against_k(summary, focus_metric, fold, colors=colors, ylabel=display_label(focus_metric),
+                                 **order),
+        f"{focus_metric}-by-k", f"{display_label(focus_metric)} against the cutoff k, one panel per protocol "
+        f"(fold {fold}).")
+    first = (manifest.protocols or summary.get_column("protocol").unique(maintain_order=True).to_list())[0]
+    add(figures.metrics_against_k(summary, first, fold, metrics=manifest.metrics or None, colors=colors,
+                                  systems=systems),
+        f"metrics-by-k-{first}", f"Every cutoff metric against the cutoff k under {first} (fold {fold}), "
+        "one panel per metric; every protocol's values are in summary.csv.")
     curves = _read(folder, CURVES)
     if curves is not None and curves.height:
         curve_fold = fold if fold in set(curves.get_column("fold")) else curves.get_column("fold")[0]
-        add(figures.curves_by_protocol(curves, "roc", curve_fold, colors=colors), "roc-by-protocol",
+        add(figures.curves_by_protocol(curves, "roc", curve_fold, colors=colors, **order), "roc-by-protocol",
             f"ROC curves (fold {curve_fold}): the true positive rate at each false positive rate, averaged over "
             "the units (vertical averaging) of each fold, then over folds; each unit's whole target set is "
             "ranked, unlisted targets tied last. The dashed diagonal is a random ranking.")
-        add(figures.curves_by_protocol(curves, "pr", curve_fold, colors=colors), "pr-by-protocol",
+        add(figures.curves_by_protocol(curves, "pr", curve_fold, colors=colors, **order), "pr-by-protocol",
             f"Precision-recall curves (fold {curve_fold}): at each recall level the unit's interpolated "
             "precision (the best precision at that recall or beyond, 0 if never reached), averaged over the "
             "units of each fold, then over folds.")
     agreement = _read(folder, "agreement")
     if agreement is not None and agreement.height:
         part = agreement.filter(at_main)
-        add(figures.agreement_matrix(part if part.height else agreement, main), f"{focus}-protocol-agreement",
+        add(figures.agreement_matrix(part if part.height else agreement, main, manifest.protocols or None),
+            f"{focus}-protocol-agreement",
             f"Kendall's tau between the orderings of the systems by {main} under each pair of protocols.")
     sampled = _read(folder, "sampled_correction")
     definitions = manifest.protocol_definitions
@@ -335,10 +427,11 @@ def _figures(folder: Path, manifest: Manifest, summary: pl.DataFrame, fold: str,
         part = sampled.filter(at_main)
         for protocol in part.get_column("protocol").unique(maintain_order=True).to_list():
             rows = part.filter(pl.col("protocol") == protocol)
+            rows = rows.sort(pl.col("system").replace_strict({s: i for i, s in enumerate(systems)},
+                                                             default=len(systems)), maintain_order=True)
             full = rows.get_column("full_protocol").drop_nulls()
-            add(figures.grouped_bars(rows, group="system", series="estimate", value="value",
-                                     title=f"{protocol}: sampled, corrected and full-ranking {main}",
-                                     ylabel=main, xlabel="system"),
+            add(figures.grouped_bars(rows, group="system", series="estimate", value="value", title=protocol,
+                                     ylabel=main, xlabel="system", names=ESTIMATE_NAMES),
                 f"{focus}-sampled-correction-{protocol}",
                 _sampled_caption(protocol, definitions.get(protocol, {}), full[0] if full.len() else None,
                                  focus))
@@ -381,7 +474,7 @@ def _tuning_section(folder: Path) -> Section | None:
     trials = pl.read_parquet(path)
     if trials.is_empty():
         return None
-    options = _config_table(folder, "tuning")
+    options = config_table(folder, "tuning")
     what = display_label(options.get("metric", "ndcg@10"))
     where = options.get("protocol") or "the first protocol"
     note = (f"Each system with a search space was tuned ({options.get('method', 'tpe')}) on a validation split "
@@ -395,10 +488,11 @@ def _tuning_section(folder: Path) -> Section | None:
         html=f'<p class="note">{html.escape(note)}</p>' + "".join(
             f"<h3>{html.escape(caption)}</h3>{_html_table(frame)}" for caption, frame in parts),
     )
-    caption = (f"Validation {what} by trial (dots) and the best so far (line), one panel per tuned system, "
-               "a line per fold.")
+    caption = (f"Validation {what} by trial (dots) and the best so far (line), one panel per tuned system "
+               "(shared axes), a grey line per fold.")
+    figure = curve_figure(trials, ResultsFolder(folder).manifest.systems, ylabel=f"validation {what}")
     section.figures.append(Figure(caption, "tuning-validation-curves",
-                                  figures.save(curve_figure(trials), ResultsFolder(folder).file(FIGURES), "tuning-validation-curves")))
+                                  figures.save(figure, ResultsFolder(folder).file(FIGURES), "tuning-validation-curves")))
     return section
 
 

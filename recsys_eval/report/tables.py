@@ -2,8 +2,10 @@
 
 The input is a run's summary (one row per system x protocol x fold x metric x k with ``mean`` and,
 when present, ``lower``/``upper`` interval bounds), restricted to one fold (``"all"`` for the mean
-of fold means). The best value of every column is marked (bold in Markdown and LaTeX); a system whose
-difference from the baseline is significant after correction gets a mark (``*``) beside its value.
+of fold means). The best value of every column is marked (bold in Markdown and LaTeX), every value
+within ``TIE_TOLERANCE`` (1e-9) of it too: a tie is shown as a tie. A system whose difference from
+the baseline is significant after correction gets a mark (``*``) beside its value. LaTeX tables
+wider than a page's column budget continue in a second table, never drop a column.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from recsys_eval.compare.agreement import TIE_TOLERANCE
 from recsys_eval.measure.metrics import (
     AUXILIARY_METRICS,
     RATING_METRICS,
@@ -19,12 +22,6 @@ from recsys_eval.measure.metrics import (
     display_label,
     lower_is_better,
 )
-
-#: Ranking metrics a table shows by default, in this order, when the config names them: the accuracy
-#: metrics papers report first (precision, recall, nDCG, MAP), then AUC. Rating metrics are not
-#: among them: they have a block of their own (see :func:`default_columns`).
-MAIN_METRICS: tuple[str, ...] = ("precision", "recall", "ndcg", "ap", "auc")
-
 
 @dataclass(frozen=True)
 class Cell:
@@ -51,28 +48,44 @@ def format_p(p: float | None) -> str:
     return "< 0.001" if p < 0.001 else f"{p:#.3g}"
 
 
-def default_columns(summary: pl.DataFrame, max_metrics: int = 4, cutoffs: int = 2) -> list[str]:
-    """The labels a table shows when none are chosen: up to ``max_metrics`` of :data:`MAIN_METRICS`
-    the run measured (else its first ranking metrics), cutoff metrics at the ``cutoffs`` largest k,
-    then every rating metric the run measured. The rating metrics fill the block of the ``ratings``
-    protocol, which has no ranking metric: cut to the ranking metrics' budget, that block was empty."""
-    pairs = summary.filter(~pl.col("metric").is_in(AUXILIARY_METRICS)).select("metric", "k").unique()
-    measured = set(pairs.get_column("metric"))
-    ranked = measured - set(RATING_METRICS)
-    chosen = [m for m in MAIN_METRICS if m in ranked][:max_metrics] or sorted(ranked)[:max_metrics]
+def table_cutoff(ks: list[int], tuned: int | None = None) -> int | None:
+    """The one cutoff a table shows when none is chosen: the tuning's (``tuned``) when the run
+    measured it, else the smallest-but-one of the run's cutoffs (10 of 5, 10, 20; 5 of 1, 5, 10,
+    20, 50: at k = 1 several metrics coincide, and the largest cutoffs are rarely the ones a paper
+    leads with), the only one when there is one."""
+    ks = sorted(set(ks))
+    if tuned in ks:
+        return tuned
+    return ks[1] if len(ks) > 1 else (ks[0] if ks else None)
+
+
+def default_columns(summary: pl.DataFrame, *, metrics: list[str] | None = None,
+                    tuned: str | None = None) -> list[str]:
+    """The labels a table shows when the config's ``[report] metrics`` chooses none: every metric
+    the run measured (in the config's order, ``metrics``), each at one cutoff (:func:`table_cutoff`
+    of the tuning metric ``tuned``, e.g. ``ndcg@10``), metrics without a cutoff as they are, rating
+    metrics last (they fill the block of the ``ratings`` protocol, which has no ranking metric)."""
+    pairs = summary.filter(~pl.col("metric").is_in(AUXILIARY_METRICS)).select("metric", "k").unique(
+        maintain_order=True)
+    measured = pairs.get_column("metric").unique(maintain_order=True).to_list()
+    ordered = [m for m in metrics or [] if m in measured] + [m for m in measured if m not in (metrics or [])]
+    ordered = [m for m in ordered if m not in RATING_METRICS] + [m for m in ordered if m in RATING_METRICS]
+    k = table_cutoff(pairs.get_column("k").drop_nulls().to_list(), MetricKey.parse(tuned).k if tuned else None)
     labels = []
-    for metric in chosen:
-        ks = sorted(k for k in pairs.filter(pl.col("metric") == metric).get_column("k") if k is not None)
-        labels += [MetricKey(metric, k).label for k in ks[-cutoffs:]] if ks else [metric]
-    return labels + [m for m in RATING_METRICS if m in measured]
+    for metric in ordered:
+        ks = sorted(pairs.filter(pl.col("metric") == metric).get_column("k").drop_nulls().to_list())
+        labels.append(MetricKey(metric, k if k in ks else table_cutoff(ks)).label if ks else metric)
+    return labels
 
 
-def main_label(columns: list[str]) -> str:
-    """The label figures and significance tables focus on: nDCG at the largest cutoff shown, else
-    the first column."""
+def main_label(columns: list[str], tuned: str | None = None) -> str:
+    """The headline label (of the first screen, the figures and the significance focus): the tuning
+    metric ``tuned`` when the run tuned (what the systems were chosen for), else the first nDCG
+    column, else the first column."""
+    if tuned:
+        return MetricKey.parse(tuned).label
     keys = [MetricKey.parse(c) for c in columns]
-    return max((key for key in keys if key.name == "ndcg" and key.k is not None), key=lambda key: key.k,
-               default=keys[0]).label
+    return next((key for key in keys if key.name == "ndcg"), keys[0]).label
 
 
 def summary_blocks(
@@ -129,7 +142,7 @@ def summary_blocks(
                 mean=mean,
                 lower=r.get("lower"),
                 upper=r.get("upper"),
-                best=mean is not None and best.get(r["label"]) == mean,
+                best=mean is not None and r["label"] in best and abs(best[r["label"]] - mean) <= TIE_TOLERANCE,
                 significant=(protocol, r["label"], r["system"]) in signif,
             )
         blocks.append(Block(protocol, shown, rows))
@@ -194,9 +207,22 @@ def latex_caption(description: str, *, protocol: str, intervals: bool, test: str
     if test and baseline:
         corrected = (f"after {CORRECTION_NAMES[correction]} correction" if correction in CORRECTION_NAMES
                      else "without correction")
-        text += (f" $\\dagger$: different from {latex_escape(baseline)} by a paired {test} test at "
+        text += (f" $\\dagger$: different from {latex_escape(baseline)} by a paired {latex_escape(test)} test at "
                  f"$\\alpha = {alpha}$ {corrected}.")
     return text
+
+
+#: Columns of values per LaTeX table: a one-column table (``table``) holds six at ``\small`` in an
+#: article's text width, a ``table*`` ten across a two-column page; more continue in the next table.
+LATEX_COLUMNS = {False: 6, True: 10}
+
+
+def column_parts(columns: list[str], size: int) -> list[list[str]]:
+    """``columns`` in consecutive parts of at most ``size``, as even as possible (8 in 6 + 2 would
+    leave a near-empty table: 4 + 4)."""
+    n = max(1, -(-len(columns) // size))
+    per = -(-len(columns) // n)
+    return [columns[i:i + per] for i in range(0, len(columns), per)]
 
 
 def to_latex(blocks: list[Block], *, digits: int = 3, caption: str = "", label: str = "",
@@ -206,37 +232,44 @@ def to_latex(blocks: list[Block], *, digits: int = 3, caption: str = "", label: 
     with a dagger. ``caption`` is LaTeX (see :func:`latex_caption`) in which the placeholder
     ``{protocol}`` names each block; ``wide`` writes ``table*`` for two-column papers; ``intervals``
     adds a row of ``[lower, upper]`` in script size under each system's values, so that the
-    columns stay narrow. A table wider than the text is scaled down to it (``\\usepackage{graphicx}``).
+    columns stay narrow. A block with more columns than :data:`LATEX_COLUMNS` continues in a
+    second table (its caption says which part), and a table still wider than the text is scaled
+    down to it (``\\usepackage{graphicx}``).
     """
     env = "table*" if wide else "table"
     out = []
-    for n, block in enumerate(blocks, start=1):
+    parts = [(block, part, i, len(split)) for block in blocks
+             for split in [column_parts(block.columns, LATEX_COLUMNS[wide])] for i, part in enumerate(split, 1)]
+    for n, (block, columns, part, of) in enumerate(parts, start=1):
         lines = [
             rf"\begin{{{env}}}[t]",
             r"\centering",
             r"\small",
             # shrunk to the text width only when wider (needs graphicx): every chosen column fits
             r"\resizebox{\ifdim\width>\linewidth\linewidth\else\width\fi}{!}{%",
-            r"\begin{tabular}{@{}l" + "r" * len(block.columns) + "@{}}",
+            r"\begin{tabular}{@{}l" + "r" * len(columns) + "@{}}",
             r"\toprule",
-            "System & " + " & ".join(latex_escape(display_label(c)) for c in block.columns) + r" \\",
+            "System & " + " & ".join(latex_escape(display_label(c)) for c in columns) + r" \\",
             r"\midrule",
         ]
         for system, cells in block.rows.items():
             shown = [_cell_text(cells.get(col), digits, missing="--", bold=r"\textbf{{{}}}",
-                                mark=r"$^{\dagger}$") for col in block.columns]
+                                mark=r"$^{\dagger}$") for col in columns]
             lines.append(f"{latex_escape(system)} & " + " & ".join(shown) + r" \\")
             if intervals:
-                bounds = [cells.get(col) for col in block.columns]
+                bounds = [cells.get(col) for col in columns]
                 lines.append(" & " + " & ".join(
                     rf"{{\scriptsize [{_fmt(c.lower, digits)}, {_fmt(c.upper, digits)}]}}"
                     if c is not None and c.lower is not None and c.lower == c.lower else "" for c in bounds
                 ) + r" \\")
         lines += [r"\bottomrule", r"\end{tabular}}"]
         if caption:
-            lines.append(rf"\caption{{{caption.replace('{protocol}', latex_escape(block.protocol))}}}")
+            text = caption.replace("{protocol}", latex_escape(block.protocol))
+            if of > 1:
+                text += f" Part {part} of {of} of this protocol's columns."
+            lines.append(rf"\caption{{{text}}}")
         if label:
-            lines.append(rf"\label{{{label}-{n}}}" if len(blocks) > 1 else rf"\label{{{label}}}")
+            lines.append(rf"\label{{{label}-{n}}}" if len(parts) > 1 else rf"\label{{{label}}}")
         lines.append(rf"\end{{{env}}}")
         out.append("\n".join(lines) + "\n")
     return "\n".join(out)

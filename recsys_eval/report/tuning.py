@@ -39,24 +39,28 @@ def tuning_cost(trials: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def curve_figure(trials: pl.DataFrame):
-    """One panel per system: every fold's validation value by trial (dots) and best so far (line)."""
-    import matplotlib
+def curve_figure(trials: pl.DataFrame, systems: list[str] | None = None, ylabel: str = "validation value"):
+    """Small multiples at page width with shared axes, a panel per tuned system (config order):
+    every fold's validation value by trial (dots) and best so far (line), folds in greys (the
+    system colours are the systems')."""
+    from recsys_eval.report import style
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = style.plt
     curves = validation_curves(trials)
-    systems = curves.get_column("system").unique(maintain_order=True).to_list()
-    fig, axes = plt.subplots(1, len(systems), figsize=(4 * len(systems), 3), squeeze=False)
-    for ax, system in zip(axes[0], systems, strict=True):
-        for (fold,), rows in curves.filter(pl.col("system") == system).group_by("fold", maintain_order=True):
-            line = ax.plot(rows["trial"], rows["best_so_far"], label=str(fold))[0]
-            ax.scatter(rows["trial"], rows["value"], s=10, color=line.get_color(), alpha=0.5)
-        ax.set_title(system)
-        ax.set_xlabel("trial")
-        ax.set_ylabel("validation value")
-        ax.legend(fontsize="small", title="fold")
-    fig.tight_layout()
+    found = curves.get_column("system").unique(maintain_order=True).to_list()
+    systems = [s for s in systems or [] if s in found] + [s for s in found if s not in (systems or [])]
+    folds = curves.get_column("fold").unique(maintain_order=True).to_list()
+    shades = style.other_colors(folds[::-1])  # the darkest grey for the first fold
+    with plt.rc_context(style.RC):
+        fig, axes = style.grid(len(systems), sharex=True, sharey=True, extra=0.4)
+        for ax, system in zip(axes.flat, systems):
+            for (fold,), rows in curves.filter(pl.col("system") == system).group_by("fold", maintain_order=True):
+                ax.plot(rows["trial"], rows["best_so_far"], label=str(fold), color=shades[fold])
+                ax.scatter(rows["trial"], rows["value"], s=6, color=shades[fold], alpha=0.7)
+            ax.set_title(system)
+        for ax in style.bottom_axes(axes, len(systems)):
+            ax.set_xlabel("trial")
+        for ax in axes[:, 0]:
+            ax.set_ylabel(ylabel)
+        style.legend_below(fig, axes.flat[0], ncols=len(folds), title="fold")
     return fig
-

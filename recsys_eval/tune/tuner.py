@@ -13,6 +13,7 @@ from pathlib import Path
 from recsys_eval.core import Interactions, Split
 from recsys_eval.core.rng import derive_seed
 from recsys_eval.pipeline.config import ExperimentConfig, RecommenderConfig
+from recsys_eval.pipeline.progress import Progress
 from recsys_eval.tune.log import TrialLog, best_trial
 from recsys_eval.tune.objective import Trials
 from recsys_eval.tune.samplers import propose, trial_budget
@@ -30,22 +31,26 @@ def tuning_seed(config: ExperimentConfig, fold: str, rec: RecommenderConfig) -> 
 
 
 def validation_of(config: ExperimentConfig, split: Split) -> Split:
-    """The validation split of a fold, carved from its train side (the first inner fold when the
-    validation splitter makes several)."""
+    """The validation split of a fold, carved from what its models are fitted on (its train side,
+    less a user-disjoint split's test users: tuning never sees them); the first inner fold when the
+    validation splitter makes several."""
     from recsys_eval.split.validation import validation_split
 
     v = config.tuning.validation
     params = {"seed": derive_seed(config.seed, "validation", split.name, v.model_dump()), **v.params}
-    made = validation_split(Split(split.train, split.train.with_frame(split.train.frame.clear()), name=split.name),
+    train = split.fit_side()
+    made = validation_split(Split(train, train.with_frame(train.frame.clear()), name=split.name),
                             v.method, **params)
     return made[0] if isinstance(made, list) else made
 
 
 def tune_fold(config: ExperimentConfig, data: Interactions, split: Split, log_path: Path,
-              log=lambda message: None) -> dict[str, RecommenderConfig]:
+              progress: Progress | None = None) -> dict[str, RecommenderConfig]:
     """Tune every recommender with a search on ``split``'s train side; return each one's entry with
     its best hyperparameters merged into ``params`` (by display name). Trials already in the log
-    at ``log_path`` (a resumed run) are not run again."""
+    at ``log_path`` (a resumed run) are not run again. ``progress`` shows a step per system,
+    advanced per trial, and its best trial when it ends."""
+    progress = progress or Progress.silent()
     searched = [r for r in config.recommenders if r.search is not None]
     if not searched or config.tuning is None:
         return {}
@@ -61,17 +66,21 @@ def tune_fold(config: ExperimentConfig, data: Interactions, split: Split, log_pa
             budget = trial_budget(space, t.method, t.trials)
             spent = sum(r["fit_seconds"] + r["eval_seconds"] for r in finished.values())
             start, n = time.perf_counter(), 0
-            while n < budget and (n == 0 or t.seconds is None or spent + time.perf_counter() - start < t.seconds):
-                batch = [i for i in range(n, int(min(n + t.workers, budget))) if i not in finished]
-                history = [finished[i] for i in sorted(finished) if i < n]
-                params = [propose(space, t.method, seed, i, history) for i in batch]
-                for i, p, (value, fit_s, eval_s) in zip(batch, params, trials.run(rec, params), strict=True):
-                    trial_log.add(split.name, rec.display, i, p, value, fit_s, eval_s)
-                    finished[i] = {"trial": i, "params": p, "value": value, "fit_seconds": fit_s, "eval_seconds": eval_s}
-                n = int(min(n + t.workers, budget))
+            total = None if budget == float("inf") else int(budget)
+            with progress.step(f"[{split.name}] tune {rec.display}", total=total) as advance:
+                while n < budget and (n == 0 or t.seconds is None or spent + time.perf_counter() - start < t.seconds):
+                    batch = [i for i in range(n, int(min(n + t.workers, budget))) if i not in finished]
+                    history = [finished[i] for i in sorted(finished) if i < n]
+                    params = [propose(space, t.method, seed, i, history) for i in batch]
+                    for i, p, (value, fit_s, eval_s) in zip(batch, params, trials.run(rec, params), strict=True):
+                        trial_log.add(split.name, rec.display, i, p, value, fit_s, eval_s)
+                        finished[i] = {"trial": i, "params": p, "value": value, "fit_seconds": fit_s,
+                                       "eval_seconds": eval_s}
+                    advance(int(min(n + t.workers, budget)) - n)
+                    n = int(min(n + t.workers, budget))
             best = best_trial(finished)
-            log(f"[{split.name}] {rec.display}: {len(finished)} trials, best {t.metric} = {best['value']:.4f} "
-                f"(trial {best['trial']}) with {best['params']}")
+            progress.log(f"[{split.name}] {rec.display}: {len(finished)} trials, best {t.metric} = {best['value']:.4f} "
+                         f"(trial {best['trial']}) with {best['params']}", markup=False)
             tuned[rec.display] = rec.model_copy(update={"params": {**rec.params, **best["params"]}})
     return tuned
 

@@ -1,6 +1,6 @@
 """The summary printed after a run: one table per protocol in config order, systems in config
-order, the chosen columns in paper labels, never wider than the terminal (columns that do not fit
-are named below the table, never cut or split into parts)."""
+order, the chosen columns in paper labels (default: every metric asked for, at one cutoff), never
+wider than the terminal (columns that do not fit continue in a second table, never cut or dropped)."""
 
 from __future__ import annotations
 
@@ -36,20 +36,34 @@ def test_default_columns_fit_80_columns_in_config_order():
     assert max(map(len, text.splitlines())) <= 80
     titles = [line.split(" (fold")[0] for line in text.splitlines() if "(fold all)" in line]
     assert titles == PROTOCOLS
-    assert "part" not in text and "MRR" not in text and "HR" not in text
+    assert "continued" not in text
     table = text[text.index("TI+AR+AN"):text.index("AI+1R+NN100")]
     header = next(line for line in table.splitlines() if "system" in line)
-    # the main metrics at the two largest cutoffs, as papers label them
-    assert header.split() == ["system", "P@10", "P@20", "R@10", "R@20", "nDCG@10", "nDCG@20", "MAP@10", "MAP@20"]
+    # every metric measured, at the smallest-but-one cutoff (10 of 5, 10, 20), as papers label them
+    assert header.split() == ["system", "P@10", "R@10", "nDCG@10", "MAP@10", "MRR@10", "HR@10", "AUC"]
     body = [line.split() for line in table.splitlines() if line.split() and line.split()[0] in SYSTEMS]
     assert [row[0] for row in body] == SYSTEMS
     assert body[1][1] == f"{0.1 + 0.01 * 0 + 10 / 1000:.4f}"  # popular, P@10
 
 
-def test_columns_that_do_not_fit_are_named_not_cut():
+def test_default_columns_follow_the_config_and_the_tuning_cutoff():
+    from recsys_eval.report.tables import default_columns, main_label, table_cutoff
+
+    assert table_cutoff([1, 5, 10, 20, 50]) == 5 and table_cutoff([10]) == 10 and table_cutoff([]) is None
+    assert table_cutoff([1, 5, 10, 20, 50], tuned=10) == 10 and table_cutoff([5, 20], tuned=10) == 20
+    columns = default_columns(_summary(), metrics=["ndcg", "auc", "precision"], tuned="ndcg@20")
+    assert columns == ["ndcg@20", "auc", "precision@20", "recall@20", "ap@20", "rr@20", "hit@20"]
+    assert main_label(columns) == "ndcg@20" and main_label(["auc", "ndcg@5"], tuned="rr@10") == "rr@10"
+    assert main_label(["auc", "precision@5"]) == "auc"
+
+
+def test_columns_that_do_not_fit_continue_in_another_table():
     text = _print(50)
     assert max(map(len, text.splitlines())) <= 50
-    assert "not shown at this width: " in text and "MAP@20" in text.split("not shown at this width: ")[1]
+    assert "not shown" not in text and "TI+AR+AN (fold all, continued)" in text
+    block = text[text.index("TI+AR+AN (fold all)"):text.index("AI+1R+NN100 (fold all)")]
+    headers = [line.split()[1:] for line in block.splitlines() if line.lstrip().startswith("system")]
+    assert len(headers) > 1 and sum(headers, []) == ["P@10", "R@10", "nDCG@10", "MAP@10", "MRR@10", "HR@10", "AUC"]
 
 
 def test_chosen_columns_keep_their_order():

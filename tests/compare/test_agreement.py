@@ -62,3 +62,16 @@ def test_pair_agreement_and_ordering_agreement():
     assert pair_agreement(FULL, SAMPLED) == pytest.approx(3 / 6)
     corrected = {"pop": 0.31, "knn": 0.19, "mf": 0.26, "random": 0.02}
     assert ordering_agreement(FULL, SAMPLED, corrected) == {"sampled": 0.5, "corrected": 1.0}
+
+
+def test_means_within_the_tie_tolerance_are_ties_never_swaps():
+    from recsys_eval.compare.agreement import TIE_TOLERANCE, order
+
+    first = {"a": 0.3, "b": 0.3 + TIE_TOLERANCE / 2, "c": 0.1}
+    second = {"a": 0.3 + TIE_TOLERANCE / 3, "b": 0.3, "c": 0.1}  # a and b exchange places by noise only
+    assert order(0.3, 0.3 + TIE_TOLERANCE / 2) == 0 and order(0.3, 0.3 + 2 * TIE_TOLERANCE) == -1
+    assert swapped_pairs(first, second) == []
+    assert pair_agreement(first, second) == 1.0
+    assert swapped_pairs(first, {"a": 0.3, "b": 0.2, "c": 0.1}) == []  # tied under first: not a swap
+    assert swapped_pairs({"a": 0.3, "b": 0.2}, {"a": 0.2, "b": 0.3}) == [("a", "b")]
+

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import polars as pl
 import pytest
 
@@ -180,3 +182,28 @@ def test_intra_list_diversity_from_a_genres_file(files, tmp_path, capsys):
     per_unit = ResultsFolder.open(tmp_path / "o").scan_per_unit().collect().sort("user")
     # user 1 top 2: items 10 {Drama, Comedy} and 12 {Drama}: 1 - 1/2; user 2: 11 and 10: 1
     assert per_unit["value"].to_list()[:2] == pytest.approx([0.5, 1.0])
+
+
+def test_calibration_popularity_and_discovery_from_train_and_genres_files(files, tmp_path, capsys):
+    genres = "item,genres\n10,Drama|Comedy\n11,Horror\n12,Drama\n14,Comedy\n15,Drama\n"
+    metrics = "calibration,arp,aplt,epc,serendipity,pop_reo"
+    code, _ = _evaluate(["--test", files("t.csv", TEST), "--run", files("r.csv", RUN), "--train",
+                         files("tr.csv", TRAIN), "--genres", files("g.csv", genres), "--threshold", "3",
+                         "--metrics", metrics, "--k", "2", "--param", "calibration_alpha=0.1",
+                         "--out", str(tmp_path / "o")], capsys)
+    assert code in (0, None)
+    rows = ResultsFolder.open(tmp_path / "o").scan_per_unit().collect()
+    assert set(rows["metric"]) == set(metrics.split(","))
+    calibration = rows.filter((pl.col("metric") == "calibration") & (pl.col("user") == 1))["value"][0]
+    # user 1: profile {15: Drama} -> p = (Drama 1); top 2 = 10 {Drama, Comedy}, 12 {Drama} ->
+    # q(Drama) = (1/2 + 1) / 2 = 3/4; C_KL = log(1 / (0.9 x 3/4 + 0.1 x 1))
+    assert calibration == pytest.approx(-math.log(0.9 * 0.75 + 0.1))
+    arp = rows.filter((pl.col("metric") == "arp") & (pl.col("user") == 2))["value"][0]
+    assert arp == 0.0  # user 2's top 2, items 11 and 10, no train user has
+
+
+def test_a_beyond_metric_without_its_file_names_the_option(files, tmp_path, capsys):
+    code, captured = _evaluate(["--test", files("t.csv", TEST), "--run", files("r.csv", RUN), "--train",
+                                files("tr.csv", TRAIN), "--metrics", "calibration", "--out", str(tmp_path / "o")],
+                               capsys)
+    assert code == 1 and "metric 'calibration' needs --genres" in captured.err

@@ -91,7 +91,7 @@ def test_measure_rows_hold_their_metric_and_cutoff_column():
 
 def _all_rows() -> pl.DataFrame:
     ranking = measure(RANKINGS, TARGETS, metrics=list(RANKING_METRICS) + ["n_relevant"], k=[1, 3])
-    beyond = beyond_accuracy(RANKINGS, k=[1, 3], n_items=8, train=TRAIN, genres=GENRES)
+    beyond = beyond_accuracy(RANKINGS, k=[1, 3], n_items=8, train=TRAIN, genres=GENRES, targets=TARGETS)
     predictions = pl.DataFrame({"user": [0, 0, 0, 1, 1], "item": [0, 1, 2, 0, 3],
                                 "rating": [4.0, 2.0, 5.0, 3.0, 3.0], "prediction": [3.5, 2.5, 4.0, 3.0, 2.0]})
     return pl.concat([ranking, beyond, rating_metrics(predictions)], how="vertical_relaxed")
@@ -128,7 +128,8 @@ def test_lists_derived_from_the_registry():
     assert "n_relevant" not in ALL_METRICS
     assert len(ALL_METRICS) >= 15
     assert {n for n, s in METRICS.items() if s.sampled_correction} == set(SAMPLED_METRICS)
-    assert {n for n, s in METRICS.items() if s.direction is Direction.LOWER} == {"mae", "rmse", "ndpm", "gini"}
+    lower = {"mae", "rmse", "ndpm", "gini", "calibration", "arp", "pop_rsp", "pop_reo"}
+    assert {n for n, s in METRICS.items() if s.direction is Direction.LOWER} == lower
     assert all(s.convention and s.undefined and s.symbol for s in METRICS.values())
 
 

@@ -321,7 +321,7 @@ def test_bars_leave_out_missing_values():
     frame = pl.DataFrame({"system": ["a", "a", "b", "b"], "estimate": ["sampled", "full"] * 2,
                           "value": [0.5, None, 0.4, None]})
     fig = figures.grouped_bars(frame, group="system", series="estimate", value="value", title="t", ylabel="y", xlabel="x")
-    assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == ["sampled"]
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["sampled"]
     assert figures.grouped_bars(frame.filter(pl.col("estimate") == "full"), group="system", series="estimate",
                                 value="value", title="t", ylabel="y", xlabel="x") is None
 
@@ -408,3 +408,111 @@ def test_a_tuned_run_reports_the_chosen_parameters_and_the_trials(tmp_path, synt
     assert len(rows) == 1 and f"| user_knn | {best['trial']} |" in rows[0] and rows[0].endswith(f"| {best['param_k']} |")
     assert 'id="tuning"' in (folder / "report.html").read_text()
     assert (folder / "figures" / "tuning-validation-curves.pdf").is_file()
+
+
+def test_values_tied_with_the_best_are_all_bold():
+    from recsys_eval.report.tables import summary_blocks
+
+    summary = pl.DataFrame({"system": ["x", "y", "z"], "protocol": "p", "fold": "all", "metric": "ndcg", "k": 10,
+                            "mean": [0.5, 0.5 - 1e-12, 0.5 - 1e-6]})
+    cells = summary_blocks(summary, fold="all")[0].rows
+    assert [cells[s]["ndcg@10"].best for s in "xyz"] == [True, True, False]
+
+
+def test_figures_are_drawn_at_print_width_with_8_to_9_point_fonts(folder):
+    from pdf_pages import font_sizes, page_size
+
+    pdfs = sorted((folder / "figures").glob("*.pdf"))
+    assert len(pdfs) >= 5
+    for pdf in pdfs:
+        width, height = page_size(pdf)
+        assert round(width / 72, 2) in (3.3, 7.0), (pdf.name, width / 72)
+        assert 0 < height / 72 <= 9, (pdf.name, height / 72)
+        assert font_sizes(pdf) and font_sizes(pdf) <= {8.0, 9.0}, (pdf.name, font_sizes(pdf))
+
+
+def _section(markdown: str, title: str) -> str:
+    start = markdown.index(f"## {title}\n")
+    end = markdown.find("\n## ", start + 1)
+    return markdown[start:end if end > 0 else None]
+
+
+def test_the_report_shows_every_metric_asked_for_and_first_what_ran_and_who_won(folder):
+    markdown = (folder / "report.md").read_text()
+    asked = ["P@10", "R@10", "F1@10", "nDCG@10", "AUC"]  # reported_config: 5 metrics at k = 5, 10 -> 10
+    summary_md = _section(markdown, "Summary")
+    tex = (folder / "tables.tex").read_text()
+    for label in asked:
+        assert f"| {label} |" in summary_md or f" {label} |" in summary_md, label
+        assert label in tex, label
+    glance = _section(markdown, "At a glance")
+    assert markdown.index("## At a glance") < markdown.index("## Summary")
+    assert "**split**: kfold (k = 2, per_user = true), 2 folds" in glance and "rating >= 4" in glance
+    summary = pl.read_parquet(folder / "summary.parquet").filter(
+        (pl.col("fold") == "all") & (pl.col("metric") == "ndcg") & (pl.col("k") == 10))
+    for protocol in ("AI+AR+AN", "AI+1R+NN50"):
+        best = summary.filter(pl.col("protocol") == protocol).sort("mean", descending=True).row(0, named=True)
+        assert f"  - {protocol}: {best['system']} {best['mean']:.4f} [{best['lower']:.4f}, {best['upper']:.4f}]" in glance
+
+
+def test_significance_is_one_matrix_per_protocol_marked_after_correction(folder):
+    section = _section((folder / "report.md").read_text(), "Significance against the baseline: paired t over fold means")
+    tests = pl.read_parquet(folder / "fold_paired_tests.parquet").filter(
+        (pl.col("protocol") == "AI+AR+AN") & (pl.col("metric") == "ndcg") & (pl.col("k") == 10)
+        & (pl.col("test") == "t"))
+    lines = section[section.index("**AI+AR+AN**"):].splitlines()[2:]
+    table = lines[:next(i for i, line in enumerate(lines) if not line.startswith("|"))]
+    rows = {line.split("|")[1].strip(): line for line in table[2:]}
+    assert set(rows) == {"random", "item_knn"}  # every system but the baseline, once
+    header = [c.strip() for c in table[0].split("|")[1:-1]]
+    column = header.index("nDCG@10")
+    for r in tests.iter_rows(named=True):
+        cell = rows[r["system"]].split("|")[1:-1][column].strip()
+        mark = "▲" if r["p_adjusted"] < 0.05 and r["mean_diff"] > 0 else "▼" if r["p_adjusted"] < 0.05 else ""
+        assert cell == f"{r['mean_diff']:+.4f}" + (f" {mark}" if mark else ""), (r["system"], cell)
+
+
+@pytest.mark.skipif(shutil.which("pdflatex") is None, reason="pdflatex is not installed")
+def test_a_wide_block_continues_in_a_second_table_that_compiles(tmp_path):
+    columns = [f"{m}@10" for m in ("precision", "recall", "f1", "ndcg", "ap", "rr", "hit", "catalog_coverage",
+                                   "novelty", "gini")] + ["auc"]
+    cell = Cell(0.1234, 0.1111, 0.1357, False, True)
+    blocks = [Block("AI+AR+AN", columns, {name: dict.fromkeys(columns, cell) for name in ("popular", "als")})]
+    body = to_latex(blocks, caption="Study, {protocol}.", label="tab:x", intervals=True)
+    assert body.count(r"\begin{table}") == 2 and "Part 2 of 2" in body
+    for label in ("P@10", "Gini@10", "AUC", "nDCG@10"):
+        assert label in body, label
+    assert "Overfull" not in compile_tables(tmp_path, body)
+
+
+def test_a_run_logged_to_a_file_prints_a_line_per_step_and_ends_at_the_report(tmp_path, synthetic_ratings, capsys):
+    config = tmp_path / "tuned.toml"
+    config.write_text(tuned_config(synthetic_ratings))
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", str(config), "--out", str(tmp_path)])  # captured stdout: not a terminal
+    assert exit_info.value.code in (0, None)
+    lines = capsys.readouterr().out.splitlines()
+    for step in ("load and prepare", "split", "[holdout] tune user_knn", "[holdout] fit", "[holdout] rank and measure",
+                 "summarise and write results", "analyse (tests, agreement, audits)", "report (tables, figures, report.html)"):
+        assert any(re.fullmatch(rf"{re.escape(step)}: done in \d+\.\d s", line) for line in lines), step
+    assert not any("━" in line for line in lines)  # no progress bars in a log
+    folder = (tmp_path / "tuned" / "latest").resolve()
+    assert lines[-1] == f"report: {folder / 'report.html'}"
+    assert any(line.startswith("winner:") and "by nDCG@10" in line for line in lines)  # the tuned metric
+
+
+def test_an_interrupted_run_says_how_to_resume(tmp_path, synthetic_ratings, capsys, monkeypatch):
+    import recsys_eval.experiment.runner as runner
+
+    config = tmp_path / "tuned.toml"
+    config.write_text(tuned_config(synthetic_ratings))
+
+    def interrupt(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner, "run_fold", interrupt)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", str(config), "--out", str(tmp_path), "--set", "seed=4"])
+    assert exit_info.value.code == 130
+    out = capsys.readouterr().out
+    assert f"resume with: recsys-eval run {config} --resume --out {tmp_path} --set seed=4" in out

@@ -1,0 +1,81 @@
+"""What the beyond-accuracy metrics of lists share: per-unit means over the top k of every list
+(:func:`list_means`), the train pairs of any train input, and values kept per train."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import polars as pl
+
+from recsys_eval.core.interactions import Interactions
+from recsys_eval.core.units import Rankings
+from recsys_eval.errors import DataError
+from recsys_eval.measure.ties import unit_of_position
+
+
+def cutoff_bands(rankings: Rankings, cutoffs: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every list entry's unit and band of (ascending) cutoffs: band c holds the positions from
+    cutoffs[c-1] to cutoffs[c] - 1, so the top-k of cutoff c are bands 0..c. Also the mask of the
+    entries inside the largest cutoff."""
+    unit = unit_of_position(rankings.offsets)
+    position = np.arange(len(rankings.items), dtype=np.int64) - rankings.offsets[unit]
+    band = np.searchsorted(np.asarray(cutoffs), position, side="right")  # first cutoff above it
+    return unit, band, band < len(cutoffs)
+
+
+def list_means(rankings: Rankings, values: np.ndarray, cutoffs: list[int], *,
+               weights: np.ndarray | None = None, mean: bool = True) -> np.ndarray:
+    """units x cutoffs: per unit, the mean of the list entries' ``values`` over its top k
+    (weighted by ``weights`` when given: sum w v / sum w), NaN for an empty list; with
+    ``mean=False`` their sum (0 for an empty list). One pass over the lists: each entry summed into
+    its band of cutoffs, then the bands summed in cutoff order (the top 5 are in the top 10 too)."""
+    n_units, n_bands = rankings.n_units, len(cutoffs)
+    unit, band, inside = cutoff_bands(rankings, cutoffs)
+    cell = unit[inside] * n_bands + band[inside]
+    weights = np.ones(len(values)) if weights is None else weights
+    total = np.cumsum(np.bincount(cell, weights=(weights * values)[inside], minlength=n_units * n_bands)
+                      .reshape(n_units, n_bands), axis=1)
+    if not mean:
+        return total
+    listed = np.cumsum(np.bincount(cell, weights=weights[inside], minlength=n_units * n_bands)
+                       .reshape(n_units, n_bands), axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(listed > 0, total / np.where(listed > 0, listed, 1.0), np.nan)
+
+
+def per_train(train, key: tuple, compute) -> np.ndarray:
+    """``compute()``, kept in an Interactions' cache under ``key`` (other inputs: computed each
+    time), read-only."""
+    if not isinstance(train, Interactions):
+        return compute()
+    if key not in train._cache:
+        value = compute()
+        value.flags.writeable = False
+        train._cache[key] = value
+    return train._cache[key]
+
+
+def is_sparse(value) -> bool:
+    """A scipy sparse matrix or array, without importing scipy (0.2 s) when nothing made one."""
+    sparse = sys.modules.get("scipy.sparse")
+    return sparse is not None and sparse.issparse(value)
+
+
+def train_pairs(train, n_items: int) -> tuple[np.ndarray, np.ndarray]:
+    if isinstance(train, Interactions):
+        users, items = train.users, train.items
+    elif isinstance(train, pl.DataFrame):
+        if "user" not in train.columns or "item" not in train.columns:
+            raise DataError(f"train: expected columns 'user' and 'item', got {train.columns}")
+        users = train.get_column("user").to_numpy()
+        items = train.get_column("item").to_numpy()
+    elif is_sparse(train):
+        coo = train.tocoo()
+        users, items = coo.row, coo.col
+    else:
+        raise DataError(f"train: expected Interactions, a polars frame or a sparse matrix, got {type(train).__name__}")
+    items = np.asarray(items, dtype=np.int64)
+    if len(items) and (items.min() < 0 or items.max() >= n_items):
+        raise DataError(f"train: item index outside 0..{n_items - 1}")
+    return np.asarray(users, dtype=np.int64), items

@@ -1,0 +1,320 @@
+"""Popularity-based beyond-accuracy metrics of top-k lists (docs/CONVENTIONS.md#popularity-bias,
+docs/CONVENTIONS.md#discovery).
+
+Every one reads the train popularity of items, phi(i) = the number of train users with item i
+(:class:`ItemPopularity`), and, but for ARP, APLT, ACLT and surprisal, which items of each list are
+relevant (a target with gain > 0). All are ratios of sums over every unit's top k that one numba
+pass over the lists computes (:func:`list_sums`). Per unit, at cutoff k, over the listed top-k L
+(|L| <= k), rank r from 1:
+
+- ``arp``: mean phi(i) over L (Abdollahpouri et al. 2019); NaN for an empty list;
+- ``aplt``: share of L in the long tail T (the items outside the popular head);
+- ``aclt``: count of L in the long tail (0 for an empty list);
+- ``surprisal``: mean over L of -log2(phi(i)/|U|) / log2|U|, an item no train user has counting 1
+  (RePlay's normalised self-information); NaN for an empty list;
+- ``epc``: sum over L of disc(r) rel(r) (1 - phi(i)/|U|), / the sum of disc(r) over L, disc(r) =
+  1/log2(r + 1) (Vargas & Castells 2011, as Elliot has it); NaN for a unit without relevant item;
+- ``efd``: the same with -log2 p(i | seen), p(i | seen) = phi(i) / sum_j phi(j) (an item without
+  train user takes the smallest non-zero p);
+- ``unexpectedness``: share of L outside MostPop's top k for the unit's user (the most popular
+  items the user has not in train, ties by item index; Kaminskas & Bridge 2016's primitive model);
+- ``serendipity``: share of L both relevant and unexpected (Kaminskas & Bridge 2016).
+
+Per run, from counts summed over every unit (so chunks of users add up, :class:`PopularityParity`):
+``pop_rsp`` and ``pop_reo`` (Zhu et al. 2020), std / mean of the head and tail groups'
+recommendation probabilities, which for two groups is |a - b| / (a + b).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from recsys_eval.core.chunks import chunk_bounds, run_chunks
+from recsys_eval.core.interactions import Interactions
+from recsys_eval.core.units import Rankings, Targets
+from recsys_eval.errors import DataError
+from recsys_eval.measure.lists import per_train, train_pairs
+
+#: Per-unit popularity metrics of lists (the run-level pair is :data:`PARITY_METRICS`).
+LIST_METRICS = ("arp", "aplt", "aclt", "surprisal", "epc", "efd", "unexpectedness", "serendipity")
+#: The metrics that read which listed items are relevant.
+RELEVANCE_METRICS = ("epc", "efd", "serendipity", "pop_reo")
+#: Run-level fairness between the popular head and the long tail.
+PARITY_METRICS = ("pop_rsp", "pop_reo")
+
+
+@dataclass(frozen=True)
+class ItemPopularity:
+    """Train popularity of every item: ``holders`` (phi(i), train users with the item), the train
+    user count ``n_users``, and each item's place in the most-popular order ``pop_rank`` (0 the
+    most popular; ties by item index)."""
+
+    holders: np.ndarray
+    n_users: int
+    pop_rank: np.ndarray
+
+    def head(self, share: float) -> np.ndarray:
+        """The popular head as a bool mask: the ceil(share x |C|) most popular catalogue items (C:
+        the items some train user has; ties by item index). The long tail is every other item."""
+        n_head = int(np.ceil(share * np.count_nonzero(self.holders)))
+        head = np.zeros(len(self.holders), dtype=bool)
+        head[np.argsort(self.pop_rank)[:n_head]] = True
+        return head
+
+    def self_information(self) -> np.ndarray:
+        """-log2 phi(i)/|U|, an item without train user taking the smallest non-zero phi (novelty)."""
+        return -np.log2(_floor_zero(self.holders / self.n_users))
+
+    def discovery_information(self) -> np.ndarray:
+        """-log2 p(i | seen), p(i | seen) = phi(i) / sum_j phi(j), an item without train user taking
+        the smallest non-zero p (EFD; Vargas & Castells, as Elliot computes it)."""
+        return -np.log2(_floor_zero(self.holders / self.holders.sum()))
+
+    def surprisal(self) -> np.ndarray:
+        """-log2(phi(i)/|U|) / log2 |U|, an item without train user counting as one user (RePlay)."""
+        if self.n_users < 2:
+            raise DataError("train: surprisal needs at least 2 train users (it divides by log2 |U|)")
+        return -np.log2(np.maximum(self.holders, 1.0) / self.n_users) / np.log2(self.n_users)
+
+
+def _floor_zero(p: np.ndarray) -> np.ndarray:
+    p = p.copy()
+    p[p == 0] = p[p > 0].min() if np.any(p > 0) else 1.0
+    return p
+
+
+def item_popularity(train, n_items: int) -> ItemPopularity:
+    """:class:`ItemPopularity` of ``train`` (Interactions hold each pair once; other inputs, a frame
+    of ``user, item`` or a users x items matrix, are made unique first)."""
+    if isinstance(train, Interactions):
+        holders = per_train(train, ("holders", n_items),
+                            lambda: np.bincount(train.items, minlength=n_items).astype(np.float64))
+        n_users = int(per_train(train, ("n_train_users",), lambda: np.array(np.count_nonzero(train.user_counts()))))
+    else:
+        users, items = train_pairs(train, n_items)
+        pairs = np.unique(users * n_items + items)
+        holders = np.bincount(pairs % n_items, minlength=n_items).astype(np.float64)
+        n_users = len(np.unique(users))
+    if n_users == 0:
+        raise DataError("train: no interactions, so no item popularity")
+    return ItemPopularity(holders, n_users, per_train(train, ("pop_rank", n_items), lambda: _pop_rank(holders)))
+
+
+def _pop_rank(holders: np.ndarray) -> np.ndarray:
+    """Every item's place in the most-popular order (0 the most popular; ties by item index)."""
+    order = np.lexsort((np.arange(len(holders)), -holders))
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    return rank
+
+
+#: Per unit and cutoff, the sums over its listed top k that every list metric is a ratio of.
+(LISTED, HOLDERS, TAIL, SURPRISAL, DISCOUNT, EPC_SUM, EFD_SUM, RELEVANT, RELEVANT_TAIL, UNEXPECTED,
+ SERENDIPITOUS) = range(11)
+N_SUMS = 11
+
+
+@dataclass(frozen=True)
+class ListSums:
+    """units x cutoffs x :data:`N_SUMS` sums over every unit's top k (:func:`list_sums`), and each
+    unit's relevant-target count (EPC and EFD are undefined without one)."""
+
+    sums: np.ndarray
+    n_relevant: np.ndarray
+
+    def ratio(self, top: int, bottom: int) -> np.ndarray:
+        """units x cutoffs: sum ``top`` / sum ``bottom``, NaN where ``bottom`` is 0 (an empty list)."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(self.sums[..., bottom] > 0, self.sums[..., top] / self.sums[..., bottom], np.nan)
+
+    def metric(self, name: str) -> np.ndarray:
+        """units x cutoffs: metric ``name`` of :data:`LIST_METRICS`."""
+        if name == "aclt":
+            return self.sums[..., TAIL].copy()
+        if name in ("epc", "efd"):
+            values = self.ratio(EPC_SUM if name == "epc" else EFD_SUM, DISCOUNT)
+            values[np.isnan(values)] = 0.0  # an empty list discovers nothing
+            values[self.n_relevant == 0] = np.nan
+            return values
+        top = {"arp": HOLDERS, "aplt": TAIL, "surprisal": SURPRISAL, "unexpectedness": UNEXPECTED,
+               "serendipity": SERENDIPITOUS}[name]
+        return self.ratio(top, LISTED)
+
+
+def list_sums(rankings: Rankings, cutoffs: list[int], popularity: ItemPopularity, head: np.ndarray, *,
+              targets: Targets | None = None, train=None, surprisal: bool = False) -> ListSums:
+    """The :data:`N_SUMS` sums of every unit's top k, for each cutoff, in one pass over the lists
+    (a numba kernel over chunks of units): listed items; their phi(i), long-tail flags and
+    surprisal; the rank discounts disc(r) = 1/log2(r + 1) and EPC's and EFD's discounted relevant
+    gains; relevant items (a target with gain > 0: ``targets``, the rankings' own) and relevant
+    long-tail ones; and, with ``train``, the items outside MostPop's top k for the unit's user (its
+    most popular items less the user's train items, ties by item index), relevant or not."""
+    n_items = len(popularity.holders)
+    if targets is not None and targets.n_units != rankings.n_units:
+        raise DataError(f"rankings have {rankings.n_units:,} units, targets {targets.n_units:,}: the "
+                        "beyond-accuracy metrics that read relevance need the rankings' own targets")
+    no_targets = np.zeros(rankings.n_units + 1, dtype=np.int64)
+    t_offsets, t_items, t_gain = ((targets.offsets.astype(np.int64), targets.items.astype(np.int64),
+                                   targets.gain.astype(np.float64)) if targets is not None
+                                  else (no_targets, np.zeros(0, np.int64), np.zeros(0)))
+    if train is not None:
+        indptr, indices = train_rows(train, n_items, n_users=int(rankings.unit_user.max(initial=-1)) + 1)
+    else:
+        indptr, indices = np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    item_values = np.vstack([popularity.holders, (~head).astype(np.float64),
+                             popularity.surprisal() if surprisal else np.zeros(n_items),
+                             1.0 - popularity.holders / popularity.n_users, popularity.discovery_information()])
+    out = np.zeros((rankings.n_units, len(cutoffs), N_SUMS))
+    run_chunks(_list_sums_chunk, chunk_bounds(rankings.n_units), rankings.offsets.astype(np.int64),
+               rankings.items.astype(np.int64), rankings.unit_user.astype(np.int64), t_offsets, t_items, t_gain,
+               item_values, indptr, indices, popularity.pop_rank, train is not None,
+               np.asarray(cutoffs, dtype=np.int64), out)
+    return ListSums(out, targets.n_relevant if targets is not None else np.zeros(rankings.n_units, dtype=np.int64))
+
+
+@njit(cache=True, nogil=True)
+def _list_sums_chunk(lo, hi, offsets, items, unit_user, t_offsets, t_items, t_gain, item_values, indptr, indices,
+                     pop_rank, most_popular, cutoffs, out):
+    n_cut = len(cutoffs)
+    kmax = cutoffs[n_cut - 1]
+    longest = 0
+    for u in range(lo, hi):
+        longest = max(longest, offsets[u + 1] - offsets[u])
+    relevant = np.zeros(longest)
+    place = np.zeros(longest, dtype=np.int64)  # 0-based place in the user's MostPop list
+    running = np.zeros(N_SUMS)
+    marked = np.zeros(len(pop_rank), dtype=np.bool_)  # the unit's relevant targets, unmarked after it
+    scratch = np.empty(256, dtype=np.int64)  # the pop ranks of a user's train items, sorted
+    for u in range(lo, hi):
+        first, length = offsets[u], min(offsets[u + 1] - offsets[u], kmax)
+        for j in range(t_offsets[u], t_offsets[u + 1]):
+            marked[t_items[j]] = t_gain[j] > 0
+        for r in range(length):
+            relevant[r] = 1.0 if marked[items[first + r]] else 0.0
+        for j in range(t_offsets[u], t_offsets[u + 1]):
+            marked[t_items[j]] = False
+        if most_popular:
+            user = unit_user[u]
+            n_seen = indptr[user + 1] - indptr[user]
+            if n_seen > len(scratch):
+                scratch = np.empty(2 * n_seen, dtype=np.int64)
+            seen = scratch[:n_seen]
+            for j in range(n_seen):
+                seen[j] = pop_rank[indices[indptr[user] + j]]
+            seen.sort()
+            for r in range(length):
+                g = pop_rank[items[first + r]]
+                above = np.searchsorted(seen, g)
+                # an item of the user's train is never in MostPop's list: past every cutoff
+                place[r] = len(pop_rank) if above < len(seen) and seen[above] == g else g - above
+        running[:] = 0.0
+        c = 0
+        for r in range(length + 1):
+            while c < n_cut and (r == cutoffs[c] or r == length):
+                out[u, c, :UNEXPECTED] = running[:UNEXPECTED]
+                if most_popular:
+                    for j in range(r):
+                        if place[j] >= cutoffs[c]:
+                            out[u, c, UNEXPECTED] += 1.0
+                            out[u, c, SERENDIPITOUS] += relevant[j]
+                c += 1
+            if r == length:
+                break
+            item = items[first + r]
+            tail = item_values[1, item]
+            discount = 1.0 / np.log2(r + 2.0)
+            running[LISTED] += 1.0
+            running[HOLDERS] += item_values[0, item]
+            running[TAIL] += tail
+            running[SURPRISAL] += item_values[2, item]
+            running[DISCOUNT] += discount
+            running[EPC_SUM] += discount * relevant[r] * item_values[3, item]
+            running[EFD_SUM] += discount * relevant[r] * item_values[4, item]
+            running[RELEVANT] += relevant[r]
+            running[RELEVANT_TAIL] += relevant[r] * tail
+
+
+def train_rows(train, n_items: int, n_users: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """The train items of every user index as CSR (``indptr``, ``indices``, int64), each pair once
+    (an Interactions' cached matrix; other inputs made unique), with rows for at least ``n_users``
+    users (a user without train items has an empty row)."""
+    if isinstance(train, Interactions):
+        csr = train.csr()
+        indptr, indices = csr.indptr.astype(np.int64), csr.indices.astype(np.int64)
+    else:
+        users, items = train_pairs(train, n_items)
+        pairs = np.unique(users * n_items + items)
+        indptr = np.concatenate([[0], np.cumsum(np.bincount(pairs // n_items))]).astype(np.int64)
+        indices = pairs % n_items
+    if len(indptr) < n_users + 1:
+        indptr = np.concatenate([indptr, np.full(n_users + 1 - len(indptr), indptr[-1])])
+    return indptr, indices
+
+
+class PopularityParity:
+    """Counts of a run's lists per cutoff and item group (head, tail), added a chunk of units at a
+    time, from which ``pop_rsp`` and ``pop_reo`` follow (Zhu et al. 2020):
+
+    P(R@k | g) = sum_u |L_u@k & G_g| / sum_u |G_g - I_u| (I_u: the user's train items), and
+    P(R@k | g, y=1) = sum_u |L_u@k & G_g & Rel_u| / sum_u |G_g & Rel_u|; each metric is the
+    population std over the two groups / their mean = |a - b| / (a + b), NaN when a group has no
+    candidate (no relevant target, for REO) or a + b = 0."""
+
+    def __init__(self, train, n_items: int, cutoffs: Sequence[int], head_share: float) -> None:
+        self.cutoffs = sorted(cutoffs)
+        self.popularity = item_popularity(train, n_items)
+        self.head = self.popularity.head(head_share)
+        indptr, indices = train_rows(train, n_items)
+        rows = np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
+        #: per user index: train items in the head, and in all
+        self.train_head = np.bincount(rows, weights=self.head[indices], minlength=len(indptr) - 1)
+        self.train_size = np.diff(indptr).astype(np.float64)
+        self.listed = np.zeros((len(self.cutoffs), 2))
+        self.listed_relevant = np.zeros((len(self.cutoffs), 2))
+        self.candidates = np.zeros(2)
+        self.relevant = np.zeros(2)
+
+    def add(self, rankings: Rankings, targets: Targets | None) -> None:
+        """Add the counts of ``rankings`` (``targets``, their own, give PopREO's; without them its
+        counts stay 0 and its value undefined)."""
+        sums = list_sums(rankings, self.cutoffs, self.popularity, self.head, targets=targets).sums.sum(axis=0)
+        self.listed += np.column_stack([sums[:, LISTED] - sums[:, TAIL], sums[:, TAIL]])
+        self.listed_relevant += np.column_stack([sums[:, RELEVANT] - sums[:, RELEVANT_TAIL], sums[:, RELEVANT_TAIL]])
+        seen_head, seen_all = (_of_users(counts, rankings.unit_user) for counts in (self.train_head, self.train_size))
+        n_head = float(self.head.sum())
+        self.candidates += [(n_head - seen_head).sum(), (len(self.head) - n_head - (seen_all - seen_head)).sum()]
+        if targets is not None:
+            rel_head = self.head[targets.items[targets.gain > 0]]
+            self.relevant += [rel_head.sum(), (~rel_head).sum()]
+
+    def values(self, names: Sequence[str]) -> list[tuple[str, int, float]]:
+        """(metric, k, value) of ``pop_rsp`` and ``pop_reo`` among ``names``, at every cutoff."""
+        rows = []
+        for name in PARITY_METRICS:
+            if name not in names:
+                continue
+            top, bottom = (self.listed, self.candidates) if name == "pop_rsp" else (self.listed_relevant,
+                                                                                     self.relevant)
+            for c, cut in enumerate(self.cutoffs):
+                rows.append((name, cut, _parity(top[c], bottom)))
+        return rows
+
+
+def _of_users(per_user: np.ndarray, users: np.ndarray) -> np.ndarray:
+    """``per_user[users]``, 0 for a user index past its end (a user without train rows)."""
+    users = users.astype(np.int64)
+    padded = np.zeros(max(len(per_user), int(users.max(initial=-1)) + 1))
+    padded[: len(per_user)] = per_user
+    return padded[users]
+
+
+def _parity(hits: np.ndarray, pool: np.ndarray) -> float:
+    """std / mean of the two groups' probabilities hits / pool: |a - b| / (a + b)."""
+    if np.any(pool == 0):
+        return float("nan")
+    a, b = hits / pool
+    return float(abs(a - b) / (a + b)) if a + b > 0 else float("nan")

@@ -1,0 +1,57 @@
+"""Per-slice means and tests equal the per-user means and paired tests filtered by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+from scipy import stats
+
+from recsys_eval.compare import paired_tests, slice_means, slice_tests
+from recsys_eval.compare.slices import slice_fold_means
+
+from .conftest import user_frame
+
+
+def _slices(n: int, fold: str = "0") -> pl.DataFrame:
+    users = np.arange(n)
+    return pl.DataFrame({"fold": fold, "user": users, "slice": "cold:5",
+                         "group": np.where(users % 3 == 0, "cold", "warm"),
+                         "order": pl.Series(np.where(users % 3 == 0, 0, 1), dtype=pl.Int32)})
+
+
+def test_slice_means_equal_the_per_user_means_filtered_by_hand(rng):
+    a, b = rng.random(60), rng.random(60)
+    a[4] = np.nan
+    frame = user_frame({"A": a, "B": b})
+    means = slice_means(frame, _slices(60))
+    for system, values in (("A", a), ("B", b)):
+        for group, mask in (("cold", np.arange(60) % 3 == 0), ("warm", np.arange(60) % 3 != 0)):
+            row = means.filter((pl.col("system") == system) & (pl.col("group") == group)).row(0, named=True)
+            chosen = values[mask][~np.isnan(values[mask])]
+            assert row["n"] == chosen.size and row["mean"] == pytest.approx(chosen.mean())
+            half = stats.t.ppf(0.975, chosen.size - 1) * chosen.std(ddof=1) / np.sqrt(chosen.size)
+            assert (row["lower"], row["upper"]) == pytest.approx((chosen.mean() - half, chosen.mean() + half))
+
+
+def test_slice_tests_equal_the_paired_tests_on_the_groups_users(rng):
+    a, b = rng.random(60), rng.random(60)
+    frame = user_frame({"A": a, "B": b})
+    tests = slice_tests(frame, _slices(60), baseline="B", tests=["t", "wilcoxon"])
+    warm = frame.filter(pl.col("user") % 3 != 0)
+    expected = paired_tests(warm, baseline="B", tests=["t", "wilcoxon"])
+    assert_frame_equal(tests.filter(pl.col("group") == "warm").drop("slice", "group", "order"), expected)
+    row = tests.filter((pl.col("group") == "cold") & (pl.col("test") == "t")).row(0, named=True)
+    mask = np.arange(60) % 3 == 0
+    assert row["p_value"] == pytest.approx(stats.ttest_rel(a[mask], b[mask]).pvalue)
+
+
+def test_fold_all_is_the_mean_of_the_fold_means(rng):
+    one = slice_means(user_frame({"A": rng.random(30)}, fold="1"), _slices(30, "1"))
+    two = slice_means(user_frame({"A": rng.random(30)}, fold="2"), _slices(30, "2"))
+    rows = slice_fold_means(pl.concat([one, two]))
+    cold = rows.filter(pl.col("group") == "cold")
+    by_fold = dict(zip(cold["fold"], cold["mean"], strict=True))
+    assert by_fold["all"] == pytest.approx((by_fold["1"] + by_fold["2"]) / 2)
+    assert cold.filter(pl.col("fold") == "all")["lower"][0] is None
