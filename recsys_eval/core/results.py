@@ -24,10 +24,10 @@ from typing import Any
 import polars as pl
 
 from recsys_eval.core import atomic
-from recsys_eval.core.atomic import is_scratch
+from recsys_eval.core.atomic import is_scratch, scratch_path
 from recsys_eval.core.columns import polars_frame
 from recsys_eval.core.lock import FolderLock
-from recsys_eval.errors import ConfigError, DataError
+from recsys_eval.errors import ConfigError, DataError, OutputError
 
 PER_UNIT_SCHEMA: dict[str, pl.DataType] = {
     "system": pl.String,
@@ -231,9 +231,7 @@ class ResultsFolder:
         try:
             root.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise ConfigError(f"cannot create results folder {root}: {exc.strerror}") from None
-        if not os.access(root, os.W_OK):
-            raise ConfigError(f"results folder {root} is not writable")
+            raise _cannot_create(root, exc) from None
         if resume:
             previous = sorted(root.glob(f".partial-{cfg_hash}-*"))
             if previous:
@@ -246,9 +244,20 @@ class ResultsFolder:
                         scratch.unlink(missing_ok=True)
                 return work
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-        work = cls(Path(tempfile.mkdtemp(prefix=f".partial-{cfg_hash}-{stamp}-", dir=root)), root)
-        work.lock.acquire()
-        return work
+        try:
+            work = cls(Path(tempfile.mkdtemp(prefix=f".partial-{cfg_hash}-{stamp}-", dir=root)), root)
+        except OSError as exc:
+            raise _cannot_create(root, exc) from None
+        return work._locked_or_removed()
+
+    def _locked_or_removed(self) -> ResultsFolder:
+        """This new work folder, locked; removed if even its lock note cannot be written."""
+        try:
+            self.lock.acquire()
+        except BaseException:
+            shutil.rmtree(self.path, ignore_errors=True)
+            raise
+        return self
 
     @classmethod
     def create_at(cls, target: Path, *, force: bool) -> ResultsFolder:
@@ -262,9 +271,8 @@ class ResultsFolder:
             target.parent.mkdir(parents=True, exist_ok=True)
             work = cls(Path(tempfile.mkdtemp(prefix=f".partial-{target.name}-", dir=target.parent)), target=target)
         except OSError as exc:
-            raise ConfigError(f"cannot create output folder {target}: {exc.strerror}") from None
-        work.lock.acquire()
-        return work
+            raise _cannot_create(target, exc) from None
+        return work._locked_or_removed()
 
     def set_layout(self, folds: list[str], systems: list[str], protocols: list[str]) -> None:
         """Fix the partition keys of the run (the indices in partition file names)."""
@@ -401,8 +409,7 @@ class ResultsFolder:
         ``latest`` that is not a link is left alone."""
         link = self.root / "latest"
         if link.is_symlink() or not link.exists():
-            tmp = self.root / ".latest.tmp"
-            tmp.unlink(missing_ok=True)
+            tmp = scratch_path(link)  # a name of its own: runs finishing at once each replace the link whole
             tmp.symlink_to(self.path.name, target_is_directory=True)
             tmp.replace(link)
 
@@ -508,6 +515,12 @@ class ResultsFolder:
 
     def write_json(self, name: str, data: Any) -> Path:
         return self.write_text(name, json.dumps(data, indent=2, default=str) + "\n")
+
+
+def _cannot_create(folder: Path, exc: OSError) -> OutputError:
+    """The error of a results folder that cannot be made: ``cannot create results folder F: the
+    disk is full (ENOSPC)``."""
+    return OutputError(f"cannot create results folder {folder}: {atomic.reason(exc.errno) if exc.errno else exc}")
 
 
 def _table_name(name: str) -> str:

@@ -100,9 +100,13 @@ class RunSink:
                 self.folder.write_scratch(kind, fold, pl.concat(frames))
 
     def save_split(self, split: Split) -> None:
+        """Save the fold's split, unless an earlier attempt of this run saved it: a split folder is
+        renamed into place only once complete, and the same config and seed make the same split."""
         from recsys_eval.split import save_split
 
-        save_split(split, self.folder.split_folder(split.name))
+        folder = self.folder.split_folder(split.name)
+        if not folder.is_dir():
+            save_split(split, folder)
 
     def save_negatives(self, fold: str, label: str, users: np.ndarray, items: np.ndarray,
                        held_out: tuple[np.ndarray, np.ndarray], ids: Interactions) -> None:
