@@ -37,6 +37,7 @@ COMMANDS = {
     "report": ("results", "report {disk}/results --force"),
     "compare": ("results", "compare {disk}/results --tests sign"),
     "init": ("results", "init {disk}/experiment.toml"),
+    "audit": ("audit", "audit {config} --users {disk}/audit/users.csv"),
 }
 
 
@@ -63,6 +64,8 @@ def inputs(tmp_path_factory) -> dict[str, Path]:
     recsys_eval("evaluate", "--test", str(test), "--run", str(run), "--metrics", "ndcg", "--k", "1",
                 "--out", str(earlier / "mine"))
     recsys_eval("split", str(data), str(earlier / "split"), "-p", "fraction=0.2", "--columns", COLUMNS)
+    (earlier / "audit").mkdir()
+    recsys_eval("audit", str(config), "--users", str(earlier / "audit" / "users.csv"))
     return {"data": data, "config": config, "test": test, "run": run, "earlier": earlier}
 
 
