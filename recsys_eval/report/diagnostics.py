@@ -17,7 +17,7 @@ import polars as pl
 from recsys_eval.core import atomic
 from recsys_eval.core.results import EFFECT_SIZES_TEX, FIGURES, LEAKAGE, TUNING_BUDGET, ResultsFolder
 from recsys_eval.measure.metrics import MetricKey, display_label
-from recsys_eval.report import figures
+from recsys_eval.report import figures, style
 from recsys_eval.report.build import Figure, Section, _html_table, _md_table, _slug
 from recsys_eval.report.tables import format_p, latex_escape
 
@@ -214,7 +214,7 @@ def distribution_figure(curves: pl.DataFrame, label: str, protocol: str, colors:
     import matplotlib.pyplot as plt
 
     with plt.rc_context(figures.STYLE):
-        fig, (ecdf, curve) = plt.subplots(1, 2, figsize=(9, 3.4))
+        fig, (ecdf, curve) = plt.subplots(1, 2, figsize=(style.PAGE, 3.0))
         for system in curves.get_column("system").unique(maintain_order=True).to_list():
             part = curves.filter(pl.col("system") == system).sort("p")
             color = colors.get(system)
@@ -225,8 +225,7 @@ def distribution_figure(curves: pl.DataFrame, label: str, protocol: str, colors:
         ecdf.set(xlabel=f"per-user {label}", ylabel="share of users at or below", title=f"ECDF ({protocol})")
         curve.set(xlabel="share of users (least served first)", ylabel=f"share of total {label}",
                   title=f"Lorenz curve ({protocol})")
-        ecdf.legend(loc="lower right")
-        fig.tight_layout()
+        style.legend_below(fig, ecdf)
     return fig
 
 
@@ -288,17 +287,16 @@ def slice_figure(part: pl.DataFrame, label: str, title: str, colors: dict):
 
     groups = part.sort("order").get_column("group").unique(maintain_order=True).to_list()
     with plt.rc_context(figures.STYLE):
-        fig, ax = plt.subplots(figsize=(6.5, 3.6))
+        fig, ax = plt.subplots(figsize=(style.PAGE, 3.0))
         for system in part.get_column("system").unique(maintain_order=True).to_list():
             line = part.filter(pl.col("system") == system).sort("order")
             x = [groups.index(g) for g in line.get_column("group")]
             ax.plot(x, line["mean"], marker="o", ms=4, label=system, color=colors.get(system))
             if line["lower"].is_not_null().all():
                 ax.fill_between(x, line["lower"], line["upper"], alpha=0.15, color=colors.get(system), lw=0)
-        ax.set_xticks(range(len(groups)), groups, rotation=20, ha="right", fontsize=8)
+        ax.set_xticks(range(len(groups)), groups, rotation=20, ha="right")
         ax.set(ylabel=label, title=title)
-        ax.legend(loc="center left", bbox_to_anchor=(1, 0.5))
-        fig.tight_layout()
+        style.legend_below(fig, ax)
     return fig
 
 
