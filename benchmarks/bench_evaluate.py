@@ -11,7 +11,7 @@ Both processes read TEST, RUN and TRAIN from the same files (rectools with panda
 ``read_parquet``) and compute the same 10 values, P, R, AP (MAP), nDCG (binary gain) and RR at k 10
 and 100, each a mean over the TEST users; the benchmark checks that the means agree to 1e-9.
 rectools (pandas) pins NumPy < 2, so it runs in its own environment: ``uv run --no-project --with
-rectools --with pyarrow python benchmarks/bench_evaluate.py --peer ...`` (resolved once before
+rectools --with "pyarrow<18" python benchmarks/bench_evaluate.py --peer ...`` (resolved once before
 timing; its timed runs include uv's start-up, ~0.1 s).
 Each process is run ``--repeat`` times per input format and bytecode setting (the best time is
 shown): with Python writing bytecode, as in a user's environment (the first run writes the caches),
@@ -152,7 +152,7 @@ def stages(folder: Path, fmt: str, out: Path) -> dict[str, float]:
     return times
 
 
-PEER = ["uv", "run", "--no-project", "--with", "rectools", "--with", "pyarrow", "python"]
+PEER = ["uv", "run", "--no-project", "--with", "rectools", "--with", "pyarrow<18", "python"]  # rectools pins NumPy < 2
 
 
 def main() -> None:
