@@ -185,10 +185,11 @@ def _list_sums_chunk(lo, hi, offsets, items, unit_user, t_offsets, t_items, t_ga
     for u in range(lo, hi):
         longest = max(longest, offsets[u + 1] - offsets[u])
     relevant = np.zeros(longest)
-    place = np.zeros(longest, dtype=np.int64)  # 0-based place in the user's MostPop list
+    listed_rank = np.zeros(longest, dtype=np.int64)  # each listed item's place in the most-popular order
+    seen = np.zeros(len(pop_rank), dtype=np.bool_)  # by place in that order: the user's train items
+    bound = np.zeros(n_cut, dtype=np.int64)  # per cutoff, the first place past MostPop's top k
     running = np.zeros(N_SUMS)
     marked = np.zeros(len(pop_rank), dtype=np.bool_)  # the unit's relevant targets, unmarked after it
-    scratch = np.empty(256, dtype=np.int64)  # the pop ranks of a user's train items, sorted
     for u in range(lo, hi):
         first, length = offsets[u], min(offsets[u + 1] - offsets[u], kmax)
         for j in range(t_offsets[u], t_offsets[u + 1]):
@@ -199,18 +200,11 @@ def _list_sums_chunk(lo, hi, offsets, items, unit_user, t_offsets, t_items, t_ga
             marked[t_items[j]] = False
         if most_popular:
             user = unit_user[u]
-            n_seen = indptr[user + 1] - indptr[user]
-            if n_seen > len(scratch):
-                scratch = np.empty(2 * n_seen, dtype=np.int64)
-            seen = scratch[:n_seen]
-            for j in range(n_seen):
-                seen[j] = pop_rank[indices[indptr[user] + j]]
-            seen.sort()
+            for j in range(indptr[user], indptr[user + 1]):
+                seen[pop_rank[indices[j]]] = True
+            _most_popular_bounds(seen, cutoffs, bound)
             for r in range(length):
-                g = pop_rank[items[first + r]]
-                above = np.searchsorted(seen, g)
-                # an item of the user's train is never in MostPop's list: past every cutoff
-                place[r] = len(pop_rank) if above < len(seen) and seen[above] == g else g - above
+                listed_rank[r] = pop_rank[items[first + r]]
         running[:] = 0.0
         c = 0
         for r in range(length + 1):
@@ -218,7 +212,7 @@ def _list_sums_chunk(lo, hi, offsets, items, unit_user, t_offsets, t_items, t_ga
                 out[u, c, :UNEXPECTED] = running[:UNEXPECTED]
                 if most_popular:
                     for j in range(r):
-                        if place[j] >= cutoffs[c]:
+                        if seen[listed_rank[j]] or listed_rank[j] >= bound[c]:
                             out[u, c, UNEXPECTED] += 1.0
                             out[u, c, SERENDIPITOUS] += relevant[j]
                 c += 1
@@ -236,6 +230,27 @@ def _list_sums_chunk(lo, hi, offsets, items, unit_user, t_offsets, t_items, t_ga
             running[EFD_SUM] += discount * relevant[r] * item_values[4, item]
             running[RELEVANT] += relevant[r]
             running[RELEVANT_TAIL] += relevant[r] * tail
+        if most_popular:
+            for j in range(indptr[unit_user[u]], indptr[unit_user[u] + 1]):
+                seen[pop_rank[indices[j]]] = False
+
+
+@njit(cache=True, nogil=True)
+def _most_popular_bounds(seen, cutoffs, bound):
+    """Per cutoff k, the first place in the most-popular order past the user's MostPop top k (its
+    k-th item not ``seen`` in train, + 1; the catalogue's end when fewer remain): an unseen item
+    is in MostPop's top k iff its place is below the bound (walking the order once, no sort)."""
+    c, count = 0, 0
+    for place in range(len(seen)):
+        if c == len(cutoffs):
+            return
+        if not seen[place]:
+            count += 1
+            if count == cutoffs[c]:
+                bound[c] = place + 1
+                c += 1
+    for rest in range(c, len(cutoffs)):
+        bound[rest] = len(seen)
 
 
 def train_rows(train, n_items: int, n_users: int = 0) -> tuple[np.ndarray, np.ndarray]:
