@@ -28,9 +28,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
-from numba import njit, prange
+from numba import njit
 
-from recsys_eval.core.chunks import chunk_bounds
+from recsys_eval.core.chunks import chunk_bounds, run_chunks
 from recsys_eval.core.interactions import Interactions
 from recsys_eval.core.results import PER_UNIT_SCHEMA
 from recsys_eval.core.units import Rankings, Targets
@@ -82,9 +82,7 @@ def beyond_accuracy(
     if "novelty" in names:
         columns["novelty"] = list_means(rankings, _self_information(train, n_items)[rankings.items], cutoffs)
     if "ild" in names:
-        masks = _genre_masks(genres, n_items)
-        columns["ild"] = np.column_stack([_ild_kernel(rankings.offsets, rankings.items, masks, cut,
-                                                      chunk_bounds(rankings.n_units)) for cut in cutoffs])
+        columns["ild"] = ild_values(rankings, cutoffs, *_genre_masks(genres, n_items))
     if "calibration" in names:
         from recsys_eval.measure.calibration import calibration_values
 
@@ -293,16 +291,17 @@ def genre_bool_matrix(genres, n_items: int) -> np.ndarray:
     return genres
 
 
-def _genre_masks(genres, n_items: int) -> np.ndarray:
+def _genre_masks(genres, n_items: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every item's genre set as bits (items x 64-bit words) and its genre count."""
     genres = genre_bool_matrix(genres, n_items)
     n_words = max(1, -(-genres.shape[1] // 64))
     padded = np.zeros((n_items, n_words * 64), dtype=bool)
     padded[:, : genres.shape[1]] = genres
     bits = np.packbits(padded.reshape(n_items, n_words, 64), axis=2, bitorder="little")
-    return bits.view(np.uint64).reshape(n_items, n_words)
+    return bits.view(np.uint64).reshape(n_items, n_words), genres.sum(axis=1).astype(np.int64)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _popcount(x):
     x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
     x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
@@ -310,29 +309,41 @@ def _popcount(x):
     return (x * np.uint64(0x0101010101010101)) >> np.uint64(56)
 
 
-@njit(parallel=True, cache=True)
-def _ild_kernel(offsets, items, masks, cut, bounds):
-    n_units = len(offsets) - 1
-    out = np.full(n_units, np.nan)
-    n_words = masks.shape[1]
-    for chunk in prange(len(bounds) - 1):
-        for u in range(bounds[chunk], bounds[chunk + 1]):
-            lo = offsets[u]
-            hi = min(offsets[u + 1], lo + cut)
-            n = hi - lo
-            if n < 2:
-                continue
-            total = 0.0
-            for a in range(lo, hi):
-                for b in range(a + 1, hi):
-                    inter = 0
-                    union = 0
-                    for w in range(n_words):
-                        x = masks[items[a], w]
-                        y = masks[items[b], w]
-                        inter += _popcount(x & y)
-                        union += _popcount(x | y)
-                    if union > 0:
-                        total += 1.0 - inter / union
-            out[u] = total / (n * (n - 1) / 2.0)
+def ild_values(rankings: Rankings, cutoffs: list[int], masks: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """units x cutoffs: ILD of every unit's top k (``masks``: each item's genre set as bits, ``sizes``
+    its genre count; |G_i | G_j| = |G_i| + |G_j| - |G_i & G_j|), every
+    cutoff from one pass over the list: the distances of each new item to those above it are added
+    to a running total, read at each cutoff (the k(k-1)/2 pairs of the top k, not of every cutoff)."""
+    out = np.full((rankings.n_units, len(cutoffs)), np.nan)
+    run_chunks(_ild_chunk, chunk_bounds(rankings.n_units), rankings.offsets.astype(np.int64),
+               rankings.items.astype(np.int64), masks, sizes, np.asarray(cutoffs, dtype=np.int64), out)
     return out
+
+
+@njit(cache=True, nogil=True)
+def _ild_chunk(lo, hi, offsets, items, masks, sizes, cutoffs, out):
+    n_words, n_cut = masks.shape[1], len(cutoffs)
+    kmax = cutoffs[n_cut - 1]
+    listed = np.zeros((kmax, n_words), dtype=np.uint64)  # the genre bits of the top k, contiguous
+    listed_size = np.zeros(kmax, dtype=np.int64)
+    for u in range(lo, hi):
+        first, length = offsets[u], min(offsets[u + 1] - offsets[u], kmax)
+        total = 0.0
+        c = 0
+        for b in range(length + 1):
+            while c < n_cut and (b == cutoffs[c] or b == length):
+                if b >= 2:
+                    out[u, c] = total / (b * (b - 1) / 2.0)
+                c += 1
+            if b == length:
+                break
+            item = items[first + b]
+            listed[b] = masks[item]
+            listed_size[b] = sizes[item]
+            for a in range(b):
+                inter = 0
+                for w in range(n_words):
+                    inter += _popcount(listed[a, w] & listed[b, w])
+                union = listed_size[a] + listed_size[b] - inter
+                if union > 0:
+                    total += 1.0 - inter / union
