@@ -88,9 +88,10 @@ def beyond_accuracy(
 
         columns["calibration"] = calibration_values(rankings, cutoffs, *popularity.train_rows(train, n_items),
                                                     genre_bool_matrix(genres, n_items), params["calibration_alpha"])
-    listed = [name for name in names if name in popularity.LIST_METRICS]
-    if listed:
-        columns.update(_popularity_columns(listed, rankings, cutoffs, train, targets, n_items, params))
+    sums = None  # the list sums that the popularity metrics of lists and PopRSP/PopREO share
+    if any(name in popularity.LIST_METRICS or name in popularity.PARITY_METRICS for name in names):
+        sums = _list_sums(names, rankings, cutoffs, train, targets, n_items, params)
+        columns.update({name: sums.metric(name) for name in names if name in popularity.LIST_METRICS})
     frames = []
     if columns:
         order = [name for name in names if name in columns]
@@ -101,7 +102,7 @@ def beyond_accuracy(
                                  rankings.unit_user, user_ids, labels))
     if any(name in RUN_METRICS for name in names):
         exposure = run_exposure(n_items, cutoffs, train, names, params)
-        exposure.add(rankings, targets)
+        exposure.add(rankings, targets, sums)
         user_type = frames[0].schema["user"] if frames else PER_UNIT_SCHEMA["user"]
         frames.append(run_frame(exposure.values(names), labels, user_type))
     return concat_per_unit(frames)
@@ -135,17 +136,17 @@ _INPUTS = {
 }
 
 
-def _popularity_columns(names: list[str], rankings: Rankings, cutoffs: list[int], train, targets, n_items: int,
-                        params: Mapping[str, float]) -> dict[str, np.ndarray]:
-    """units x cutoffs of every popularity metric of lists in ``names``, from one pass over the
-    lists (:func:`recsys_eval.measure.popularity.list_sums`)."""
+def _list_sums(names: list[str], rankings: Rankings, cutoffs: list[int], train, targets, n_items: int,
+               params: Mapping[str, float]) -> popularity.ListSums:
+    """The sums of every unit's top k that the popularity metrics among ``names`` (of lists, and
+    PopRSP/PopREO) are ratios of, from one pass over the lists
+    (:func:`recsys_eval.measure.popularity.list_sums`), reading relevance and MostPop only when asked."""
     item_pop = popularity.item_popularity(train, n_items)
     wanted = set(names)
-    sums = popularity.list_sums(rankings, cutoffs, item_pop, item_pop.head(params["head_share"]),
+    return popularity.list_sums(rankings, cutoffs, item_pop, item_pop.head(params["head_share"]),
                                 targets=targets if wanted & set(popularity.RELEVANCE_METRICS) else None,
                                 train=train if wanted & {"unexpectedness", "serendipity"} else None,
                                 surprisal="surprisal" in wanted)
-    return {name: sums.metric(name) for name in names}
 
 
 #: The beyond-accuracy metrics of a whole run, functions of the exposure counts of its lists.
@@ -178,12 +179,14 @@ class RunExposure:
         self.ranked = np.zeros(n_items, dtype=bool)
         self.parity = parity
 
-    def add(self, rankings: Rankings, targets: Targets | None = None) -> None:
+    def add(self, rankings: Rankings, targets: Targets | None = None,
+            sums: popularity.ListSums | None = None) -> None:
         """One pass over the lists: each entry counted in its band of cutoffs, then the bands
         summed (an item in the top 5 is in the top 10 too); with PopRSP/PopREO's counts, the
-        lists' head and tail counts too (``targets``: the rankings' own, which PopREO needs)."""
+        lists' head and tail counts too (``targets``: the rankings' own, which PopREO needs;
+        ``sums``: their list sums when already made with the same head and relevance)."""
         if self.parity is not None:
-            self.parity.add(rankings, targets)
+            self.parity.add(rankings, targets, sums)
         n_items = self.counts.shape[1]
         _, band, inside = cutoff_bands(rankings, self.cutoffs)
         by_band = np.bincount(band[inside] * n_items + rankings.items[inside], minlength=len(self.cutoffs) * n_items)

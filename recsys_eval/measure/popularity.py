@@ -283,20 +283,21 @@ class PopularityParity:
         self.cutoffs = sorted(cutoffs)
         self.popularity = item_popularity(train, n_items)
         self.head = self.popularity.head(head_share)
-        indptr, indices = train_rows(train, n_items)
-        rows = np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
         #: per user index: train items in the head, and in all
-        self.train_head = np.bincount(rows, weights=self.head[indices], minlength=len(indptr) - 1)
-        self.train_size = np.diff(indptr).astype(np.float64)
+        self.train_head, self.train_size = per_train(train, ("train_head", n_items, head_share),
+                                                     lambda: _train_head_counts(train, n_items, self.head))
         self.listed = np.zeros((len(self.cutoffs), 2))
         self.listed_relevant = np.zeros((len(self.cutoffs), 2))
         self.candidates = np.zeros(2)
         self.relevant = np.zeros(2)
 
-    def add(self, rankings: Rankings, targets: Targets | None) -> None:
+    def add(self, rankings: Rankings, targets: Targets | None, sums: ListSums | None = None) -> None:
         """Add the counts of ``rankings`` (``targets``, their own, give PopREO's; without them its
-        counts stay 0 and its value undefined)."""
-        sums = list_sums(rankings, self.cutoffs, self.popularity, self.head, targets=targets).sums.sum(axis=0)
+        counts stay 0 and its value undefined); ``sums``: their :func:`list_sums` when already made
+        (with this head, and with ``targets``)."""
+        if sums is None:
+            sums = list_sums(rankings, self.cutoffs, self.popularity, self.head, targets=targets)
+        sums = sums.sums.sum(axis=0)
         self.listed += np.column_stack([sums[:, LISTED] - sums[:, TAIL], sums[:, TAIL]])
         self.listed_relevant += np.column_stack([sums[:, RELEVANT] - sums[:, RELEVANT_TAIL], sums[:, RELEVANT_TAIL]])
         seen_head, seen_all = (_of_users(counts, rankings.unit_user) for counts in (self.train_head, self.train_size))
@@ -317,6 +318,14 @@ class PopularityParity:
             for c, cut in enumerate(self.cutoffs):
                 rows.append((name, cut, _parity(top[c], bottom)))
         return rows
+
+
+def _train_head_counts(train, n_items: int, head: np.ndarray) -> np.ndarray:
+    """2 x users: per user index, its train items in the head, and in all."""
+    indptr, indices = train_rows(train, n_items)
+    rows = np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
+    return np.vstack([np.bincount(rows, weights=head[indices], minlength=len(indptr) - 1),
+                      np.diff(indptr).astype(np.float64)])
 
 
 def _of_users(per_user: np.ndarray, users: np.ndarray) -> np.ndarray:
