@@ -317,14 +317,18 @@ def ild_values(rankings: Rankings, cutoffs: list[int], masks: np.ndarray, sizes:
     its genre count; |G_i | G_j| = |G_i| + |G_j| - |G_i & G_j|), every
     cutoff from one pass over the list: the distances of each new item to those above it are added
     to a running total, read at each cutoff (the k(k-1)/2 pairs of the top k, not of every cutoff)."""
+    most = 2 * int(sizes.max(initial=0)) + 1
+    inter, union = np.meshgrid(np.arange(most), np.arange(most), indexing="ij")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        distance = np.where(union > 0, 1.0 - inter / np.maximum(union, 1), 0.0)  # by |G_i & G_j|, |G_i | G_j|
     out = np.full((rankings.n_units, len(cutoffs)), np.nan)
     run_chunks(_ild_chunk, chunk_bounds(rankings.n_units), rankings.offsets.astype(np.int64),
-               rankings.items.astype(np.int64), masks, sizes, np.asarray(cutoffs, dtype=np.int64), out)
+               rankings.items.astype(np.int64), masks, sizes, distance, np.asarray(cutoffs, dtype=np.int64), out)
     return out
 
 
 @njit(cache=True, nogil=True)
-def _ild_chunk(lo, hi, offsets, items, masks, sizes, cutoffs, out):
+def _ild_chunk(lo, hi, offsets, items, masks, sizes, distance, cutoffs, out):
     n_words, n_cut = masks.shape[1], len(cutoffs)
     kmax = cutoffs[n_cut - 1]
     listed = np.zeros((kmax, n_words), dtype=np.uint64)  # the genre bits of the top k, contiguous
@@ -343,10 +347,14 @@ def _ild_chunk(lo, hi, offsets, items, masks, sizes, cutoffs, out):
             item = items[first + b]
             listed[b] = masks[item]
             listed_size[b] = sizes[item]
+            if n_words == 1:  # the common case (up to 64 genres), without the loop over words
+                bits, size = listed[b, 0], listed_size[b]
+                for a in range(b):
+                    inter = _popcount(listed[a, 0] & bits)
+                    total += distance[inter, listed_size[a] + size - inter]
+                continue
             for a in range(b):
                 inter = 0
                 for w in range(n_words):
                     inter += _popcount(listed[a, w] & listed[b, w])
-                union = listed_size[a] + listed_size[b] - inter
-                if union > 0:
-                    total += 1.0 - inter / union
+                total += distance[inter, listed_size[a] + listed_size[b] - inter]
