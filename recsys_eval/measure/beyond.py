@@ -37,7 +37,7 @@ from recsys_eval.core.units import Rankings, Targets
 from recsys_eval.errors import ConfigError, DataError
 from recsys_eval.measure import popularity
 from recsys_eval.measure.frames import concat_per_unit, long_frame
-from recsys_eval.measure.lists import cutoff_bands, is_sparse, list_means, per_train, train_pairs
+from recsys_eval.measure.lists import cutoff_bands, is_sparse, per_train, train_pairs
 from recsys_eval.measure.metrics import BEYOND_METRICS, METRICS, check_cutoffs, check_metrics, metric_params
 
 if TYPE_CHECKING:
@@ -79,8 +79,6 @@ def beyond_accuracy(
     columns: dict[str, np.ndarray] = {}  # per-unit metric -> units x (cutoffs, or one column)
     if "user_coverage" in names:
         columns["user_coverage"] = (rankings.lengths > 0).astype(np.float64)[:, None]
-    if "novelty" in names:
-        columns["novelty"] = list_means(rankings, _self_information(train, n_items)[rankings.items], cutoffs)
     if "ild" in names:
         columns["ild"] = ild_values(rankings, cutoffs, *_genre_masks(genres, n_items))
     if "calibration" in names:
@@ -272,14 +270,6 @@ def genre_matrix(frame: pl.DataFrame, n_items: int) -> np.ndarray:
     matrix = np.zeros((n_items, len(names)), dtype=bool)
     matrix[items, column] = True
     return matrix
-
-
-def _self_information(train, n_items: int) -> np.ndarray:
-    """-log2 p(i), p(i) = share of train users with item i (smallest non-zero p where 0).
-
-    Interactions hold each (user, item) pair once (their duplicates policy resolves repeats), so
-    their holders are a bincount of the train items; other inputs are made unique first."""
-    return per_train(train, ("self_information", n_items), lambda: popularity.item_popularity(train, n_items).self_information())
 
 
 def genre_bool_matrix(genres, n_items: int) -> np.ndarray:

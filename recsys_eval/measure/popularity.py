@@ -10,6 +10,8 @@ pass over the lists computes (:func:`list_sums`). Per unit, at cutoff k, over th
 - ``arp``: mean phi(i) over L (Abdollahpouri et al. 2019); NaN for an empty list;
 - ``aplt``: share of L in the long tail T (the items outside the popular head);
 - ``aclt``: count of L in the long tail (0 for an empty list);
+- ``novelty``: mean self-information -log2 phi(i)/|U| over L (:meth:`ItemPopularity.self_information`);
+  NaN for an empty list;
 - ``surprisal``: mean over L of -log2(phi(i)/|U|) / log2|U|, an item no train user has counting 1
   (RePlay's normalised self-information); NaN for an empty list;
 - ``epc``: sum over L of disc(r) rel(r) (1 - phi(i)/|U|), / the sum of disc(r) over L, disc(r) =
@@ -40,7 +42,7 @@ from recsys_eval.errors import DataError
 from recsys_eval.measure.lists import per_train, train_pairs
 
 #: Per-unit popularity metrics of lists (the run-level pair is :data:`PARITY_METRICS`).
-LIST_METRICS = ("arp", "aplt", "aclt", "surprisal", "epc", "efd", "unexpectedness", "serendipity")
+LIST_METRICS = ("arp", "aplt", "aclt", "surprisal", "novelty", "epc", "efd", "unexpectedness", "serendipity")
 #: The metrics that read which listed items are relevant.
 RELEVANCE_METRICS = ("epc", "efd", "serendipity", "pop_reo")
 #: Run-level fairness between the popular head and the long tail.
@@ -113,9 +115,9 @@ def _pop_rank(holders: np.ndarray) -> np.ndarray:
 
 
 #: Per unit and cutoff, the sums over its listed top k that every list metric is a ratio of.
-(LISTED, HOLDERS, TAIL, SURPRISAL, DISCOUNT, EPC_SUM, EFD_SUM, RELEVANT, RELEVANT_TAIL, UNEXPECTED,
- SERENDIPITOUS) = range(11)
-N_SUMS = 11
+(LISTED, HOLDERS, TAIL, SURPRISAL, SELF_INFORMATION, DISCOUNT, EPC_SUM, EFD_SUM, RELEVANT, RELEVANT_TAIL,
+ UNEXPECTED, SERENDIPITOUS) = range(12)
+N_SUMS = 12
 
 
 @dataclass(frozen=True)
@@ -140,16 +142,16 @@ class ListSums:
             values[np.isnan(values)] = 0.0  # an empty list discovers nothing
             values[self.n_relevant == 0] = np.nan
             return values
-        top = {"arp": HOLDERS, "aplt": TAIL, "surprisal": SURPRISAL, "unexpectedness": UNEXPECTED,
-               "serendipity": SERENDIPITOUS}[name]
+        top = {"arp": HOLDERS, "aplt": TAIL, "surprisal": SURPRISAL, "novelty": SELF_INFORMATION,
+               "unexpectedness": UNEXPECTED, "serendipity": SERENDIPITOUS}[name]
         return self.ratio(top, LISTED)
 
 
 def list_sums(rankings: Rankings, cutoffs: list[int], popularity: ItemPopularity, head: np.ndarray, *,
               targets: Targets | None = None, train=None, surprisal: bool = False) -> ListSums:
     """The :data:`N_SUMS` sums of every unit's top k, for each cutoff, in one pass over the lists
-    (a numba kernel over chunks of units): listed items; their phi(i), long-tail flags and
-    surprisal; the rank discounts disc(r) = 1/log2(r + 1) and EPC's and EFD's discounted relevant
+    (a numba kernel over chunks of units): listed items; their phi(i), long-tail flags, surprisal
+    and self-information; the rank discounts disc(r) = 1/log2(r + 1) and EPC's and EFD's discounted relevant
     gains; relevant items (a target with gain > 0: ``targets``, the rankings' own) and relevant
     long-tail ones; and, with ``train``, the items outside MostPop's top k for the unit's user (its
     most popular items less the user's train items, ties by item index), relevant or not."""
@@ -167,7 +169,8 @@ def list_sums(rankings: Rankings, cutoffs: list[int], popularity: ItemPopularity
         indptr, indices = np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64)
     item_values = np.vstack([popularity.holders, (~head).astype(np.float64),
                              popularity.surprisal() if surprisal else np.zeros(n_items),
-                             1.0 - popularity.holders / popularity.n_users, popularity.discovery_information()])
+                             1.0 - popularity.holders / popularity.n_users, popularity.discovery_information(),
+                             popularity.self_information()])
     out = np.zeros((rankings.n_units, len(cutoffs), N_SUMS))
     run_chunks(_list_sums_chunk, chunk_bounds(rankings.n_units), rankings.offsets.astype(np.int64),
                rankings.items.astype(np.int64), rankings.unit_user.astype(np.int64), t_offsets, t_items, t_gain,
@@ -225,6 +228,7 @@ def _list_sums_chunk(lo, hi, offsets, items, unit_user, t_offsets, t_items, t_ga
             running[HOLDERS] += item_values[0, item]
             running[TAIL] += tail
             running[SURPRISAL] += item_values[2, item]
+            running[SELF_INFORMATION] += item_values[5, item]
             running[DISCOUNT] += discount
             running[EPC_SUM] += discount * relevant[r] * item_values[3, item]
             running[EFD_SUM] += discount * relevant[r] * item_values[4, item]
