@@ -19,5 +19,6 @@ kernel_cache.configure()
 
 __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "recsys_eval.core": ["Interactions", "Rankings", "Split", "Targets"],
+    "recsys_eval.pipeline.api": ["evaluate"],
 })
 __all__ += ["ConfigError", "DataError", "RecsysEvalError", "__version__"]

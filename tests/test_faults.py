@@ -31,7 +31,8 @@ from recsys_eval.core import atomic
 from recsys_eval.core.atomic import is_scratch
 from recsys_eval.core.lock import OWNER, FolderLock
 from recsys_eval.errors import BusyError, OutputError
-from recsys_eval.core.results import ResultsFolder, config_hash
+from recsys_eval.pipeline.config import identity_hash, load_config
+from recsys_eval.core.results import ResultsFolder
 
 @pytest.fixture(scope="module")
 def data_file(tmp_path_factory) -> Path:
@@ -186,7 +187,7 @@ def held_elsewhere(folder: Path) -> Iterator[int]:
 def test_second_resume_of_a_running_run_refuses(tmp_path, data_file, capsys):
     config = write_config(tmp_path, data_file, report=False)
     out = tmp_path / "out"
-    work = ResultsFolder.create(out, "faults", config_hash(config.read_text()), resume=False)
+    work = ResultsFolder.create(out, "faults", identity_hash(load_config(config)), resume=False)
     work.lock.release()
     with held_elsewhere(work.path) as pid:
         assert cli("run", str(config), "--out", str(out), "--quiet", "--resume") == 1

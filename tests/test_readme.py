@@ -29,7 +29,7 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 RUN = {"bash": "shell", "sh": "shell", "shell": "shell", "python": "python", "toml": "toml"}
 _FENCE = re.compile(r"^```(\w*)\s*$")
 _SKIP = re.compile(r"^<!--\s*skip(?::\s*(.*?))?\s*-->$")
-_COPY_IGNORE = shutil.ignore_patterns(".venv", ".git", ".numba_cache", "results", "__pycache__", ".pytest_cache",
+_COPY_IGNORE = shutil.ignore_patterns(".venv*", ".git", ".numba_cache", "results", "__pycache__", ".pytest_cache",
                                       ".hypothesis", "*.egg-info")
 
 

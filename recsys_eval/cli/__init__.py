@@ -19,6 +19,7 @@ import sys
 import typer
 
 from recsys_eval import __version__
+from recsys_eval.core.atomic import refused_write
 from recsys_eval.errors import RecsysEvalError
 
 app = typer.Typer(
@@ -78,7 +79,8 @@ def main(argv: list[str] | None = None) -> None:
     except RecsysEvalError as exc:
         fail(str(exc))
     except OSError as exc:  # unwritable folder, full disk, missing file given on the command line
-        fail(f"{exc.strerror or exc}: {exc.filename}" if exc.filename else str(exc))
+        refused = refused_write(exc)
+        fail(str(refused) if refused else f"{exc.strerror or exc}: {exc.filename}" if exc.filename else str(exc))
     except Exception as exc:
         if _interrupted(exc):  # Ctrl-C inside a library import arrives wrapped (e.g. RuntimeError)
             _interrupt_handled()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import typer
@@ -24,7 +25,8 @@ def evaluate(
     metrics: str = typer.Option(DEFAULT_METRICS, "--metrics", help="Comma-separated metric names."),
     k: str = typer.Option("1,5,10", "--k", help="Comma-separated cutoffs."),
     gain: str = typer.Option("graded", "--gain", help="nDCG gain: graded, binary or exp (nDCG only)."),
-    undefined: str = typer.Option("skip", "--undefined", help="Undefined values: skip or zero."),
+    undefined: str | None = typer.Option(
+        None, "--undefined", help="Undefined values: skip or zero (default: zero for TREC/ranx TEST, else skip)."),
     ties: str = typer.Option("first", "--ties", help="Tied scores: first (item order) or average."),
     param: list[str] = typer.Option(None, "--param", help="A metric parameter, e.g. rbp_persistence=0.9 (repeatable)."),
     genres: Path | None = typer.Option(None, "--genres", help="CSV or Parquet: item, genres (for ild, calibration)."),
@@ -45,17 +47,15 @@ def evaluate(
     from rich.console import Console  # heavy imports here, so that `recsys-eval --help` starts fast
 
     from recsys_eval._lazy import import_meanwhile
-    from recsys_eval.data.runs import load_run
+    from recsys_eval.data.runs import averaging_default, load_run
     from recsys_eval.errors import check_choice
     from recsys_eval.measure.metrics import (
         ALL_METRICS,
         GAINS,
-        RATING_METRICS,
         TIES,
         UNDEFINED_POLICIES,
         check_cutoffs,
         check_metrics,
-        metric_params,
     )
     from recsys_eval.pipeline.evaluate import evaluate_run
     from recsys_eval.pipeline.options import MeasureOptions
@@ -64,6 +64,9 @@ def evaluate(
     names = check_metrics([m.strip() for m in metrics.split(",") if m.strip()], ALL_METRICS)
     cutoffs = check_cutoffs(_parse_ints(k, "--k"))
     check_choice("gain", gain, GAINS)
+    default_policy, averaging_note = averaging_default(test, test_format or format)
+    if undefined is None:
+        undefined = default_policy
     check_choice("undefined-value policy", undefined, UNDEFINED_POLICIES)
     check_choice("ties policy", ties, TIES)
     params = _parse_params(param or [])
@@ -84,13 +87,18 @@ def evaluate(
         test_format=test_format or format, test_columns=_parse_names(test_columns, "--test-columns"),
     )
     console = Console()
-    for note in data.notes:
+    options = MeasureOptions.of(names, cutoffs, gain=gain, ties=ties, undefined=undefined, threshold=threshold,
+                                params=params)
+    given_policy = averaging_note if undefined == default_policy else None
+    with warnings.catch_warnings(record=True) as caught:  # measure's, e.g. an AUC the run's depth truncates
+        warnings.simplefilter("always")
+        folder, summary = evaluate_run(data, options, system=run.stem, out=out, force=force, source=str(test),
+                                       genres=_genres(genres, data.item_ids) if genres is not None else None)
+    measured = [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
+    for other in (w for w in caught if not issubclass(w.category, UserWarning)):
+        warnings.showwarning(other.message, other.category, other.filename, other.lineno)
+    for note in [*data.notes, *measured, *([given_policy] if given_policy else [])]:
         console.print(f"[yellow]note:[/] {note}", highlight=False)
-    options = MeasureOptions(tuple(m for m in names if m not in RATING_METRICS),
-                             tuple(m for m in names if m in RATING_METRICS), tuple(cutoffs), gain, ties, undefined,
-                             threshold, metric_params(params))
-    folder, summary = evaluate_run(data, options, system=run.stem, out=out, force=force, source=str(test),
-                                   genres=_genres(genres, data.item_ids) if genres is not None else None)
     _print_summary(console, summary, folder)
 
 

@@ -55,35 +55,41 @@ def run(
     from recsys_eval.core.results import ResultsFolder
     from recsys_eval.pipeline.config import read_config_text
     from recsys_eval.experiment.runner import run_experiment
-    from recsys_eval.experiment.summary_table import print_summary
+    from recsys_eval.experiment.summary_table import print_datasets, print_summary
     from recsys_eval.report.choice import report_choice
 
     parsed = _load(config, overrides)
     console = Console()
     if not quiet:
         announce_compilation(lambda message: console.print(message, style="dim", highlight=False))
+    options = [f"--set {o}" for o in overrides or []]
     if no_report:
         parsed = parsed.model_copy(update={"output": parsed.output.model_copy(update={"report": False})})
+        options.append("--no-report")
     if memory is not None:
         from recsys_eval.core.memory import parse_size
 
         parse_size(memory)
         parsed = parsed.model_copy(update={"run": parsed.run.model_copy(update={"memory": memory})})
+        options.append(f"--memory {memory}")
     if engine is not None:
         from recsys_eval.errors import check_choice
 
         check_choice("engine", engine, ("local", "spark"))
         parsed = parsed.model_copy(update={"engine": parsed.engine.model_copy(update={"name": engine})})
-    # The saved config records the overrides (and its hash changes with them, so --resume never mixes).
-    text = read_config_text(config) + "".join(f"\n# --set {o}" for o in overrides or [])
+        options.append(f"--engine {engine}")
+    # config.toml is the resolved config; the file as written and these options are saved beside it
     try:
-        outcome = run_experiment(parsed, text, out_root=out, resume=resume, quiet=quiet, console=console)
+        outcome = run_experiment(parsed, read_config_text(config), options, out_root=out, resume=resume, quiet=quiet,
+                                 console=console)
     except KeyboardInterrupt:
         console.print(f"interrupted: the folds finished so far are kept; resume with: {_resume_command(config, out, overrides)}",
                       highlight=False, soft_wrap=True)
         raise
     ResultsFolder(outcome.folder).link_latest()
-    if not quiet:
+    if not quiet and outcome.datasets:
+        print_datasets(console, outcome.folder, outcome.datasets, columns=parsed.report.metrics)
+    elif not quiet:
         from recsys_eval.report.overview import print_first_screen
 
         choice = report_choice(outcome.folder, outcome.summary)

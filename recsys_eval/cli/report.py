@@ -40,6 +40,11 @@ def compare(
     from recsys_eval.core.results import COMPARISONS, ResultsFolder
 
     manifest = ResultsFolder.open(results).manifest
+    if manifest.kind == "datasets":
+        raise ConfigError(
+            f"{results} is a study over datasets ({', '.join(manifest.datasets)}): its comparison is the ranks, "
+            "Friedman and post-hoc tables already in it (report.html); `compare` tests the systems of one "
+            f"dataset's results folder, beside it in {Path(results).resolve().parent.parent}/<dataset>/")
     tests = _csv(tests_option)
     for name in tests or []:
         check_choice("test", name, TESTS)
@@ -106,6 +111,11 @@ def report(
     page = folder.file(REPORT_HTML)
     if page.exists() and not force:
         raise ConfigError(f"{page} exists; pass --force to rewrite the report")
+    if folder.manifest.kind == "datasets":
+        from recsys_eval.report.datasets import write_datasets_report
+
+        typer.echo(f"report: {write_datasets_report(results)}")
+        return
     if not any(folder.has_table(name) for name in ANALYSIS_TABLES):  # not analysed yet
         analyse(folder)
     paths = write_report(results)

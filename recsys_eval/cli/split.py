@@ -20,7 +20,8 @@ def split_command(
     source: str = typer.Argument(..., help="A dataset name (see `datasets list`) or a CSV/Parquet file."),
     out: Path = typer.Argument(..., help="Folder to write (k folds go to one subfolder each)."),
     method: str = typer.Option("holdout", "--method", "-m", help="Splitter: holdout, kfold, time, "
-                               "user_time, all_but_n, given_n, leave_last_n, official."),
+                               "user_time, all_but_n, given_n, leave_last_n, official, user_disjoint, "
+                               "cold_items, rolling_time (`recsys-eval list splitters`)."),
     param: list[str] = typer.Option([], "--param", "-p", help="A splitter parameter as key=value "
                                     "(TOML value: 0.2, 5, true, \"latest\", 1998-01-01); repeatable."),
     seed: int = typer.Option(0, "--seed", help="Seed of the split's random choices."),
@@ -74,6 +75,7 @@ def _describe(split) -> str:
         f"{info[key]:,} {label}"
         for key, label in (
             ("users_kept_in_train", "users kept wholly in train"),
+            ("fold_in_interactions", "fold-in rows of test users, in train but never fitted on"),
             ("test_dropped_unknown_users", "test rows dropped (user not in train)"),
             ("test_dropped_unknown_items", "test rows dropped (item not in train)"),
         )

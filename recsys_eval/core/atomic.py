@@ -15,14 +15,21 @@ the path and the reason. Other errors (a bug, a frame polars cannot write) pass 
 ``write_bytes``, ``write_text``, ``write_json``, ``write_parquet``, ``write_csv`` and
 ``sink_parquet`` cover the package's writes; :func:`atomic_path` serves any other writer (a zip
 member, a figure): write to the path it yields, and the file appears at ``target`` on exit.
+
+Because every write passes here, this is also where the fault tests stop a process at a chosen
+write: with ``RECSYS_EVAL_STOP_AFTER_WRITES=n`` in the environment, the process SIGKILLs itself
+when its n-th write has its temporary written and fsynced but not yet renamed, so that n - 1 files
+are complete and the n-th is a hidden temporary, the state a crash at any moment can leave.
 """
 
 from __future__ import annotations
 
 import errno
+import itertools
 import json
 import os
 import re
+import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -34,6 +41,9 @@ if TYPE_CHECKING:
     import polars as pl
 
 SCRATCH_SUFFIX = ".tmp"
+#: The fault tests' hook (see the module docstring): SIGKILL at the n-th write.
+STOP_AFTER_WRITES = "RECSYS_EVAL_STOP_AFTER_WRITES"
+_writes = itertools.count(1)
 _SCRATCH = re.compile(r"^\..+\.[0-9a-f]{12}\.tmp$")
 _OS_ERROR = re.compile(r"\(os error (\d+)\)")
 _REASONS = {
@@ -68,11 +78,28 @@ def output_error(exc: BaseException, path: Path) -> OutputError | None:
         if found is None:
             return None if not isinstance(exc, OSError) else OutputError(f"cannot write {path}: {exc}")
         code = int(found.group(1))
-    reason = _REASONS.get(code) or os.strerror(code)
-    if code == errno.ENOENT:  # the missing path may be an input the writer was reading
-        reason += f" ({str(exc).strip().splitlines()[0]})" if str(exc).strip() else ""
-    return OutputError(f"cannot write {path}: {reason} ({errno.errorcode.get(code, code)}); "
-                       "any previous version of it is unchanged")
+    detail = f" ({str(exc).strip().splitlines()[0]})" if code == errno.ENOENT and str(exc).strip() else ""
+    # (with ENOENT the missing path may be an input the writer was reading: its message says which)
+    return OutputError(f"cannot write {path}: {reason(code, detail)}; any previous version of it is unchanged")
+
+
+def reason(code: int, detail: str = "") -> str:
+    """Why the environment refused a write, in words and by name: ``the disk is full (ENOSPC)``."""
+    return f"{_REASONS.get(code) or os.strerror(code)}{detail} ({errno.errorcode.get(code, code)})"
+
+
+#: The refusals of a write by the environment, as opposed to a missing input file.
+REFUSALS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES, errno.EPERM})
+
+
+def refused_write(exc: OSError) -> OutputError | None:
+    """The OutputError of an OSError that refused a write (:data:`REFUSALS`) and names its path,
+    however far from this module it was raised (a folder made by ``mkdir``, a library's own
+    write): the one message every command gives for a full disk, a quota, a read-only file system or
+    a permission; None for any other error."""
+    if exc.errno in REFUSALS and exc.filename:
+        return output_error(exc, Path(os.fsdecode(exc.filename)))
+    return None
 
 
 def _fsync_file(path: Path) -> None:
@@ -98,6 +125,13 @@ def fsync_folder(folder: Path) -> None:
         os.close(fd)
 
 
+def _stop_here_if_asked() -> None:
+    """SIGKILL this process at the write ``RECSYS_EVAL_STOP_AFTER_WRITES`` names (tests only)."""
+    stop = os.environ.get(STOP_AFTER_WRITES)
+    if stop and next(_writes) == int(stop):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
 @contextmanager
 def atomic_path(target: str | Path) -> Iterator[Path]:
     """Yield a temporary path beside ``target``; when the block ends normally, the file written
@@ -110,9 +144,13 @@ def atomic_path(target: str | Path) -> Iterator[Path]:
         os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
         yield tmp
         _fsync_file(tmp)
+        _stop_here_if_asked()
         os.replace(tmp, target)
     except BaseException as exc:
-        tmp.unlink(missing_ok=True)
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:  # a read-only file system refuses even to unlink what is not there
+            pass
         error = output_error(exc, target) if isinstance(exc, Exception) else None
         if error is not None:
             raise error from None

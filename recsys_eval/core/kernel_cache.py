@@ -13,6 +13,14 @@ changed (a commit between two clones of one version) the stale kernel would be l
 numba reads both variables once, when it is imported, which is why :func:`configure` runs in the
 package's ``__init__`` and reads versions from package metadata instead of importing numba.
 
+numba saves a cache entry without a lock (``IndexDataCacheFile.save`` in numba/core/caching.py reads
+the kernel's index, takes the first data file number the index does not use, writes both): two
+processes saving different signatures of one kernel at once (a Slurm array or ``xargs -P`` of runs
+on a cold cache) can both take ``<kernel>.1.nbc``, and the index then points one signature at the
+other's machine code. :func:`lock_cache_saves` makes every save hold an exclusive ``flock`` on
+``<index>.lock`` beside the index, whichever locator chose the folder (``NUMBA_CACHE_DIR``
+included); loads need no lock, as numba replaces index and data files by atomic renames.
+
 Every new version or source digest starts a new folder (~6 MB for the quickstart's kernels): a
 process that starts a folder removes the sibling folders no process used in ``STALE_DAYS`` days
 (:func:`use_cache_folder`), so that upgrades and edits do not pile up caches nobody reads.
@@ -20,6 +28,7 @@ process that starts a folder removes the sibling folders no process used in ``ST
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import hashlib
 import os
@@ -117,19 +126,17 @@ def source_digest() -> str:
 
 
 def configure() -> None:
-    """Have numba locate recsys_eval's kernel caches in :func:`cache_folder`, unless the user set
-    ``NUMBA_CACHE_DIR`` or ``NUMBA_CACHE_LOCATOR_CLASSES``; other packages' kernels are unaffected.
+    """Make numba's cache saves hold a lock (:func:`lock_cache_saves`), and have numba locate
+    recsys_eval's kernel caches in :func:`cache_folder` unless the user set ``NUMBA_CACHE_DIR`` or
+    ``NUMBA_CACHE_LOCATOR_CLASSES``; other packages' kernels keep their folders.
 
-    Sets numba's ``config.CACHE_LOCATOR_CLASSES`` as soon as numba imports its config module (an
-    import hook), rather than the environment variable, which child processes would inherit even
-    when they run another environment without recsys_eval."""
-    if os.environ.get("NUMBA_CACHE_DIR") or os.environ.get("NUMBA_CACHE_LOCATOR_CLASSES"):
-        return
-    config = sys.modules.get("numba.core.config")
-    if config is not None:
-        _use_locator(config)
-    elif not any(isinstance(finder, _NumbaConfigHook) for finder in sys.meta_path):
-        sys.meta_path.insert(0, _NumbaConfigHook())
+    Both act when numba imports the module concerned (an import hook), so that importing
+    recsys_eval does not import numba; the locator is set in numba's ``config`` rather than the
+    environment, which child processes would inherit even when they run another environment
+    without recsys_eval."""
+    _after_import("numba.core.caching", lock_cache_saves)
+    if not (os.environ.get("NUMBA_CACHE_DIR") or os.environ.get("NUMBA_CACHE_LOCATOR_CLASSES")):
+        _after_import("numba.core.config", _use_locator)
 
 
 def _use_locator(config: ModuleType) -> None:
@@ -137,22 +144,60 @@ def _use_locator(config: ModuleType) -> None:
         config.CACHE_LOCATOR_CLASSES = LOCATOR
 
 
-class _NumbaConfigHook:
-    """A meta path finder that lets ``numba.core.config`` load as usual, then sets the locator."""
+def lock_cache_saves(caching: ModuleType) -> None:
+    """Make numba's ``IndexDataCacheFile.save`` (read the index, choose a data file, write both)
+    hold an exclusive ``flock`` on ``<index>.lock`` for its whole length, waiting for another
+    process's save to end. A folder where the lock file cannot be created (read-only) saves as
+    numba does, which then fails and compiles without caching, as before. Once per process."""
+    index_file = caching.IndexDataCacheFile
+    unlocked = index_file.save
+    if getattr(unlocked, "locked", False):
+        return
+
+    @functools.wraps(unlocked)
+    def save(self: Any, key: Any, data: Any) -> None:
+        try:
+            fd = os.open(f"{self._index_path}.lock", os.O_RDWR | os.O_CREAT, 0o666)
+        except OSError:
+            return unlocked(self, key, data)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            unlocked(self, key, data)
+        finally:
+            os.close(fd)  # releases the flock
+
+    save.locked = True  # type: ignore[attr-defined]
+    index_file.save = save
+
+
+def _after_import(name: str, action: Callable[[ModuleType], None]) -> None:
+    """Call ``action(module)`` once module ``name`` is imported: now if it is, else by an import hook."""
+    module = sys.modules.get(name)
+    if module is not None:
+        action(module)
+    elif not any(isinstance(f, _AfterImport) and f.name == name for f in sys.meta_path):
+        sys.meta_path.insert(0, _AfterImport(name, action))
+
+
+class _AfterImport:
+    """A meta path finder that lets module ``name`` load as usual, then calls ``action`` on it."""
+
+    def __init__(self, name: str, action: Callable[[ModuleType], None]) -> None:
+        self.name, self.action = name, action
 
     def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
-        if name != "numba.core.config":
+        if name != self.name:
             return None
         import importlib.util
 
         sys.meta_path.remove(self)
         spec = importlib.util.find_spec(name)
         if spec is not None and spec.loader is not None:
-            load = spec.loader.exec_module
+            load, action = spec.loader.exec_module, self.action
 
             def exec_module(module: ModuleType) -> None:
                 load(module)
-                _use_locator(module)
+                action(module)
 
             spec.loader.exec_module = exec_module
         return spec

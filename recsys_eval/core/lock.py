@@ -2,8 +2,9 @@
 
 The lock is ``flock`` on the folder itself (an open file descriptor of the directory), taken without
 waiting: a second process asking for it gets a :class:`~recsys_eval.errors.BusyError` at once,
-naming the folder and the holder's pid and start time (kept in the file ``.lock`` inside the
-folder). The kernel releases ``flock`` when the holder's descriptor closes, so a process that dies,
+naming the folder and the holder's pid, host and start time (kept in the file ``.lock`` inside the
+folder; a holder that has the lock but has not yet replaced the note of a killed predecessor is
+waited for a moment, so that the message names the live holder). The kernel releases ``flock`` when the holder's descriptor closes, so a process that dies,
 even by SIGKILL, never leaves a stale lock. Because the lock belongs to the directory and not to a
 path, the holder may rename the folder while holding it (a results folder moved into place); a
 process that obtained the lock checks that the path still names the same folder.
@@ -18,6 +19,8 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import socket
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 from types import TracebackType
@@ -70,7 +73,7 @@ class FolderLock:
         self._fd = fd
         _HELD[key] = self
         stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        write_text(self.folder / OWNER, f"{os.getpid()} {stamp}\n")
+        write_text(self.folder / OWNER, f"{os.getpid()} {stamp} {socket.gethostname()}\n")
         return self
 
     def release(self) -> None:
@@ -87,12 +90,21 @@ class FolderLock:
             pass
         os.close(fd)  # closing the last descriptor releases the flock
 
-    def _holder(self) -> str:
-        try:
-            pid, since = (self.folder / OWNER).read_text(encoding="utf-8").split()
-        except (OSError, ValueError, UnicodeDecodeError):
-            return "holder unknown"
-        return f"pid {pid} since {since}"
+    def _holder(self, patience: float = 2.0) -> str:
+        """``pid P since T on host H`` from the owner note; re-read for up to ``patience`` seconds
+        while it is absent or names a process of this host that is no longer alive (the note of a
+        killed run, not yet replaced by the process that holds the lock now)."""
+        deadline = time.monotonic() + patience
+        while True:
+            try:
+                pid, since, host = (self.folder / OWNER).read_text(encoding="utf-8").split()
+                if host != socket.gethostname() or _alive(int(pid)):
+                    return f"pid {pid} since {since} on host {host}"
+            except (OSError, ValueError, UnicodeDecodeError):
+                pass
+            if time.monotonic() > deadline:
+                return "holder unknown"
+            time.sleep(0.05)
 
     def __enter__(self) -> FolderLock:
         return self.acquire()
@@ -100,3 +112,14 @@ class FolderLock:
     def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.release()
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists on this host (one of another user counts as alive)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -24,10 +24,10 @@ from typing import Any
 import polars as pl
 
 from recsys_eval.core import atomic
-from recsys_eval.core.atomic import is_scratch
+from recsys_eval.core.atomic import is_scratch, scratch_path
 from recsys_eval.core.columns import polars_frame
 from recsys_eval.core.lock import FolderLock
-from recsys_eval.errors import ConfigError, DataError
+from recsys_eval.errors import ConfigError, DataError, OutputError
 
 PER_UNIT_SCHEMA: dict[str, pl.DataType] = {
     "system": pl.String,
@@ -68,6 +68,9 @@ def partition_labels(per_unit: pl.DataFrame) -> dict[str, str] | None:
 # -- the results folder -------------------------------------------------------------------------
 FORMAT_VERSION = 2
 CONFIG = "config.toml"
+#: Beside the resolved config a run reads (:data:`CONFIG`): the config file as written, and the
+#: command-line options (``--set`` ...) that changed it, one a line.
+CONFIG_ORIGINAL, OVERRIDES = "config.original.toml", "overrides.txt"
 MANIFEST = "manifest.json"
 PER_UNIT = "per_unit"
 SUMMARY = "summary"
@@ -95,6 +98,9 @@ LEAKAGE, LEAKAGE_USERS = "leakage", "leakage_users"
 USER_SLICES = "user_slices"
 #: The folder of each fold's saved split (recsys_eval.split.save_split).
 SPLITS = "splits"
+#: The folder of every sampled protocol's negatives (``[run] save_negatives``), ``<fold>/<label>``
+#: in NCF's layout (``.negative``) and as a user,item table (``.parquet``).
+NEGATIVES, NCF_NEGATIVES_SUFFIX = "negatives", ".negative"
 #: The report's files (recsys_eval.report) and its figures' folder.
 REPORT_MD, REPORT_HTML = "report.md", "report.html"
 TABLES_TEX, TABLES_TEX_WIDE = "tables.tex", "tables-twocolumn.tex"
@@ -225,9 +231,7 @@ class ResultsFolder:
         try:
             root.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise ConfigError(f"cannot create results folder {root}: {exc.strerror}") from None
-        if not os.access(root, os.W_OK):
-            raise ConfigError(f"results folder {root} is not writable")
+            raise _cannot_create(root, exc) from None
         if resume:
             previous = sorted(root.glob(f".partial-{cfg_hash}-*"))
             if previous:
@@ -240,9 +244,20 @@ class ResultsFolder:
                         scratch.unlink(missing_ok=True)
                 return work
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-        work = cls(Path(tempfile.mkdtemp(prefix=f".partial-{cfg_hash}-{stamp}-", dir=root)), root)
-        work.lock.acquire()
-        return work
+        try:
+            work = cls(Path(tempfile.mkdtemp(prefix=f".partial-{cfg_hash}-{stamp}-", dir=root)), root)
+        except OSError as exc:
+            raise _cannot_create(root, exc) from None
+        return work._locked_or_removed()
+
+    def _locked_or_removed(self) -> ResultsFolder:
+        """This new work folder, locked; removed if even its lock note cannot be written."""
+        try:
+            self.lock.acquire()
+        except BaseException:
+            shutil.rmtree(self.path, ignore_errors=True)
+            raise
+        return self
 
     @classmethod
     def create_at(cls, target: Path, *, force: bool) -> ResultsFolder:
@@ -256,9 +271,8 @@ class ResultsFolder:
             target.parent.mkdir(parents=True, exist_ok=True)
             work = cls(Path(tempfile.mkdtemp(prefix=f".partial-{target.name}-", dir=target.parent)), target=target)
         except OSError as exc:
-            raise ConfigError(f"cannot create output folder {target}: {exc.strerror}") from None
-        work.lock.acquire()
-        return work
+            raise _cannot_create(target, exc) from None
+        return work._locked_or_removed()
 
     def set_layout(self, folds: list[str], systems: list[str], protocols: list[str]) -> None:
         """Fix the partition keys of the run (the indices in partition file names)."""
@@ -337,6 +351,11 @@ class ResultsFolder:
         """Where a fold's split is saved."""
         return self.path / SPLITS / fold
 
+    def negatives_files(self, fold: str, label: str) -> tuple[Path, Path]:
+        """Where a fold's negatives of protocol ``label`` are saved: (the table, the NCF file)."""
+        stem = self.path / NEGATIVES / fold / label.replace("/", "_")
+        return stem.with_name(stem.name + ".parquet"), stem.with_name(stem.name + NCF_NEGATIVES_SUFFIX)
+
     def finish(self, manifest: Manifest) -> Path:
         """Write the manifest and rename the work folder to its final, timestamped name."""
         for scratch in SCRATCH:
@@ -390,8 +409,7 @@ class ResultsFolder:
         ``latest`` that is not a link is left alone."""
         link = self.root / "latest"
         if link.is_symlink() or not link.exists():
-            tmp = self.root / ".latest.tmp"
-            tmp.unlink(missing_ok=True)
+            tmp = scratch_path(link)  # a name of its own: runs finishing at once each replace the link whole
             tmp.symlink_to(self.path.name, target_is_directory=True)
             tmp.replace(link)
 
@@ -411,8 +429,9 @@ class ResultsFolder:
             )
         manifest = folder.path / MANIFEST
         kind = json.loads(manifest.read_text()).get("kind", "run") if manifest.is_file() else "run"
-        needed = (MANIFEST, CONFIG, PER_UNIT, f"{SUMMARY}.parquet") if kind == "run" else (
-            MANIFEST, PER_UNIT, f"{SUMMARY}.parquet")  # an evaluated run file has no config
+        needed = {"run": (MANIFEST, CONFIG, PER_UNIT, f"{SUMMARY}.parquet"),
+                  "datasets": (MANIFEST, "values.parquet", "ranks.parquet", "friedman.parquet"),
+                  }.get(kind, (MANIFEST, PER_UNIT, f"{SUMMARY}.parquet"))  # an evaluated run file has no config
         missing = [name for name in needed if not (folder.path / name).exists()]
         if missing:
             raise DataError(
@@ -496,6 +515,12 @@ class ResultsFolder:
 
     def write_json(self, name: str, data: Any) -> Path:
         return self.write_text(name, json.dumps(data, indent=2, default=str) + "\n")
+
+
+def _cannot_create(folder: Path, exc: OSError) -> OutputError:
+    """The error of a results folder that cannot be made: ``cannot create results folder F: the
+    disk is full (ENOSPC)``."""
+    return OutputError(f"cannot create results folder {folder}: {atomic.reason(exc.errno) if exc.errno else exc}")
 
 
 def _table_name(name: str) -> str:

@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+import polars as pl
+
 from recsys_eval.core.interactions import Interactions
 from recsys_eval.errors import DataError
 
@@ -35,6 +38,25 @@ class Split:
         )
         if not (same_users and same_items):
             raise DataError(f"split {self.name!r}: train and test must share one user and item index")
+
+    @property
+    def fold_in(self) -> bool:
+        """True when the test users are unseen in fitting (a user-disjoint split): their rows in
+        ``train`` are fold-in history, read to score them, never fitted on
+        (docs/CONVENTIONS.md#user-disjoint-split)."""
+        return bool(self.info.get("fold_in"))
+
+    def test_users(self) -> np.ndarray:
+        """Bool per user index: the user has a test interaction."""
+        return np.bincount(self.test.users, minlength=self.n_users) > 0
+
+    def fit_side(self, train: Interactions | None = None) -> Interactions:
+        """What a model is fitted on: ``train`` (default: this split's) less the rows of the test
+        users when :attr:`fold_in`, else ``train`` itself."""
+        train = self.train if train is None else train
+        if not self.fold_in:
+            return train
+        return train.with_frame(train.frame.filter(pl.Series(~self.test_users()[train.users])))
 
     @property
     def n_users(self) -> int:

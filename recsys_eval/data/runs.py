@@ -107,6 +107,17 @@ def detect_format(source: Source, format: str | None, kind: Kind, name: str, *,
     return run_formats.detect(source, kind, SUFFIX_FORMATS.get(suffix) if suffix else None, name)
 
 
+def averaging_default(test: Source, format: str | None = None) -> tuple[str, str | None]:
+    """The undefined-value policy a TEST input implies, and the note that says so: ``zero`` for TREC
+    qrels and ranx judgments, whose convention (trec_eval's, ranx's) averages over every judged
+    user, one with no relevant item scoring 0; ``skip`` for the others, the documented default
+    (docs/CONVENTIONS.md#undefined-values)."""
+    if format_of(test, format, "judgments") in GRADED_FORMATS:
+        return "zero", ("users with no relevant item count as zero in the means (trec_eval's averaging, for TREC "
+                        "and ranx judgments); undefined='skip' (--undefined skip) leaves them out")
+    return "skip", None
+
+
 def read_table(
     source: Source,
     kind: Kind,
@@ -138,6 +149,8 @@ def read_table(
         )
     if frame.height == 0:
         raise DataError(f"{name}: has a header and no rows; expected at least one {kind} row")
+    if kind == "run":
+        _one_system(frame, name)
     out = {c: id_column(frame, c, name, locate) for c in required}
     for column in values:
         given = frame.get_column(column)
@@ -149,6 +162,21 @@ def read_table(
     notes = (*table.notes, *([detected.note] if detected.note else []))
     # one chunk a column (a Parquet file comes in one per row group): every later to_numpy() is a view
     return Table(pl.DataFrame(out).rechunk(), name, table.first_line, table.lines, table.unit, notes)
+
+
+def _one_system(frame: pl.DataFrame, name: str) -> None:
+    """A run is one system's lists: a ``system`` column with several labels would repeat the pairs
+    the systems share, which is refused here, naming the systems, rather than as repeated pairs."""
+    if "system" not in frame.columns:
+        return
+    labels = frame.get_column("system").unique(maintain_order=True)
+    if labels.len() > 1:
+        shown = ", ".join(repr(v) for v in labels.head(4).to_list()) + (", ..." if labels.len() > 4 else "")
+        raise DataError(
+            f"{name}: column 'system' holds {labels.len():,} systems ({shown}); a run is one system's ranked "
+            "lists: give each system's rows on their own, or call recsys_eval.evaluate(run, test), which "
+            "scores every system of a 'system' column"
+        )
 
 
 def read_run(source: Source, *, format: str | None = None, columns: Sequence[str] | None = None,

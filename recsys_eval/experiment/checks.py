@@ -27,7 +27,38 @@ def _at(source: str, path: str, check: Callable[..., Any], *args: Any) -> None:
 
 def _is_file(path: str, what: str) -> None:
     if not Path(path).is_file():
-        raise ConfigError(f"{what} {path!r} is not a file")
+        raise ConfigError(f"{what} {path!r} is not a file (a relative path is read from the config's folder)")
+
+
+def _average_ties_listed(config: ExperimentConfig) -> None:
+    """``ties = "average"`` needs every tie group whole (docs/CONVENTIONS.md#ties). A full ranking
+    over the catalogue or the test items (AR+AN) lists each user's top ``run.depth`` items, and a
+    tie group that crosses that depth would be cut, its expectation then depending on the depth
+    (nDCG@10 of one user: 0.319 at depth 10, 0.036 at depth 49); so the combination is refused.
+    1R+AN is exact (its closed form places the relevant item in its whole tie group), and so are
+    sampled protocols (every target ranked) and UT (a user's own test items)."""
+    from recsys_eval.targets import Protocol
+
+    if config.metrics.ties != "average":
+        return
+    for p in config.protocols:
+        protocol = Protocol.parse(p.name)
+        if protocol.relevant == "AR" and protocol.nonrelevant == "AN" and protocol.candidates != "UT":
+            raise ConfigError(
+                f"'average' with the full-ranking protocol {p.display!r}: its lists stop at run.depth = "
+                f"{config.run.depth}, and a tie group crossing that depth would make the expected value over "
+                "tie orderings depend on the depth; use ties = 'first', or a protocol whose targets are all "
+                "ranked (1R+AN, a sampled NN protocol, UT)")
+
+
+def _check_unseen_test_side(config: ExperimentConfig) -> None:
+    """``prepare.on = "train"`` drops test rows whose user or item is not in the prepared train: every
+    row of a cold-item split, and of a user-disjoint split without fold-in."""
+    split = config.split
+    cold = split.method == "cold_items" or (split.method == "user_disjoint" and split.params.get("fold_in") == 0)
+    if config.prepare.on == "train" and cold:
+        raise ConfigError(f"'train' would drop every test row of split {split.method!r} (its test users or items "
+                          "are absent from train by design); prepare on 'data'")
 
 
 def check_names(config: ExperimentConfig) -> None:
@@ -36,7 +67,7 @@ def check_names(config: ExperimentConfig) -> None:
     from recsys_eval.data import get_descriptor
     from recsys_eval.data.runs import FORMATS
     from recsys_eval.measure.metrics import ALL_METRICS, check_metrics
-    from recsys_eval.recommend import check_recommender
+    from recsys_eval.recommend import check_name_folds_in, check_recommender
     from recsys_eval.split import SPLITTERS, check_split
     from recsys_eval.targets import Protocol
 
@@ -49,8 +80,12 @@ def check_names(config: ExperimentConfig) -> None:
             _at(src, f"{where}.path", _is_file, dataset.path, "the dataset file")
     _at(src, "split.method", check_choice, "split method", config.split.method, SPLITTERS)
     _at(src, "split.params", check_split, config.split.method, config.split.params)
+    _at(src, "prepare.on", _check_unseen_test_side, config)
     for i, protocol in enumerate(config.protocols):
         _at(src, f"protocols[{i}].name", Protocol.parse, protocol.name)
+        if protocol.negatives is not None:
+            negatives = Path(src).parent / protocol.negatives
+            _at(src, f"protocols[{i}].negatives", _is_file, str(negatives), "the negatives file")
     for i, rec in enumerate(config.recommenders):
         if rec.path is not None:
             _at(src, f"recommenders[{i}].path", _is_file, rec.path, f"the run file of {rec.display!r}")
@@ -61,7 +96,10 @@ def check_names(config: ExperimentConfig) -> None:
         else:
             _at(src, f"recommenders[{i}].name", check_recommender, rec.name)
             _at(src, f"recommenders[{i}].params", check_recommender, rec.name, rec.params)
+            if config.split.method == "user_disjoint":
+                _at(src, f"recommenders[{i}].name", check_name_folds_in, rec.name)
     _at(src, "metrics.names", check_metrics, config.metrics.names, ALL_METRICS)
+    _at(src, "metrics.ties", _average_ties_listed, config)
     if config.engine.name == "spark":
         from recsys_eval.engine.fold import check_spark_config
 

@@ -8,14 +8,15 @@ post-hoc says which differences the datasets support (recsys_eval.compare.datase
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
 import polars as pl
 from rich.console import Console
 
-from recsys_eval.core.results import CROSS_DATASET, Manifest, ResultsFolder, config_hash
-from recsys_eval.pipeline.config import ExperimentConfig
+from recsys_eval.core.results import CROSS_DATASET, Manifest, ResultsFolder
+from recsys_eval.pipeline.config import ExperimentConfig, identity_hash
 from recsys_eval.measure.aggregate import ALL_FOLDS, RULE_USER_MEAN
 from recsys_eval.measure.metrics import MetricKey
 from recsys_eval.pipeline.search import study_metric
@@ -57,7 +58,10 @@ def markdown(config: ExperimentConfig, tables: dict[str, pl.DataFrame]) -> str:
     from recsys_eval.report.build import _md_table as markdown_table
 
     metric = study_metric(config)
+    from recsys_eval.report.datasets import study_warnings
+
     parts = [f"# {config.name}: systems over {tables['values'].get_column('dataset').n_unique()} datasets",
+             *(f"**Warning:** {w}" for w in study_warnings(tables["friedman"])),
              f"Metric {metric}, protocol {tables['values'].get_column('protocol')[0]}; rank 1 is best "
              "(Demšar 2006).", "## Values", markdown_table(
                  tables["values"].pivot(on="dataset", index="system", values="mean"))]
@@ -66,7 +70,7 @@ def markdown(config: ExperimentConfig, tables: dict[str, pl.DataFrame]) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def run_study(config: ExperimentConfig, config_text: str, *, out_root: str | Path | None = None,
+def run_study(config: ExperimentConfig, config_text: str, overrides: Sequence[str] = (), *, out_root: str | Path | None = None,
               resume: bool = False, quiet: bool = False, console: Console | None = None):
     """Run the experiment on every dataset, then write the cross-dataset tables into
     ``<root>/<study>/cross_dataset/<UTC time>/`` (a work folder renamed when complete, never over an
@@ -74,24 +78,30 @@ def run_study(config: ExperimentConfig, config_text: str, *, out_root: str | Pat
     from recsys_eval.experiment.runner import RunOutcome, run_experiment
 
     root = Path(out_root or config.output.folder) / config.name
-    summaries = {}
+    summaries, folders = {}, {}
     for dataset in config.datasets:
         one = config.model_copy(update={"name": dataset.display, "dataset": dataset, "datasets": None})
-        outcome = run_experiment(one, f"{config_text}\n# dataset: {dataset.display}\n", out_root=root,
+        outcome = run_experiment(one, config_text, overrides, out_root=root,
                                  resume=resume, quiet=quiet, console=console)
-        summaries[dataset.display] = outcome.summary
+        summaries[dataset.display], folders[dataset.display] = outcome.summary, outcome.folder
     tables = cross_dataset(config, dataset_table(config, summaries))
-    folder = ResultsFolder.create(root, CROSS_DATASET, config_hash(config_text), resume=False)
+    folder = ResultsFolder.create(root, CROSS_DATASET, identity_hash(config), resume=False)
     for key, frame in tables.items():
         folder.write_table(key, frame)
     folder.write_text(f"{CROSS_DATASET}.md", markdown(config, tables))
     ranked_by = {"metric": study_metric(config), "protocol": tables["values"].get_column("protocol")[0]}
-    final = folder.finish(Manifest(experiment=config.name, kind="datasets", created=_now(), datasets=list(summaries),
-                                   systems=[r.display for r in config.recommenders], ranked_by=ranked_by,
-                                   baseline=config.compare.baseline, alpha=config.compare.alpha))
+    manifest = Manifest(experiment=config.name, kind="datasets", created=_now(), datasets=list(summaries),
+                        systems=[r.display for r in config.recommenders], ranked_by=ranked_by,
+                        baseline=config.compare.baseline, alpha=config.compare.alpha)
+    folder.write_manifest(manifest)
+    if config.output.report:
+        from recsys_eval.report.datasets import write_datasets_report
+
+        write_datasets_report(folder.path)
+    final = folder.finish(manifest)
     summary = pl.concat([s.with_columns(pl.lit(d).alias("dataset")) for d, s in summaries.items()],
                         how="diagonal_relaxed")
-    return RunOutcome(final, summary)
+    return RunOutcome(final, summary, folders)
 
 
 def _now() -> str:

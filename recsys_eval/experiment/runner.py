@@ -10,6 +10,7 @@ its split are written, so ``--resume`` reuses it whole or redoes it.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,11 +32,15 @@ from recsys_eval.pipeline.timings import Timings
 class RunOutcome:
     folder: Path
     summary: pl.DataFrame
+    #: A study over several datasets: each dataset's results folder, by name (``folder`` is then
+    #: the cross-dataset one).
+    datasets: dict[str, Path] | None = None
 
 
 def run_experiment(
     config: ExperimentConfig,
     config_text: str,
+    overrides: Sequence[str] = (),
     *,
     out_root: str | Path | None = None,
     resume: bool = False,
@@ -44,16 +49,18 @@ def run_experiment(
 ) -> RunOutcome:
     """Run an experiment end to end and return its complete results folder.
 
-    ``config_text`` is the config as written (saved verbatim, and hashed to match ``resume``).
+    ``config_text`` is the config file as written and ``overrides`` the command-line options that
+    changed it (``--set key=value``, ...), both saved beside the resolved config, which the run
+    writes as its ``config.toml`` and hashes to match ``resume`` (:meth:`RunSink.create`).
     """
     from recsys_eval.experiment.checks import check_names
 
     if config.datasets is not None:  # a study over several datasets runs this once per dataset
         from recsys_eval.experiment.datasets_study import run_study
 
-        return run_study(config, config_text, out_root=out_root, resume=resume, quiet=quiet, console=console)
+        return run_study(config, config_text, overrides, out_root=out_root, resume=resume, quiet=quiet, console=console)
     check_names(config)
-    sink = RunSink.create(out_root or config.output.folder, config.name, config_text, resume=resume)
+    sink = RunSink.create(out_root or config.output.folder, config, config_text, overrides, resume=resume)
     options = RunOptions.from_config(config)
     log: list[str] = []
     started = time.perf_counter()
@@ -99,10 +106,10 @@ def run_experiment(
                     start = time.perf_counter()
                     sink.report()
                     timings.add("", "", "report", start)
-        timings.add_whole_run(started)
+        peak_mb = timings.add_whole_run(started)
         sink.write_timings(timings.rows)
         sink.write_log(log)
-        outcome = RunOutcome(sink.finish(manifest.replace(peak_rss_mb=timings.peak_mb)), summary)
+        outcome = RunOutcome(sink.finish(manifest.replace(peak_rss_mb=peak_mb)), summary)
     if config.track.mlflow is not None:  # the folder is complete: a tracker's failure loses nothing
         from recsys_eval.pipeline.track import track_mlflow
 
@@ -163,5 +170,11 @@ def run_fold(config: ExperimentConfig, options: RunOptions, data: Interactions, 
         start = time.perf_counter()
         sink.save_split(split)
         timings.add(split.name, "", "save split", start)
+    if config.run.save_negatives:
+        from recsys_eval.pipeline.negatives import save_fold_negatives
+
+        start = time.perf_counter()
+        save_fold_negatives(options, split, sink)
+        timings.add(split.name, "", "save negatives", start)
     sink.mark_fold_done(split.name, fold.partitions)
     return fold

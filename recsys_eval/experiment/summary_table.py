@@ -8,6 +8,8 @@ fit the terminal continue in a second table, headed "continued": every column as
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import polars as pl
 from rich import box
 from rich.console import Console
@@ -61,3 +63,26 @@ def _table(block, fold: str, values: dict[str, list[str]], start: int, end: int)
     for system, row in values.items():
         table.add_row(system, *row[start:end])
     return table
+
+
+def print_datasets(console: Console, study: Path, folders: dict[str, Path], *, columns: list[str] | None = None) -> None:
+    """A study over several datasets: each dataset's tables under its name, then the systems' mean
+    ranks over datasets, Friedman's test and its warnings (recsys_eval.report.datasets)."""
+    from recsys_eval.core.results import ResultsFolder
+    from recsys_eval.report.datasets import study_warnings
+
+    for name, folder in folders.items():
+        results = ResultsFolder(folder)
+        console.rule(f"dataset {name}")
+        print_summary(console, results.table("summary"), manifest=results.manifest, columns=columns)
+        console.print(f"results: {folder}", highlight=False)
+    cross = ResultsFolder(study)
+    ranks, friedman = cross.table("ranks"), cross.table("friedman")
+    console.rule(f"over {len(folders)} datasets: {cross.manifest.ranked_by.get('metric')}")
+    console.print(", ".join(f"{s} {r:.2f}" for s, r in ranks.select("system", "mean_rank").iter_rows()),
+                  highlight=False)
+    row = friedman.row(0, named=True)
+    console.print(f"Friedman chi2 = {row['chi2']:.3f} (p = {row['chi2_p']:.3g}), F_F = {row['f']:.3f} "
+                  f"(p = {row['f_p']:.3g})", highlight=False)
+    for warning in study_warnings(friedman):
+        console.print(f"[yellow]warning:[/] {warning}", highlight=False)

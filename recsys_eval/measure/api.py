@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -30,6 +31,7 @@ from recsys_eval.measure.metrics import (
 )
 from recsys_eval.measure.single import check_one_relevant, closed_form_values, one_relevant_values
 from recsys_eval.measure.ties import order_ties, scan_scores
+from recsys_eval.measure.truncation import truncation_notes
 
 
 def measure(
@@ -79,7 +81,10 @@ def measure(
 
     Returns:
         The per-unit table ``system, protocol, fold, user, unit, metric, k, value``; undefined
-        values (e.g. recall of a unit without relevant items) are NaN, never 0.
+        values (e.g. recall of a unit without relevant items) are NaN, never 0. A metric that reads
+        deeper than some unit's list (AUC of top-k lists without their exact AUC, a cutoff beyond
+        every list) is measured on the lists as they are, with a warning
+        (:func:`~recsys_eval.measure.truncation.truncation_notes`).
     """
     if not isinstance(metrics, str) and not list(metrics):
         return concat_per_unit([])  # nothing asked (e.g. a config with rating metrics only)
@@ -103,6 +108,8 @@ def measure(
         check_one_relevant(rankings, targets, names, BEYOND_METRICS)
     else:
         check_units(rankings, targets)
+        for note in truncation_notes(rankings, targets, names, cutoffs):
+            warnings.warn(f"{system}: {note}", UserWarning, stacklevel=2)
     protocol = targets.protocol if protocol is None else protocol
     labels = {"system": system, "protocol": protocol, "fold": str(fold)}
 

@@ -90,6 +90,24 @@ class ProtocolConfig(_Strict):
     bins: int | None = Field(None, ge=2)
     fresh_negatives: bool = False
     sampling: Literal["uniform", "popularity"] = "uniform"
+    #: A file of fixed negatives (NCF ``test.negative`` layout, or a user,item CSV/Parquet table),
+    #: relative to the config file, used in place of sampling (docs/CONVENTIONS.md#fixed-negatives).
+    negatives: str | None = None
+
+    @model_validator(mode="after")
+    def _fixed_negatives(self) -> ProtocolConfig:
+        if self.negatives is None:
+            return self
+        from recsys_eval.targets import Protocol
+        from recsys_eval.targets.build import check_fixed
+
+        if self.design != "standard":
+            raise ValueError(f"'negatives' applies to design 'standard' only, not {self.design!r}")
+        try:
+            check_fixed(Protocol.parse(self.name), self.fresh_negatives, self.sampling, True)
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
+        return self
 
     @model_validator(mode="after")
     def _design_params(self) -> ProtocolConfig:
@@ -112,6 +130,7 @@ class ProtocolConfig(_Strict):
         return {
             "protocol": Protocol.parse(self.name).name, "design": self.design, "per_item": self.per_item,
             "bins": self.bins, "fresh_negatives": self.fresh_negatives, "sampling": self.sampling,
+            **({"negatives": self.negatives} if self.negatives else {}),
         }
 
     @property
@@ -238,6 +257,9 @@ class RunConfig(_Strict):
     memory: str = "4GB"
     #: Users per evaluation chunk, fixed (default: sized from ``memory``).
     users_per_chunk: int | None = Field(None, ge=1)
+    #: Write every sampled protocol's negatives to the results folder, in the NCF layout and as a
+    #: user,item table (docs/CONVENTIONS.md#fixed-negatives).
+    save_negatives: bool = False
 
     @field_validator("memory")
     @classmethod
@@ -502,7 +524,51 @@ def load_config(path: str | Path, overrides: list[str] | None = None) -> Experim
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-    return parse_config(apply_overrides(data, overrides or [], str(path)), str(path))
+    config = parse_config(apply_overrides(data, overrides or [], str(path)), str(path))
+    return resolve_paths(config, path.parent)
+
+
+def resolve_paths(config: ExperimentConfig, folder: Path) -> ExperimentConfig:
+    """``config`` with its relative paths (a dataset's ``path`` and ``data_home``, an external
+    run's ``path``) read from ``folder``, the config file's own folder, as plugin modules are: a
+    config runs the same from any working directory, and the resolved config a run saves
+    (:func:`resolved_text`) names the same files from its results folder. ``output.folder`` alone
+    stays relative to the working directory, where results are looked for."""
+
+    def beside(value: str | None) -> str | None:
+        return None if value is None else str((folder / Path(value).expanduser()).resolve())
+
+    def dataset(d: DatasetConfig) -> DatasetConfig:
+        return d.model_copy(update={"path": beside(d.path), "data_home": beside(d.data_home)})
+
+    resolved = config.model_copy(update={
+        "dataset": config.dataset and dataset(config.dataset),
+        "datasets": config.datasets and [dataset(d) for d in config.datasets],
+        "recommenders": [r.model_copy(update={"path": beside(r.path)}) for r in config.recommenders],
+    })
+    resolved._source = config.source
+    return resolved
+
+
+def resolved_text(config: ExperimentConfig) -> str:
+    """The config as run, as TOML: every key with its value after ``--set`` and the command-line
+    options, defaults written out, paths absolute (:func:`resolve_paths`). Read back by
+    :func:`load_config`, it is the same config, so a saved ``config.toml`` reruns its experiment."""
+    from recsys_eval.core.toml_text import dumps
+
+    return ("# The config as run: every key after --set and the command-line options, defaults included.\n"
+            "# The file as written is config.original.toml; the options, overrides.txt (when any).\n"
+            + dumps(config.model_dump(mode="json", exclude_none=True)))
+
+
+def identity_hash(config: ExperimentConfig) -> str:
+    """The hash ``--resume`` matches a work folder by: the resolved config without ``[run]``,
+    ``[engine]`` and ``[output]``, which change how and where a run works, not its results."""
+    from recsys_eval.core.results import config_hash
+    from recsys_eval.core.toml_text import dumps
+
+    return config_hash(dumps(config.model_dump(mode="json", exclude_none=True,
+                                               exclude={"run", "engine", "output"})))
 
 
 def read_config_text(path: Path) -> str:

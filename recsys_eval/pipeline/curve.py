@@ -12,6 +12,7 @@ from recsys_eval.pipeline.jobs import measure_ranking, rank
 from recsys_eval.core import Interactions, Split
 from recsys_eval.pipeline.plan import RunOptions
 from recsys_eval.pipeline.timings import Timings
+from recsys_eval.recommend.fold_in import fit_for_split
 
 
 def learning_curve_rows(options: RunOptions, data: Interactions, split: Split, curve: LearningCurveConfig,
@@ -27,7 +28,7 @@ def learning_curve_rows(options: RunOptions, data: Interactions, split: Split, c
     for fraction, sub in zip(curve.fractions, subsamples, strict=True):
         for job in options.model_jobs(split.name):
             start = time.perf_counter()
-            model = job.make(data, options.threads).fit(sub.train)
+            model = fit_for_split(job.make(data, options.threads), sub.train, split)
             for target in targets:  # the fold's targets: the same candidates at every fraction
                 rankings = rank(ranking, model, target)
                 frame = measure_ranking(options.measure, data, rankings, target, job.system, split.name)

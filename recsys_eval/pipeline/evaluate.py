@@ -40,7 +40,7 @@ def evaluate_run(data: RunInput, measure: MeasureOptions, *, system: str, out: P
     """Per-unit values of the run's ranking and rating metrics written as one partition, with the
     summary, the manifest, and the folder moved into place at ``out``. Returns the folder and the
     summary."""
-    per_unit = _per_unit(data, measure, system, genres)
+    per_unit = measure_run(data, measure, system, genres)
     protocol = data.targets.protocol
     sink = RunSink.create_at(out, force=force)
     try:
@@ -69,7 +69,7 @@ def _manifest(data: RunInput, measure: MeasureOptions, system: str, name: str, s
     )
 
 
-def _per_unit(data: RunInput, measure: MeasureOptions, system: str, genres) -> pl.DataFrame:
+def measure_run(data: RunInput, measure: MeasureOptions, system: str, genres=None) -> pl.DataFrame:
     """The run's per-unit rows: its ranking metrics, and its rating metrics on the judged pairs
     it scores."""
     from recsys_eval.measure import measure as measure_rankings

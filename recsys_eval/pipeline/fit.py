@@ -11,11 +11,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from recsys_eval.core import Interactions
+from recsys_eval.core import Interactions, Split
 from recsys_eval.pipeline.plan import FoldPlan, ModelJob
 from recsys_eval.pipeline.progress import Progress
 from recsys_eval.pipeline.timings import Timings
 from recsys_eval.recommend.external import ExternalRun
+from recsys_eval.recommend.fold_in import fit_for_split
 
 
 @dataclass
@@ -48,10 +49,16 @@ class _Fit:
     key: int
     train: Interactions
     model: object
+    split: Split
+
+    def fitted(self) -> object:
+        """The model fitted on ``train`` as ``split`` wants (its test users folded in when it
+        holds them out of fitting)."""
+        return fit_for_split(self.model, self.train, self.split)
 
     def alone(self) -> tuple[object, float]:
         start = time.perf_counter()
-        return self.model.fit(self.train), time.perf_counter() - start
+        return self.fitted(), time.perf_counter() - start
 
 
 def fit_models(plan: FoldPlan, trains: dict[int, Interactions], progress: Progress, timings: Timings) -> FittedModels:
@@ -63,7 +70,8 @@ def fit_models(plan: FoldPlan, trains: dict[int, Interactions], progress: Progre
     side by side, one per core. Each has its own seed and state either way, so its factors are
     those of a fit alone."""
     fold, threads = plan.fold, plan.options.threads
-    to_fit = [_Fit(job, key, train, job.make(plan.data, threads)) for job in plan.models for key, train in trains.items()]
+    to_fit = [_Fit(job, key, train, job.make(plan.data, threads), plan.split)
+              for job in plan.models for key, train in trains.items()]
     single = [f for f in to_fit if getattr(f.model, "single_threaded_fit", False)]
     cores = os.cpu_count() or 1
     in_background = len(single) < len(to_fit) and cores >= 2
@@ -89,7 +97,7 @@ def fit_models(plan: FoldPlan, trains: dict[int, Interactions], progress: Progre
                     fitted.models[f.job.system, f.key] = done[id(f)]
                 continue
             start = time.perf_counter()
-            model = f.model.fit(f.train)
+            model = f.fitted()
             timings.add(fold, f.job.system, "fit", start)
             if isinstance(model, ExternalRun):
                 model.check_overlap(np.unique(plan.split.test.users))

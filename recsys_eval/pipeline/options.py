@@ -37,6 +37,21 @@ class MeasureOptions:
                    tuple(metrics.k), metrics.gain, metrics.ties, metrics.undefined, metrics.relevance_threshold,
                    metric_params(metrics.params))
 
+    @classmethod
+    def of(cls, names: list[str], cutoffs: list[int], *, gain: str = "graded", ties: str = "first",
+           undefined: str = "skip", threshold: float | None = None,
+           params: dict[str, float] | None = None) -> MeasureOptions:
+        """The options of metric names and cutoffs as the API and ``recsys-eval evaluate`` take
+        them: the choices checked, rating metrics set apart, every parameter's default filled in."""
+        from recsys_eval.errors import check_choice
+        from recsys_eval.measure.metrics import GAINS, RATING_METRICS, TIES, UNDEFINED_POLICIES, metric_params
+
+        check_choice("gain", gain, GAINS)
+        check_choice("ties policy", ties, TIES)
+        check_choice("undefined-value policy", undefined, UNDEFINED_POLICIES)
+        return cls(tuple(m for m in names if m not in RATING_METRICS), tuple(m for m in names if m in RATING_METRICS),
+                   tuple(cutoffs), gain, ties, undefined, threshold, metric_params(params or {}))
+
     def kwargs(self) -> dict:
         """The keywords of :func:`recsys_eval.measure.measure` for the ranking metrics."""
         return {"metrics": list(self.ranking), "k": list(self.k), "gain": self.gain, "ties": self.ties, **self.params}

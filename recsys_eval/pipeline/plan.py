@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from recsys_eval.core import Interactions, Split
 from recsys_eval.core.memory import parse_size
@@ -43,6 +44,8 @@ class RunOptions:
     memory: int = 4 * 10**9
     users_per_chunk: int | None = None
     threads: int | None = None
+    #: The folder of the config file, which a protocol's ``negatives`` file is relative to.
+    config_dir: str = "."
 
     @classmethod
     def from_config(cls, config: ExperimentConfig) -> RunOptions:
@@ -51,6 +54,7 @@ class RunOptions:
             RankOptions.from_config(config), Seeds(config.seed), config.compare.interval, config.compare.resamples,
             next((p.bins for p in config.protocols if p.design == "percentiles"), 5),
             parse_size(config.run.memory), config.run.users_per_chunk, config.run.threads,
+            str(Path(config.source).parent),
         )
 
     @property
@@ -97,8 +101,10 @@ class RunOptions:
 
     def target_sets(self, protocol: ProtocolConfig, split: Split) -> list[TargetSet]:
         """The target sets of one protocol entry on ``split``, seeded by its definition."""
+        negatives = None if protocol.negatives is None else Path(self.config_dir) / protocol.negatives
         return target_sets(protocol, split, seed=self.seeds.targets(split.name, protocol.definition),
-                           threshold=self.measure.relevance_threshold, chunk_size=self.rank.chunk_size)
+                           threshold=self.measure.relevance_threshold, chunk_size=self.rank.chunk_size,
+                           negatives=negatives)
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 
 Everything a run writes goes through it, in the order a run makes it: the config as run, the
 partition layout, each chunk's per-unit rows, each fold's scratch tables and its completion mark,
-its split, the tuning log, the learning curve, the side tables made from the scratch, the summary,
+its split and sampled negatives, the tuning log, the learning curve, the side tables made from the scratch, the summary,
 the data statistics, the timings and log, the manifest, the analysis and report, and the rename
 that makes the folder complete. ``recsys-eval evaluate`` writes through the same sink, as a run of
 one fold.
@@ -11,6 +11,7 @@ one fold.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,6 +22,7 @@ from recsys_eval.core.results import (
     AUC_POOLING,
     AUC_SCORES,
     CONFIG,
+    CONFIG_ORIGINAL,
     CURVE_CHUNKS,
     CURVES,
     DATA_STATS,
@@ -30,6 +32,7 @@ from recsys_eval.core.results import (
     LEAKAGE_USERS,
     LEARNING_CURVE,
     LOG,
+    OVERRIDES,
     SUMMARY,
     TIMINGS,
     TUNING,
@@ -37,11 +40,13 @@ from recsys_eval.core.results import (
     USER_SLICES,
     Manifest,
     ResultsFolder,
-    config_hash,
 )
+from recsys_eval.pipeline.config import ExperimentConfig, identity_hash, resolved_text
 
 if TYPE_CHECKING:
-    from recsys_eval.core import Split
+    import numpy as np
+
+    from recsys_eval.core import Interactions, Split
 
 
 class RunSink:
@@ -53,12 +58,17 @@ class RunSink:
         self.config_hash = config_hash
 
     @classmethod
-    def create(cls, out_root: str | Path, experiment: str, config_text: str, *, resume: bool) -> RunSink:
+    def create(cls, out_root: str | Path, config: ExperimentConfig, original: str, overrides: Sequence[str] = (),
+               *, resume: bool) -> RunSink:
         """A new run's work folder (or, with ``resume``, the newest one of the same config), with
-        the config as run saved in it."""
-        cfg_hash = config_hash(config_text)
-        folder = ResultsFolder.create(Path(out_root), experiment, cfg_hash, resume=resume)
-        folder.write_text(CONFIG, config_text)
+        the config as run saved in it: resolved (what the report reads and a rerun takes), the file
+        as written, and the command-line ``overrides`` that turned one into the other."""
+        cfg_hash = identity_hash(config)
+        folder = ResultsFolder.create(Path(out_root), config.name, cfg_hash, resume=resume)
+        folder.write_text(CONFIG, resolved_text(config))
+        folder.write_text(CONFIG_ORIGINAL, original)
+        if overrides:
+            folder.write_text(OVERRIDES, "\n".join(overrides) + "\n")
         return cls(folder, cfg_hash)
 
     @classmethod
@@ -90,9 +100,23 @@ class RunSink:
                 self.folder.write_scratch(kind, fold, pl.concat(frames))
 
     def save_split(self, split: Split) -> None:
+        """Save the fold's split, unless an earlier attempt of this run saved it: a split folder is
+        renamed into place only once complete, and the same config and seed make the same split."""
         from recsys_eval.split import save_split
 
-        save_split(split, self.folder.split_folder(split.name))
+        folder = self.folder.split_folder(split.name)
+        if not folder.is_dir():
+            save_split(split, folder)
+
+    def save_negatives(self, fold: str, label: str, users: np.ndarray, items: np.ndarray,
+                       held_out: tuple[np.ndarray, np.ndarray], ids: Interactions) -> None:
+        """A fold's negatives of protocol ``label`` in both layouts
+        (:func:`recsys_eval.targets.write_negatives`)."""
+        from recsys_eval.targets import write_negatives
+
+        table, ncf = self.folder.negatives_files(fold, label)
+        table.parent.mkdir(parents=True, exist_ok=True)
+        write_negatives(users, items, held_out, ids, table, ncf)
 
     def mark_fold_done(self, fold: str, partitions: list[Path]) -> None:
         """The fold is complete: its partitions and split are written (``--resume`` reuses it)."""

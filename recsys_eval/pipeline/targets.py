@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -96,11 +97,12 @@ def candidate_counts(split: Split, candidates: str) -> np.ndarray:
 
 
 def target_sets(protocol: ProtocolConfig, split: Split, *, seed: int, threshold: float | None,
-                chunk_size: int) -> list[TargetSet]:
+                chunk_size: int, negatives: Path | None = None) -> list[TargetSet]:
     """The target sets of one protocol entry on one fold (one per bin for a percentile design);
-    ``seed`` draws its samples, ``threshold`` makes a test rating relevant."""
+    ``seed`` draws its samples, ``threshold`` makes a test rating relevant, a ``negatives`` file
+    replaces the samples (a standard design)."""
     import recsys_eval.targets as targets_module
-    from recsys_eval.targets import Protocol, uniform_test
+    from recsys_eval.targets import Protocol, read_negatives, uniform_test
 
     parsed = Protocol.parse(protocol.name)
     # 1R units in their one-relevant form: a unit differs from its user's others by one item, so
@@ -114,8 +116,9 @@ def target_sets(protocol: ProtocolConfig, split: Split, *, seed: int, threshold:
                          candidate_counts(source, parsed.candidates))
 
     if protocol.design == "standard":
-        return [target_set(split, targets_module.plan_targets(split, parsed, **options), protocol.display, {},
-                           protocol.definition)]
+        fixed = None if negatives is None else read_negatives(negatives, split.train)
+        return [target_set(split, targets_module.plan_targets(split, parsed, **options, negatives=fixed),
+                           protocol.display, {}, protocol.definition)]
     if protocol.design == "uniform_test":
         moved, report = uniform_test(split, protocol.per_item, threshold=threshold, seed=seed)
         return [target_set(moved, targets_module.plan_targets(moved, parsed, **options), protocol.display,

@@ -80,10 +80,19 @@ class Recommender(ABC):
     #: True when ``score(u, i)`` is ``score_block([u])[0, i]`` to the bit (both computed the same
     #: way): pairs may then be read off a score block already computed (:class:`SharedBlock`).
     pairs_match_blocks: bool = False
+    #: True when :meth:`fold_in` can score users the model was not fitted on from their fold-in
+    #: history, as a user-disjoint split needs (docs/CONVENTIONS.md#user-disjoint-split).
+    folds_in: bool = False
 
     @abstractmethod
     def fit(self, train: Interactions) -> Recommender:
         """Learn from the training interactions; return self."""
+
+    def fold_in(self, history: Interactions, users: np.ndarray) -> Recommender:
+        """After :meth:`fit`: let the model score ``users`` (user indices it was fitted without)
+        from their rows of ``history`` (the train side with their fold-in rows), leaving what it
+        learnt from the other users as it is; return self. Only where :attr:`folds_in`."""
+        raise ConfigError(f"{type(self).__name__} cannot score users it was not fitted on (no fold-in)")
 
     def score(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
         """float32 scores of the pairs (users[i], items[i]); by default gathered from score blocks

@@ -49,12 +49,16 @@ class RandomRecommender(Recommender):
     depend on which other pairs are scored with it, or in what chunks."""
 
     pairs_match_blocks = True
+    folds_in = True  # a score never depends on the user's history
 
     def __init__(self, seed: int = 0) -> None:
         self.seed = np.uint64(int(seed) % 2**64)
 
     def fit(self, train: Interactions) -> RandomRecommender:
         self.n_items = train.n_items
+        return self
+
+    def fold_in(self, history: Interactions, users: np.ndarray) -> RandomRecommender:
         return self
 
     def score(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
@@ -67,6 +71,8 @@ class RandomRecommender(Recommender):
 class PopularRecommender(Recommender):
     """Scores every item by its number of training interactions (ties by item index)."""
 
+    folds_in = True  # a score never depends on the user's history
+
     def fit(self, train: Interactions) -> PopularRecommender:
         self.n_items = train.n_items
         self.counts = train.item_counts().astype(np.float32)
@@ -77,6 +83,9 @@ class PopularRecommender(Recommender):
 
     def score_block(self, users: np.ndarray) -> np.ndarray:
         return np.broadcast_to(self.counts, (len(users), self.n_items))
+
+    def fold_in(self, history: Interactions, users: np.ndarray) -> PopularRecommender:
+        return self
 
     def item_scores(self) -> np.ndarray:
         return self.counts

@@ -89,7 +89,14 @@ class ExternalRun(Recommender):
         if len(users) and not self.listed_users()[users].any():
             raise DataError(f"{self.source}: the run ranks items for none of the {len(np.unique(users)):,} {what}")
 
+    #: A run's scores were computed elsewhere; whether its producer fitted on the test users of a
+    #: user-disjoint split is the producer's to ensure (docs/CONVENTIONS.md#user-disjoint-split).
+    folds_in = True
+
     def fit(self, train: Interactions) -> ExternalRun:
+        return self
+
+    def fold_in(self, history: Interactions, users: np.ndarray) -> ExternalRun:
         return self
 
     def score(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:

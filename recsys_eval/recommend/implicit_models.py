@@ -19,6 +19,7 @@ from contextlib import nullcontext
 import numba
 import numpy as np
 import scipy.sparse as sp
+from implicit.cpu.als import AlternatingLeastSquares
 from implicit.utils import ParameterWarning
 from threadpoolctl import threadpool_limits
 
@@ -60,6 +61,9 @@ class FactorModel(Recommender):
         self.single_threaded_fit = threads == 1 and not blas_in_fit
         with threadpool_limits(1, "blas"):  # implicit checks the BLAS threads when a model is made
             self.model = model_class(**params, num_threads=threads, random_state=seed)
+        # ALS solves a user's factors in closed form given the item factors (recalculate_user);
+        # BPR and logistic MF learn them by gradient steps, for which implicit has no fold-in
+        self.folds_in = isinstance(self.model, AlternatingLeastSquares)
 
     def fit(self, train: Interactions) -> FactorModel:
         self.n_items = train.n_items
@@ -70,6 +74,17 @@ class FactorModel(Recommender):
         self.user_factors = np.ascontiguousarray(self.model.user_factors, dtype=np.float32)
         self.item_factors = np.ascontiguousarray(self.model.item_factors, dtype=np.float32)
         self._item_factors_t = np.ascontiguousarray(self.item_factors.T)  # row-major for the product
+        return self
+
+    def fold_in(self, history: Interactions, users: np.ndarray) -> FactorModel:
+        """ALS: each fold-in user's factors solved from its history and the fitted item factors
+        (implicit's ``recalculate_user``, the least-squares step of a fit's user half)."""
+        if not self.folds_in:
+            return super().fold_in(history, users)
+        users = np.asarray(users, dtype=np.int32)
+        with threadpool_limits(1, "blas") if self.blas_in_fit else nullcontext():
+            solved = self.model.recalculate_user(users, history.csr()[users])
+        self.user_factors[users] = np.asarray(solved, dtype=np.float32)
         return self
 
     def score(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
@@ -86,6 +101,8 @@ class ItemKNN(SparseRecommender):
     """implicit's item-item kNN: score(u, i) = sum over u's training items j of sim(j, i), where
     sim keeps the K most similar items of every item (cosine, BM25 or TF-IDF weighting)."""
 
+    folds_in = True
+
     def __init__(self, model_class: type, params: dict, *, threads: int) -> None:
         self.params = dict(params)
         self.model = model_class(**params, num_threads=threads)
@@ -97,6 +114,11 @@ class ItemKNN(SparseRecommender):
             warnings.simplefilter("ignore", ParameterWarning)
             self.model.fit(self.user_items, show_progress=False)
         self.similarity = sp.csr_matrix(self.model.similarity, dtype=np.float32)
+        return self
+
+    def fold_in(self, history: Interactions, users: np.ndarray) -> ItemKNN:
+        """Fold-in users are scored from their history rows; the similarities stay as fitted."""
+        self.user_items = history.csr()
         return self
 
     def sparse_block(self, users: np.ndarray) -> sp.csr_matrix:

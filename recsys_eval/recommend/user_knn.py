@@ -135,8 +135,19 @@ class UserKNN(SparseRecommender):
     is scored and kept (users x k entries): a study that ranks the same users under many protocols
     pays the similarities once, not once per protocol."""
 
+    folds_in = True
+
     def __init__(self, k: int = 50) -> None:
         self.k = int(k)
+
+    def fold_in(self, history: Interactions, users: np.ndarray) -> UserKNN:
+        """Fold-in users are compared by their history rows with the users fitted on only: the
+        query side of the cosines comes from ``history``, the neighbour side stays as fitted (a
+        fold-in user is nobody's neighbour)."""
+        queries = cosine_index(row_normalised(history.csr()))
+        self.cosines = queries[:3] + self.cosines[3:]
+        self._counts[np.asarray(users)] = -1
+        return self
 
     def fit(self, train: Interactions) -> UserKNN:
         self.n_items = train.n_items

@@ -144,10 +144,12 @@ def build_split(
     splitter: str,
     params: dict[str, Any],
     extra: dict[str, Any] | None = None,
+    train: np.ndarray | None = None,
 ) -> Split:
-    """The Split with test rows ``test`` (bool per row of ``data``) and the rest in train; ``info``
-    counts the users ``opts`` kept wholly in train and the test rows ``opts.drop_unknown`` drops."""
-    train = ~test
+    """The Split with test rows ``test`` (bool per row of ``data``) and train rows ``train`` (by
+    default the rest; a row in neither is left out, as after a rolling window); ``info`` counts the
+    users ``opts`` kept wholly in train and the test rows ``opts.drop_unknown`` drops."""
+    train = ~test if train is None else train & ~test
     dropped_users = dropped_items = 0
     if opts.drop_unknown is not False:
         users, items = data.users, data.items

@@ -9,10 +9,12 @@ from typing import Any
 from recsys_eval.core.interactions import Interactions
 from recsys_eval.core.split import Split
 from recsys_eval.errors import ConfigError, check_choice, closest
+from recsys_eval.split.disjoint import cold_items, user_disjoint
 from recsys_eval.split.holdout import holdout
 from recsys_eval.split.kfold import kfold
 from recsys_eval.split.official import official_folds
 from recsys_eval.split.per_user import all_but_n, given_n, leave_last_n
+from recsys_eval.split.rolling import rolling_time
 from recsys_eval.split.temporal import time_split, user_time_split
 
 SPLITTERS: dict[str, Callable[..., Split | list[Split]]] = {
@@ -24,6 +26,9 @@ SPLITTERS: dict[str, Callable[..., Split | list[Split]]] = {
     "given_n": given_n,
     "leave_last_n": leave_last_n,
     "official": official_folds,
+    "user_disjoint": user_disjoint,
+    "cold_items": cold_items,
+    "rolling_time": rolling_time,
 }
 
 
@@ -43,7 +48,7 @@ def check_split(method: str, params: Mapping[str, Any]) -> None:
 def make_split(data: Interactions, method: str, **params: Any) -> Split | list[Split]:
     """Run splitter ``method`` (one of :data:`SPLITTERS`) on ``data`` with ``params``.
 
-    Returns one Split, or a list for ``kfold`` and ``official``.
+    Returns one Split, or a list for ``kfold``, ``official`` and ``rolling_time``.
     """
     _check(method, params, may_lack=())
     return SPLITTERS[method](data, **params)

@@ -56,11 +56,11 @@ def time_split(
                    drop_unknown=drop_unknown, seed_required=False)
     times = require_timestamps(data, "time_split")
     low, high = int(times.min()), int(times.max())
-    point, how = _split_point(at, times)
+    point, how = split_point(at, times)
     if not low <= point < high:
         raise ConfigError(
-            f"split point {at!r} ({how}: {point} = {_iso(point)}) lies outside the data's time range "
-            f"{low} ({_iso(low)}) .. {high} ({_iso(high)}); a split point must leave interactions "
+            f"split point {at!r} ({how}: {point} = {iso_utc(point)}) lies outside the data's time range "
+            f"{low} ({iso_utc(low)}) .. {high} ({iso_utc(high)}); a split point must leave interactions "
             "on both sides (at least the earliest, at most one second before the latest)"
         )
     test = times > point
@@ -68,7 +68,7 @@ def time_split(
         test &= opts.eligible[data.users]
     params = opts.params(at=at.isoformat() if isinstance(at, dt.date) else at)
     return build_split(data, test, opts, name="time", splitter="time", params=params,
-                       extra={"split_point": point, "split_point_utc": _iso(point)})
+                       extra={"split_point": point, "split_point_utc": iso_utc(point)})
 
 
 def user_time_split(
@@ -107,7 +107,7 @@ def user_time_split(
     return build_split(data, test, opts, name="user_time", splitter="user_time", params=params)
 
 
-def _split_point(at: Any, times: np.ndarray) -> tuple[int, str]:
+def split_point(at: Any, times: np.ndarray) -> tuple[int, str]:
     """The last second of train for ``at``, and how it was read (for messages)."""
     if isinstance(at, bool):
         raise ConfigError(f"split point must be a timestamp, a date or a quantile, got {at!r}")
@@ -138,7 +138,7 @@ def _split_point(at: Any, times: np.ndarray) -> tuple[int, str]:
     )
 
 
-def _iso(seconds: int) -> str:
+def iso_utc(seconds: int) -> str:
     try:
         return dt.datetime.fromtimestamp(seconds, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     except (OverflowError, OSError, ValueError):

@@ -32,6 +32,7 @@ import numpy as np
 from recsys_eval.core.split import Split
 from recsys_eval.core.units import Targets
 from recsys_eval.errors import ConfigError, DataError, check_choice
+from recsys_eval.targets.negatives import Negatives, check_negatives, fill_fixed
 from recsys_eval.targets.protocol import Protocol
 from recsys_eval.targets.relevance import (
     Qrels,
@@ -58,16 +59,20 @@ def build_targets(
     sampling: str = "uniform",
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     one_relevant: bool = False,
+    negatives: Negatives | None = None,
 ) -> Targets:
     """The target sets of every unit of ``split`` under ``protocol`` (e.g. ``"AI+1R+NN100"``).
 
     ``sampling="popularity"`` draws NN items in proportion to their training interactions (items
     never seen in training are then never drawn). The same seed gives the same targets whatever the
     ``chunk_size`` (users per chunk, which bounds the working memory). ``one_relevant``: 1R
-    protocols in their compact form (module docstring; no effect on AR protocols).
+    protocols in their compact form (module docstring; no effect on AR protocols). ``negatives``
+    (NN protocols): each user's non-relevant items fixed by a file instead of drawn
+    (:mod:`recsys_eval.targets.negatives`).
     """
     return plan_targets(split, protocol, threshold=threshold, seed=seed, fresh_negatives=fresh_negatives,
-                        sampling=sampling, chunk_size=chunk_size, one_relevant=one_relevant).targets()
+                        sampling=sampling, chunk_size=chunk_size, one_relevant=one_relevant,
+                        negatives=negatives).targets()
 
 
 def iter_targets(
@@ -80,11 +85,12 @@ def iter_targets(
     sampling: str = "uniform",
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     one_relevant: bool = False,
+    negatives: Negatives | None = None,
 ) -> Iterator[Targets]:
     """The targets of :func:`build_targets`, a chunk of ``chunk_size`` users at a time (memory
     bounded by the chunk); concatenated, the chunks are exactly ``build_targets``'s units."""
     plan = plan_targets(split, protocol, threshold=threshold, seed=seed, fresh_negatives=fresh_negatives,
-                        sampling=sampling, chunk_size=chunk_size, one_relevant=one_relevant)
+                        sampling=sampling, chunk_size=chunk_size, one_relevant=one_relevant, negatives=negatives)
     for lo in range(0, max(len(plan.users), 1), chunk_size):
         yield plan.targets(lo, min(lo + chunk_size, len(plan.users)))
 
@@ -99,26 +105,30 @@ def plan_targets(
     sampling: str = "uniform",
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     one_relevant: bool = False,
+    negatives: Negatives | None = None,
 ) -> UnitPlan:
     """What :func:`build_targets` fills units from, without filling any: ``plan.users`` (the
     users with units, ascending user indices) and ``plan.targets(lo, hi)``, the units of
     ``users[lo:hi]``, for a caller that picks its own chunks (e.g. the same user range across
     several protocols)."""
     protocol = Protocol.parse(protocol)
-    check_options(protocol, fresh_negatives, sampling, chunk_size)
+    check_options(protocol, fresh_negatives, sampling, chunk_size, negatives is not None)
     judged = qrels(split, threshold)
     if protocol.relevant == "1R" and not (judged.gain > 0).any():
         raise DataError(
             f"split {split.name!r}: protocol {protocol.name} needs relevant test items, and none "
             f"reaches the threshold {threshold}"
         )
-    return plan_units(split, protocol, judged, seed, fresh_negatives, sampling, chunk_size, one_relevant=one_relevant)
+    return plan_units(split, protocol, judged, seed, fresh_negatives, sampling, chunk_size, one_relevant=one_relevant,
+                      negatives=negatives)
 
 
-def check_options(protocol: Protocol, fresh_negatives: bool, sampling: str, chunk_size: int) -> None:
+def check_options(protocol: Protocol, fresh_negatives: bool, sampling: str, chunk_size: int,
+                  fixed: bool = False) -> None:
     """Raise ConfigError for an option the protocol does not take or a bad chunk size."""
     check_choice("sampling", sampling, SAMPLING)
     sampled = protocol.nonrelevant == "NN"
+    check_fixed(protocol, fresh_negatives, sampling, fixed)
     if fresh_negatives and not (sampled and protocol.relevant == "1R"):
         raise ConfigError(
             f"fresh_negatives applies to 1R+NN protocols (a new sample per ranking), not {protocol.name}"
@@ -127,6 +137,18 @@ def check_options(protocol: Protocol, fresh_negatives: bool, sampling: str, chun
         raise ConfigError(f"sampling={sampling!r} applies to NN protocols, not {protocol.name}")
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
         raise ConfigError(f"chunk_size must be a positive number of users, got {chunk_size!r}")
+
+
+def check_fixed(protocol: Protocol, fresh_negatives: bool, sampling: str, fixed: bool) -> None:
+    """Negatives from a file replace one shared uniform sample per user, within AI or TI
+    candidates: a ConfigError for any other protocol or option."""
+    if not fixed:
+        return
+    if protocol.nonrelevant != "NN" or protocol.candidates == "UT":
+        raise ConfigError(f"negatives from a file replace the sample of an AI or TI +NN protocol, not {protocol.name}")
+    if fresh_negatives or sampling != "uniform":
+        raise ConfigError("negatives from a file are one list per user: they take neither fresh_negatives "
+                          "nor popularity sampling")
 
 
 def plan_units(
@@ -140,6 +162,7 @@ def plan_units(
     item_pool: np.ndarray | None = None,
     *,
     one_relevant: bool = False,
+    negatives: Negatives | None = None,
 ) -> UnitPlan:
     """Units, sizes and sampling inputs of a protocol; ``item_pool`` (a bool mask over items)
     restricts candidates and test items to a subset (a popularity bin); ``one_relevant``: 1R
@@ -182,6 +205,11 @@ def plan_units(
         relevant_in_pool = row_sums(relevant & pool[judged.items], judged.indptr)[users]
         avail = int(pool.sum()) - count_in_pool(tr_ptr, tr_idx, pool, users) - relevant_in_pool
     m = avail if protocol.nonrelevant == "AN" else np.minimum(avail, protocol.n)
+    fixed = None
+    if negatives is not None:
+        check_fixed(protocol, fresh_negatives, sampling, True)
+        m = avail = check_negatives(negatives, split, judged, tr_ptr, tr_idx, users, protocol.n, candidates)
+        fixed = (negatives.indptr, negatives.items)
     pool_items = np.flatnonzero(pool).astype(np.int32)
     if weighted and len(pool_items):
         prob, alias = alias_table(weight[pool_items])
@@ -191,7 +219,7 @@ def plan_units(
         protocol, n_items, users, judged, candidates=candidates, m=m.astype(np.int64), avail=avail.astype(np.int64),
         n_rel=n_rel[users], fresh=fresh_negatives, seed=seed, weighted=weighted, weight=weight,
         pool_items=pool_items, prob=prob, alias=alias, tr_ptr=tr_ptr,
-        tr_idx=tr_idx, chunk_size=chunk_size, one_relevant=one_relevant and protocol.relevant == "1R",
+        tr_idx=tr_idx, chunk_size=chunk_size, one_relevant=one_relevant and protocol.relevant == "1R", fixed=fixed,
     )
 
 
@@ -225,6 +253,8 @@ class UnitPlan:
     tr_idx: np.ndarray | None = None
     chunk_size: int = DEFAULT_CHUNK_SIZE
     one_relevant: bool = False
+    #: Negatives from a file, ``(indptr, items)`` by user, in place of the sample (``m`` is their count).
+    fixed: tuple[np.ndarray, np.ndarray] | None = None
 
     def targets(self, lo: int = 0, hi: int | None = None) -> Targets:
         """The Targets of the units of ``users[lo:hi]`` (all users by default)."""
@@ -264,6 +294,10 @@ class UnitPlan:
         items = np.empty(offsets[-1], dtype=np.int32)
         gain = np.empty(offsets[-1], dtype=np.float32)
         judged = self.judged
+        if self.fixed is not None:
+            fill_fixed(users, first_unit, offsets, *self.fixed, judged.indptr, judged.items, judged.gain,
+                       bool(per_relevant), bool(negatives_only), items, gain)
+            return items, gain
         scratch = max(len(self.pool_items), int(np.diff(judged.indptr).max(initial=0))) + 1
         design = Design(bool(per_relevant), bool(self.fresh), self.protocol.candidates == "UT",
                         bool(negatives_only), np.uint64(self.seed % 2**64))

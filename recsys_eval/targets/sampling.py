@@ -226,7 +226,7 @@ def _sample_user_tests(state, m, start, stop, data, pool, work):
 
 
 @njit(cache=True)
-def _write_unit(dst, out_items, out_gain, rel_items, rel_gain, start, stop, sample, m):
+def write_unit(dst, out_items, out_gain, rel_items, rel_gain, start, stop, sample, m):
     """Merge the relevant items of ``rel_items[start:stop]`` (gain > 0; others skipped) and the
     sorted sample (gain 0) into the output from position ``dst``."""
     i = start
@@ -304,7 +304,7 @@ def _fill_block(lo, hi, plan, design, pool, data, out_items, out_gain, max_m, sc
         if not (one_relevant and design.fresh):
             _sample(stream_state(seed, u, np.int64(-1)), m, a, start, stop, design, pool, data, work)
         if not one_relevant:
-            _write_unit(plan.unit_offsets[plan.first_unit[j]], out_items, out_gain, te_items, te_gain,
+            write_unit(plan.unit_offsets[plan.first_unit[j]], out_items, out_gain, te_items, te_gain,
                         start, start if negatives_only else stop, sample, m)
         else:
             unit = plan.first_unit[j]
@@ -314,7 +314,7 @@ def _fill_block(lo, hi, plan, design, pool, data, out_items, out_gain, max_m, sc
                 if design.fresh:
                     _sample(stream_state(seed, u, np.int64(te_items[p])), m, a, start, stop, design, pool, data,
                             work)
-                _write_unit(plan.unit_offsets[unit], out_items, out_gain, te_items, te_gain, p,
+                write_unit(plan.unit_offsets[unit], out_items, out_gain, te_items, te_gain, p,
                             p if negatives_only else p + 1, sample, m)
                 unit += 1
         if not design.user_tests:

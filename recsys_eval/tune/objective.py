@@ -23,6 +23,7 @@ from recsys_eval.pipeline.options import RankOptions
 from recsys_eval.pipeline.plan import RunOptions
 from recsys_eval.measure.metrics import MetricKey
 from recsys_eval.pipeline.search import tuning_protocol
+from recsys_eval.recommend.fold_in import fit_for_split
 
 
 class Objective:
@@ -48,7 +49,7 @@ class Objective:
         trial_rec = rec.model_copy(update={"params": {**rec.params, **params}})
         start = time.perf_counter()
         job = self.options.model_job(self.validation.name, rec, trial_rec)
-        model = job.make(self.data, self.options.threads).fit(self.validation.train)
+        model = fit_for_split(job.make(self.data, self.options.threads), self.validation.train, self.validation)
         fitted = time.perf_counter()
         frames = []
         for target_set in self.sets:  # a standard protocol or a uniform test: one target set

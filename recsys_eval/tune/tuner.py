@@ -31,13 +31,15 @@ def tuning_seed(config: ExperimentConfig, fold: str, rec: RecommenderConfig) -> 
 
 
 def validation_of(config: ExperimentConfig, split: Split) -> Split:
-    """The validation split of a fold, carved from its train side (the first inner fold when the
-    validation splitter makes several)."""
+    """The validation split of a fold, carved from what its models are fitted on (its train side,
+    less a user-disjoint split's test users: tuning never sees them); the first inner fold when the
+    validation splitter makes several."""
     from recsys_eval.split.validation import validation_split
 
     v = config.tuning.validation
     params = {"seed": derive_seed(config.seed, "validation", split.name, v.model_dump()), **v.params}
-    made = validation_split(Split(split.train, split.train.with_frame(split.train.frame.clear()), name=split.name),
+    train = split.fit_side()
+    made = validation_split(Split(train, train.with_frame(train.frame.clear()), name=split.name),
                             v.method, **params)
     return made[0] if isinstance(made, list) else made
 

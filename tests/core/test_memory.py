@@ -45,3 +45,16 @@ def test_timings_rows_hold_each_steps_peak_and_the_run_peak_is_the_process_mark(
     assert big >= small + 200
     assert timings.peak_mb >= big - 4
     assert timings.peak_mb * MB >= resident_bytes() - MB
+
+
+def test_a_run_after_a_larger_one_in_the_same_process_reports_its_own_peak():
+    """In one Python session (the API, the tests) the kernel's mark may come from an earlier run:
+    the run's peak is then its own largest sample, not the session's mark."""
+    _hold(400 * MB, 0.05)
+    with Timings() as timings:
+        start = time.perf_counter()
+        _hold(50 * MB, 0.5)
+        timings.add("f", "", "small", start)
+        peak = timings.add_whole_run(start)
+    assert peak < peak_bytes() / MB - 200
+    assert peak >= timings.rows[0]["peak_rss_mb"]

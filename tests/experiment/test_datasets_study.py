@@ -66,3 +66,38 @@ def test_a_second_study_never_overwrites_the_first(tmp_path, files):
     assert first.folder != second.folder and first.folder.is_dir() and second.folder.is_dir()
     holm = pl.read_parquet(second.folder / "holm.parquet")
     assert set(holm.get_column("system")) == {"random", "item_knn"}  # each against the baseline, popular
+
+
+def test_two_datasets_get_a_report_with_the_diagram_and_warnings_and_open_in_report_and_compare(
+        tmp_path, files, capsys):
+    from recsys_eval.cli import main
+
+    path = tmp_path / "two.toml"
+    path.write_text(config_text(
+        "two", seed=5, datasets=[ratings_file(f) for f in files[:2]], recommenders=["popular", "random"],
+        metrics={"names": ["ndcg"], "k": [10], "relevance_threshold": 4}, output={"report": True}))
+    outcome = run_experiment(load_config(path), path.read_text(), out_root=tmp_path / "results", quiet=True)
+    assert set(outcome.datasets) == {f.stem for f in files[:2]}
+    markdown = (outcome.folder / f"{CROSS_DATASET}.md").read_text()
+    assert "2 datasets: Friedman's test and its post-hoc need at least 3" in markdown
+    assert "F_F is infinite and its p-value 0 by the formula" in markdown  # popular beats random on both
+    page = (outcome.folder / "report.html").read_text()
+    assert "data:image/png;base64," in page and "Nemenyi" in page and "need at least 3" in page
+    assert (outcome.folder / "figures" / "critical_difference.pdf").is_file()
+    for args, expected in ((["report", str(outcome.folder), "--force"], "report.html"),
+                           (["compare", str(outcome.folder)], "is a study over datasets")):
+        with pytest.raises(SystemExit):
+            main(args)
+        out = capsys.readouterr()
+        assert expected in out.out + out.err and "interrupted" not in out.out + out.err
+
+
+def test_critical_difference_groups_are_the_maximal_runs_within_cd():
+    from recsys_eval.report.datasets import critical_difference_groups
+
+    ranks = {"a": 1.0, "b": 1.5, "c": 2.4, "d": 3.9, "e": 4.0}
+    # within CD = 1.0: a-b (c is 1.4 from a), b-c (0.9), d-e; c-d is 1.5 apart
+    assert critical_difference_groups(ranks, 1.0) == [("a", "b"), ("b", "c"), ("d", "e")]
+    assert critical_difference_groups(ranks, 2.5) == [("a", "b", "c"), ("b", "c", "d", "e")]
+    assert critical_difference_groups(ranks, 3.0) == [("a", "b", "c", "d", "e")]
+    assert critical_difference_groups(ranks, 0.2) == [("d", "e")]

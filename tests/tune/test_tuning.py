@@ -152,6 +152,20 @@ def test_no_test_interaction_reaches_tuning(synthetic_ratings, tmp_path):
     assert first.equals(again) and tuned["rec"].params["shrink"] in (0.0, 1.0, 2.0, 3.0)
 
 
+def test_a_user_disjoint_splits_test_users_never_reach_tuning(synthetic_ratings):
+    import tomllib
+
+    text = small_config(synthetic_ratings).replace('method = "holdout"', 'method = "user_disjoint"')
+    text = text.replace("params = { fraction = 0.2, per_user = true }", "params = { fraction = 0.2 }")
+    config = parse_config(tomllib.loads(text), "t.toml")
+    data, split = fold_of(config)
+    assert split.fold_in
+    validation = validation_of(config, split)
+    tested = split.test_users()
+    assert not tested[validation.train.users].any() and not tested[validation.test.users].any()
+    assert len(validation.train) + len(validation.test) == len(split.fit_side())
+
+
 # -- the same seed, the same trials ------------------------------------------------------------
 @pytest.mark.parametrize("method", ["random", "tpe"])
 def test_same_seed_same_trials(synthetic_ratings, tmp_path, method):

@@ -1,0 +1,146 @@
+"""A run killed at any of its writes resumes to the results of an uninterrupted run.
+
+Every file a run writes passes through :func:`recsys_eval.core.atomic.atomic_path`, whose test hook
+(``RECSYS_EVAL_STOP_AFTER_WRITES=n``) SIGKILLs the process when its n-th write is a fsynced
+temporary not yet renamed into place. For n = 1, 2, ... until a run ends before its n-th write, a
+fresh run is killed at write n, then ``--resume`` finishes it; its folder must hold the same files,
+per-unit values and summary as a run never interrupted, and no temporary, lock note or work folder.
+Where the kill left a fold's split saved but the fold not marked complete (the state in which a
+resume once failed with "splits/<fold> exists ... --force"), two resumes are started at once: one
+runs, the other refuses naming the lock's holder (pid, start time, host), or, if it looked only
+once the first had finished, runs anew.
+
+The runs are forked from a forkserver that imported the package once (the imports cost more than
+a run of this size); the forkserver started no polars or numba thread, so the forks are safe.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import re
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+
+import recsys_eval
+
+from config_text import config_text, ratings_file, split_table
+from recsys_eval.core.atomic import STOP_AFTER_WRITES, is_scratch
+from recsys_eval.core.lock import OWNER
+from recsys_eval.core.results import ResultsFolder
+from recsys_eval.data.synthetic import write_synthetic_ratings
+
+
+def _cli(args: list[str], stop_after: int | None, stderr: Path | None = None) -> None:
+    """The forked child: ``recsys-eval ARGS``, killed at write ``stop_after`` if given, its
+    standard error to the file ``stderr`` if given."""
+    if stop_after is not None:
+        os.environ[STOP_AFTER_WRITES] = str(stop_after)
+    if stderr is not None:
+        sys.stderr.flush()
+        os.dup2(os.open(stderr, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), 2)
+    from recsys_eval.cli import main
+
+    main(args)
+
+
+@pytest.fixture(scope="module")
+def forks():
+    """A forkserver that imported every module a local run uses (scipy.stats alone takes seconds
+    where Python keeps no bytecode cache)."""
+    package = Path(recsys_eval.__file__).parent
+    modules = [".".join(p.relative_to(package.parent).with_suffix("").parts) for p in sorted(package.rglob("*.py"))]
+    local = [m.removesuffix(".__init__") for m in modules if not any(
+        spark in m for spark in ("engine", "spark", "kernel_locator", "__main__"))]
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(local)
+    return context
+
+
+def cli_exit(forks, args: list[str], stop_after: int | None = None) -> int:
+    """The exit code of ``recsys-eval ARGS`` in a forked process (-9: killed by SIGKILL)."""
+    child = forks.Process(target=_cli, args=(args, stop_after))
+    child.start()
+    child.join(timeout=600)
+    return child.exitcode
+
+
+def two_resumes_at_once(forks, args: list[str], folder: Path) -> list[tuple[int, str]]:
+    """Start ``recsys-eval ARGS`` twice at once; each one's exit code and standard error."""
+    children = [forks.Process(target=_cli, args=(args, None, folder / f"stderr-{i}")) for i in range(2)]
+    for child in children:
+        child.start()
+    for child in children:
+        child.join(timeout=600)
+    return [(child.exitcode, (folder / f"stderr-{i}").read_text()) for i, child in enumerate(children)]
+
+
+def split_saved_in_an_open_fold(out: Path) -> bool:
+    """Whether the killed run saved a fold's split but had not marked the fold complete (where a
+    resume once failed with "splits/<fold> exists ... --force")."""
+    (work,) = (out / "kill").glob(".partial-*")
+    layout = json.loads((work / "layout.json").read_text()) if (work / "layout.json").is_file() else {"folds": []}
+    return any((work / "splits" / fold).is_dir() and not (work / "per_unit" / f"f{i}" / "complete.json").is_file()
+               for i, fold in enumerate(layout["folds"]))
+
+
+def small_config(folder: Path) -> Path:
+    """Two folds, two systems, pooled AUC (a fold's scratch tables): every kind of file a run writes
+    but the report, whose writes are files like the others."""
+    data = write_synthetic_ratings(folder / "ratings.csv", users=60, items=80, interactions=1500, seed=1)
+    path = folder / "kill.toml"
+    path.write_text(config_text("kill", seed=5, dataset=ratings_file(data), split=split_table("kfold", k=2),
+                                recommenders=["popular", "random"], metrics={"names": ["ndcg", "auc"], "k": [5]}),
+                    encoding="utf-8")
+    return path
+
+
+def finished(out: Path) -> list[Path]:
+    return [p for p in (out / "kill").iterdir() if not p.name.startswith(".") and not p.is_symlink()]
+
+
+def contents(folder: Path) -> dict[str, object]:
+    """What must not depend on interruptions: the file names, the per-unit values, the summary."""
+    results = ResultsFolder.open(folder)
+    per_unit = results.scan_per_unit().collect()
+    return {
+        "files": sorted(str(p.relative_to(folder)) for p in folder.rglob("*")),
+        "per_unit": per_unit.sort(per_unit.columns, nulls_last=True).to_dicts(),
+        "summary": results.table("summary").to_dicts(),
+    }
+
+
+def leftovers(out: Path) -> list[str]:
+    return [str(p) for p in out.rglob("*") if is_scratch(p) or p.name == OWNER or p.name.startswith(".partial-")]
+
+
+@pytest.mark.slow
+def test_a_run_killed_at_each_of_its_writes_resumes_to_the_uninterrupted_result(tmp_path, forks):
+    config = small_config(tmp_path)
+    run = ["run", str(config), "--quiet", "--out"]
+    assert cli_exit(forks, [*run, str(tmp_path / "reference")]) == 0
+    expected = contents(*finished(tmp_path / "reference"))
+    n, races = 1, 0
+    while (code := cli_exit(forks, [*run, str(tmp_path / f"killed-at-{n}")], stop_after=n)) != 0:
+        out = tmp_path / f"killed-at-{n}"
+        assert code == -signal.SIGKILL, f"write {n}: exit {code}"
+        if split_saved_in_an_open_fold(out):
+            races += 1
+            outcomes = two_resumes_at_once(forks, [*run, str(out), "--resume"], tmp_path)
+            assert sorted(code for code, _ in outcomes)[0] == 0, outcomes
+            for code, err in outcomes:  # one runs; the other refuses, naming the holder
+                holder = r"another run is writing .*\.partial-.* \(pid \d+ since 20\S+ on host \S+\)"
+                assert code == 0 or (code == 1 and re.search(holder, " ".join(err.split()))), outcomes
+        else:
+            assert cli_exit(forks, [*run, str(out), "--resume"]) == 0, f"resume after write {n}"
+        for folder in finished(out):  # two when the second resume started after the first ended
+            assert contents(folder) == expected, f"killed at write {n}"
+        assert leftovers(out) == [], f"killed at write {n}"
+        n += 1
+    assert n > 20, f"only {n - 1} writes: the hook did not stop the runs"
+    assert races >= 2, "no kill left a saved split in an open fold"
+    print(f"{n - 1} interruption points resumed", file=sys.stderr)
