@@ -28,16 +28,16 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
-from numba import njit, prange
+from numba import njit
 
-from recsys_eval.core.chunks import chunk_bounds
+from recsys_eval.core.chunks import chunk_bounds, run_chunks
 from recsys_eval.core.interactions import Interactions
 from recsys_eval.core.results import PER_UNIT_SCHEMA
 from recsys_eval.core.units import Rankings, Targets
 from recsys_eval.errors import ConfigError, DataError
 from recsys_eval.measure import popularity
 from recsys_eval.measure.frames import concat_per_unit, long_frame
-from recsys_eval.measure.lists import cutoff_bands, is_sparse, list_means, per_train, train_pairs
+from recsys_eval.measure.lists import cutoff_bands, is_sparse, per_train, train_pairs
 from recsys_eval.measure.metrics import BEYOND_METRICS, METRICS, check_cutoffs, check_metrics, metric_params
 
 if TYPE_CHECKING:
@@ -79,20 +79,17 @@ def beyond_accuracy(
     columns: dict[str, np.ndarray] = {}  # per-unit metric -> units x (cutoffs, or one column)
     if "user_coverage" in names:
         columns["user_coverage"] = (rankings.lengths > 0).astype(np.float64)[:, None]
-    if "novelty" in names:
-        columns["novelty"] = list_means(rankings, _self_information(train, n_items)[rankings.items], cutoffs)
     if "ild" in names:
-        masks = _genre_masks(genres, n_items)
-        columns["ild"] = np.column_stack([_ild_kernel(rankings.offsets, rankings.items, masks, cut,
-                                                      chunk_bounds(rankings.n_units)) for cut in cutoffs])
+        columns["ild"] = ild_values(rankings, cutoffs, *_genre_masks(genres, n_items))
     if "calibration" in names:
         from recsys_eval.measure.calibration import calibration_values
 
         columns["calibration"] = calibration_values(rankings, cutoffs, *popularity.train_rows(train, n_items),
                                                     genre_bool_matrix(genres, n_items), params["calibration_alpha"])
-    listed = [name for name in names if name in popularity.LIST_METRICS]
-    if listed:
-        columns.update(_popularity_columns(listed, rankings, cutoffs, train, targets, n_items, params))
+    sums = None  # the list sums that the popularity metrics of lists and PopRSP/PopREO share
+    if any(name in popularity.LIST_METRICS or name in popularity.PARITY_METRICS for name in names):
+        sums = _list_sums(names, rankings, cutoffs, train, targets, n_items, params)
+        columns.update({name: sums.metric(name) for name in names if name in popularity.LIST_METRICS})
     frames = []
     if columns:
         order = [name for name in names if name in columns]
@@ -103,7 +100,7 @@ def beyond_accuracy(
                                  rankings.unit_user, user_ids, labels))
     if any(name in RUN_METRICS for name in names):
         exposure = run_exposure(n_items, cutoffs, train, names, params)
-        exposure.add(rankings, targets)
+        exposure.add(rankings, targets, sums)
         user_type = frames[0].schema["user"] if frames else PER_UNIT_SCHEMA["user"]
         frames.append(run_frame(exposure.values(names), labels, user_type))
     return concat_per_unit(frames)
@@ -137,17 +134,17 @@ _INPUTS = {
 }
 
 
-def _popularity_columns(names: list[str], rankings: Rankings, cutoffs: list[int], train, targets, n_items: int,
-                        params: Mapping[str, float]) -> dict[str, np.ndarray]:
-    """units x cutoffs of every popularity metric of lists in ``names``, from one pass over the
-    lists (:func:`recsys_eval.measure.popularity.list_sums`)."""
+def _list_sums(names: list[str], rankings: Rankings, cutoffs: list[int], train, targets, n_items: int,
+               params: Mapping[str, float]) -> popularity.ListSums:
+    """The sums of every unit's top k that the popularity metrics among ``names`` (of lists, and
+    PopRSP/PopREO) are ratios of, from one pass over the lists
+    (:func:`recsys_eval.measure.popularity.list_sums`), reading relevance and MostPop only when asked."""
     item_pop = popularity.item_popularity(train, n_items)
     wanted = set(names)
-    sums = popularity.list_sums(rankings, cutoffs, item_pop, item_pop.head(params["head_share"]),
+    return popularity.list_sums(rankings, cutoffs, item_pop, item_pop.head(params["head_share"]),
                                 targets=targets if wanted & set(popularity.RELEVANCE_METRICS) else None,
                                 train=train if wanted & {"unexpectedness", "serendipity"} else None,
                                 surprisal="surprisal" in wanted)
-    return {name: sums.metric(name) for name in names}
 
 
 #: The beyond-accuracy metrics of a whole run, functions of the exposure counts of its lists.
@@ -180,12 +177,14 @@ class RunExposure:
         self.ranked = np.zeros(n_items, dtype=bool)
         self.parity = parity
 
-    def add(self, rankings: Rankings, targets: Targets | None = None) -> None:
+    def add(self, rankings: Rankings, targets: Targets | None = None,
+            sums: popularity.ListSums | None = None) -> None:
         """One pass over the lists: each entry counted in its band of cutoffs, then the bands
         summed (an item in the top 5 is in the top 10 too); with PopRSP/PopREO's counts, the
-        lists' head and tail counts too (``targets``: the rankings' own, which PopREO needs)."""
+        lists' head and tail counts too (``targets``: the rankings' own, which PopREO needs;
+        ``sums``: their list sums when already made with the same head and relevance)."""
         if self.parity is not None:
-            self.parity.add(rankings, targets)
+            self.parity.add(rankings, targets, sums)
         n_items = self.counts.shape[1]
         _, band, inside = cutoff_bands(rankings, self.cutoffs)
         by_band = np.bincount(band[inside] * n_items + rankings.items[inside], minlength=len(self.cutoffs) * n_items)
@@ -273,14 +272,6 @@ def genre_matrix(frame: pl.DataFrame, n_items: int) -> np.ndarray:
     return matrix
 
 
-def _self_information(train, n_items: int) -> np.ndarray:
-    """-log2 p(i), p(i) = share of train users with item i (smallest non-zero p where 0).
-
-    Interactions hold each (user, item) pair once (their duplicates policy resolves repeats), so
-    their holders are a bincount of the train items; other inputs are made unique first."""
-    return per_train(train, ("self_information", n_items), lambda: popularity.item_popularity(train, n_items).self_information())
-
-
 def genre_bool_matrix(genres, n_items: int) -> np.ndarray:
     """Genres given as a frame, a sparse or a dense matrix, as an items x genres bool matrix."""
     if isinstance(genres, pl.DataFrame):
@@ -293,16 +284,17 @@ def genre_bool_matrix(genres, n_items: int) -> np.ndarray:
     return genres
 
 
-def _genre_masks(genres, n_items: int) -> np.ndarray:
+def _genre_masks(genres, n_items: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every item's genre set as bits (items x 64-bit words) and its genre count."""
     genres = genre_bool_matrix(genres, n_items)
     n_words = max(1, -(-genres.shape[1] // 64))
     padded = np.zeros((n_items, n_words * 64), dtype=bool)
     padded[:, : genres.shape[1]] = genres
     bits = np.packbits(padded.reshape(n_items, n_words, 64), axis=2, bitorder="little")
-    return bits.view(np.uint64).reshape(n_items, n_words)
+    return bits.view(np.uint64).reshape(n_items, n_words), genres.sum(axis=1).astype(np.int64)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _popcount(x):
     x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
     x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
@@ -310,29 +302,49 @@ def _popcount(x):
     return (x * np.uint64(0x0101010101010101)) >> np.uint64(56)
 
 
-@njit(parallel=True, cache=True)
-def _ild_kernel(offsets, items, masks, cut, bounds):
-    n_units = len(offsets) - 1
-    out = np.full(n_units, np.nan)
-    n_words = masks.shape[1]
-    for chunk in prange(len(bounds) - 1):
-        for u in range(bounds[chunk], bounds[chunk + 1]):
-            lo = offsets[u]
-            hi = min(offsets[u + 1], lo + cut)
-            n = hi - lo
-            if n < 2:
-                continue
-            total = 0.0
-            for a in range(lo, hi):
-                for b in range(a + 1, hi):
-                    inter = 0
-                    union = 0
-                    for w in range(n_words):
-                        x = masks[items[a], w]
-                        y = masks[items[b], w]
-                        inter += _popcount(x & y)
-                        union += _popcount(x | y)
-                    if union > 0:
-                        total += 1.0 - inter / union
-            out[u] = total / (n * (n - 1) / 2.0)
+def ild_values(rankings: Rankings, cutoffs: list[int], masks: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """units x cutoffs: ILD of every unit's top k (``masks``: each item's genre set as bits, ``sizes``
+    its genre count; |G_i | G_j| = |G_i| + |G_j| - |G_i & G_j|), every
+    cutoff from one pass over the list: the distances of each new item to those above it are added
+    to a running total, read at each cutoff (the k(k-1)/2 pairs of the top k, not of every cutoff)."""
+    most = 2 * int(sizes.max(initial=0)) + 1
+    inter, union = np.meshgrid(np.arange(most), np.arange(most), indexing="ij")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        distance = np.where(union > 0, 1.0 - inter / np.maximum(union, 1), 0.0)  # by |G_i & G_j|, |G_i | G_j|
+    out = np.full((rankings.n_units, len(cutoffs)), np.nan)
+    run_chunks(_ild_chunk, chunk_bounds(rankings.n_units), rankings.offsets.astype(np.int64),
+               rankings.items.astype(np.int64), masks, sizes, distance, np.asarray(cutoffs, dtype=np.int64), out)
     return out
+
+
+@njit(cache=True, nogil=True)
+def _ild_chunk(lo, hi, offsets, items, masks, sizes, distance, cutoffs, out):
+    n_words, n_cut = masks.shape[1], len(cutoffs)
+    kmax = cutoffs[n_cut - 1]
+    listed = np.zeros((kmax, n_words), dtype=np.uint64)  # the genre bits of the top k, contiguous
+    listed_size = np.zeros(kmax, dtype=np.int64)
+    for u in range(lo, hi):
+        first, length = offsets[u], min(offsets[u + 1] - offsets[u], kmax)
+        total = 0.0
+        c = 0
+        for b in range(length + 1):
+            while c < n_cut and (b == cutoffs[c] or b == length):
+                if b >= 2:
+                    out[u, c] = total / (b * (b - 1) / 2.0)
+                c += 1
+            if b == length:
+                break
+            item = items[first + b]
+            listed[b] = masks[item]
+            listed_size[b] = sizes[item]
+            if n_words == 1:  # the common case (up to 64 genres), without the loop over words
+                bits, size = listed[b, 0], listed_size[b]
+                for a in range(b):
+                    inter = _popcount(listed[a, 0] & bits)
+                    total += distance[inter, listed_size[a] + size - inter]
+                continue
+            for a in range(b):
+                inter = 0
+                for w in range(n_words):
+                    inter += _popcount(listed[a, w] & listed[b, w])
+                total += distance[inter, listed_size[a] + listed_size[b] - inter]

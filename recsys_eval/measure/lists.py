@@ -1,5 +1,5 @@
-"""What the beyond-accuracy metrics of lists share: per-unit means over the top k of every list
-(:func:`list_means`), the train pairs of any train input, and values kept per train."""
+"""What the beyond-accuracy metrics of lists share: the cutoff bands of list entries
+(:func:`cutoff_bands`), the train pairs of any train input, and values kept per train."""
 
 from __future__ import annotations
 
@@ -22,26 +22,6 @@ def cutoff_bands(rankings: Rankings, cutoffs: list[int]) -> tuple[np.ndarray, np
     position = np.arange(len(rankings.items), dtype=np.int64) - rankings.offsets[unit]
     band = np.searchsorted(np.asarray(cutoffs), position, side="right")  # first cutoff above it
     return unit, band, band < len(cutoffs)
-
-
-def list_means(rankings: Rankings, values: np.ndarray, cutoffs: list[int], *,
-               weights: np.ndarray | None = None, mean: bool = True) -> np.ndarray:
-    """units x cutoffs: per unit, the mean of the list entries' ``values`` over its top k
-    (weighted by ``weights`` when given: sum w v / sum w), NaN for an empty list; with
-    ``mean=False`` their sum (0 for an empty list). One pass over the lists: each entry summed into
-    its band of cutoffs, then the bands summed in cutoff order (the top 5 are in the top 10 too)."""
-    n_units, n_bands = rankings.n_units, len(cutoffs)
-    unit, band, inside = cutoff_bands(rankings, cutoffs)
-    cell = unit[inside] * n_bands + band[inside]
-    weights = np.ones(len(values)) if weights is None else weights
-    total = np.cumsum(np.bincount(cell, weights=(weights * values)[inside], minlength=n_units * n_bands)
-                      .reshape(n_units, n_bands), axis=1)
-    if not mean:
-        return total
-    listed = np.cumsum(np.bincount(cell, weights=weights[inside], minlength=n_units * n_bands)
-                       .reshape(n_units, n_bands), axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(listed > 0, total / np.where(listed > 0, listed, 1.0), np.nan)
 
 
 def per_train(train, key: tuple, compute) -> np.ndarray:

@@ -10,6 +10,8 @@ pass over the lists computes (:func:`list_sums`). Per unit, at cutoff k, over th
 - ``arp``: mean phi(i) over L (Abdollahpouri et al. 2019); NaN for an empty list;
 - ``aplt``: share of L in the long tail T (the items outside the popular head);
 - ``aclt``: count of L in the long tail (0 for an empty list);
+- ``novelty``: mean self-information -log2 phi(i)/|U| over L (:meth:`ItemPopularity.self_information`);
+  NaN for an empty list;
 - ``surprisal``: mean over L of -log2(phi(i)/|U|) / log2|U|, an item no train user has counting 1
   (RePlay's normalised self-information); NaN for an empty list;
 - ``epc``: sum over L of disc(r) rel(r) (1 - phi(i)/|U|), / the sum of disc(r) over L, disc(r) =
@@ -40,7 +42,7 @@ from recsys_eval.errors import DataError
 from recsys_eval.measure.lists import per_train, train_pairs
 
 #: Per-unit popularity metrics of lists (the run-level pair is :data:`PARITY_METRICS`).
-LIST_METRICS = ("arp", "aplt", "aclt", "surprisal", "epc", "efd", "unexpectedness", "serendipity")
+LIST_METRICS = ("arp", "aplt", "aclt", "surprisal", "novelty", "epc", "efd", "unexpectedness", "serendipity")
 #: The metrics that read which listed items are relevant.
 RELEVANCE_METRICS = ("epc", "efd", "serendipity", "pop_reo")
 #: Run-level fairness between the popular head and the long tail.
@@ -113,9 +115,9 @@ def _pop_rank(holders: np.ndarray) -> np.ndarray:
 
 
 #: Per unit and cutoff, the sums over its listed top k that every list metric is a ratio of.
-(LISTED, HOLDERS, TAIL, SURPRISAL, DISCOUNT, EPC_SUM, EFD_SUM, RELEVANT, RELEVANT_TAIL, UNEXPECTED,
- SERENDIPITOUS) = range(11)
-N_SUMS = 11
+(LISTED, HOLDERS, TAIL, SURPRISAL, SELF_INFORMATION, DISCOUNT, EPC_SUM, EFD_SUM, RELEVANT, RELEVANT_TAIL,
+ UNEXPECTED, SERENDIPITOUS) = range(12)
+N_SUMS = 12
 
 
 @dataclass(frozen=True)
@@ -140,16 +142,16 @@ class ListSums:
             values[np.isnan(values)] = 0.0  # an empty list discovers nothing
             values[self.n_relevant == 0] = np.nan
             return values
-        top = {"arp": HOLDERS, "aplt": TAIL, "surprisal": SURPRISAL, "unexpectedness": UNEXPECTED,
-               "serendipity": SERENDIPITOUS}[name]
+        top = {"arp": HOLDERS, "aplt": TAIL, "surprisal": SURPRISAL, "novelty": SELF_INFORMATION,
+               "unexpectedness": UNEXPECTED, "serendipity": SERENDIPITOUS}[name]
         return self.ratio(top, LISTED)
 
 
 def list_sums(rankings: Rankings, cutoffs: list[int], popularity: ItemPopularity, head: np.ndarray, *,
               targets: Targets | None = None, train=None, surprisal: bool = False) -> ListSums:
     """The :data:`N_SUMS` sums of every unit's top k, for each cutoff, in one pass over the lists
-    (a numba kernel over chunks of units): listed items; their phi(i), long-tail flags and
-    surprisal; the rank discounts disc(r) = 1/log2(r + 1) and EPC's and EFD's discounted relevant
+    (a numba kernel over chunks of units): listed items; their phi(i), long-tail flags, surprisal
+    and self-information; the rank discounts disc(r) = 1/log2(r + 1) and EPC's and EFD's discounted relevant
     gains; relevant items (a target with gain > 0: ``targets``, the rankings' own) and relevant
     long-tail ones; and, with ``train``, the items outside MostPop's top k for the unit's user (its
     most popular items less the user's train items, ties by item index), relevant or not."""
@@ -167,7 +169,8 @@ def list_sums(rankings: Rankings, cutoffs: list[int], popularity: ItemPopularity
         indptr, indices = np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64)
     item_values = np.vstack([popularity.holders, (~head).astype(np.float64),
                              popularity.surprisal() if surprisal else np.zeros(n_items),
-                             1.0 - popularity.holders / popularity.n_users, popularity.discovery_information()])
+                             1.0 - popularity.holders / popularity.n_users, popularity.discovery_information(),
+                             popularity.self_information()])
     out = np.zeros((rankings.n_units, len(cutoffs), N_SUMS))
     run_chunks(_list_sums_chunk, chunk_bounds(rankings.n_units), rankings.offsets.astype(np.int64),
                rankings.items.astype(np.int64), rankings.unit_user.astype(np.int64), t_offsets, t_items, t_gain,
@@ -185,10 +188,11 @@ def _list_sums_chunk(lo, hi, offsets, items, unit_user, t_offsets, t_items, t_ga
     for u in range(lo, hi):
         longest = max(longest, offsets[u + 1] - offsets[u])
     relevant = np.zeros(longest)
-    place = np.zeros(longest, dtype=np.int64)  # 0-based place in the user's MostPop list
+    listed_rank = np.zeros(longest, dtype=np.int64)  # each listed item's place in the most-popular order
+    seen = np.zeros(len(pop_rank), dtype=np.bool_)  # by place in that order: the user's train items
+    bound = np.zeros(n_cut, dtype=np.int64)  # per cutoff, the first place past MostPop's top k
     running = np.zeros(N_SUMS)
     marked = np.zeros(len(pop_rank), dtype=np.bool_)  # the unit's relevant targets, unmarked after it
-    scratch = np.empty(256, dtype=np.int64)  # the pop ranks of a user's train items, sorted
     for u in range(lo, hi):
         first, length = offsets[u], min(offsets[u + 1] - offsets[u], kmax)
         for j in range(t_offsets[u], t_offsets[u + 1]):
@@ -199,18 +203,11 @@ def _list_sums_chunk(lo, hi, offsets, items, unit_user, t_offsets, t_items, t_ga
             marked[t_items[j]] = False
         if most_popular:
             user = unit_user[u]
-            n_seen = indptr[user + 1] - indptr[user]
-            if n_seen > len(scratch):
-                scratch = np.empty(2 * n_seen, dtype=np.int64)
-            seen = scratch[:n_seen]
-            for j in range(n_seen):
-                seen[j] = pop_rank[indices[indptr[user] + j]]
-            seen.sort()
+            for j in range(indptr[user], indptr[user + 1]):
+                seen[pop_rank[indices[j]]] = True
+            _most_popular_bounds(seen, cutoffs, bound)
             for r in range(length):
-                g = pop_rank[items[first + r]]
-                above = np.searchsorted(seen, g)
-                # an item of the user's train is never in MostPop's list: past every cutoff
-                place[r] = len(pop_rank) if above < len(seen) and seen[above] == g else g - above
+                listed_rank[r] = pop_rank[items[first + r]]
         running[:] = 0.0
         c = 0
         for r in range(length + 1):
@@ -218,7 +215,7 @@ def _list_sums_chunk(lo, hi, offsets, items, unit_user, t_offsets, t_items, t_ga
                 out[u, c, :UNEXPECTED] = running[:UNEXPECTED]
                 if most_popular:
                     for j in range(r):
-                        if place[j] >= cutoffs[c]:
+                        if seen[listed_rank[j]] or listed_rank[j] >= bound[c]:
                             out[u, c, UNEXPECTED] += 1.0
                             out[u, c, SERENDIPITOUS] += relevant[j]
                 c += 1
@@ -231,11 +228,33 @@ def _list_sums_chunk(lo, hi, offsets, items, unit_user, t_offsets, t_items, t_ga
             running[HOLDERS] += item_values[0, item]
             running[TAIL] += tail
             running[SURPRISAL] += item_values[2, item]
+            running[SELF_INFORMATION] += item_values[5, item]
             running[DISCOUNT] += discount
             running[EPC_SUM] += discount * relevant[r] * item_values[3, item]
             running[EFD_SUM] += discount * relevant[r] * item_values[4, item]
             running[RELEVANT] += relevant[r]
             running[RELEVANT_TAIL] += relevant[r] * tail
+        if most_popular:
+            for j in range(indptr[unit_user[u]], indptr[unit_user[u] + 1]):
+                seen[pop_rank[indices[j]]] = False
+
+
+@njit(cache=True, nogil=True)
+def _most_popular_bounds(seen, cutoffs, bound):
+    """Per cutoff k, the first place in the most-popular order past the user's MostPop top k (its
+    k-th item not ``seen`` in train, + 1; the catalogue's end when fewer remain): an unseen item
+    is in MostPop's top k iff its place is below the bound (walking the order once, no sort)."""
+    c, count = 0, 0
+    for place in range(len(seen)):
+        if c == len(cutoffs):
+            return
+        if not seen[place]:
+            count += 1
+            if count == cutoffs[c]:
+                bound[c] = place + 1
+                c += 1
+    for rest in range(c, len(cutoffs)):
+        bound[rest] = len(seen)
 
 
 def train_rows(train, n_items: int, n_users: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -268,20 +287,21 @@ class PopularityParity:
         self.cutoffs = sorted(cutoffs)
         self.popularity = item_popularity(train, n_items)
         self.head = self.popularity.head(head_share)
-        indptr, indices = train_rows(train, n_items)
-        rows = np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
         #: per user index: train items in the head, and in all
-        self.train_head = np.bincount(rows, weights=self.head[indices], minlength=len(indptr) - 1)
-        self.train_size = np.diff(indptr).astype(np.float64)
+        self.train_head, self.train_size = per_train(train, ("train_head", n_items, head_share),
+                                                     lambda: _train_head_counts(train, n_items, self.head))
         self.listed = np.zeros((len(self.cutoffs), 2))
         self.listed_relevant = np.zeros((len(self.cutoffs), 2))
         self.candidates = np.zeros(2)
         self.relevant = np.zeros(2)
 
-    def add(self, rankings: Rankings, targets: Targets | None) -> None:
+    def add(self, rankings: Rankings, targets: Targets | None, sums: ListSums | None = None) -> None:
         """Add the counts of ``rankings`` (``targets``, their own, give PopREO's; without them its
-        counts stay 0 and its value undefined)."""
-        sums = list_sums(rankings, self.cutoffs, self.popularity, self.head, targets=targets).sums.sum(axis=0)
+        counts stay 0 and its value undefined); ``sums``: their :func:`list_sums` when already made
+        (with this head, and with ``targets``)."""
+        if sums is None:
+            sums = list_sums(rankings, self.cutoffs, self.popularity, self.head, targets=targets)
+        sums = sums.sums.sum(axis=0)
         self.listed += np.column_stack([sums[:, LISTED] - sums[:, TAIL], sums[:, TAIL]])
         self.listed_relevant += np.column_stack([sums[:, RELEVANT] - sums[:, RELEVANT_TAIL], sums[:, RELEVANT_TAIL]])
         seen_head, seen_all = (_of_users(counts, rankings.unit_user) for counts in (self.train_head, self.train_size))
@@ -302,6 +322,14 @@ class PopularityParity:
             for c, cut in enumerate(self.cutoffs):
                 rows.append((name, cut, _parity(top[c], bottom)))
         return rows
+
+
+def _train_head_counts(train, n_items: int, head: np.ndarray) -> np.ndarray:
+    """2 x users: per user index, its train items in the head, and in all."""
+    indptr, indices = train_rows(train, n_items)
+    rows = np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
+    return np.vstack([np.bincount(rows, weights=head[indices], minlength=len(indptr) - 1),
+                      np.diff(indptr).astype(np.float64)])
 
 
 def _of_users(per_user: np.ndarray, users: np.ndarray) -> np.ndarray:
