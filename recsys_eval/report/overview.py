@@ -61,8 +61,10 @@ def first_screen(manifest: Manifest, config: dict, summary: pl.DataFrame, headli
     """The first screen as ``(term, text)`` lines: dataset, split, relevance, protocols, then the
     winner under each protocol by ``headline``."""
     data = manifest.dataset or "?"
-    if manifest.users is not None:
-        data += f" ({manifest.users:,} users, {manifest.items:,} items, {manifest.interactions:,} interactions)"
+    counts = [f"{n:,} {what}" for n, what in ((manifest.users, "users"), (manifest.items, "items"),
+                                               (manifest.interactions, "interactions")) if n is not None]
+    if counts:  # an evaluated run file knows its users and items, not the interactions of a dataset
+        data += f" ({', '.join(counts)})"
     threshold = manifest.relevance_threshold
     lines = [
         ("dataset", data),
