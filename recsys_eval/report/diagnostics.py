@@ -157,6 +157,20 @@ def leakage_section(folder: Path) -> Section | None:
 DISTRIBUTION_FIGURES = 4
 
 
+def _focus_rows(results: ResultsFolder, name: str, key: MetricKey) -> tuple[pl.DataFrame, str] | None:
+    """The rows of diagnostics table ``name`` for the report's metric in the report's fold (``all``
+    when the run has several folds, else its one), in config order, with that fold; None when
+    there are none."""
+    table = results.table(name)
+    if table is None or table.is_empty():
+        return None
+    folds = table.get_column("fold").unique().to_list()
+    fold = "all" if "all" in folds else folds[0]
+    rows = table.filter(key.rows() & (pl.col("fold") == fold))
+    manifest = results.manifest
+    return None if rows.is_empty() else (_in_order(rows, manifest.protocols, manifest.systems), fold)
+
+
 def distribution_section(folder: Path, focus: str) -> Section | None:
     """The per-user distribution of the main metric: quantiles, share at zero and Gini per protocol
     and system, and per protocol the ECDF and the Lorenz curve of every system
@@ -164,17 +178,12 @@ def distribution_section(folder: Path, focus: str) -> Section | None:
     from recsys_eval.compare.distributions import part_curves
 
     results = ResultsFolder(folder)
-    table = results.table("distributions")
     key = MetricKey.parse(focus)
-    if table is None or table.is_empty():
+    found = _focus_rows(results, "distributions", key)
+    if found is None:
         return None
-    folds = table.get_column("fold").unique().to_list()
-    fold = "all" if "all" in folds else folds[0]
-    rows = table.filter(key.rows() & (pl.col("fold") == fold))
-    if rows.is_empty():
-        return None
+    rows, fold = found
     manifest = results.manifest
-    rows = _in_order(rows, manifest.protocols, manifest.systems)
     shown = rows.select("protocol", "system", pl.col("n").alias("users"),
                         *[pl.col(c).round(4) for c in ("mean", "q10", "q25", "q50", "q75", "q90")],
                         pl.col("share_zero").round(4).alias("share at 0"), pl.col("gini").round(4).alias("Gini"))
@@ -234,17 +243,14 @@ def slice_section(folder: Path, focus: str) -> Section | None:
     paired test against the baseline in each group, and per slice a figure of the metric by group
     (one line per system, the first protocol)."""
     results = ResultsFolder(folder)
-    means, tests = results.table("slices"), results.table("slice_tests")
+    tests = results.table("slice_tests")
     key = MetricKey.parse(focus)
-    if means is None or means.is_empty():
+    found = _focus_rows(results, "slices", key)
+    if found is None:
         return None
-    folds = means.get_column("fold").unique().to_list()
-    fold = "all" if "all" in folds else folds[0]
-    rows = means.filter(key.rows() & (pl.col("fold") == fold))
-    if rows.is_empty():
-        return None
+    rows, fold = found
     manifest = results.manifest
-    rows = _in_order(rows, manifest.protocols, manifest.systems).sort("slice", "order", maintain_order=True)
+    rows = rows.sort("slice", "order", maintain_order=True)
     first = rows.get_column("protocol")[0]
     rows = rows.filter(pl.col("protocol") == first)  # the others: slices.csv
     shown = rows.select("protocol", "slice", "group", "system", pl.col("n").alias("users"),
