@@ -212,7 +212,8 @@ def _list_sums_chunk(lo, hi, offsets, items, unit_user, t_offsets, t_items, t_ga
         c = 0
         for r in range(length + 1):
             while c < n_cut and (r == cutoffs[c] or r == length):
-                out[u, c, :UNEXPECTED] = running[:UNEXPECTED]
+                for m in range(UNEXPECTED):  # a loop: a slice assignment compiles numba's shape-error code
+                    out[u, c, m] = running[m]
                 if most_popular:
                     for j in range(r):
                         if seen[listed_rank[j]] or listed_rank[j] >= bound[c]:
