@@ -98,8 +98,9 @@ def part_curves(folder: ResultsFolder, protocol: str, metric: str, k: int | None
     folds = []
     for fold in folder.manifest.folds:
         units = folder.scan_per_unit(fold=fold, protocol=protocol).filter(wanted).collect()
-        if units.height:
-            folds.append(distribution_curves(per_user(units, undefined=undefined)))
+        curves = distribution_curves(per_user(units, undefined=undefined)) if units.height else None
+        if curves is not None and curves.height:  # a fold (a rolling window) may have no defined user
+            folds.append(curves)
     if not folds:
         return pl.DataFrame()
     curves = pl.concat(folds)
