@@ -34,16 +34,20 @@ def lazy_exports(package: str, exports: dict[str, list[str]]) -> tuple[list[str]
 
 
 def import_meanwhile(*modules: str) -> threading.Thread:
-    """Import ``modules`` on a daemon thread and return it, so that a module's import (numba's
-    ~0.3 s) overlaps work that releases the GIL, such as polars reading a file. A later import of the
-    same module waits for this one (Python's per-module import lock); an import error is raised
-    there, where the module is used, not here."""
+    """Import ``modules`` on a daemon thread, in order, and return it, so that a module's import
+    (numba's ~0.3 s) overlaps work that releases the GIL, such as polars reading a file. A later
+    import of the same module waits for this one (Python's per-module import lock); an import error
+    is raised there, where the module is used, not here. ``"module:function"`` also calls
+    ``function()`` once imported (a warm-up, such as numba's first dispatch)."""
 
     def load() -> None:
-        for module in modules:
+        for entry in modules:
+            module, _, function = entry.partition(":")
             try:
-                importlib.import_module(module)
-            except Exception:  # the caller's own import reports it
+                loaded = importlib.import_module(module)
+                if function:
+                    getattr(loaded, function)()
+            except Exception:  # the caller's own import or call reports it
                 return
 
     thread = threading.Thread(target=load, name="recsys-eval-import", daemon=True)

@@ -44,9 +44,7 @@ def evaluate(
 ) -> None:
     """Score a run against test interactions; write a results folder (per-unit values, summary,
     manifest) that `recsys-eval report` and `compare` open like a run's."""
-    from rich.console import Console  # heavy imports here, so that `recsys-eval --help` starts fast
-
-    from recsys_eval._lazy import import_meanwhile
+    from recsys_eval._lazy import import_meanwhile  # heavy imports here, so that `recsys-eval --help` starts fast
     from recsys_eval.data.runs import averaging_default, load_run
     from recsys_eval.errors import check_choice
     from recsys_eval.measure.metrics import (
@@ -57,9 +55,11 @@ def evaluate(
         check_cutoffs,
         check_metrics,
     )
-    from recsys_eval.pipeline.evaluate import evaluate_run
     from recsys_eval.pipeline.options import MeasureOptions
 
+    # what measures and writes is imported on a thread while the options are checked and the files read
+    import_meanwhile("recsys_eval.data.kernels:warm_up", "recsys_eval.measure.api", "recsys_eval.compare.intervals",
+                     "recsys_eval.pipeline.evaluate", "rich.console")
     # parse
     names = check_metrics([m.strip() for m in metrics.split(",") if m.strip()], ALL_METRICS)
     cutoffs = check_cutoffs(_parse_ints(k, "--k"))
@@ -80,12 +80,15 @@ def evaluate(
                         master, partitions, (format, columns, test_format, test_columns, genres), params)
         return
 
-    # read, measure, write: the measuring modules (numba's kernels) are imported while the files are read
-    import_meanwhile("recsys_eval.measure.api", "recsys_eval.compare.intervals")
+    # read, measure, write
     data = load_run(
         test, run, train, threshold=threshold, run_format=format, run_columns=_parse_names(columns, "--columns"),
         test_format=test_format or format, test_columns=_parse_names(test_columns, "--test-columns"),
     )
+    from rich.console import Console
+
+    from recsys_eval.pipeline.evaluate import evaluate_run
+
     console = Console()
     options = MeasureOptions.of(names, cutoffs, gain=gain, ties=ties, undefined=undefined, threshold=threshold,
                                 params=params)
@@ -157,6 +160,10 @@ def _parse_ints(text: str, option: str) -> list[int]:
 
 def _check_beyond_inputs(names: list[str], **given: bool) -> None:
     """A beyond-accuracy metric whose input file is not given raises, naming the option."""
+    from recsys_eval.measure.metrics import BEYOND_METRICS
+
+    if not set(names) & set(BEYOND_METRICS):  # measure.beyond imports numba: not for the others
+        return
     from recsys_eval.measure.beyond import BEYOND_INPUTS
 
     options = {"train": "--train (item popularity and profiles among train users)",

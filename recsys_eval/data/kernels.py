@@ -15,6 +15,13 @@ import numpy as np
 from recsys_eval.core.sorting import stable_argsort
 
 
+def warm_up() -> None:
+    """numba's first dispatch in a process loads its typing and lowering registries (~0.2 s of
+    Python, whatever the kernel): done once here, on the thread that imports this module while the
+    files are read, with the signature the index's grouping then calls."""
+    count_users(np.zeros(0, dtype=np.int32), 0)
+
+
 @numba.njit(cache=True, nogil=True)
 def count_lines(chunk_index: int, start: int, stop: int, data: np.ndarray, lines: np.ndarray) -> None:
     """``lines[chunk_index]``: the lines in ``data[start:stop]`` (its newlines, and a last line
@@ -62,9 +69,12 @@ def parse_lines(data: np.ndarray, start: int, stop: int, separator: int, out: np
 
 
 @numba.njit(cache=True, nogil=True)
-def mark_present(values: np.ndarray, low: int, present: np.ndarray) -> None:
-    for value in values:
-        present[value - low] = True
+def offset_codes(values: np.ndarray, low: int, present: np.ndarray, codes: np.ndarray) -> None:
+    """``codes = values - low``, marking each in ``present``."""
+    for row in range(len(values)):
+        code = values[row] - low
+        present[code] = True
+        codes[row] = code
 
 
 @numba.njit(cache=True, nogil=True)

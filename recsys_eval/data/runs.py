@@ -159,9 +159,11 @@ def read_table(
             continue
         number = numeric_column(frame, column, name, locate, whole=column == "rank")
         out[column] = number.cast(pl.Int64) if column == "rank" else number
+    # A Parquet file comes in one chunk per row group. The ids stay so (the index reads each chunk in
+    # place); each value column is made one chunk, so that every later to_numpy() of it is a view.
+    out.update((column, out[column].rechunk()) for column in values)
     notes = (*table.notes, *([detected.note] if detected.note else []))
-    # one chunk a column (a Parquet file comes in one per row group): every later to_numpy() is a view
-    return Table(pl.DataFrame(out).rechunk(), name, table.first_line, table.lines, table.unit, notes)
+    return Table(pl.DataFrame(out), name, table.first_line, table.lines, table.unit, notes)
 
 
 def _one_system(frame: pl.DataFrame, name: str) -> None:
@@ -292,8 +294,9 @@ def _read_ranx(path: Path, kind: str, name: str) -> pl.DataFrame:
 class Index:
     """Raw ids of the users and items of several tables, sorted, and every table's codes into them.
 
-    Integer ids whose range is at most a few times the row count are indexed by a lookup table (one
-    pass), others by one sort; text ids by one sort. When tables disagree on the id type (integers in
+    Integer ids whose range is at most a few times the row count are indexed by their offset from
+    the smallest (one pass over each column's chunks in place, a second through a lookup table when
+    the range has gaps), others by one sort; text ids by one sort. When tables disagree on the id type (integers in
     one, text in another), ids are compared as text.
     """
 
@@ -312,23 +315,12 @@ class Index:
 
 
 def _index(columns: list[pl.Series]) -> tuple[pl.Series, list[np.ndarray]]:
-    from recsys_eval.data import kernels
-
     if any(c.dtype == pl.String for c in columns):
         columns = [c.cast(pl.String) for c in columns]
     if columns[0].dtype.is_integer():
-        arrays = [c.to_numpy() for c in columns]
-        low = min((int(a.min()) for a in arrays if len(a)), default=0)  # a partition's table may be empty
-        high = max((int(a.max()) for a in arrays if len(a)), default=-1)
-        if high - low < max(4 * sum(len(a) for a in arrays), 1 << 20):  # a lookup table, one pass
-            present = np.zeros(high - low + 1, dtype=np.bool_)
-            for values in arrays:
-                kernels.mark_present(values, low, present)
-            code_of = (np.cumsum(present, dtype=np.int64) - 1).astype(np.int32)
-            codes = [np.empty(len(values), dtype=np.int32) for values in arrays]
-            for values, out in zip(arrays, codes, strict=True):
-                kernels.lookup_codes(values, low, code_of, out)
-            return pl.Series(np.flatnonzero(present) + low), codes
+        indexed = _dense_index(columns)
+        if indexed is not None:
+            return indexed
     sizes = np.cumsum([0] + [c.len() for c in columns])
     values = pl.concat(columns)  # one sort; equal neighbours share a code
     order = values.arg_sort().to_numpy()
@@ -339,6 +331,34 @@ def _index(columns: list[pl.Series]) -> tuple[pl.Series, list[np.ndarray]]:
     codes[order] = np.cumsum(new) - 1
     ids = ordered.filter(pl.Series(new))
     return ids, [codes[a:b] for a, b in zip(sizes[:-1], sizes[1:], strict=True)]
+
+
+def _dense_index(columns: list[pl.Series]) -> tuple[pl.Series, list[np.ndarray]] | None:
+    """The index of integer ids whose range is at most a few times the row count (None for a
+    wider one): codes ``id - low`` written chunk by chunk of each column, read in place (no copy
+    into one buffer), then renumbered through a lookup table when some ids of the range are
+    absent. Two passes at most, no sort."""
+    from recsys_eval.data import kernels
+
+    given = [c for c in columns if c.len()]  # a partition's table may be empty
+    low = min((int(c.min()) for c in given), default=0)
+    high = max((int(c.max()) for c in given), default=-1)
+    if high - low >= min(max(4 * sum(c.len() for c in columns), 1 << 20), 1 << 31):  # codes are int32
+        return None
+    present = np.zeros(high - low + 1, dtype=np.bool_)
+    codes = [np.empty(c.len(), dtype=np.int32) for c in columns]
+    for column, out in zip(columns, codes, strict=True):
+        at = 0
+        for chunk in column.get_chunks():
+            values = chunk.to_numpy()  # a view: ids have no nulls
+            kernels.offset_codes(values, low, present, out[at:at + len(values)])
+            at += len(values)
+    if not present.all():
+        code_of = (np.cumsum(present, dtype=np.int64) - 1).astype(np.int32)
+        for out in codes:
+            kernels.lookup_codes(out, 0, code_of, out)
+    return pl.Series(np.flatnonzero(present) + low), codes
+
 
 def _threads() -> ThreadPoolExecutor:
     """A pool for a few different kernels side by side. Not the chunk pool of
@@ -480,7 +500,7 @@ def load_run(
       or ranked for it; they feed novelty and the coverage catalogue.
     The item catalogue is every item of TEST, RUN and TRAIN: the protocol is full ranking (AI+AR+AN).
     """
-    import_meanwhile("recsys_eval.data.kernels")  # numba's import overlaps the reading
+    import_meanwhile("recsys_eval.data.kernels:warm_up")  # numba's import overlaps the reading
     test_t = read_table(test, "judgments", format=test_format, columns=test_columns, name=f"TEST {_name(test)}")
     run_t = read_table(run, "run", format=run_format, columns=run_columns, name=f"RUN {_name(run)}")
     train_t = None if train is None else read_table(

@@ -118,8 +118,9 @@ ids = st.one_of(st.integers(-3, 40), st.sampled_from(["a", "b", "c", "u7", "zz"]
     train_pairs=st.lists(st.tuples(st.integers(0, 9), st.integers(0, 16)), max_size=40),  # repeats allowed
     text_users=st.booleans(),
     seed=st.integers(0, 100),
+    pieces=st.integers(1, 3),
 )
-def test_load_run_builds_what_a_slow_reference_builds(test_pairs, run_pairs, train_pairs, text_users, seed):
+def test_load_run_builds_what_a_slow_reference_builds(test_pairs, run_pairs, train_pairs, text_users, seed, pieces):
     def user_id(u):
         return f"u{u}" if text_users else u * 3 - 4
 
@@ -133,7 +134,8 @@ def test_load_run_builds_what_a_slow_reference_builds(test_pairs, run_pairs, tra
         with pytest.raises(DataError, match="share no user"):
             load_run(test, run)
         return
-    got = load_run(test, run, train if len(train) else None)
+    # in chunks, as a Parquet file of several row groups is read: the index reads each in place
+    got = load_run(*(_in_chunks(frame, pieces) for frame in (test, run)), _in_chunks(train, pieces) if len(train) else None)
     catalogue = sorted(set(test["item"]) | set(run["item"]) | set(train["item"]))
     users = sorted(set(test["user"]))
     assert got.user_ids.to_list() == users and got.item_ids.to_list() == catalogue
@@ -154,6 +156,12 @@ def test_load_run_builds_what_a_slow_reference_builds(test_pairs, run_pairs, tra
     judged_and_scored = sorted((users.index(u), catalogue.index(i), g, scored[u, i])
                                for u, i, g in test.iter_rows() if (u, i) in scored)
     assert [(users.index(u), catalogue.index(i), g, p) for u, i, g, p in got.predictions.iter_rows()] == judged_and_scored
+
+
+def _in_chunks(frame: pl.DataFrame, pieces: int) -> pl.DataFrame:
+    """``frame`` as up to ``pieces`` chunks of rows."""
+    size = -(-len(frame) // pieces)
+    return pl.concat([frame.slice(p * size, size) for p in range(pieces)], rechunk=False)
 
 
 def test_train_items_leave_the_candidates_unless_tested_or_ranked():
