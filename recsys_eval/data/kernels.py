@@ -2,6 +2,10 @@
 :mod:`recsys_eval.data.delimited` and the id index, row grouping and checks of
 :mod:`recsys_eval.data.runs`.
 
+A table's rows grouped by user are a list of row numbers, ``rows``; an empty list stands for the
+table's own order (a file already grouped by user, a run already in rank order: most files), which
+:func:`row_at` reads as ``j``, so that no identity list of the file's length is built.
+
 They live apart so that importing those modules does not import numba (~0.3 s): reading a file
 needs no kernel (Parquet) or only the scan, and :func:`recsys_eval.data.runs.load_run` imports this
 module on a thread while the files are read, so numba's import overlaps polars' reading.
@@ -20,6 +24,12 @@ def warm_up() -> None:
     Python, whatever the kernel): done once here, on the thread that imports this module while the
     files are read, with the signature the index's grouping then calls."""
     count_users(np.zeros(0, dtype=np.int32), 0)
+
+
+@numba.njit(cache=True, nogil=True)
+def row_at(rows: np.ndarray, j: int) -> int:
+    """``rows[j]``, or ``j`` when ``rows`` is empty (the table's own order)."""
+    return rows[j] if len(rows) else j
 
 
 @numba.njit(cache=True, nogil=True)
@@ -118,7 +128,7 @@ def check_user_rows(offsets, rows, item, n_items, rank, by_rank):
         a, b = offsets[u], offsets[u + 1]
         bad = False
         for j in range(a, b):
-            row = rows[j]
+            row = row_at(rows, j)
             i = item[row]
             if owner[i] == u:
                 if n_repeats == 0 or row < repeat:
@@ -140,36 +150,64 @@ def check_user_rows(offsets, rows, item, n_items, rank, by_rank):
 
 
 @numba.njit(cache=True, nogil=True)
+def ranks_in_order(offsets, rank):
+    """Whether the rows, grouped by user in the table's own order, have ranks 1, 2, ..., L in that
+    order, user after user (the rank check passed, and no row to move)."""
+    for u in range(len(offsets) - 1):
+        a = offsets[u]
+        for j in range(a, offsets[u + 1]):
+            if rank[j] != j - a + 1:
+                return False
+    return True
+
+
+@numba.njit(cache=True, nogil=True)
 def order_by_score(offsets, rows, item, primary):
     """Each user's rows by ``primary`` ascending, ties by item."""
-    ordered = np.empty(len(rows), dtype=np.int64)
+    ordered = np.empty(offsets[-1], dtype=np.int64)
     for u in range(len(offsets) - 1):
         a, b = offsets[u], offsets[u + 1]
         keys = np.empty(b - a)  # float64 keys and loops: see recsys_eval.core.sorting
         for j in range(b - a):
-            keys[j] = item[rows[a + j]]
+            keys[j] = item[row_at(rows, a + j)]
         by_item = stable_argsort(keys)
         for j in range(b - a):
-            keys[j] = primary[rows[a + by_item[j]]]
+            keys[j] = primary[row_at(rows, a + by_item[j])]
         by_primary = stable_argsort(keys)
         for j in range(b - a):
-            ordered[a + j] = rows[a + by_item[by_primary[j]]]
+            ordered[a + j] = row_at(rows, a + by_item[by_primary[j]])
     return ordered
 
 
 @numba.njit(cache=True, nogil=True)
-def sort_by_item(offsets, rows, item, out):
-    """Each user's rows by item, into ``out`` (a copy of ``rows``; an insertion sort for the usual
-    few rows)."""
+def items_ascend(offsets, item):
+    """Whether each user's items ascend in the table's own order."""
+    for u in range(len(offsets) - 1):
+        for j in range(offsets[u] + 1, offsets[u + 1]):
+            if item[j] < item[j - 1]:
+                return False
+    return True
+
+
+@numba.njit(cache=True, nogil=True)
+def by_item(offsets, rows, item):
+    """Each user's rows by item: empty (the table's own order) when ``rows`` is and each user's
+    items already ascend; else a new list (an insertion sort for the usual few rows a user has)."""
+    if len(rows) == 0 and items_ascend(offsets, item):
+        return rows
+    out = np.empty(offsets[-1], dtype=np.int64)
+    for j in range(len(out)):
+        out[j] = row_at(rows, j)
     for u in range(len(offsets) - 1):
         a, b = offsets[u], offsets[u + 1]
         if b - a > 32:
+            given = out[a:b].copy()
             keys = np.empty(b - a)
             for j in range(b - a):
-                keys[j] = item[rows[a + j]]
-            by_item = stable_argsort(keys)
+                keys[j] = item[given[j]]
+            order = stable_argsort(keys)
             for j in range(b - a):
-                out[a + j] = rows[a + by_item[j]]
+                out[a + j] = given[order[j]]
             continue
         for j in range(a + 1, b):
             row = out[j]
@@ -179,16 +217,17 @@ def sort_by_item(offsets, rows, item, out):
                 out[k] = out[k - 1]
                 k -= 1
             out[k] = row
+    return out
 
 
 @numba.njit(cache=True, nogil=True)
-def gather_users(values, offsets, users, out):
-    """``values[offsets[u]:offsets[u + 1]]`` for every ``u`` of ``users``, one after the other, into
-    ``out``."""
+def gather_users(rows, offsets, users, out):
+    """The rows ``offsets[u]:offsets[u + 1]`` of ``rows`` (see :func:`row_at`) for every ``u`` of
+    ``users``, one user after the other, into ``out``."""
     at = 0
     for u in users:
         for j in range(offsets[u], offsets[u + 1]):
-            out[at] = values[j]
+            out[at] = row_at(rows, j)
             at += 1
 
 
@@ -213,11 +252,11 @@ def train_chunk(chunk, lo, hi, train, test, run, tested, n_items, users_before, 
             continue
         if tested[u]:
             for j in range(r_offsets[u], r_offsets[u + 1]):
-                ranked[r_item[r_rows[j]]] = u
+                ranked[r_item[row_at(r_rows, j)]] = u
             for j in range(t_offsets[u], t_offsets[u + 1]):
-                judged[t_item[t_rows[j]]] = u
+                judged[t_item[row_at(t_rows, j)]] = u
         for j in range(a, b):
-            i = w_item[w_rows[j]]
+            i = w_item[row_at(w_rows, j)]
             if trained[i] == u:
                 continue
             trained[i] = u
@@ -237,17 +276,19 @@ def judged_pairs(test, run, n_items):
     r_offsets, r_rows, r_item = run
     at = np.full(n_items, -1, dtype=np.int64)
     owner = np.full(n_items, -1, dtype=np.int64)
-    test_rows = np.empty(len(t_rows), dtype=np.int64)
-    run_rows = np.empty(len(t_rows), dtype=np.int64)
+    test_rows = np.empty(t_offsets[-1], dtype=np.int64)
+    run_rows = np.empty(t_offsets[-1], dtype=np.int64)
     n = 0
     for u in range(len(t_offsets) - 1):
         if t_offsets[u] == t_offsets[u + 1]:
             continue
         for j in range(r_offsets[u], r_offsets[u + 1]):
-            owner[r_item[r_rows[j]]], at[r_item[r_rows[j]]] = u, r_rows[j]
+            row = row_at(r_rows, j)
+            owner[r_item[row]], at[r_item[row]] = u, row
         for j in range(t_offsets[u], t_offsets[u + 1]):
-            i = t_item[t_rows[j]]
+            row = row_at(t_rows, j)
+            i = t_item[row]
             if owner[i] == u:
-                test_rows[n], run_rows[n] = t_rows[j], at[i]
+                test_rows[n], run_rows[n] = row, at[i]
                 n += 1
     return test_rows[:n], run_rows[:n]

@@ -372,7 +372,8 @@ def _threads() -> ThreadPoolExecutor:
 @dataclass(frozen=True)
 class Grouped:
     """A table's rows grouped by user code: user ``u``'s rows are ``rows[offsets[u]:offsets[u + 1]]``
-    in file order; for a run, ``by_rank`` holds the same rows best first (ties by item)."""
+    in file order; for a run, ``by_rank`` holds the same rows best first (ties by item). Either is
+    empty when it is the table's own order (:func:`recsys_eval.data.kernels.row_at`)."""
 
     offsets: np.ndarray
     rows: np.ndarray
@@ -384,7 +385,8 @@ def check_rows(table: Table, user: np.ndarray, item: np.ndarray, index: Index) -
     not 1..L: the checks every run and judgments table gets.
 
     One counting sort by user, then one pass over each user's rows that marks its items in an
-    item-sized array (a repeat finds its item marked) and puts each row in the slot of its rank."""
+    item-sized array (a repeat finds its item marked) and puts each row in the slot of its rank,
+    unless the file lists every user's rows in rank order already (one pass over the ranks)."""
     from recsys_eval.data import kernels
 
     frame = table.frame
@@ -392,7 +394,9 @@ def check_rows(table: Table, user: np.ndarray, item: np.ndarray, index: Index) -
     has_rank = "rank" in frame.columns
     rank = frame.get_column("rank").to_numpy() if has_rank else np.zeros(0, dtype=np.int64)
     rows, offsets = group_by_user(user, index.user_ids.len())
-    by_rank = np.full(len(rows) if has_rank else 0, -1, dtype=np.int64)
+    if has_rank and not len(rows) and kernels.ranks_in_order(offsets, rank):
+        rank = np.zeros(0, dtype=np.int64)  # checked: by_rank is the table's own order
+    by_rank = np.full(len(rank), -1, dtype=np.int64)
     n_repeats, repeat, earlier, n_bad, bad_user = kernels.check_user_rows(offsets, rows, item, index.item_ids.len(), rank, by_rank)
     if n_repeats:
         u, i = index.user_ids[int(user[repeat])], index.item_ids[int(item[repeat])]
@@ -403,7 +407,7 @@ def check_rows(table: Table, user: np.ndarray, item: np.ndarray, index: Index) -
         )
     if n_bad:
         a, b = offsets[bad_user], offsets[bad_user + 1]
-        ranks = np.sort(rank[rows[a:b]])
+        ranks = np.sort(rank[rows[a:b]] if len(rows) else rank[a:b])
         shown = ", ".join(map(str, ranks[:8])) + (", ..." if len(ranks) > 8 else "")
         raise DataError(
             f"{table.what}: column 'rank' is not 1..L for {n_bad:,} user(s), e.g. user "
@@ -416,13 +420,14 @@ def check_rows(table: Table, user: np.ndarray, item: np.ndarray, index: Index) -
 
 
 def group_by_user(user: np.ndarray, n_users: int) -> tuple[np.ndarray, np.ndarray]:
-    """Rows grouped by user code, stable (a counting sort; a file already in user order needs no
-    move), and each user's slice bounds."""
+    """Rows grouped by user code, stable (a counting sort; none for a file already in user order:
+    its rows are then empty, see :func:`recsys_eval.data.kernels.row_at`), and each user's slice
+    bounds."""
     from recsys_eval.data import kernels
 
     offsets, ascending = kernels.count_users(user, n_users)
     if ascending:
-        return np.arange(len(user), dtype=np.int64), offsets
+        return np.zeros(0, dtype=np.int64), offsets
     rows = np.empty(len(user), dtype=np.int64)
     kernels.scatter_rows(user, offsets, rows)
     return rows, offsets
@@ -433,7 +438,7 @@ def _train_pairs(train, test, run, tested, n_items) -> tuple[np.ndarray, int, np
     from recsys_eval.data import kernels
 
     w_offsets = train[0]
-    n_rows = len(train[1])
+    n_rows = int(w_offsets[-1])
     users_before = np.cumsum(np.diff(w_offsets) > 0) - (np.diff(w_offsets) > 0)
     bounds = chunk_bounds(len(tested))
     pair_user, pair_item = np.empty(n_rows, dtype=np.int32), np.empty(n_rows, dtype=np.int32)
@@ -566,8 +571,7 @@ def run_input(test_t: Table, run_t: Table, train_t: Table | None, *, threshold: 
             w_rows, w_offsets = train_grouped.result()
             train_pass = pool.submit(_train_pairs, (w_offsets, w_rows, index.item[2]), test_grouped,
                                      run_grouped, tested, n_items)
-        t_rows = test_g.rows.copy()
-        kernels.sort_by_item(test_g.offsets, test_g.rows, t_item, t_rows)  # every TEST row, by user then item
+        t_rows = kernels.by_item(test_g.offsets, test_g.rows, t_item)  # every TEST row, by user then item
         r_rows = run_g.by_rank  # rows of TEST users, best first
         if only_run.any():
             r_rows = np.empty(int(np.diff(run_g.offsets)[units].sum()), dtype=np.int64)
@@ -579,19 +583,19 @@ def run_input(test_t: Table, run_t: Table, train_t: Table | None, *, threshold: 
                          "as non-relevant (and as candidates for AUC)")
         train_out = pl.DataFrame({"user": pair_user, "item": pair_item})
     has_rank = "rank" in run_t.frame.columns
-    scores = None if has_rank else run_t.frame.get_column("score").to_numpy()[r_rows]
+    scores = None if has_rank else _take(run_t.frame.get_column("score").to_numpy(), r_rows)
     unit_user = np.arange(len(units), dtype=np.int32)
     targets = Targets(
         unit_user=unit_user,
         offsets=_unit_offsets(test_g.offsets, units),
-        items=t_item[t_rows],
-        gain=gain[t_rows],
+        items=_take(t_item, t_rows),
+        gain=_take(gain, t_rows),
         n_items=catalogue or n_items,
         protocol="AI+AR+AN",
         all_candidates=True,
         n_candidates=(catalogue or n_items) - removed[units],
     )
-    rankings = Rankings(unit_user, _unit_offsets(run_g.offsets, units), r_item[r_rows], scores)
+    rankings = Rankings(unit_user, _unit_offsets(run_g.offsets, units), _take(r_item, r_rows), scores)
     pairs = ()
     if "rating" in test_t.frame.columns and scores is not None:
         test_rows, run_rows = kernels.judged_pairs((test_g.offsets, t_rows, t_item), run_grouped, n_items)
@@ -599,6 +603,11 @@ def run_input(test_t: Table, run_t: Table, train_t: Table | None, *, threshold: 
                  run_t.frame.get_column("score").to_numpy()[run_rows])
     user_ids = index.user_ids.gather(units)
     return RunInput(rankings, targets, user_ids, index.item_ids, train_out, notes, pairs, index.user_ids)
+
+
+def _take(values: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``values`` in the order of ``rows``: ``values`` itself when ``rows`` is empty (its own order)."""
+    return values[rows] if len(rows) else values
 
 
 def _unit_offsets(offsets: np.ndarray, units: np.ndarray) -> np.ndarray:

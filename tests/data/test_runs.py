@@ -182,6 +182,38 @@ def test_rank_runs_are_ordered_by_rank_whatever_the_row_order():
     assert got.item_ids.gather(ranked).to_list() == [11, 12, 10] and got.rankings.scores is None
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_files_already_in_order_give_what_shuffled_files_give(seed):
+    """TEST grouped by user in item order, RUN in rank order, TRAIN grouped by user: read in their
+    own order (no row list built) they give what the same rows shuffled give (row lists built and
+    followed), long lists (> 32 rows a user) included."""
+    rng = np.random.default_rng(seed)
+    n_users, n_items = 40, 90
+    def pairs(n, users):
+        keys = np.unique(rng.integers(0, users, n) * n_items + rng.integers(0, n_items, n))
+        return pl.DataFrame({"user": keys // n_items, "item": keys % n_items})  # by user, then item
+
+    test = pairs(1600, n_users)
+    test = test.with_columns(rating=pl.Series(rng.integers(1, 6, test.height).astype(float)))
+    run = pairs(1500, n_users + 3).sample(fraction=1.0, shuffle=True, seed=seed)  # 3 users not in TEST
+    run = run.with_columns(score=pl.Series(rng.random(run.height))).sort("user", "score", descending=[False, True])
+    run = run.with_columns(rank=pl.int_range(1, pl.len() + 1).over("user"))
+    train = pairs(900, n_users + 5)
+    in_order = load_run(test, run, train)
+    shuffled = [f.sample(fraction=1.0, shuffle=True, seed=seed + 1) for f in (test, run, train)]
+    by_user = [f.sort("user", maintain_order=True) for f in shuffled]  # grouped, not in item or rank order
+    for other in (load_run(*shuffled), load_run(*by_user)):
+        for attribute in ("targets", "rankings"):
+            ours, theirs = getattr(in_order, attribute), getattr(other, attribute)
+            for name in ("offsets", "items", "gain", "n_candidates"):
+                if hasattr(ours, name):
+                    assert np.array_equal(getattr(ours, name), getattr(theirs, name)), (attribute, name)
+        assert in_order.rankings.scores is None and other.rankings.scores is None  # ranked by rank
+        assert in_order.train.sort("user", "item").equals(other.train.sort("user", "item"))
+        assert in_order.notes == other.notes and any("not in TEST" in note for note in in_order.notes)
+    assert max(np.diff(in_order.targets.offsets)) > 32 and in_order.train.height == train.height
+
+
 # -- writers and ranx, an independent computation --------------------------------------------------
 def test_written_trec_and_ranx_runs_read_back_and_ranx_agrees(tmp_path):
     ranx = pytest.importorskip("ranx")
