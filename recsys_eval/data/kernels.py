@@ -78,6 +78,20 @@ def parse_lines(data: np.ndarray, start: int, stop: int, separator: int, out: np
     return -1
 
 
+def id_range(chunks: list[np.ndarray]) -> tuple[int, int]:
+    """The smallest and largest value of integer ``chunks`` in one pass each, ``(0, -1)`` for none."""
+    bounds = [_min_max(values) for values in chunks]
+    return min((b[0] for b in bounds), default=0), max((b[1] for b in bounds), default=-1)
+
+
+@numba.njit(cache=True, nogil=True)
+def _min_max(values: np.ndarray) -> tuple[int, int]:
+    low = high = values[0]
+    for value in values:
+        low, high = min(low, value), max(high, value)
+    return low, high
+
+
 @numba.njit(cache=True, nogil=True)
 def offset_codes(values: np.ndarray, low: int, present: np.ndarray, codes: np.ndarray) -> None:
     """``codes = values - low``, marking each in ``present``."""

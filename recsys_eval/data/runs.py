@@ -295,8 +295,8 @@ class Index:
     """Raw ids of the users and items of several tables, sorted, and every table's codes into them.
 
     Integer ids whose range is at most a few times the row count are indexed by their offset from
-    the smallest (one pass over each column's chunks in place, a second through a lookup table when
-    the range has gaps), others by one sort; text ids by one sort. When tables disagree on the id type (integers in
+    the smallest (passes over each column's chunks in place, see :func:`_dense_index`), others by
+    one sort; text ids by one sort. When tables disagree on the id type (integers in
     one, text in another), ids are compared as text.
     """
 
@@ -335,22 +335,20 @@ def _index(columns: list[pl.Series]) -> tuple[pl.Series, list[np.ndarray]]:
 
 def _dense_index(columns: list[pl.Series]) -> tuple[pl.Series, list[np.ndarray]] | None:
     """The index of integer ids whose range is at most a few times the row count (None for a
-    wider one): codes ``id - low`` written chunk by chunk of each column, read in place (no copy
-    into one buffer), then renumbered through a lookup table when some ids of the range are
-    absent. Two passes at most, no sort."""
+    wider one): the range in one pass, then codes ``id - low`` written chunk by chunk of each
+    column, read in place (no copy into one buffer), renumbered through a lookup table when some
+    ids of the range are absent. No sort."""
     from recsys_eval.data import kernels
 
-    given = [c for c in columns if c.len()]  # a partition's table may be empty
-    low = min((int(c.min()) for c in given), default=0)
-    high = max((int(c.max()) for c in given), default=-1)
+    chunks = [[chunk.to_numpy() for chunk in column.get_chunks()] for column in columns]  # views: no nulls
+    low, high = kernels.id_range([values for column in chunks for values in column if len(values)])
     if high - low >= min(max(4 * sum(c.len() for c in columns), 1 << 20), 1 << 31):  # codes are int32
         return None
     present = np.zeros(high - low + 1, dtype=np.bool_)
     codes = [np.empty(c.len(), dtype=np.int32) for c in columns]
-    for column, out in zip(columns, codes, strict=True):
+    for column, out in zip(chunks, codes, strict=True):
         at = 0
-        for chunk in column.get_chunks():
-            values = chunk.to_numpy()  # a view: ids have no nulls
+        for values in column:
             kernels.offset_codes(values, low, present, out[at:at + len(values)])
             at += len(values)
     if not present.all():
