@@ -253,8 +253,10 @@ def train_chunk(chunk, lo, hi, train, test, run, tested, n_items, users_before, 
     ``pair_user`` (the train-user index of ascending user codes: ``users_before[u]`` users with
     train rows come before ``u``) and ``pair_item``, their count into ``n_pairs[chunk]``; for
     tested users, how many of their train items are neither tested nor ranked (they leave the AUC
-    candidates, ``removed``), and how many ranked items are train items (``ranked_train[chunk]``)."""
+    candidates, ``removed``), and how many ranked items are train items (``ranked_train[chunk]``).
+    Empty ``pair_user`` and ``pair_item``: the pairs are counted, not written."""
     w_offsets, w_rows, w_item = train
+    write = len(pair_user) > 0
     t_offsets, t_rows, t_item = test
     r_offsets, r_rows, r_item = run
     last = np.full((n_items, 3), -1, dtype=np.int32)  # the last user that tests, ranks, trains on the item
@@ -277,7 +279,8 @@ def train_chunk(chunk, lo, hi, train, test, run, tested, n_items, users_before, 
             if tested[u]:
                 removed[u] += judged[i] != u and ranked[i] != u
                 n_ranked_train += ranked[i] == u
-            pair_user[at], pair_item[at] = users_before[u], i
+            if write:
+                pair_user[at], pair_item[at] = users_before[u], i
             at += 1
     n_pairs[chunk], ranked_train[chunk] = at - w_offsets[lo], n_ranked_train
 

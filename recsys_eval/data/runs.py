@@ -37,7 +37,9 @@ text, see :func:`recsys_eval.core.columns.id_column`), numeric finite scores, ra
 repeated (user, item) pair, ranks exactly 1..L per user, a file with rows. Every message names the
 file, the column, the row or line and the value at fault. Repeats and ranks are found in one pass
 over each user's rows (after one counting sort by user) that marks the user's items in an item-sized
-array and puts each row in the slot of its rank: no hashing of pairs, no sort of the rows.
+array and puts each row in the slot of its rank: no hashing of pairs, no sort of the rows. A file
+already grouped by user (and a run already in rank order, a TEST in item order) is used in its own
+order, without a list of its rows.
 """
 
 from __future__ import annotations
@@ -430,25 +432,39 @@ def group_by_user(user: np.ndarray, n_users: int) -> tuple[np.ndarray, np.ndarra
     kernels.scatter_rows(user, offsets, rows)
     return rows, offsets
 
-def _train_pairs(train, test, run, tested, n_items) -> tuple[np.ndarray, int, np.ndarray, np.ndarray]:
+def _train_pairs(train, test, run, tested, n_items, train_user) -> tuple[np.ndarray, int, np.ndarray, np.ndarray]:
     """TRAIN's left-out counts per user, its ranked-train count and its (user, item) pairs once
-    (see :func:`recsys_eval.data.kernels.train_chunk`), over chunks of users on the chunk threads."""
+    (see :func:`recsys_eval.data.kernels.train_chunk`), over chunks of users on the chunk threads.
+
+    The pairs are counted first: when no pair repeats (the usual training split), they are TRAIN's
+    rows grouped by user, taken from its codes (the codes themselves for a file in user order whose
+    every user has train rows); only repeats make a second pass write each pair once."""
     from recsys_eval.data import kernels
 
-    w_offsets = train[0]
+    w_offsets, w_rows, w_item = train
     n_rows = int(w_offsets[-1])
-    users_before = np.cumsum(np.diff(w_offsets) > 0) - (np.diff(w_offsets) > 0)
+    has_rows = np.diff(w_offsets) > 0
+    users_before = np.cumsum(has_rows) - has_rows
     bounds = chunk_bounds(len(tested))
-    pair_user, pair_item = np.empty(n_rows, dtype=np.int32), np.empty(n_rows, dtype=np.int32)
     removed = np.zeros(len(tested), dtype=np.int64)
     ranked_train, n_pairs = np.zeros(len(bounds) - 1, dtype=np.int64), np.zeros(len(bounds) - 1, dtype=np.int64)
-    run_chunks(kernels.train_chunk, bounds, train, test, run, tested, n_items, users_before, pair_user, pair_item,
+    counted = np.zeros(0, dtype=np.int32)
+    run_chunks(kernels.train_chunk, bounds, train, test, run, tested, n_items, users_before, counted, counted,
                removed, ranked_train, n_pairs, index=True)
+    if n_pairs.sum() == n_rows:
+        pair_user = _take(train_user, w_rows)
+        if not has_rows.all():  # the train-user index skips the users without train rows
+            pair_user = users_before[pair_user].astype(np.int32)
+        return removed, int(ranked_train.sum()), pair_user, _take(w_item, w_rows)
+    pair_user, pair_item = np.empty(n_rows, dtype=np.int32), np.empty(n_rows, dtype=np.int32)
+    run_chunks(kernels.train_chunk, bounds, train, test, run, tested, n_items, users_before, pair_user, pair_item,
+               np.zeros_like(removed), np.zeros_like(ranked_train), n_pairs, index=True)
     starts = w_offsets[bounds[:-1]]
     if (starts + n_pairs != w_offsets[bounds[1:]]).any():  # repeated pairs left gaps: close them
         keep = np.concatenate([np.arange(a, a + n) for a, n in zip(starts, n_pairs, strict=True)])
         pair_user, pair_item = pair_user[keep], pair_item[keep]
     return removed, int(ranked_train.sum()), pair_user, pair_item
+
 
 # -- a run against judgments: what `recsys-eval evaluate` measures ---------------------------------
 @dataclass(frozen=True)
@@ -568,7 +584,7 @@ def run_input(test_t: Table, run_t: Table, train_t: Table | None, *, threshold: 
         if train_grouped is not None:
             w_rows, w_offsets = train_grouped.result()
             train_pass = pool.submit(_train_pairs, (w_offsets, w_rows, index.item[2]), test_grouped,
-                                     run_grouped, tested, n_items)
+                                     run_grouped, tested, n_items, index.user[2])
         t_rows = kernels.by_item(test_g.offsets, test_g.rows, t_item)  # every TEST row, by user then item
         r_rows = run_g.by_rank  # rows of TEST users, best first
         if only_run.any():
