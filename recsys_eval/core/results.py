@@ -198,6 +198,40 @@ def config_hash(config_text: str) -> str:
     return hashlib.sha256(config_text.encode()).hexdigest()[:12]
 
 
+@dataclass(frozen=True)
+class PartitionFiles:
+    """The per-unit partition files of a results folder: ``per_unit/f<i>/s<j>-p<k>-<part>.parquet``,
+    ``i``, ``j``, ``k`` the indices of the fold, system and protocol in ``layout``. Small and
+    picklable, so that a Spark task writes its partitions itself, where the local run writes them."""
+
+    path: Path
+    layout: dict[str, list[str]]
+
+    def file(self, fold: str, system: str, protocol: str, part: int = 0) -> Path:
+        try:
+            i, j, k = (self.layout[f"{key}s"].index(name) for key, name in zip(_KEY_COLUMNS, (fold, system, protocol), strict=True))
+        except ValueError:
+            raise DataError(
+                f"{self.path}: no partition for fold {fold!r}, system {system!r}, protocol {protocol!r}"
+            ) from None
+        return self.path / PER_UNIT / f"f{i}" / f"s{j}-p{k}-{part:05d}.parquet"
+
+    def write(self, per_unit: pl.DataFrame, *, part: int = 0) -> Path:
+        """Write the per-unit rows of one (fold, system, protocol), or of its ``part``-th chunk of
+        users, as its own file (atomically)."""
+        labels = partition_labels(per_unit)
+        if labels is None:
+            keys = per_unit.select(*_KEY_COLUMNS).unique(maintain_order=True)
+            raise DataError(
+                f"a per-unit partition holds one fold, system and protocol, none of them null; got "
+                f"{keys.height} (fold, system, protocol) combinations, e.g. {keys.rows()[:3]}"
+            )
+        target = self.file(labels["fold"], labels["system"], labels["protocol"], part)
+        # zstd level 1: smaller and faster to write and read than the default level here
+        atomic.write_parquet(check_per_unit(per_unit), target, compression="zstd", compression_level=1)
+        return target
+
+
 class ResultsFolder:
     """A run's results folder: the one owner of its file names, its manifest and its per-unit files.
 
@@ -284,29 +318,16 @@ class ResultsFolder:
         self._layout = layout
 
     def partition_file(self, fold: str, system: str, protocol: str, part: int = 0) -> Path:
-        layout = self._layout_keys()
-        try:
-            i, j, k = (layout[f"{key}s"].index(name) for key, name in zip(_KEY_COLUMNS, (fold, system, protocol), strict=True))
-        except ValueError:
-            raise DataError(
-                f"{self.path}: no partition for fold {fold!r}, system {system!r}, protocol {protocol!r}"
-            ) from None
-        return self.path / PER_UNIT / f"f{i}" / f"s{j}-p{k}-{part:05d}.parquet"
+        return self.partition_files().file(fold, system, protocol, part)
 
     def write_partition(self, per_unit: pl.DataFrame, *, part: int = 0) -> Path:
         """Write the per-unit rows of one (fold, system, protocol), or of its ``part``-th chunk of
         users, as its own file."""
-        labels = partition_labels(per_unit)
-        if labels is None:
-            keys = per_unit.select(*_KEY_COLUMNS).unique(maintain_order=True)
-            raise DataError(
-                f"a per-unit partition holds one fold, system and protocol, none of them null; got "
-                f"{keys.height} (fold, system, protocol) combinations, e.g. {keys.rows()[:3]}"
-            )
-        target = self.partition_file(labels["fold"], labels["system"], labels["protocol"], part)
-        # zstd level 1: smaller and faster to write and read than the default level here
-        atomic.write_parquet(check_per_unit(per_unit), target, compression="zstd", compression_level=1)
-        return target
+        return self.partition_files().write(per_unit, part=part)
+
+    def partition_files(self) -> PartitionFiles:
+        """Where this folder's partitions go (what a Spark task is given to write its own)."""
+        return PartitionFiles(self.path, self._layout_keys())
 
     def fold_done(self, fold: str) -> bool:
         return (self._fold_folder(fold) / "complete.json").is_file()
