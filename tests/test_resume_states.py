@@ -10,6 +10,11 @@ resume once failed with "splits/<fold> exists ... --force"), two resumes are sta
 runs, the other refuses naming the lock's holder (pid, start time, host), or, if it looked only
 once the first had finished, runs anew.
 
+A resume reuses what is finished even inside a fold: a run of one fold killed after some of its
+(system, protocol) partitions were marked done resumes without writing their files again (same
+inodes and times) and ends with the per-unit files, summary and side tables, byte for byte, of a
+run never interrupted.
+
 The runs are forked from a forkserver that imported the package once (the imports cost more than
 a run of this size); the forkserver started no polars or numba thread, so the forks are safe.
 """
