@@ -11,7 +11,7 @@ of 27-bit halves), so the sample variance comes from exact moments.
 
 A value is rounded once, at the end (:func:`ratio`: Python's integer division rounds correctly),
 so a mean is the correctly rounded mean of its values, and a variance the correctly rounded
-``(n S2 - S1^2) / (n (n - 1))``.
+``(n S2 - S1^2) / (n (n - 1))`` (docs/CONVENTIONS.md#averaging).
 """
 
 from __future__ import annotations
