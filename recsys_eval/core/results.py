@@ -111,7 +111,11 @@ FIGURES = "figures"
 #: exposure counts per popularity bin, the sampled scored targets of the pooled AUC, and the ROC and
 #: PR curves of every chunk.
 EXPOSURE_COUNTS, AUC_SCORES, CURVE_CHUNKS = "exposure", "auc_scores", "curve_chunks"
-SCRATCH = ("folds", EXPOSURE_COUNTS, AUC_SCORES, CURVE_CHUNKS)
+#: Scratch folder of the partitions (fold, system, protocol) complete in a fold not yet complete:
+#: ``partitions/f<i>/s<j>-p<k>.<kind>.parquet``, the partition's tables of each scratch kind, and,
+#: written last, ``s<j>-p<k>.json``, the note that lists its per-unit files (:class:`FinishedPartition`).
+PARTITIONS = "partitions"
+SCRATCH = ("folds", EXPOSURE_COUNTS, AUC_SCORES, CURVE_CHUNKS, PARTITIONS)
 #: Comparisons of a folder with other options than its run's (``recsys-eval compare``), one
 #: subfolder each.
 COMPARISONS = "comparisons"
@@ -193,6 +197,15 @@ class Manifest:
         return dataclasses.replace(self, **changes)
 
 
+@dataclass(frozen=True)
+class FinishedPartition:
+    """A complete (fold, system, protocol) partition of a fold in progress: its per-unit files in
+    write order (chunks of users, then its run-level rows), and its scratch tables by kind."""
+
+    per_unit: list[Path]
+    scratch: dict[str, Path] = field(default_factory=dict)
+
+
 def config_hash(config_text: str) -> str:
     """A short hash of the config as run, to match a resumable work folder to its config."""
     return hashlib.sha256(config_text.encode()).hexdigest()[:12]
@@ -208,13 +221,18 @@ class PartitionFiles:
     layout: dict[str, list[str]]
 
     def file(self, fold: str, system: str, protocol: str, part: int = 0) -> Path:
+        i, j, k = self.indices(fold, system, protocol)
+        return self.path / PER_UNIT / f"f{i}" / f"s{j}-p{k}-{part:05d}.parquet"
+
+    def indices(self, fold: str, system: str, protocol: str) -> tuple[int, int, int]:
+        """The indices of a (fold, system, protocol) in the layout, which name its files."""
         try:
-            i, j, k = (self.layout[f"{key}s"].index(name) for key, name in zip(_KEY_COLUMNS, (fold, system, protocol), strict=True))
+            return tuple(self.layout[f"{key}s"].index(name)
+                         for key, name in zip(_KEY_COLUMNS, (fold, system, protocol), strict=True))
         except ValueError:
             raise DataError(
                 f"{self.path}: no partition for fold {fold!r}, system {system!r}, protocol {protocol!r}"
             ) from None
-        return self.path / PER_UNIT / f"f{i}" / f"s{j}-p{k}-{part:05d}.parquet"
 
     def write(self, per_unit: pl.DataFrame, *, part: int = 0) -> Path:
         """Write the per-unit rows of one (fold, system, protocol), or of its ``part``-th chunk of
@@ -340,6 +358,43 @@ class ResultsFolder:
         """The partitions of a fold marked complete, in the order they were written."""
         marker = self._fold_folder(fold) / "complete.json"
         return [self.path / name for name in json.loads(marker.read_text())]
+
+    def write_partition_scratch(self, fold: str, system: str, protocol: str, kind: str, frame: pl.DataFrame) -> Path:
+        """One partition's scratch table of ``kind`` (one of :data:`SCRATCH`), kept until the
+        partition's fold is complete (:meth:`mark_partition_done`)."""
+        if kind not in SCRATCH:
+            raise DataError(f"{kind!r} is not a scratch table of a results folder; expected one of {SCRATCH}")
+        stem = self._partition_note(fold, system, protocol).with_suffix("")
+        return atomic.write_parquet(frame, stem.with_name(f"{stem.name}.{kind}.parquet"))
+
+    def mark_partition_done(self, fold: str, system: str, protocol: str, done: FinishedPartition) -> None:
+        """The partition is complete: its per-unit files and scratch tables are written (the last
+        write of a partition; ``--resume`` reuses it, even in a fold not yet complete)."""
+        note = {"per_unit": [str(p.relative_to(self.path)) for p in done.per_unit],
+                "scratch": {kind: str(p.relative_to(self.path)) for kind, p in done.scratch.items()}}
+        self.write_json(str(self._partition_note(fold, system, protocol).relative_to(self.path)), note)
+
+    def finished_partitions(self, fold: str) -> dict[tuple[str, str], FinishedPartition]:
+        """The partitions of ``fold`` marked done, by (system, protocol), and nothing else of the
+        fold's: every other per-unit file and scratch table of it (a chunk of a partition an
+        interrupted attempt did not finish) is deleted, so that a resume redoes that partition whole."""
+        layout, i = self._layout_keys(), self._layout_keys()["folds"].index(fold)
+        done: dict[tuple[str, str], FinishedPartition] = {}
+        for note in sorted((self.path / PARTITIONS / f"f{i}").glob("s*-p*.json")):
+            j, k = (int(n[1:]) for n in note.stem.split("-"))
+            listed = json.loads(note.read_text())
+            done[layout["systems"][j], layout["protocols"][k]] = FinishedPartition(
+                [self.path / p for p in listed["per_unit"]], {kind: self.path / p for kind, p in listed["scratch"].items()})
+        kept = {p for d in done.values() for p in (*d.per_unit, *d.scratch.values())}
+        for folder in (self.path / PER_UNIT / f"f{i}", self.path / PARTITIONS / f"f{i}"):
+            for stale in folder.glob("*.parquet"):
+                if stale not in kept:
+                    stale.unlink()
+        return done
+
+    def _partition_note(self, fold: str, system: str, protocol: str) -> Path:
+        i, j, k = self.partition_files().indices(fold, system, protocol)
+        return self.path / PARTITIONS / f"f{i}" / f"s{j}-p{k}.json"
 
     def _fold_folder(self, fold: str) -> Path:
         return self.path / PER_UNIT / f"f{self._layout_keys()['folds'].index(fold)}"

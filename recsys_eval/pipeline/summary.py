@@ -36,6 +36,8 @@ class FoldSummary:
     rows: list[pl.DataFrame] = field(default_factory=list)
     f_sums: list[pl.DataFrame] = field(default_factory=list)
     partitions: list[Path] = field(default_factory=list)
+    #: How many of its (system, protocol) partitions an earlier attempt of the run completed.
+    reused: int = 0
 
     def add(self, summarised: tuple[pl.DataFrame, pl.DataFrame | None]) -> None:
         """One partition's rows and F counts (:func:`partition_rows`)."""
@@ -78,15 +80,22 @@ def summarise_frames(options: Summarising, frames: list[pl.DataFrame]) -> tuple[
 
 def reuse_fold(options: Summarising, partitions: list[Path]) -> FoldSummary:
     """The summary of a fold an earlier attempt completed, read back one partition at a time."""
-    out = FoldSummary(partitions=partitions)
-    states: dict[tuple[str, str], list[PartitionState]] = {}
+    files: dict[tuple[str, str], list[Path]] = {}
     for path in partitions:
-        frame = pl.read_parquet(path)
-        key = frame.row(0, named=True)["system"], frame.row(0, named=True)["protocol"]
-        states.setdefault(key, []).append(PartitionState.of(frame, undefined=options.undefined))
-    for parts in states.values():
-        out.add(partition_rows(options, PartitionState.merge(parts)))
+        first = pl.read_parquet(path, n_rows=1).row(0, named=True)
+        files.setdefault((first["system"], first["protocol"]), []).append(path)
+    out = FoldSummary(partitions=partitions, reused=len(files))
+    for listed in files.values():
+        out.add(reuse_partition(options, listed))
     return out
+
+
+def reuse_partition(options: Summarising, files: list[Path]) -> tuple[pl.DataFrame, pl.DataFrame | None]:
+    """The rows of one (fold, system, protocol) an earlier attempt completed, from its per-unit
+    files (its chunks, then its run-level rows) read back one at a time: a file read back reduces
+    to the state of the frame written, so these are the rows its attempt summarised."""
+    states = [PartitionState.of(pl.read_parquet(path), undefined=options.undefined) for path in files]
+    return partition_rows(options, PartitionState.merge(states))
 
 
 def combine_folds(folds: list[FoldSummary]) -> pl.DataFrame:
