@@ -116,11 +116,13 @@ def stages(folder: Path, fmt: str, out: Path) -> dict[str, float]:
     """Where the time of ``evaluate`` goes, stage by stage, in this process."""
     import polars as pl
 
+    from recsys_eval.data.kernels import warm_up
     from recsys_eval.data.runs import Index, check_rows, load_run, read_table
     from recsys_eval.measure import measure
     from recsys_eval.measure.aggregate import PartitionState
     from recsys_eval.pipeline.evaluate import summary_of
 
+    warm_up()  # numba's first dispatch, which evaluate does on its import thread while it reads
     times = {}
     start = time.perf_counter()
     tables = [read_table(folder / f"{n}.{fmt}", kind) for n, kind in
@@ -141,7 +143,7 @@ def stages(folder: Path, fmt: str, out: Path) -> dict[str, float]:
                        user_ids=data.user_ids, train=data.train)
     times["measure"] = time.perf_counter() - start
     start = time.perf_counter()
-    summary = summary_of([PartitionState.of(per_unit)], "skip")
+    summary = summary_of(PartitionState.of(per_unit), "skip")
     times["summarise (with t-intervals)"] = time.perf_counter() - start
     start = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
