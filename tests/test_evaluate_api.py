@@ -17,6 +17,8 @@ import recsys_eval
 from recsys_eval.data.runs import load_run, read_run
 from recsys_eval.errors import ConfigError, DataError
 from recsys_eval.measure import measure
+from recsys_eval.measure.metrics import AUXILIARY_METRICS
+from recsys_eval.pipeline.api import DEFAULT_METRICS
 
 N_USERS, N_ITEMS = 40, 60
 
@@ -123,3 +125,27 @@ def test_trec_input_averages_as_trec_eval_does_and_says_so(tmp_path):
     qrels.select("user", "item", pl.col("grade").alias("rating")).write_csv(tmp_path / "test.csv")
     csv = recsys_eval.evaluate(tmp_path / "run.trec", tmp_path / "test.csv", metrics=["recall"], k=[10], threshold=1)
     assert csv.get_column("undefined").to_list() == ["skip"] and csv.get_column("users_left_out")[0] > 0
+
+
+@pytest.mark.parametrize("kind", ["polars", "pandas"])
+def test_one_call_with_no_options_gives_every_default_metric_with_its_t_interval(kind):
+    test, run = _frames()
+    if kind == "pandas":
+        summary = pl.from_pandas(recsys_eval.evaluate(run.to_pandas(), test.to_pandas()))
+    else:
+        summary = recsys_eval.evaluate(run, test)
+    data = load_run(test, run)  # no threshold: every judged item is relevant
+    expected = measure(data.rankings, data.targets, metrics=list(DEFAULT_METRICS), k=[1, 5, 10],
+                       fold="0", user_ids=data.user_ids)
+    per_key = expected.filter(pl.col("value").is_not_nan() & ~pl.col("metric").is_in(AUXILIARY_METRICS)).group_by(
+        "metric", "k").agg(pl.col("value"))
+    keys = set(summary.select("metric", "k").iter_rows())
+    # the 7 cutoff metrics at k = 1, 5, 10 and AUC per user, and F1 of the pooled counts at each k
+    assert keys == set(per_key.select("metric", "k").iter_rows()) | {("f1_pooled", k) for k in (1, 5, 10)}
+    assert per_key.height == 7 * 3 + 1
+    assert summary.get_column("system").unique().to_list() == ["system"]
+    for metric, k, values in per_key.iter_rows():
+        row = summary.filter((pl.col("metric") == metric) & pl.col("k").eq_missing(k)).row(0, named=True)
+        values = np.asarray(values)
+        low, high = stats.t.interval(0.95, len(values) - 1, loc=values.mean(), scale=stats.sem(values))
+        assert (row["mean"], row["lower"], row["upper"]) == pytest.approx((values.mean(), low, high), rel=1e-12)

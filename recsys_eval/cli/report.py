@@ -24,7 +24,7 @@ def compare(
     correction: str = typer.Option(None, "--correction", help="holm, bonferroni, bh or none."),
     alpha: float = typer.Option(None, "--alpha", help="Significance level (default: the run's)."),
     out: Path = typer.Option(None, "--out", help="Folder for the tables (default: a subfolder named after the options)."),
-    metric: str = typer.Option(None, "--metric", help="metric@k whose tests are printed (default: the report's main one, e.g. ndcg@10)."),
+    metric: str = typer.Option(None, "--metric", help="metric@k whose tests are printed (default: the report's headline metric: the tuned one, else the first nDCG)."),
     force: bool = flag("--force", help="Overwrite an existing output folder."),
 ) -> None:
     """Paired tests, protocol agreement and sampled-metric correction of a results folder.
@@ -62,11 +62,28 @@ def compare(
     console = Console()
     paired = tables.get("paired_tests")
     if paired is not None and paired.height:
-        _print_tests(console, paired, manifest, metric, alpha or manifest.alpha)
+        _print_tests(console, paired, manifest, metric or _headline(results, paired), alpha or manifest.alpha)
     console.print(f"tables: {out}", highlight=False)
 
 
-def _print_tests(console: Console, paired: pl.DataFrame, manifest, metric: str | None, alpha: float) -> None:
+def _labels(paired: pl.DataFrame) -> list[str]:
+    from recsys_eval.measure.metrics import MetricKey
+
+    return [MetricKey(m, k).label for m, k in paired.select("metric", "k").unique(maintain_order=True).iter_rows()]
+
+
+def _headline(results: Path, paired: pl.DataFrame) -> str:
+    """The report's headline metric (recsys_eval.report.choice: the tuned one, else the first nDCG
+    column), or the first tested label when the tests leave it out."""
+    from recsys_eval.core.results import ResultsFolder
+    from recsys_eval.report.choice import report_choice
+
+    headline = report_choice(results, ResultsFolder(results).table("summary")).headline
+    labels = _labels(paired)
+    return headline if headline in labels else labels[0]
+
+
+def _print_tests(console: Console, paired: pl.DataFrame, manifest, metric: str, alpha: float) -> None:
     """One metric's tests against the baseline, protocols and systems in config order, p formatted."""
     import polars as pl
     from rich import box
@@ -74,13 +91,8 @@ def _print_tests(console: Console, paired: pl.DataFrame, manifest, metric: str |
 
     from recsys_eval.errors import check_choice
     from recsys_eval.report.build import significance_table
-    from recsys_eval.measure.metrics import MetricKey
-    from recsys_eval.report.tables import default_columns, main_label
 
-    labels = [MetricKey(m, k).label for m, k in paired.select("metric", "k").unique(maintain_order=True).iter_rows()]
-    if metric is None:
-        metric = main_label([c for c in default_columns(paired) if c in labels] or labels)
-    check_choice("--metric", metric, labels)
+    check_choice("--metric", metric, _labels(paired))
     shown = significance_table(paired, metric, alpha, protocols=manifest.protocols or None,
                                systems=manifest.systems or None)
     table = Table(title=f"Paired tests against the baseline: {shown['metric'][0]} (fold {shown['fold'][0]})",

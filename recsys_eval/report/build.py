@@ -234,6 +234,10 @@ def build_sections(folder: Path) -> list[Section]:
         markdown=note + "\n\n" + to_markdown(blocks),
         html=f'<p class="note">{html.escape(note)}</p>' + _blocks_html(blocks),
     ))
+    if choice.by_cutoff:
+        sections.append(_cutoff_section(choice.by_cutoff, summary_blocks(
+            summary, fold=fold, significance=significance, alpha=alpha, columns=choice.by_cutoff,
+            protocols=protocols, systems=systems)))
     caption = latex_caption(manifest.description or manifest.experiment, protocol="{protocol}",
                             intervals=intervals, test=TEST_NAMES.get(test, test), baseline=baseline,
                             correction=manifest.correction, alpha=alpha)
@@ -275,6 +279,17 @@ def build_sections(folder: Path) -> list[Section]:
         + "</dl>",
     ))
     return [s for s in sections if s.html or s.figures] + tail
+
+
+def _cutoff_section(labels: list[str], blocks) -> Section:
+    """The headline's metric at every cutoff the run measured (recsys_eval.report.choice), marked
+    as the summary is: the summary shows one cutoff, and every cutoff asked for is shown here."""
+    metric = display_label(MetricKey.parse(labels[0]).name)
+    ks = ", ".join(str(MetricKey.parse(label).k) for label in labels)
+    note = (f"{metric} at every cutoff measured (k = {ks}), intervals, bold and * as in the summary. Every "
+            "cutoff metric against k: the figure metrics-by-k; every value: summary.csv.")
+    return Section("cutoffs", f"{metric} at every cutoff", markdown=note + "\n\n" + to_markdown(blocks),
+                   html=f'<p class="note">{html.escape(note)}</p>' + _blocks_html(blocks))
 
 
 def _overview(folder: Path, manifest: Manifest, summary: pl.DataFrame, headline: str, fold: str) -> Section:

@@ -16,6 +16,7 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
+import matplotlib.image  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
@@ -40,18 +41,37 @@ def _colors(names: list[str], colors: dict[str, tuple] | None) -> dict[str, tupl
     return known | style.other_colors([n for n in names if n not in known])
 
 
+#: The vector formats every figure is also written in (PDF for LaTeX, and SVG), each without the
+#: creation date its metadata would carry: a rerun writes the same bytes.
+VECTOR_FORMATS = {"pdf": {"CreationDate": None}, "svg": {"Date": None}}
+
+
 def save(fig: Figure, folder: Path, name: str) -> str:
-    """Write ``name.pdf``, ``name.svg`` and a 200-dpi ``name.png`` into ``folder``; close the figure
-    and return the PNG as base64, to embed in a self-contained page."""
-    png = b""
-    # saved at the figure's own size (constrained layout, no tight bounding box): a figure drawn
-    # at print width stays that wide, its fonts at their print size
+    """Write a 200-dpi ``name.png``, ``name.pdf`` and ``name.svg`` into ``folder``; close the figure
+    and return the PNG as base64, to embed in a self-contained page.
+
+    The figure is laid out once and drawn once per format. ``savefig`` on a figure with a
+    constrained layout lays it out and draws it twice for every format (a draw that places the
+    panels, then the draw that renders): six layouts and six draws for three files. Here the PNG
+    is rendered by one draw of the canvas, which lays the figure out on the way (at the PNG's
+    resolution); the layout is then fixed (the engine removed: every position stays) and each
+    vector format is rendered from it by one draw. A figure is saved at its own size (no tight
+    bounding box): drawn at print width, it stays that wide, its fonts at their print size."""
     with plt.rc_context(style.RC):
-        for ext in ("pdf", "svg", "png"):
+        fig.set_dpi(PNG_DPI)
+        fig.canvas.draw()
+        buffer = io.BytesIO()
+        matplotlib.image.imsave(buffer, np.asarray(fig.canvas.buffer_rgba()), format="png", dpi=PNG_DPI)
+    png = buffer.getvalue()
+    atomic.write_bytes(folder / f"{name}.png", png)
+    # without constrained layout in the rc, the removed engine stays removed (savefig restores
+    # the figure's engine after saving, and None would otherwise mean the rc's constrained one)
+    with plt.rc_context(style.RC | {"figure.constrained_layout.use": False, "figure.autolayout": False}):
+        fig.set_layout_engine(None)
+        for ext, metadata in VECTOR_FORMATS.items():
             buffer = io.BytesIO()
-            fig.savefig(buffer, format=ext, dpi=PNG_DPI)
+            fig.savefig(buffer, format=ext, metadata=metadata)
             atomic.write_bytes(folder / f"{name}.{ext}", buffer.getvalue())
-            png = buffer.getvalue()
     plt.close(fig)
     return base64.b64encode(png).decode("ascii")
 

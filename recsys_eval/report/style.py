@@ -4,7 +4,8 @@ A figure is drawn at the width it is printed at, so that its fonts are their sta
 :data:`COLUMN` (3.3 in, one column of a two-column paper) or :data:`PAGE` (7 in, the full text
 width), never scaled by ``\\includegraphics``. Text is 8 pt (ticks, legends, cell values) or 9 pt
 (axis labels, titles). Fonts are embedded as TrueType (``pdf.fonttype = 42``), which publishers
-accept and Type 3 fonts are not. The layout is matplotlib's constrained layout, so the saved page
+accept and Type 3 fonts are not. The same figure gives the same files, byte for byte (no dates, no
+random ids: :data:`RC`, :func:`recsys_eval.report.figures.save`). The layout is matplotlib's constrained layout, so the saved page
 is exactly the figure's size.
 
 Colour: the :data:`SYSTEM_PALETTE` is reserved for systems, each keeping its colour (by config
@@ -48,6 +49,7 @@ RC = {
     "legend.frameon": False,
     "pdf.fonttype": 42,
     "svg.fonttype": "none",
+    "svg.hashsalt": "recsys_eval",  # the SVG's element ids from the figure alone, not a random salt
 }
 
 SYSTEM_PALETTE = plt.get_cmap("tab10").colors
@@ -86,8 +88,16 @@ def bottom_axes(axes, panels: int) -> list:
 
 
 def legend_below(fig, handles_from=None, *, ncols: int = 5, title: str | None = None) -> None:
-    """One legend for the whole figure, centred below its panels."""
+    """One legend for the whole figure, centred below its panels, in at most ``ncols`` columns
+    and in fewer when that row would be wider than the figure (long system names at column
+    width): a legend is never cut at the figure's edges."""
     ax = handles_from if handles_from is not None else fig.axes[0]
     handles, labels = ax.get_legend_handles_labels()
-    if handles:
-        fig.legend(handles, labels, loc="outside lower center", ncols=min(ncols, len(labels)), title=title)
+    if not handles:
+        return
+    renderer = fig.canvas.get_renderer()
+    for columns in range(min(ncols, len(labels)), 0, -1):
+        legend = fig.legend(handles, labels, loc="outside lower center", ncols=columns, title=title)
+        if columns == 1 or legend.get_window_extent(renderer).width <= fig.bbox.width:
+            return
+        legend.remove()
