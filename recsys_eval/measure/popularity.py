@@ -167,77 +167,100 @@ def list_sums(rankings: Rankings, cutoffs: list[int], popularity: ItemPopularity
         indptr, indices = train_rows(train, n_items, n_users=int(rankings.unit_user.max(initial=-1)) + 1)
     else:
         indptr, indices = np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    item_values = np.vstack([popularity.holders, (~head).astype(np.float64),
-                             popularity.surprisal() if surprisal else np.zeros(n_items),
-                             1.0 - popularity.holders / popularity.n_users, popularity.discovery_information(),
-                             popularity.self_information()])
+    item_rows = np.zeros((n_items, _ITEM_ROW))  # one cache line an item: what a listed item adds
+    item_rows[:, :_POP_PLACE] = np.column_stack([
+        popularity.holders, (~head).astype(np.float64), popularity.surprisal() if surprisal else np.zeros(n_items),
+        1.0 - popularity.holders / popularity.n_users, popularity.discovery_information(),
+        popularity.self_information()])
+    item_rows[:, _POP_PLACE] = popularity.pop_rank
+    discount = 1.0 / np.log2(np.arange(cutoffs[-1], dtype=np.float64) + 2.0)  # by 0-based rank
     out = np.zeros((rankings.n_units, len(cutoffs), N_SUMS))
     run_chunks(_list_sums_chunk, chunk_bounds(rankings.n_units), rankings.offsets.astype(np.int64),
                rankings.items.astype(np.int64), rankings.unit_user.astype(np.int64), t_offsets, t_items, t_gain,
-               item_values, indptr, indices, popularity.pop_rank, train is not None,
+               item_rows, discount, indptr, indices, popularity.pop_rank, train is not None,
                np.asarray(cutoffs, dtype=np.int64), out)
     return ListSums(out, targets.n_relevant if targets is not None else np.zeros(rankings.n_units, dtype=np.int64))
 
 
+#: An item's row in the list-sums kernel: its phi(i), tail flag, surprisal, EPC gain 1 - phi(i)/|U|,
+#: EFD gain -log2 p(i | seen), self-information, then its place in the most-popular order; 8
+#: float64, one 64-byte cache line.
+_ITEM_ROW, _POP_PLACE = 8, 6
+
+
 @njit(cache=True, nogil=True)
-def _list_sums_chunk(lo, hi, offsets, items, unit_user, t_offsets, t_items, t_gain, item_values, indptr, indices,
-                     pop_rank, most_popular, cutoffs, out):
+def _list_sums_chunk(lo, hi, offsets, items, unit_user, t_offsets, t_items, t_gain, item_rows, discount, indptr,
+                     indices, pop_rank, most_popular, cutoffs, out):
+    """The sums of units lo:hi (:func:`list_sums`). With ``most_popular``, each listed item's
+    *expected horizon*: the number of cutoffs at which it is unexpected, which are the first ones
+    (MostPop's top k grows with k), so that the unexpected items of the top k at cutoff c are those
+    of horizon above c, counted from a histogram of the horizons of the items above (no second
+    walk of the list per cutoff)."""
     n_cut = len(cutoffs)
     kmax = cutoffs[n_cut - 1]
-    longest = 0
-    for u in range(lo, hi):
-        longest = max(longest, offsets[u + 1] - offsets[u])
-    relevant = np.zeros(longest)
-    listed_rank = np.zeros(longest, dtype=np.int64)  # each listed item's place in the most-popular order
     seen = np.zeros(len(pop_rank), dtype=np.bool_)  # by place in that order: the user's train items
     bound = np.zeros(n_cut, dtype=np.int64)  # per cutoff, the first place past MostPop's top k
+    horizons = np.zeros((n_cut + 1, 2))  # items above by horizon: all, relevant
     running = np.zeros(N_SUMS)
     marked = np.zeros(len(pop_rank), dtype=np.bool_)  # the unit's relevant targets, unmarked after it
     for u in range(lo, hi):
         first, length = offsets[u], min(offsets[u + 1] - offsets[u], kmax)
         for j in range(t_offsets[u], t_offsets[u + 1]):
             marked[t_items[j]] = t_gain[j] > 0
-        for r in range(length):
-            relevant[r] = 1.0 if marked[items[first + r]] else 0.0
-        for j in range(t_offsets[u], t_offsets[u + 1]):
-            marked[t_items[j]] = False
         if most_popular:
             user = unit_user[u]
             for j in range(indptr[user], indptr[user + 1]):
                 seen[pop_rank[indices[j]]] = True
             _most_popular_bounds(seen, cutoffs, bound)
-            for r in range(length):
-                listed_rank[r] = pop_rank[items[first + r]]
-        running[:] = 0.0
+            for e in range(n_cut + 1):
+                horizons[e, 0] = 0.0
+                horizons[e, 1] = 0.0
+        for m in range(N_SUMS):
+            running[m] = 0.0
         c = 0
         for r in range(length + 1):
             while c < n_cut and (r == cutoffs[c] or r == length):
                 for m in range(UNEXPECTED):  # a loop: a slice assignment compiles numba's shape-error code
                     out[u, c, m] = running[m]
-                if most_popular:
-                    for j in range(r):
-                        if seen[listed_rank[j]] or listed_rank[j] >= bound[c]:
-                            out[u, c, UNEXPECTED] += 1.0
-                            out[u, c, SERENDIPITOUS] += relevant[j]
+                for e in range(c + 1, n_cut + 1):
+                    out[u, c, UNEXPECTED] += horizons[e, 0]
+                    out[u, c, SERENDIPITOUS] += horizons[e, 1]
                 c += 1
             if r == length:
                 break
             item = items[first + r]
-            tail = item_values[1, item]
-            discount = 1.0 / np.log2(r + 2.0)
+            relevant = 1.0 if marked[item] else 0.0
+            tail = item_rows[item, 1]
             running[LISTED] += 1.0
-            running[HOLDERS] += item_values[0, item]
+            running[HOLDERS] += item_rows[item, 0]
             running[TAIL] += tail
-            running[SURPRISAL] += item_values[2, item]
-            running[SELF_INFORMATION] += item_values[5, item]
-            running[DISCOUNT] += discount
-            running[EPC_SUM] += discount * relevant[r] * item_values[3, item]
-            running[EFD_SUM] += discount * relevant[r] * item_values[4, item]
-            running[RELEVANT] += relevant[r]
-            running[RELEVANT_TAIL] += relevant[r] * tail
+            running[SURPRISAL] += item_rows[item, 2]
+            running[SELF_INFORMATION] += item_rows[item, 5]
+            running[DISCOUNT] += discount[r]
+            running[EPC_SUM] += discount[r] * relevant * item_rows[item, 3]
+            running[EFD_SUM] += discount[r] * relevant * item_rows[item, 4]
+            running[RELEVANT] += relevant
+            running[RELEVANT_TAIL] += relevant * tail
+            if most_popular:
+                place = np.int64(item_rows[item, _POP_PLACE])
+                horizon = max(n_cut * seen[place], _horizon(place, bound))
+                horizons[horizon, 0] += 1.0
+                horizons[horizon, 1] += relevant
+        for j in range(t_offsets[u], t_offsets[u + 1]):
+            marked[t_items[j]] = False
         if most_popular:
             for j in range(indptr[unit_user[u]], indptr[unit_user[u] + 1]):
                 seen[pop_rank[indices[j]]] = False
+
+
+@njit(cache=True, nogil=True)
+def _horizon(place, bound):
+    """The number of cutoffs at which an item not in the user's train, at ``place`` in the
+    most-popular order, is outside MostPop's top k (place >= bound[c]; the bounds ascend)."""
+    count = 0
+    for c in range(len(bound)):  # every cutoff, without a data-dependent exit (no mispredicted branch)
+        count += place >= bound[c]
+    return count
 
 
 @njit(cache=True, nogil=True)
