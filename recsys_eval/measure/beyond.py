@@ -10,7 +10,7 @@ Per unit (one row per unit):
   (:mod:`recsys_eval.measure.diversity`);
 - ``calibration@k`` (:mod:`recsys_eval.measure.calibration`), and the popularity metrics ARP,
   APLT, ACLT, EPC, EFD, surprisal, unexpectedness and serendipity
-  (:mod:`recsys_eval.measure.popularity`).
+  (:mod:`recsys_eval.measure.popularity`), all from one pass over each user's train items and list.
 
 Per run (one row with null user and unit):
 - ``catalog_coverage@k``: distinct items in the top-k lists that belong to the catalogue, over the
@@ -81,15 +81,12 @@ def beyond_accuracy(
         columns["user_coverage"] = (rankings.lengths > 0).astype(np.float64)[:, None]
     if "ild" in names:
         columns["ild"] = ild_values(rankings, cutoffs, genre_bool_matrix(genres, n_items))
-    if "calibration" in names:
-        from recsys_eval.measure.calibration import calibration_values
-
-        columns["calibration"] = calibration_values(rankings, cutoffs, *popularity.train_rows(train, n_items),
-                                                    genre_bool_matrix(genres, n_items), params["calibration_alpha"])
-    sums = None  # the list sums that the popularity metrics of lists and PopRSP/PopREO share
-    if any(name in popularity.LIST_METRICS or name in popularity.PARITY_METRICS for name in names):
-        sums = _list_sums(names, rankings, cutoffs, train, targets, n_items, params)
+    sums = None  # the list sums that the popularity metrics of lists, calibration and PopRSP/PopREO share
+    if any(name in LIST_SUMS_METRICS for name in names):
+        sums = _list_sums(names, rankings, cutoffs, train, genres, targets, n_items, params)
         columns.update({name: sums.metric(name) for name in names if name in popularity.LIST_METRICS})
+        if "calibration" in names:
+            columns["calibration"] = sums.calibration
     frames = []
     if columns:
         order = [name for name in names if name in columns]
@@ -120,6 +117,8 @@ def _beyond_names(metrics, train, genres, targets) -> list[str]:
     return names
 
 
+#: The metrics computed from the list sums (:func:`recsys_eval.measure.popularity.list_sums`).
+LIST_SUMS_METRICS = (*popularity.LIST_METRICS, "calibration", *popularity.PARITY_METRICS)
 #: What each beyond-accuracy metric reads besides the lists (``train``, ``genres``, ``targets``).
 BEYOND_INPUTS = {
     **{name: ("train",) for name in ("novelty", "arp", "aplt", "aclt", "surprisal", "unexpectedness", "pop_rsp")},
@@ -134,17 +133,20 @@ _INPUTS = {
 }
 
 
-def _list_sums(names: list[str], rankings: Rankings, cutoffs: list[int], train, targets, n_items: int,
+def _list_sums(names: list[str], rankings: Rankings, cutoffs: list[int], train, genres, targets, n_items: int,
                params: Mapping[str, float]) -> popularity.ListSums:
     """The sums of every unit's top k that the popularity metrics among ``names`` (of lists, and
-    PopRSP/PopREO) are ratios of, from one pass over the lists
-    (:func:`recsys_eval.measure.popularity.list_sums`), reading relevance and MostPop only when asked."""
+    PopRSP/PopREO) are ratios of, and calibration when asked, from one pass over the lists
+    (:func:`recsys_eval.measure.popularity.list_sums`), reading relevance, MostPop and genres only
+    when asked."""
     item_pop = popularity.item_popularity(train, n_items)
     wanted = set(names)
     return popularity.list_sums(rankings, cutoffs, item_pop, item_pop.head(params["head_share"]),
                                 targets=targets if wanted & set(popularity.RELEVANCE_METRICS) else None,
-                                train=train if wanted & {"unexpectedness", "serendipity"} else None,
-                                surprisal="surprisal" in wanted)
+                                train=train, most_popular=bool(wanted & {"unexpectedness", "serendipity"}),
+                                surprisal="surprisal" in wanted,
+                                genres=genre_bool_matrix(genres, n_items) if "calibration" in wanted else None,
+                                alpha=params["calibration_alpha"])
 
 
 #: The beyond-accuracy metrics of a whole run, functions of the exposure counts of its lists.
