@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
+from numba import njit
 
 from recsys_eval.core.interactions import Interactions
 from recsys_eval.core.results import PER_UNIT_SCHEMA
@@ -37,7 +38,7 @@ from recsys_eval.errors import ConfigError, DataError
 from recsys_eval.measure import popularity
 from recsys_eval.measure.diversity import ild_values
 from recsys_eval.measure.frames import concat_per_unit, long_frame
-from recsys_eval.measure.lists import cutoff_bands, is_sparse, per_train, train_pairs
+from recsys_eval.measure.lists import is_sparse, per_train, train_pairs
 from recsys_eval.measure.metrics import BEYOND_METRICS, METRICS, check_cutoffs, check_metrics, metric_params
 
 if TYPE_CHECKING:
@@ -187,11 +188,10 @@ class RunExposure:
         ``sums``: their list sums when already made with the same head and relevance)."""
         if self.parity is not None:
             self.parity.add(rankings, targets, sums)
-        n_items = self.counts.shape[1]
-        _, band, inside = cutoff_bands(rankings, self.cutoffs)
-        by_band = np.bincount(band[inside] * n_items + rankings.items[inside], minlength=len(self.cutoffs) * n_items)
-        self.counts += np.cumsum(by_band.reshape(len(self.cutoffs), n_items), axis=0)
-        self.ranked[rankings.items] = True
+        by_band = np.zeros_like(self.counts)
+        band_of_rank = np.searchsorted(np.asarray(self.cutoffs), np.arange(self.cutoffs[-1]), side="right")
+        _band_counts(rankings.offsets, rankings.items, band_of_rank, by_band, self.ranked)
+        self.counts += np.cumsum(by_band, axis=0)
 
     def values(self, names: Sequence[str]) -> list[tuple[str, int | None, float]]:
         """(metric, k, value) of every run-level metric in ``names``, in their order, k ascending."""
@@ -210,6 +210,19 @@ class RunExposure:
             rows += self.parity.values(names)
         rows.sort(key=lambda row: (list(names).index(row[0]), row[1] or 0))
         return rows
+
+
+@njit(cache=True, nogil=True)
+def _band_counts(offsets, items, band_of_rank, by_band, ranked):
+    """Count each list entry inside the largest cutoff in its band (``band_of_rank``: band c holds
+    the ranks from cutoffs[c-1] to cutoffs[c] - 1), and mark every ranked item; one thread, one
+    pass (the counts are shared)."""
+    kmax = len(band_of_rank)
+    for u in range(len(offsets) - 1):
+        for j in range(offsets[u], offsets[u + 1]):
+            if j - offsets[u] < kmax:
+                by_band[band_of_rank[j - offsets[u]], items[j]] += 1
+            ranked[items[j]] = True
 
 
 def run_frame(rows: list[tuple[str, int | None, float]], labels: dict[str, str], user_type) -> pl.DataFrame:

@@ -33,7 +33,7 @@ def ild_values(rankings: Rankings, cutoffs: list[int], genres: np.ndarray) -> np
     """units x cutoffs: ILD of every unit's top k (``genres``: items x genres bool matrix)."""
     masks, sizes = genre_masks(genres)
     out = np.full((rankings.n_units, len(cutoffs)), np.nan)
-    arrays = (rankings.offsets.astype(np.int64), rankings.items.astype(np.int64))
+    arrays = (rankings.offsets, rankings.items)  # as they are: a copy per call costs as much as the walk
     cuts = np.asarray(cutoffs, dtype=np.int64)
     distance = distance_table(int(sizes.max(initial=0)))
     if genres.shape[1] <= PACKED_GENRES:

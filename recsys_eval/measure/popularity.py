@@ -166,9 +166,8 @@ def list_sums(rankings: Rankings, cutoffs: list[int], popularity: ItemPopularity
         raise DataError(f"rankings have {rankings.n_units:,} units, targets {targets.n_units:,}: the "
                         "beyond-accuracy metrics that read relevance need the rankings' own targets")
     no_targets = np.zeros(rankings.n_units + 1, dtype=np.int64)
-    t_offsets, t_items, t_gain = ((targets.offsets.astype(np.int64), targets.items.astype(np.int64),
-                                   targets.gain.astype(np.float64)) if targets is not None
-                                  else (no_targets, np.zeros(0, np.int64), np.zeros(0)))
+    t_offsets, t_items, t_gain = ((targets.offsets, targets.items, targets.gain) if targets is not None
+                                  else (no_targets, np.zeros(0, np.int32), np.zeros(0, np.float32)))  # a Targets' dtypes
     if train is not None:
         indptr, indices = train_rows(train, n_items, n_users=int(rankings.unit_user.max(initial=-1)) + 1)
     else:
@@ -184,8 +183,8 @@ def list_sums(rankings: Rankings, cutoffs: list[int], popularity: ItemPopularity
     item_rows[:, _POP_PLACE] = popularity.pop_rank
     discount = 1.0 / np.log2(np.arange(cutoffs[-1], dtype=np.float64) + 2.0)  # by 0-based rank
     out = np.zeros((rankings.n_units, len(cutoffs), N_SUMS))
-    run_chunks(_list_sums_chunk, chunk_bounds(rankings.n_units), rankings.offsets.astype(np.int64),
-               rankings.items.astype(np.int64), rankings.unit_user.astype(np.int64), t_offsets, t_items, t_gain,
+    run_chunks(_list_sums_chunk, chunk_bounds(rankings.n_units), rankings.offsets, rankings.items, rankings.unit_user,
+               t_offsets, t_items, t_gain,
                item_rows, discount, indptr, indices, popularity.pop_rank, most_popular and train is not None,
                np.asarray(cutoffs, dtype=np.int64), out, g_rows, g_weight, genres.shape[1] if calibrate else 0,
                float(alpha), calibration)
@@ -292,12 +291,12 @@ def _most_popular_bounds(seen, cutoffs, bound):
 
 
 def train_rows(train, n_items: int, n_users: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """The train items of every user index as CSR (``indptr``, ``indices``, int64), each pair once
+    """The train items of every user index as CSR (``indptr``, ``indices``), each pair once
     (an Interactions' cached matrix; other inputs made unique), with rows for at least ``n_users``
     users (a user without train items has an empty row)."""
     if isinstance(train, Interactions):
         csr = train.csr()
-        indptr, indices = csr.indptr.astype(np.int64), csr.indices.astype(np.int64)
+        indptr, indices = csr.indptr, csr.indices
     else:
         users, items = train_pairs(train, n_items)
         pairs = np.unique(users * n_items + items)
