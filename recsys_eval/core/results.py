@@ -423,9 +423,8 @@ class ResultsFolder:
         if (folder.path / f"{PER_UNIT}.parquet").exists() and not (folder.path / MANIFEST).is_file():
             raise DataError(
                 f"{folder.path}: per_unit.parquet and summary.csv without a manifest, as `recsys-eval "
-                "evaluate --engine spark` or the local evaluate of an earlier version writes them; `report` "
-                "and `compare` open the results folders of `recsys-eval run` and the local `evaluate`: "
-                "evaluate again with the local engine (per_unit.parquet still reads with pl.scan_parquet)"
+                "evaluate` of an earlier version wrote them; `report` and `compare` open the results folders "
+                "this version writes: evaluate again (per_unit.parquet still reads with pl.scan_parquet)"
             )
         manifest = folder.path / MANIFEST
         kind = json.loads(manifest.read_text()).get("kind", "run") if manifest.is_file() else "run"

@@ -304,9 +304,9 @@ class SparkFold:
         from pyspark.sql import types as T
 
         from recsys_eval.core.spark import spark_failures, task_threads
-        from recsys_eval.engine.partitions import arrow_task, merge_states
+        from recsys_eval.engine.partitions import arrow_task
         from recsys_eval.engine.runs import job_error
-        from recsys_eval.measure.aggregate import PartitionState
+        from recsys_eval.measure.aggregate import PartitionState, SummaryState
         from recsys_eval.pipeline.summary import partition_rows
 
         plan, split = self.plan, self.plan.split
@@ -317,9 +317,10 @@ class SparkFold:
         schema = T.StructType([T.StructField("kind", T.StringType()), T.StructField("table", T.BinaryType())])
         out = FoldSummary()
         parts: dict[tuple[str, str], int] = {}
-        states: dict[tuple[str, str], list[PartitionState]] = {}
+        states: dict[tuple[str, str], list] = {}
         exposure, scored = [], []
         undefined = plan.options.measure.undefined
+        per_user = plan.options.summarising.interval != "t"  # a bootstrap resamples the users' values
         try:
             for row in ordered.mapInArrow(arrow_task(task, task_threads(spark), key="user"), schema).toLocalIterator():
                 frame = pl.read_ipc(io.BytesIO(row["table"]))
@@ -327,7 +328,8 @@ class SparkFold:
                     key = frame.row(0, named=True)["system"], frame.row(0, named=True)["protocol"]
                     parts[key] = parts.get(key, -1) + 1
                     out.partitions.append(self.sink.write_partition(frame, part=parts[key]))
-                    states.setdefault(key, []).append(PartitionState.of(frame, undefined=undefined))
+                    state = PartitionState.of(frame, undefined=undefined)
+                    states.setdefault(key, []).append(state if per_user else state.reduced())
                 else:
                     (exposure if row["kind"] == EXPOSURE else scored).append(frame)
         except spark_failures() as exc:
@@ -335,5 +337,7 @@ class SparkFold:
         for label in plan.options.labels:
             for system in plan.options.systems:
                 if (system, label) in states:
-                    out.add(partition_rows(plan.options.summarising, merge_states(states.pop((system, label)))))
+                    parts_of = states.pop((system, label))
+                    merged = PartitionState.merge(parts_of).in_user_order() if per_user else SummaryState.merge(parts_of)
+                    out.add(partition_rows(plan.options.summarising, merged))
         return out, exposure, scored

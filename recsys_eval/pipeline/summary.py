@@ -12,7 +12,7 @@ from pathlib import Path
 
 import polars as pl
 
-from recsys_eval.measure.aggregate import PartitionState
+from recsys_eval.measure.aggregate import PartitionState, SummaryState
 
 _KEYS = ["system", "protocol", "fold", "metric", "k"]
 
@@ -45,27 +45,29 @@ class FoldSummary:
             self.f_sums.append(sums)
 
 
-def partition_rows(options: Summarising, state: PartitionState) -> tuple[pl.DataFrame, pl.DataFrame | None]:
+def partition_rows(options: Summarising, state: PartitionState | SummaryState) -> tuple[pl.DataFrame, pl.DataFrame | None]:
     """One partition's fold rows (mean over users with its interval, micro mean, users counted and
-    left out, the rule) and its summed F-measure counts when ``f1`` is measured."""
+    left out, the rule) and its summed F-measure counts when ``f1`` is measured. A t-interval needs
+    the users' sums alone (a :class:`SummaryState`, as a Spark job merges them); a bootstrap needs
+    each user's value (a :class:`PartitionState`)."""
     from recsys_eval.compare import confidence_intervals
-    from recsys_eval.compare.intervals import t_interval_rows
+    from recsys_eval.compare.intervals import with_t_bounds
 
-    rows = state.summary(options.undefined)
-    if state.users.height and options.interval == "t":  # on the users as the state keeps them
-        keys = ["metric", "k"] if state.labels is not None else _KEYS
-        ci = t_interval_rows(state.users, keys).select(*keys, "lower", "upper")
-        rows = rows.join(ci, on=keys, how="left", nulls_equal=True, maintain_order="left")
-    elif state.users.height:
+    sums = state if isinstance(state, SummaryState) else state.reduced()
+    rows = sums.summary(options.undefined)
+    if sums.groups and options.interval == "t":
+        ci = with_t_bounds(sums.moments())
+    elif sums.groups:
         users = state.user_values()
         first = users.row(0, named=True)
         ci = confidence_intervals(
             users.select("system", "protocol", "fold", "user", "metric", "k", "value"),
             method=options.interval, n_resamples=options.resamples,
             seed=options.seed_of(first["fold"], first["protocol"]),
-        ).select(*_KEYS, "lower", "upper")
-        rows = rows.join(ci, on=_KEYS, how="left", nulls_equal=True, maintain_order="left")
-    return rows, state.f_sums()
+        )
+    if sums.groups:
+        rows = rows.join(ci.select(*_KEYS, "lower", "upper"), on=_KEYS, how="left", nulls_equal=True, maintain_order="left")
+    return rows, sums.f_totals() if sums.f_sums else None
 
 
 def summarise_frames(options: Summarising, frames: list[pl.DataFrame]) -> tuple[pl.DataFrame, pl.DataFrame | None]:
