@@ -309,7 +309,8 @@ def analyse(
     fold_paired = []
     if len(folds) >= 2 and means:
         fold_paired = [
-            fold_paired_tests(group, baseline=baseline, correction=options["correction"], alpha=options["alpha"])
+            fold_paired_tests(group, baseline=baseline, correction=options["correction"], alpha=options["alpha"],
+                              n_resamples=options["n_resamples"], seed=derive_seed(options["seed"], "fold paired"))
             for group in _comparable_groups(pl.concat(means), baseline)
         ]
     if paired:
