@@ -303,7 +303,11 @@ def slice_figure(rows: pl.DataFrame, label: str, colors: dict):
     import matplotlib.pyplot as plt
 
     with plt.rc_context(figures.STYLE):
-        fig, axes = style.grid(len(names), panel_height=2.2, extra=0.6)
+        ncols = min(2, len(names))  # two a row: the groups' labels are long
+        fig, axes = plt.subplots(-(-len(names) // ncols), ncols, figsize=(style.PAGE, 2.6 * -(-len(names) // ncols) + 0.5),
+                                 squeeze=False)
+        for ax in axes.flat[len(names):]:
+            ax.set_visible(False)
         for name, ax in zip(names, axes.flat, strict=False):
             part = rows.filter(pl.col("slice") == name).sort("order")
             groups = part.get_column("group").unique(maintain_order=True).to_list()
