@@ -87,30 +87,17 @@ def paired_tests(
     both systems, drawn from a generator of its own so the other tests' draws do not change), and
     cohens_d, the paired d_z = mean(d) / sd(d).
     """
-    return partition_tests(partitions(per_user_frame), baseline=baseline, tests=tests, correction=correction,
-                           alternative=alternative, level=level, alpha=alpha, n_resamples=n_resamples, seed=seed,
-                           mcnemar=mcnemar)
-
-
-def partition_tests(
-    parts: list[Partition],
-    *,
-    correction: str = "holm",
-    alpha: float = 0.05,
-    **options,
-) -> pl.DataFrame:
-    """:func:`paired_tests` of per-user values already laid out as partitions; ``options`` are
-    its other keywords."""
-    return correct(pl.DataFrame(test_columns(parts, correction=correction, **options), schema=TEST_SCHEMA),
-                    correction, alpha)
+    columns = test_columns(partitions(per_user_frame), baseline=baseline, tests=tests, correction=correction,
+                           alternative=alternative, level=level, n_resamples=n_resamples, seed=seed, mcnemar=mcnemar)
+    return correct(pl.DataFrame(columns, schema=TEST_SCHEMA), correction, alpha)
 
 
 #: The uncorrected rows of :func:`test_columns`, before p_adjusted and significant.
 TEST_SCHEMA = {"protocol": pl.String, "fold": pl.String, "metric": pl.String, "k": pl.Int32, "system": pl.String,
-           "baseline": pl.String, "test": pl.String, "statistic": pl.Float64, "p_value": pl.Float64,
-           "n": pl.Int64, "n_dropped": pl.Int64, "mean_diff": pl.Float64, "diff_lower": pl.Float64,
-           "diff_upper": pl.Float64, "relative_diff": pl.Float64, "relative_lower": pl.Float64,
-           "relative_upper": pl.Float64, "cohens_d": pl.Float64}
+               "baseline": pl.String, "test": pl.String, "statistic": pl.Float64, "p_value": pl.Float64,
+               "n": pl.Int64, "n_dropped": pl.Int64, "mean_diff": pl.Float64, "diff_lower": pl.Float64,
+               "diff_upper": pl.Float64, "relative_diff": pl.Float64, "relative_lower": pl.Float64,
+               "relative_upper": pl.Float64, "cohens_d": pl.Float64}
 
 
 def test_columns(
