@@ -226,7 +226,7 @@ def distribution_figure(panels: list[tuple[str, pl.DataFrame]], label: str, colo
     import matplotlib.pyplot as plt
 
     with plt.rc_context(figures.STYLE):
-        fig, axes = plt.subplots(2, len(panels), figsize=(style.PAGE, 4.4), squeeze=False)
+        fig, axes = plt.subplots(2, len(panels), figsize=(style.PAGE, 4.4), squeeze=False, sharex="row", sharey=True)
         for (protocol, curves), ecdf, curve in zip(panels, axes[0], axes[1], strict=True):
             for system in curves.get_column("system").unique(maintain_order=True).to_list():
                 part = curves.filter(pl.col("system") == system).sort("p")
