@@ -103,10 +103,10 @@ def main() -> None:
                 results[engine] = measured(command)
             (ours, wall, peak), (peer, peer_wall, peer_peak) = results["ours"], results["polars"]
             same = all(abs(ours["shares"][s] - peer["shares"][s]) < 1e-12 for s in SHARES)
-            shares = ", ".join(f"{ours['shares'][s]:.4f}" for s in SHARES)
+            shares = ", ".join(f"{ours['shares'][s]:.4f}" for s in SHARES) + (", equal" if same else ", DIFFERENT")
             print(f"{split} split: audit {ours['seconds']:.2f} s (best of {args.repeat}; whole process {wall:.1f} s, "
                   f"peak RSS {peak:,.0f} MB); plain polars shares {peer['seconds']:.2f} s (whole process "
-                  f"{peer_wall:.1f} s, peak RSS {peer_peak:,.0f} MB); shares {shares}, {'equal' if same else 'DIFFERENT'}")
+                  f"{peer_wall:.1f} s, peak RSS {peer_peak:,.0f} MB); shares {shares}")
     report_peak()
 
 

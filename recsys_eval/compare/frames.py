@@ -90,7 +90,8 @@ def partitions(frame: pl.DataFrame, source: str = "per-user results") -> list[Pa
         result.append(
             Partition(
                 str(protocol), str(fold), columns,
-                values.reshape(n_rows, n_cols), present.reshape(n_rows, n_cols), part.get_column("user").unique().sort(),
+                values.reshape(n_rows, n_cols), present.reshape(n_rows, n_cols),
+                part.get_column("user").unique().sort(),
             )
         )
     return result

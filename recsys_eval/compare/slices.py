@@ -128,8 +128,8 @@ def _popularity_groups(split: Split, spec: SliceSpec, threshold: float | None) -
 
 
 def popularity_parts(folder: ResultsFolder, units: pl.DataFrame, undefined: str):
-    """Per (fold, 1R protocol of the standard design, metric, popularity group): the per-user
-    values over each user's units in the group, and the group's slices table (its users), as
+    """Per (fold, 1R protocol of the standard design, popularity group): the per-user values of
+    every metric over each user's units in the group, and the group's slices table (its users), as
     :func:`slice_means` and :func:`slice_tests` take them. A unit is its user's n-th, n its
     position (unit numbers run over a user's units in their items' order)."""
     from recsys_eval.errors import DataError
@@ -143,6 +143,7 @@ def popularity_parts(folder: ResultsFolder, units: pl.DataFrame, undefined: str)
         for protocol in protocols:
             scan = folder.scan_per_unit(fold=fold, protocol=protocol).filter(
                 pl.col("user").is_not_null() & ~pl.col("metric").is_in(AUXILIARY_METRICS))
+            groups: dict[tuple, list[pl.DataFrame]] = {}
             for metric in scan.select(pl.col("metric").unique(maintain_order=True)).collect().get_column("metric"):
                 part = scan.filter(pl.col("metric") == metric).with_columns(
                     position=pl.col("unit") - pl.col("unit").min().over("system", "k", "user")).collect()
@@ -152,7 +153,8 @@ def popularity_parts(folder: ResultsFolder, units: pl.DataFrame, undefined: str)
                                     "test items the popularity slices were made of: the per-unit files and "
                                     f"the {UNIT_SLICES} table come from different runs")
                 for keys, rows in placed.partition_by(SLICE_KEYS, as_dict=True, maintain_order=True).items():
-                    users = per_user(rows.drop("position", *SLICE_KEYS), undefined=undefined)
-                    groups = users.select("fold", "user").unique(maintain_order=True).with_columns(
-                        slice=pl.lit(keys[0]), group=pl.lit(keys[1]), order=pl.lit(keys[2], pl.Int32))
-                    yield users, groups
+                    groups.setdefault(keys, []).append(per_user(rows.drop("position", *SLICE_KEYS), undefined=undefined))
+            for (name, group, order), frames in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][2])):
+                users = pl.concat(frames)
+                yield users, users.select("fold", "user").unique(maintain_order=True).with_columns(
+                    slice=pl.lit(name), group=pl.lit(group), order=pl.lit(order, pl.Int32))

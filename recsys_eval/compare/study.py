@@ -12,6 +12,7 @@ run's config as recorded in its manifest.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from itertools import groupby
 from pathlib import Path
 
 import numpy as np
@@ -304,21 +305,27 @@ def analyse(
     paired, means, distributions, sliced, slice_paired = [], [], [], [], []
     slices = folder.table(USER_SLICES)
     definitions = manifest.protocol_definitions  # none in a folder no run wrote (evaluate)
-    for users in per_user_parts(folder, undefined):
-        # every test family lies within one (protocol, fold, metric, k): each part is tested on its
-        # own, its resamples seeded by its (fold, protocol definition), so no part's tests depend on
-        # another's, a relabelled protocol keeps its p-values, and the metrics of one (fold,
-        # protocol), measured on the same users, share their sign flips
-        part_options = _part_options(options, definitions, users)
-        paired += [paired_tests(group, **part_options) for group in _comparable_groups(users, baseline)]
-        means.append(_fold_means(users))
-        distributions.append(distribution_summary(users))
-        if slices is not None:
-            fold_slices = slices.filter(pl.col("fold") == users.item(0, "fold"))
-            sliced.append(slice_means(users, fold_slices))
-            slice_paired += [slice_tests(group, fold_slices, **part_options)
+    for _, parts in groupby(per_user_parts(folder, undefined), key=lambda u: (u.item(0, "fold"), u.item(0, "protocol"))):
+        kept = []
+        for users in parts:
+            # every test family lies within one (protocol, fold, metric, k): each part is tested on
+            # its own, its resamples seeded by its (fold, protocol definition), so no part's tests
+            # depend on another's, a relabelled protocol keeps its p-values, and the metrics of one
+            # (fold, protocol), measured on the same users, share their sign flips
+            part_options = _part_options(options, definitions, users)
+            paired += [paired_tests(group, **part_options) for group in _comparable_groups(users, baseline)]
+            means.append(_fold_means(users))
+            distributions.append(distribution_summary(users))
+            if slices is not None:
+                fold_slices = slices.filter(pl.col("fold") == users.item(0, "fold"))
+                sliced.append(slice_means(users, fold_slices))
+                kept.append(users)
+            del users
+        if kept:  # the slice tests of every metric at once: each group's draws serve them all
+            users = pl.concat(kept)
+            slice_paired += [slice_tests(group, fold_slices, **_part_options(options, definitions, users))
                              for group in _comparable_groups(users, baseline)]
-        del users
+            del users, kept
     units = folder.table(UNIT_SLICES)
     for users, groups in popularity_parts(folder, units, undefined) if units is not None else ():
         part_options = _part_options(options, definitions, users)

@@ -304,8 +304,8 @@ def slice_figure(rows: pl.DataFrame, label: str, colors: dict):
 
     with plt.rc_context(figures.STYLE):
         ncols = min(2, len(names))  # two a row: the groups' labels are long
-        fig, axes = plt.subplots(-(-len(names) // ncols), ncols, figsize=(style.PAGE, 2.6 * -(-len(names) // ncols) + 0.5),
-                                 squeeze=False)
+        nrows = -(-len(names) // ncols)
+        fig, axes = plt.subplots(nrows, ncols, figsize=(style.PAGE, 2.6 * nrows + 0.5), squeeze=False)
         for ax in axes.flat[len(names):]:
             ax.set_visible(False)
         for name, ax in zip(names, axes.flat, strict=False):

@@ -63,8 +63,8 @@ def leakage_audit(splits: list[Split], threshold: float = DEFAULT_THRESHOLD) -> 
     folds = pl.concat([_fold_row(split, counts) for split, counts in zip(splits, counted, strict=True)])
     flags = pl.concat_list([pl.when(pl.col(s) > threshold).then(pl.lit(s)) for s in SHARES]).list.drop_nulls()
     folds = folds.with_columns(pl.lit(threshold).alias("threshold"), flags.alias("flagged"))
-    return LeakageAudit(folds, pl.concat([_user_table(split, counts) for split, counts in zip(splits, counted,
-                                                                                                strict=True)]), threshold)
+    users = pl.concat([_user_table(split, counts) for split, counts in zip(splits, counted, strict=True)])
+    return LeakageAudit(folds, users, threshold)
 
 
 def user_leakage(split: Split) -> pl.DataFrame:
