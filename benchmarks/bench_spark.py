@@ -1,19 +1,25 @@
-"""Benchmark: ``recsys-eval evaluate`` on Spark (local[2]) beside the local engine, and the cost of a
-Spark task per user and per ranked item (the scale model of docs/SPARK.md).
+"""Benchmark: ``recsys-eval evaluate`` on Spark (local[2]) beside the local engine at two sizes, the
+driver's memory beside the executors', and the cost of a Spark task per user and per ranked item
+(the scale model of docs/SPARK.md).
 
 Input: seeded synthetic interactions of MovieLens-25M size (recsys_eval.data.synthetic: 162,541 users,
-59,047 items), each user's interactions split 80/20 at random (~30 test items per user, ratings as
-graded gains, threshold 3.5); RUN = the top 100 of the popular recommender for every user (its train
-items left out); TRAIN = the 80 %. Files are Parquet in a temporary folder.
+59,047 items) and of 4x that size (650,164 users, the same items, 4x the interactions), each user's
+interactions split 80/20 at random (~30 test items per user, ratings as graded gains, threshold
+3.5); RUN = the top 100 of the popular recommender for every user (its train items left out);
+TRAIN = the 80 %. Files are Parquet in a temporary folder.
 
-1. Whole processes, in the same run: ``recsys-eval evaluate`` with the local engine and with
+1. Whole processes, in the same run, per size: ``recsys-eval evaluate`` with the local engine and with
    ``--engine spark --master local[2]`` on the same files and metrics; wall time and peak RSS of the
-   process tree (the JVM and its Python workers included, sampled from /proc), and the ratio.
+   process tree (sampled from /proc) and, for Spark, of its parts: the driver (the Python process
+   that runs recsys-eval: VmHWM, the kernel's own high-water mark), the JVM (VmHWM; in local mode
+   it hosts the executors' threads too) and the executors' Python workers (their summed RSS at its
+   highest). The driver's memory must not grow with the users: it reads no per-unit row. The two
+   engines' summary.csv must be the same bytes.
 2. The task cost: :func:`recsys_eval.engine.partitions.measure_run_chunk` (what a task runs per
    chunk) in this process on one thread, at two list lengths, solved for seconds per user and per
    ranked item.
 
-    uv run --extra spark python benchmarks/bench_spark.py [--users N] [--partitions P]
+    uv run --extra spark python benchmarks/bench_spark.py [--users N,N] [--partitions P]
 """
 
 from __future__ import annotations
@@ -65,37 +71,66 @@ def write_inputs(folder: Path, users: int, seed: int) -> dict[str, Path]:
     return paths
 
 
-def tree_rss(pid: int) -> int:
-    """Resident bytes of a process and all its descendants, from /proc."""
+def _processes() -> tuple[dict[int, list[int]], dict[int, int], dict[int, str]]:
+    """Every process's children, resident bytes and command name, from /proc."""
     children: dict[int, list[int]] = {}
     rss: dict[int, int] = {}
+    names: dict[int, str] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
             with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
+                head, tail = f.read().rsplit(")", 1)
+            fields = tail.split()
             children.setdefault(int(fields[1]), []).append(int(entry))
             rss[int(entry)] = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
+            names[int(entry)] = head.split("(", 1)[1]
         except (OSError, IndexError, ValueError):
             continue
-    total, stack = 0, [pid]
-    while stack:
-        p = stack.pop()
-        total += rss.get(p, 0)
-        stack.extend(children.get(p, []))
-    return total
+    return children, rss, names
 
 
-def run_process(args: list[str]) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MB) of the process tree of ``args``."""
+def _high_water(pid: int) -> int:
+    """A process's peak resident bytes so far (VmHWM), 0 once it has gone."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM:"))
+    except (OSError, StopIteration):
+        return 0
+
+
+class TreePeaks:
+    """Peaks of a process tree sampled every 0.2 s: the whole tree's summed RSS, the root's VmHWM
+    (the driver), the largest VmHWM of a ``java`` descendant (the JVM), and the summed RSS of the
+    other descendants (the executors' Python workers)."""
+
+    def __init__(self, root: int) -> None:
+        self.root = root
+        self.tree = self.driver = self.jvm = self.workers = 0
+
+    def sample(self) -> None:
+        children, rss, names = _processes()
+        below, stack = [], list(children.get(self.root, []))
+        while stack:
+            p = stack.pop()
+            below.append(p)
+            stack.extend(children.get(p, []))
+        self.tree = max(self.tree, rss.get(self.root, 0) + sum(rss.get(p, 0) for p in below))
+        self.driver = max(self.driver, _high_water(self.root))
+        self.jvm = max([self.jvm, *(_high_water(p) for p in below if names.get(p) == "java")])
+        self.workers = max(self.workers, sum(rss.get(p, 0) for p in below if names.get(p) != "java"))
+
+
+def run_process(args: list[str]) -> tuple[float, TreePeaks]:
+    """Wall seconds and the peaks of the process tree of ``args``."""
     start = time.perf_counter()
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    peak = [0]
+    peaks = TreePeaks(proc.pid)
 
     def sample() -> None:
         while proc.poll() is None:
-            peak[0] = max(peak[0], tree_rss(proc.pid))
+            peaks.sample()
             time.sleep(0.2)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -104,7 +139,7 @@ def run_process(args: list[str]) -> tuple[float, float]:
     sampler.join()
     if proc.returncode:
         raise SystemExit(f"{' '.join(args)} failed:\n{err[-3000:]}")
-    return time.perf_counter() - start, peak[0] / 2**20
+    return time.perf_counter() - start, peaks
 
 
 def chunk_of(paths: dict[str, Path], users: int, top: int) -> tuple[pl.DataFrame, RunMeasure]:
@@ -155,34 +190,54 @@ def _timed(call) -> float:
     return time.perf_counter() - start
 
 
+def compare_engines(folder: Path, users: int, partitions: int, seed: int) -> tuple[dict[str, Path], dict]:
+    """Both engines' whole processes on the inputs of ``users`` users (see the module docstring)."""
+    paths = write_inputs(folder, users, seed)
+    cli = [sys.executable, "-c", "from recsys_eval.cli import main; main()", "evaluate", "--test", str(paths["test"]),
+           "--run", str(paths["run"]), "--train", str(paths["train"]), "--threshold", "3.5", "--metrics", METRICS,
+           "--k", K]
+    local_s, local = run_process([*cli, "--out", str(folder / "local")])
+    spark_s, spark = run_process([*cli, "--out", str(folder / "spark"), "--engine", "spark", "--master",
+                                  "local[2]", "--partitions", str(partitions)])
+    same = (folder / "local" / "summary.csv").read_bytes() == (folder / "spark" / "summary.csv").read_bytes()
+    mb = 2**20
+    print(f"{users:,} users: local engine {local_s:7.1f} s, peak RSS {local.tree / mb:7,.0f} MB")
+    print(f"{users:,} users: spark local[2] {spark_s:7.1f} s, peak RSS {spark.tree / mb:7,.0f} MB: driver "
+          f"{spark.driver / mb:,.0f} MB, JVM {spark.jvm / mb:,.0f} MB, Python workers {spark.workers / mb:,.0f} MB")
+    print(f"{users:,} users: ratio spark/local {spark_s / local_s:.1f}x time, {spark.tree / local.tree:.1f}x memory; "
+          f"summary.csv byte-identical: {same}")
+    return paths, {"users": users, "local_s": local_s, "local_mb": local.tree / mb, "spark_s": spark_s,
+                   "driver_mb": spark.driver / mb, "jvm_mb": spark.jvm / mb, "workers_mb": spark.workers / mb,
+                   "same": same}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--users", type=int, default=ML25M["users"])
-    parser.add_argument("--partitions", type=int, default=8)
+    parser.add_argument("--users", default=f"{ML25M['users']},{4 * ML25M['users']}",
+                        help="comma-separated user counts (default: ML-25M's and 4x)")
+    parser.add_argument("--partitions", type=int, default=16)
     parser.add_argument("--task-users", type=int, default=20_000)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     print(f"load before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} (1/5/15 min), {os.cpu_count()} cores")
-    with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp)
-        paths = write_inputs(folder, args.users, args.seed)
-        cli = [sys.executable, "-c", "from recsys_eval.cli import main; main()", "evaluate", "--test", str(paths["test"]), "--run",
-               str(paths["run"]), "--train", str(paths["train"]), "--threshold", "3.5", "--metrics", METRICS,
-               "--k", K]
-        local_s, local_mb = run_process([*cli, "--out", str(folder / "local")])
-        spark_s, spark_mb = run_process([*cli, "--out", str(folder / "spark"), "--engine", "spark", "--master",
-                                         "local[2]", "--partitions", str(args.partitions)])
-        same = pl.read_csv(folder / "local" / "summary.csv").get_column("mean").to_numpy()
-        other = pl.read_csv(folder / "spark" / "summary.csv").get_column("mean").to_numpy()
-        print(f"local engine    : {local_s:7.1f} s, peak RSS {local_mb:7,.0f} MB")
-        print(f"spark local[2]  : {spark_s:7.1f} s, peak RSS {spark_mb:7,.0f} MB (JVM and Python workers)")
-        print(f"ratio spark/local: {spark_s / local_s:.1f}x time, {spark_mb / local_mb:.1f}x memory; "
-              f"summaries equal to 1e-12: {np.allclose(same, other, rtol=1e-12, atol=0, equal_nan=True)}")
-        per_user, per_item = task_cost(paths, args.task_users)
-        print(f"task cost (1 thread): {per_user * 1e6:.1f} us per user + {per_item * 1e6:.3f} us per ranked item")
-        users_item = per_user + TOP * per_item
-        print(f"scale model: 100M users x top-{TOP} = {1e8 * users_item / 3600:.1f} core-hours of tasks "
-              f"({1e8 * users_item / 3600 / 64:.2f} h on 64 cores), plus reading and shuffling the input")
+    rows = []
+    for i, users in enumerate(int(u) for u in args.users.split(",")):
+        with tempfile.TemporaryDirectory() as tmp:
+            paths, row = compare_engines(Path(tmp), users, args.partitions, args.seed)
+            rows.append(row)
+            if i == 0:
+                per_user, per_item = task_cost(paths, min(args.task_users, users))
+        print(f"load now: {' '.join(f'{x:.2f}' for x in os.getloadavg())} (1/5/15 min)")
+    print("\n| users | local engine | Spark local[2] | driver | JVM | Python workers | summary |")
+    print("|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['users']:,} | {r['local_s']:.1f} s, {r['local_mb']:,.0f} MB | {r['spark_s']:.1f} s | "
+              f"{r['driver_mb']:,.0f} MB | {r['jvm_mb']:,.0f} MB | {r['workers_mb']:,.0f} MB | "
+              f"{'byte-identical' if r['same'] else 'DIFFERS'} |")
+    print(f"task cost (1 thread): {per_user * 1e6:.1f} us per user + {per_item * 1e6:.3f} us per ranked item")
+    users_item = per_user + TOP * per_item
+    print(f"scale model: 100M users x top-{TOP} = {1e8 * users_item / 3600:.1f} core-hours of tasks "
+          f"({1e8 * users_item / 3600 / 64:.2f} h on 64 cores), plus reading and shuffling the input")
     print(f"load after: {' '.join(f'{x:.2f}' for x in os.getloadavg())} (1/5/15 min)")
 
 

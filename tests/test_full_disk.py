@@ -23,15 +23,17 @@ import pytest
 from config_text import config_text, ratings_file, split_table
 from recsys_eval.cli import main
 from recsys_eval.core.atomic import is_scratch
+from recsys_eval.core.results import TUNING
 from recsys_eval.data.synthetic import write_synthetic_ratings
 
 pytestmark = pytest.mark.slow
 
 COLUMNS = "user=userId,item=movieId,rating=rating,timestamp=timestamp"
 #: Each writing command: (the earlier output it may replace or add to, relative to the disk; its
-#: arguments, with {disk}, {data}, {config}, {test} and {run} filled in).
+#: arguments, with {disk}, {data}, {config}, {tuned}, {test} and {run} filled in).
 COMMANDS = {
     "run": ("out", "run {config} --out {disk}/out --quiet"),
+    "tune": ("out", "run {tuned} --out {disk}/out --quiet"),
     "evaluate": ("mine", "evaluate --test {test} --run {run} --metrics ndcg --k 1 --out {disk}/mine --force"),
     "split": ("split", "split {data} {disk}/split -p fraction=0.5 --force --columns " + COLUMNS),
     "report": ("results", "report {disk}/results --force"),
@@ -53,6 +55,10 @@ def inputs(tmp_path_factory) -> dict[str, Path]:
     config = base / "disk.toml"
     config.write_text(config_text("disk", seed=1, dataset=ratings_file(data), split=split_table("kfold", k=2),
                                   recommenders=["popular", "random"], output={"report": False}))
+    tuned = base / "tuned.toml"  # how users tune: a run with [tuning] and a recommender's search
+    tuned.write_text(config_text("tuned", seed=1, dataset=ratings_file(data), split=split_table("kfold", k=2),
+                                 recommenders=["popular", {"name": "user_knn", "search": {"k": [3, 10]}}],
+                                 output={"report": False}, tuning={"method": "grid", "metric": "ndcg@10"}))
     test, run = base / "test.csv", base / "run.csv"
     test.write_text("user,item,rating\n1,10,5\n2,11,4\n")
     run.write_text("user,item,score\n1,10,0.9\n2,12,0.5\n")
@@ -66,7 +72,7 @@ def inputs(tmp_path_factory) -> dict[str, Path]:
     recsys_eval("split", str(data), str(earlier / "split"), "-p", "fraction=0.2", "--columns", COLUMNS)
     (earlier / "audit").mkdir()
     recsys_eval("audit", str(config), "--users", str(earlier / "audit" / "users.csv"))
-    return {"data": data, "config": config, "test": test, "run": run, "earlier": earlier}
+    return {"data": data, "config": config, "tuned": tuned, "test": test, "run": run, "earlier": earlier}
 
 
 def arguments(name: str, inputs: dict[str, Path], disk: Path) -> list[str]:
@@ -144,5 +150,32 @@ def test_quota_and_permission(tmp_path, inputs, monkeypatch, capsys, name, code)
     assert exit_info.value.code == 1
     reason = {errno.EDQUOT: "the disk quota is exceeded (EDQUOT)", errno.EACCES: "permission denied (EACCES)"}[code]
     assert_one_line(capsys.readouterr().err, disk, reason)
+    assert hashes(disk) == before
+    assert [str(p) for p in disk.rglob("*") if is_scratch(p)] == []
+
+
+@pytest.mark.parametrize("code", [errno.ENOSPC, errno.EDQUOT])
+def test_a_tuning_run_whose_trial_log_is_refused(tmp_path, inputs, monkeypatch, capsys, code):
+    """The disk fills while the tuner records a trial (the one write the other cases never reach:
+    they refuse the run's first): one line naming the trial log, the earlier output untouched."""
+    disk = tmp_path / "disk"
+    earlier = inputs["earlier"] / COMMANDS["tune"][0]
+    shutil.copytree(earlier, disk / earlier.name, symlinks=True)
+    before = hashes(disk)
+    real = os.replace
+
+    def refused(src, dst, *args, **kwargs):
+        if Path(dst).name == TUNING:
+            raise OSError(code, os.strerror(code), str(dst))
+        return real(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(os, "replace", refused)
+    with pytest.raises(SystemExit) as exit_info:
+        main(arguments("tune", inputs, disk))
+    assert exit_info.value.code == 1
+    err = " ".join(capsys.readouterr().err.split())
+    reason = {errno.ENOSPC: "the disk is full (ENOSPC)", errno.EDQUOT: "the disk quota is exceeded (EDQUOT)"}[code]
+    assert_one_line(err, disk, reason)
+    assert f"/{TUNING}:" in err, err
     assert hashes(disk) == before
     assert [str(p) for p in disk.rglob("*") if is_scratch(p)] == []

@@ -10,6 +10,11 @@ resume once failed with "splits/<fold> exists ... --force"), two resumes are sta
 runs, the other refuses naming the lock's holder (pid, start time, host), or, if it looked only
 once the first had finished, runs anew.
 
+A resume reuses what is finished even inside a fold: a run of one fold killed after some of its
+(system, protocol) partitions were marked done resumes without writing their files again (same
+inodes and times) and ends with the per-unit files, summary and side tables, byte for byte, of a
+run never interrupted.
+
 The runs are forked from a forkserver that imported the package once (the imports cost more than
 a run of this size); the forkserver started no polars or numba thread, so the forks are safe.
 """
@@ -99,8 +104,8 @@ def small_config(folder: Path) -> Path:
     return path
 
 
-def finished(out: Path) -> list[Path]:
-    return [p for p in (out / "kill").iterdir() if not p.name.startswith(".") and not p.is_symlink()]
+def finished(out: Path, experiment: str = "kill") -> list[Path]:
+    return [p for p in (out / experiment).iterdir() if not p.name.startswith(".") and not p.is_symlink()]
 
 
 def contents(folder: Path) -> dict[str, object]:
@@ -144,3 +149,81 @@ def test_a_run_killed_at_each_of_its_writes_resumes_to_the_uninterrupted_result(
     assert n > 20, f"only {n - 1} writes: the hook did not stop the runs"
     assert races >= 2, "no kill left a saved split in an open fold"
     print(f"{n - 1} interruption points resumed", file=sys.stderr)
+
+
+def _recorded_cli(args: list[str], writes: Path) -> None:
+    """The forked child: ``recsys-eval ARGS``, uninterrupted, each of its writes' target appended to
+    the file ``writes`` in the order the kill hook counts them (a write's fsync of its temporary
+    comes just before the hook)."""
+    from recsys_eval.core import atomic
+
+    fsync = atomic._fsync_file
+
+    def recorded(tmp: Path) -> None:
+        with open(writes, "a", encoding="utf-8") as out:
+            out.write(f"{tmp.parent / tmp.name[1:].rsplit('.', 2)[0]}\n")
+        fsync(tmp)
+
+    atomic._fsync_file = recorded
+    _cli(args, None)
+
+
+def one_fold_config(folder: Path) -> Path:
+    """One fold, three systems, two protocols, three chunks of users, a run-level metric (a file of
+    its own per partition) and RMSE (a ``ratings`` partition per system, without rows but for the
+    rating predictor): nine (system, protocol) partitions, finished one after another."""
+    data = write_synthetic_ratings(folder / "ratings.csv", users=60, items=80, interactions=1500, seed=3)
+    path = folder / "fold.toml"
+    path.write_text(config_text("fold", seed=2, dataset=ratings_file(data), protocols=["AI+AR+AN", "AI+1R+NN50"],
+                                recommenders=["popular", "random", "bias"], run={"users_per_chunk": 25},
+                                metrics={"names": ["ndcg", "catalog_coverage", "rmse"], "k": [5],
+                                         "relevance_threshold": 4}), encoding="utf-8")
+    return path
+
+
+def finished_notes(work: Path) -> dict[str, list[str]]:
+    """The per-unit files of each partition marked done in the work folder, by its note."""
+    return {str(note.relative_to(work)): json.loads(note.read_text())["per_unit"]
+            for note in sorted((work / "partitions").glob("f*/*.json"))}
+
+
+def file_bytes(folder: Path) -> dict[str, bytes]:
+    """The per-unit files and the tables made from them, byte for byte."""
+    names = [p for p in folder.rglob("*") if p.is_file() and (p.relative_to(folder).parts[0] == "per_unit"
+             or p.name in ("summary.csv", "summary.parquet", "exposure_bins.parquet", "curves.parquet"))]
+    return {str(p.relative_to(folder)): p.read_bytes() for p in names}
+
+
+@pytest.mark.slow
+def test_a_resume_reuses_the_finished_partitions_of_an_unfinished_fold(tmp_path, forks):
+    config = one_fold_config(tmp_path)
+    run = ["run", str(config), "--quiet", "--out"]
+    writes = tmp_path / "writes.txt"
+    child = forks.Process(target=_recorded_cli, args=([*run, str(tmp_path / "reference")], writes))
+    child.start()
+    child.join(timeout=600)
+    assert child.exitcode == 0
+    (reference,) = finished(tmp_path / "reference", "fold")
+    expected = file_bytes(reference)
+    notes = [n for n, target in enumerate(writes.read_text().splitlines(), start=1)
+             if re.search(r"/partitions/f0/s\d+-p\d+\.json$", target)]
+    assert len(notes) == 9, "nine (system, protocol) partitions, each marked done"
+    for done in (1, 5, 8):  # killed at the write after the done-th note: that many partitions finished
+        out = tmp_path / f"after-{done}"
+        assert cli_exit(forks, [*run, str(out)], stop_after=notes[done - 1] + 1) == -signal.SIGKILL
+        (work,) = (out / "fold").glob(".partial-*")
+        listed = finished_notes(work)
+        assert len(listed) == done and not (work / "per_unit" / "f0" / "complete.json").exists()
+        kept = {name: (work / name).stat() for files in listed.values() for name in files}
+        assert kept, "a finished partition lists its per-unit files"
+        assert cli_exit(forks, [*run, str(out), "--resume"]) == 0, f"resume after {done} partitions"
+        (folder,) = finished(out, "fold")
+        # (a) the finished partitions' files were not written again: the same inodes, untouched
+        for name, before in kept.items():
+            after = (folder / name).stat()
+            assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns), name
+        assert f"{done} (system, protocol) reused from an earlier attempt" in (folder / "log.txt").read_text()
+        # (b) the same per-unit files, summary and side tables, byte for byte, as a run never interrupted
+        assert file_bytes(folder) == expected, f"resumed after {done} partitions"
+        assert contents(folder)["files"] == contents(reference)["files"]
+        assert leftovers(out) == []

@@ -120,9 +120,15 @@ def t_interval_rows(per_user_frame: pl.DataFrame, keys: list[str], level: float 
     unchecked) from its users' n, mean and sd, reduced in the long layout: no users x columns
     matrix, as a run computes it for every partition. Columns: keys, mean, lower, upper, n,
     n_undefined."""
-    groups = group_stats(per_user_frame, keys)
-    lower, upper = _t_bounds(groups["mean"].to_numpy(), groups["sd"].to_numpy(), groups["n"].to_numpy(), level)
-    return groups.with_columns(lower=lower, upper=upper, n_undefined=pl.col("rows") - pl.col("n")).drop("sd", "rows")
+    groups = with_t_bounds(group_stats(per_user_frame, keys), level)
+    return groups.with_columns(n_undefined=pl.col("rows") - pl.col("n")).drop("sd", "rows")
+
+
+def with_t_bounds(moments: pl.DataFrame, level: float = 0.95) -> pl.DataFrame:
+    """``moments`` (columns n, mean, sd per group, as :func:`~recsys_eval.measure.aggregate.group_stats`
+    or a summary state gives them) with the t-interval's ``lower`` and ``upper``."""
+    lower, upper = _t_bounds(moments["mean"].to_numpy(), moments["sd"].to_numpy(), moments["n"].to_numpy(), level)
+    return moments.with_columns(lower=lower, upper=upper)
 
 
 def _t_bounds(mean: np.ndarray, sd: np.ndarray, n: np.ndarray, level: float):

@@ -114,7 +114,11 @@ FIGURES = "figures"
 #: exposure counts per popularity bin, the sampled scored targets of the pooled AUC, and the ROC and
 #: PR curves of every chunk.
 EXPOSURE_COUNTS, AUC_SCORES, CURVE_CHUNKS = "exposure", "auc_scores", "curve_chunks"
-SCRATCH = ("folds", EXPOSURE_COUNTS, AUC_SCORES, CURVE_CHUNKS)
+#: Scratch folder of the partitions (fold, system, protocol) complete in a fold not yet complete:
+#: ``partitions/f<i>/s<j>-p<k>.<kind>.parquet``, the partition's tables of each scratch kind, and,
+#: written last, ``s<j>-p<k>.json``, the note that lists its per-unit files (:class:`FinishedPartition`).
+PARTITIONS = "partitions"
+SCRATCH = ("folds", EXPOSURE_COUNTS, AUC_SCORES, CURVE_CHUNKS, PARTITIONS)
 #: Comparisons of a folder with other options than its run's (``recsys-eval compare``), one
 #: subfolder each.
 COMPARISONS = "comparisons"
@@ -196,9 +200,57 @@ class Manifest:
         return dataclasses.replace(self, **changes)
 
 
+@dataclass(frozen=True)
+class FinishedPartition:
+    """A complete (fold, system, protocol) partition of a fold in progress: its per-unit files in
+    write order (chunks of users, then its run-level rows), and its scratch tables by kind."""
+
+    per_unit: list[Path]
+    scratch: dict[str, Path] = field(default_factory=dict)
+
+
 def config_hash(config_text: str) -> str:
     """A short hash of the config as run, to match a resumable work folder to its config."""
     return hashlib.sha256(config_text.encode()).hexdigest()[:12]
+
+
+@dataclass(frozen=True)
+class PartitionFiles:
+    """The per-unit partition files of a results folder: ``per_unit/f<i>/s<j>-p<k>-<part>.parquet``,
+    ``i``, ``j``, ``k`` the indices of the fold, system and protocol in ``layout``. Small and
+    picklable, so that a Spark task writes its partitions itself, where the local run writes them."""
+
+    path: Path
+    layout: dict[str, list[str]]
+
+    def file(self, fold: str, system: str, protocol: str, part: int = 0) -> Path:
+        i, j, k = self.indices(fold, system, protocol)
+        return self.path / PER_UNIT / f"f{i}" / f"s{j}-p{k}-{part:05d}.parquet"
+
+    def indices(self, fold: str, system: str, protocol: str) -> tuple[int, int, int]:
+        """The indices of a (fold, system, protocol) in the layout, which name its files."""
+        try:
+            return tuple(self.layout[f"{key}s"].index(name)
+                         for key, name in zip(_KEY_COLUMNS, (fold, system, protocol), strict=True))
+        except ValueError:
+            raise DataError(
+                f"{self.path}: no partition for fold {fold!r}, system {system!r}, protocol {protocol!r}"
+            ) from None
+
+    def write(self, per_unit: pl.DataFrame, *, part: int = 0) -> Path:
+        """Write the per-unit rows of one (fold, system, protocol), or of its ``part``-th chunk of
+        users, as its own file (atomically)."""
+        labels = partition_labels(per_unit)
+        if labels is None:
+            keys = per_unit.select(*_KEY_COLUMNS).unique(maintain_order=True)
+            raise DataError(
+                f"a per-unit partition holds one fold, system and protocol, none of them null; got "
+                f"{keys.height} (fold, system, protocol) combinations, e.g. {keys.rows()[:3]}"
+            )
+        target = self.file(labels["fold"], labels["system"], labels["protocol"], part)
+        # zstd level 1: smaller and faster to write and read than the default level here
+        atomic.write_parquet(check_per_unit(per_unit), target, compression="zstd", compression_level=1)
+        return target
 
 
 class ResultsFolder:
@@ -287,29 +339,16 @@ class ResultsFolder:
         self._layout = layout
 
     def partition_file(self, fold: str, system: str, protocol: str, part: int = 0) -> Path:
-        layout = self._layout_keys()
-        try:
-            i, j, k = (layout[f"{key}s"].index(name) for key, name in zip(_KEY_COLUMNS, (fold, system, protocol), strict=True))
-        except ValueError:
-            raise DataError(
-                f"{self.path}: no partition for fold {fold!r}, system {system!r}, protocol {protocol!r}"
-            ) from None
-        return self.path / PER_UNIT / f"f{i}" / f"s{j}-p{k}-{part:05d}.parquet"
+        return self.partition_files().file(fold, system, protocol, part)
 
     def write_partition(self, per_unit: pl.DataFrame, *, part: int = 0) -> Path:
         """Write the per-unit rows of one (fold, system, protocol), or of its ``part``-th chunk of
         users, as its own file."""
-        labels = partition_labels(per_unit)
-        if labels is None:
-            keys = per_unit.select(*_KEY_COLUMNS).unique(maintain_order=True)
-            raise DataError(
-                f"a per-unit partition holds one fold, system and protocol, none of them null; got "
-                f"{keys.height} (fold, system, protocol) combinations, e.g. {keys.rows()[:3]}"
-            )
-        target = self.partition_file(labels["fold"], labels["system"], labels["protocol"], part)
-        # zstd level 1: smaller and faster to write and read than the default level here
-        atomic.write_parquet(check_per_unit(per_unit), target, compression="zstd", compression_level=1)
-        return target
+        return self.partition_files().write(per_unit, part=part)
+
+    def partition_files(self) -> PartitionFiles:
+        """Where this folder's partitions go (what a Spark task is given to write its own)."""
+        return PartitionFiles(self.path, self._layout_keys())
 
     def fold_done(self, fold: str) -> bool:
         return (self._fold_folder(fold) / "complete.json").is_file()
@@ -322,6 +361,43 @@ class ResultsFolder:
         """The partitions of a fold marked complete, in the order they were written."""
         marker = self._fold_folder(fold) / "complete.json"
         return [self.path / name for name in json.loads(marker.read_text())]
+
+    def write_partition_scratch(self, fold: str, system: str, protocol: str, kind: str, frame: pl.DataFrame) -> Path:
+        """One partition's scratch table of ``kind`` (one of :data:`SCRATCH`), kept until the
+        partition's fold is complete (:meth:`mark_partition_done`)."""
+        if kind not in SCRATCH:
+            raise DataError(f"{kind!r} is not a scratch table of a results folder; expected one of {SCRATCH}")
+        stem = self._partition_note(fold, system, protocol).with_suffix("")
+        return atomic.write_parquet(frame, stem.with_name(f"{stem.name}.{kind}.parquet"))
+
+    def mark_partition_done(self, fold: str, system: str, protocol: str, done: FinishedPartition) -> None:
+        """The partition is complete: its per-unit files and scratch tables are written (the last
+        write of a partition; ``--resume`` reuses it, even in a fold not yet complete)."""
+        note = {"per_unit": [str(p.relative_to(self.path)) for p in done.per_unit],
+                "scratch": {kind: str(p.relative_to(self.path)) for kind, p in done.scratch.items()}}
+        self.write_json(str(self._partition_note(fold, system, protocol).relative_to(self.path)), note)
+
+    def finished_partitions(self, fold: str) -> dict[tuple[str, str], FinishedPartition]:
+        """The partitions of ``fold`` marked done, by (system, protocol), and nothing else of the
+        fold's: every other per-unit file and scratch table of it (a chunk of a partition an
+        interrupted attempt did not finish) is deleted, so that a resume redoes that partition whole."""
+        layout, i = self._layout_keys(), self._layout_keys()["folds"].index(fold)
+        done: dict[tuple[str, str], FinishedPartition] = {}
+        for note in sorted((self.path / PARTITIONS / f"f{i}").glob("s*-p*.json")):
+            j, k = (int(n[1:]) for n in note.stem.split("-"))
+            listed = json.loads(note.read_text())
+            done[layout["systems"][j], layout["protocols"][k]] = FinishedPartition(
+                [self.path / p for p in listed["per_unit"]], {kind: self.path / p for kind, p in listed["scratch"].items()})
+        kept = {p for d in done.values() for p in (*d.per_unit, *d.scratch.values())}
+        for folder in (self.path / PER_UNIT / f"f{i}", self.path / PARTITIONS / f"f{i}"):
+            for stale in folder.glob("*.parquet"):
+                if stale not in kept:
+                    stale.unlink()
+        return done
+
+    def _partition_note(self, fold: str, system: str, protocol: str) -> Path:
+        i, j, k = self.partition_files().indices(fold, system, protocol)
+        return self.path / PARTITIONS / f"f{i}" / f"s{j}-p{k}.json"
 
     def _fold_folder(self, fold: str) -> Path:
         return self.path / PER_UNIT / f"f{self._layout_keys()['folds'].index(fold)}"
@@ -426,9 +502,8 @@ class ResultsFolder:
         if (folder.path / f"{PER_UNIT}.parquet").exists() and not (folder.path / MANIFEST).is_file():
             raise DataError(
                 f"{folder.path}: per_unit.parquet and summary.csv without a manifest, as `recsys-eval "
-                "evaluate --engine spark` or the local evaluate of an earlier version writes them; `report` "
-                "and `compare` open the results folders of `recsys-eval run` and the local `evaluate`: "
-                "evaluate again with the local engine (per_unit.parquet still reads with pl.scan_parquet)"
+                "evaluate` of an earlier version wrote them; `report` and `compare` open the results folders "
+                "this version writes: evaluate again (per_unit.parquet still reads with pl.scan_parquet)"
             )
         manifest = folder.path / MANIFEST
         kind = json.loads(manifest.read_text()).get("kind", "run") if manifest.is_file() else "run"

@@ -11,12 +11,16 @@ users share its partition, and the per-unit values equal the local engine's. Uni
 the local runner numbers them (per target set, in user-index order), from each user's first unit
 computed on the driver.
 
-Per-unit rows come back to the driver a partition at a time and are written in the layout
-:class:`recsys_eval.core.results.ResultsFolder` defines, one file per (system, protocol) and Spark
-partition (``per_unit/f<i>/s<j>-p<k>-<partition>.parquet``), summarised with
-:class:`recsys_eval.measure.aggregate.PartitionState` as locally. The exposure counts per popularity
-bin add up to the local ones; the pooled-AUC sample is drawn per Spark partition (another sample of
-the same scores).
+Per-unit rows never come back to the driver: each task writes them into the results folder in
+its layout (:class:`recsys_eval.core.results.PartitionFiles`: one file per (system, protocol) and
+chunk of users, ``per_unit/f<i>/s<j>-p<k>-<first user>.parquet``; the executors must reach the
+results folder's file system, as they do on a local master or a shared file system) and hands
+back the file's name and its users' exact sums
+(:class:`recsys_eval.measure.aggregate.SummaryState`), which the driver merges into the local
+engine's summary bit for bit. A bootstrap interval, which resamples each user's value, reads the
+written files back one (system, protocol) at a time. The exposure counts per popularity bin add up
+to the local ones; the pooled-AUC sample is drawn per Spark partition (another sample of the same
+scores).
 
 What runs here (checked when the config is validated, :func:`check_spark_config`): recommenders
 whose fitted model can be broadcast (random, popular, ALS/BPR/LMF factors, item kNN neighbourhoods,
@@ -28,16 +32,18 @@ from __future__ import annotations
 
 import copy
 import io
+import pickle
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
 
 from recsys_eval.errors import ConfigError
-
-from recsys_eval.pipeline.summary import FoldSummary
+from recsys_eval.measure.aggregate import PartitionState, SummaryState
+from recsys_eval.pipeline.summary import FoldSummary, partition_rows
 
 if TYPE_CHECKING:
     from recsys_eval.core import Interactions, Split
@@ -55,8 +61,9 @@ _NOT_BROADCASTABLE = {
     "bias": "it predicts ratings (rating metrics are computed by the local engine)",
     "user_knn_rating": "it predicts ratings from its neighbours' train rows (local engine only)",
 }
-#: The kinds of tables a task hands back to the driver.
-PER_UNIT, EXPOSURE, SCORED = "per_unit", "exposure", "scored"
+#: The kinds of tables a task makes, and hands back to the driver but the per-unit rows (WRITTEN:
+#: the name of the file it wrote them in; SUMS: their users' exact sums).
+PER_UNIT, EXPOSURE, SCORED, WRITTEN, SUMS = "per_unit", "exposure", "scored", "written", "sums"
 
 
 # -- validation ------------------------------------------------------------------------------------
@@ -117,13 +124,28 @@ def check_spark_metrics(names: list[str]) -> None:
 
 
 def check_spark_config(config: ExperimentConfig, at) -> None:
-    """Every check above on a config; ``at(path, check, *args)`` names the key path at fault."""
+    """Every check above on a config; ``at(path, check, *args)`` names the key path at fault. Every
+    part that stays with the local engine is named at once, each with its reason, so that a user
+    sees the whole of what to change (or to run locally) in one message."""
+    problems: list[str] = []
+
+    def collect(path: str, check, *args) -> None:
+        try:
+            at(path, check, *args)
+        except ConfigError as exc:
+            problems.append(str(exc))
+
     for i, rec in enumerate(config.recommenders):
-        at(f"recommenders[{i}]." + ("path" if rec.path else "name"), check_spark_support,
-           "path" if rec.path else rec.name)
+        collect(f"recommenders[{i}]." + ("path" if rec.path else "name"), check_spark_support,
+                "path" if rec.path else rec.name)
     for i, p in enumerate(config.protocols):
-        at(f"protocols[{i}]", check_spark_protocol, p.name, p.design, p.sampling)
-    at("metrics.names", check_spark_metrics, config.metrics.names)
+        collect(f"protocols[{i}]", check_spark_protocol, p.name, p.design, p.sampling)
+    collect("metrics.names", check_spark_metrics, config.metrics.names)
+    if len(problems) == 1:
+        raise ConfigError(problems[0])
+    if problems:
+        raise ConfigError(f"{len(problems)} parts of the config cannot run on the Spark engine:\n  - "
+                          + "\n  - ".join(problems))
 
 
 # -- what the executors get ------------------------------------------------------------------------
@@ -168,7 +190,8 @@ class FoldTask:
     number; ``models`` (broadcast) maps a system to its fitted, broadcastable model; ``pool_auc``:
     whether scored targets are sampled for the pooled AUC, from ``n_parts`` partitions;
     ``item_counts`` (broadcast) the fold's train counts per item, over every user (the exposure's
-    popularity bins)."""
+    popularity bins); ``files``: where the per-unit partitions go; ``summed``: whether the
+    summary takes the users' sums (t-intervals) rather than each user's value (a bootstrap)."""
 
     options: Any
     jobs: Any
@@ -180,10 +203,25 @@ class FoldTask:
     pool_auc: bool
     n_parts: int
     item_counts: Any
+    files: Any
+    summed: bool
 
     def __call__(self, chunk: pl.DataFrame) -> pl.DataFrame:
-        """The chunk's tables as ``kind, table`` rows (each table in Arrow IPC bytes)."""
-        tables = [(kind, _ipc(frame)) for kind, frame in fold_chunk_tables(chunk, self) if frame.height]
+        """The chunk's tables as ``kind, table`` rows (each table in Arrow IPC bytes, sums pickled),
+        its per-unit rows written (named by the chunk's first user: chunks hold disjoint users)."""
+        tables = []
+        for kind, frame in fold_chunk_tables(chunk, self):
+            if not frame.height:
+                continue
+            if kind != PER_UNIT:
+                tables.append((kind, _ipc(frame)))
+                continue
+            path = self.files.write(frame, part=int(chunk.get_column("user").min()))
+            tables.append((WRITTEN, _ipc(pl.DataFrame({"path": [str(path)]}))))
+            if self.summed:
+                labels = frame.row(0, named=True)
+                state = PartitionState.of(frame, undefined=self.options.measure.undefined).reduced()
+                tables.append((SUMS, pickle.dumps((labels["system"], labels["protocol"], state))))
         return pl.DataFrame(tables, schema={"kind": pl.String, "table": pl.Binary}, orient="row")
 
 
@@ -285,6 +323,7 @@ class SparkFold:
             fold=plan.fold, first_unit=context.broadcast(first_units(plan.options, split)),
             models=context.broadcast({name: broadcastable(m) for (name, _), m in models.items()}),
             pool_auc=plan.pool_auc, n_parts=n_parts, item_counts=context.broadcast(split.train.item_counts()),
+            files=self.sink.folder.partition_files(), summed=plan.options.summarising.interval == "t",
         )
         start = time.perf_counter()
         out, exposure, scored = self._collect(spark, task, n_parts)
@@ -299,15 +338,13 @@ class SparkFold:
         return out
 
     def _collect(self, spark, task: FoldTask, n_parts: int) -> tuple[FoldSummary, list, list]:
-        """Every partition's tables, per-unit rows written and reduced as they come back; then each
-        (protocol, system) summarised, in config order."""
+        """Every partition's tables as they come back (its per-unit files' names and sums, exposure
+        and scored rows); then each (protocol, system) summarised, in config order."""
         from pyspark.sql import types as T
 
         from recsys_eval.core.spark import spark_failures, task_threads
-        from recsys_eval.engine.partitions import arrow_task, merge_states
+        from recsys_eval.engine.partitions import arrow_task
         from recsys_eval.engine.runs import job_error
-        from recsys_eval.measure.aggregate import PartitionState
-        from recsys_eval.pipeline.summary import partition_rows
 
         plan, split = self.plan, self.plan.split
         rows = pl.concat([side.frame.select("user", "item", *(["rating"] if side.has_rating else []))
@@ -316,24 +353,36 @@ class SparkFold:
         ordered = spark.createDataFrame(rows.to_arrow()).repartition(n_parts, "user").sortWithinPartitions("user")
         schema = T.StructType([T.StructField("kind", T.StringType()), T.StructField("table", T.BinaryType())])
         out = FoldSummary()
-        parts: dict[tuple[str, str], int] = {}
-        states: dict[tuple[str, str], list[PartitionState]] = {}
+        sums: dict[tuple[str, str], list[SummaryState]] = {}
         exposure, scored = [], []
-        undefined = plan.options.measure.undefined
         try:
             for row in ordered.mapInArrow(arrow_task(task, task_threads(spark), key="user"), schema).toLocalIterator():
+                if row["kind"] == SUMS:
+                    system, protocol, state = pickle.loads(row["table"])
+                    sums.setdefault((system, protocol), []).append(state)
+                    continue
                 frame = pl.read_ipc(io.BytesIO(row["table"]))
-                if row["kind"] == PER_UNIT:
-                    key = frame.row(0, named=True)["system"], frame.row(0, named=True)["protocol"]
-                    parts[key] = parts.get(key, -1) + 1
-                    out.partitions.append(self.sink.write_partition(frame, part=parts[key]))
-                    states.setdefault(key, []).append(PartitionState.of(frame, undefined=undefined))
+                if row["kind"] == WRITTEN:
+                    out.partitions.append(Path(frame.item()))
                 else:
                     (exposure if row["kind"] == EXPOSURE else scored).append(frame)
         except spark_failures() as exc:
             raise job_error(exc) from None
+        out.partitions.sort()
         for label in plan.options.labels:
             for system in plan.options.systems:
-                if (system, label) in states:
-                    out.add(partition_rows(plan.options.summarising, merge_states(states.pop((system, label)))))
+                state = self._summed(sums.pop((system, label), []), out.partitions, system, label, task.summed)
+                if state is not None:
+                    out.add(partition_rows(plan.options.summarising, state))
         return out, exposure, scored
+
+    def _summed(self, sums: list[SummaryState], written: list[Path], system: str, label: str, summed: bool):
+        """The state a (system, protocol) is summarised from: its partitions' merged sums, or (a
+        bootstrap) its users' values read back from its files; None when it has no unit."""
+        if summed:
+            return SummaryState.merge(sums) if sums else None
+        prefix = self.sink.folder.partition_file(self.plan.fold, system, label, 0).name.rsplit("-", 1)[0] + "-"
+        files = [p for p in written if p.name.startswith(prefix)]
+        undefined = self.plan.options.measure.undefined
+        states = [PartitionState.of(pl.read_parquet(p), undefined=undefined) for p in files]
+        return PartitionState.merge(states).in_user_order() if states else None

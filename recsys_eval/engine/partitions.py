@@ -17,7 +17,7 @@ full-ranking target set ``n_candidates = n_items - |Tr(u) \\ (Te(u) u Run(u))|``
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import polars as pl
@@ -26,7 +26,7 @@ from recsys_eval.core.results import PER_UNIT_COLUMNS
 from recsys_eval.data.delimited import Table
 from recsys_eval.data.runs import read_table, run_input
 from recsys_eval.measure import measure
-from recsys_eval.measure.aggregate import PartitionState
+from recsys_eval.measure.aggregate import PartitionState, SummaryState
 from recsys_eval.pipeline.options import MeasureOptions
 
 # Rows of a partition measured at once: bounds a task's memory whatever the partition's size.
@@ -139,26 +139,62 @@ def with_global_units(frame: pl.DataFrame, global_unit: np.ndarray) -> pl.DataFr
 
 
 def arrow_task(measure_chunk: Callable[[pl.DataFrame], pl.DataFrame], threads: int = 1,
-               key: str = "unit", rows: int = CHUNK_ROWS) -> Callable[[Iterable], Iterator]:
+               key: str = "unit", rows: int = CHUNK_ROWS, *, sums=None, undefined: str = "skip") -> Callable[[Iterable], Iterator]:
     """The function ``mapInArrow`` runs on every partition: chunks of whole users measured by
     ``measure_chunk``, each result handed back as Arrow record batches. Numba uses ``threads``
-    threads (a task owns ``spark.task.cpus`` cores, not the executor's)."""
+    threads (a task owns ``spark.task.cpus`` cores, not the executor's). With ``sums`` (a Spark
+    accumulator of :class:`SummedPartitions`), the task also reduces its users to their summary
+    state (:class:`~recsys_eval.measure.aggregate.SummaryState`, under the ``undefined`` policy) and
+    adds it, under its partition's index, once the partition is done."""
 
     def task(batches: Iterable) -> Iterator:
         import numba
 
         numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
+        states = []
         for chunk in user_chunks(batches, key, rows):
-            yield from measure_chunk(chunk).to_arrow().to_batches()
+            frame = measure_chunk(chunk)
+            if sums is not None and frame.height:
+                states.append(PartitionState.of(frame, undefined=undefined).reduced())
+            yield from frame.to_arrow().to_batches()
+        if sums is not None:
+            from pyspark import TaskContext
+
+            sums.add(SummedPartitions({TaskContext.get().partitionId()}, SummaryState.merge(states)))
 
     return task
 
 
-def merge_states(states: list[PartitionState]) -> PartitionState:
-    """The summary state of the per-unit tables of several partitions (disjoint users, in any order):
-    the per-user values are put back in user order, the order the local engine sums them in, so
-    the summary (means, intervals) is the local one to the last bit."""
-    state = PartitionState.merge(states)
-    labels = [c for c in ("system", "protocol", "fold") if c in state.users.columns]  # absent: held once
-    state.users = state.users.sort([*labels, "metric", "k", "user"], nulls_last=False, maintain_order=True)
-    return state
+@dataclass
+class SummedPartitions:
+    """The summary states of a job's partitions, merged as their tasks end (the value of a Spark
+    accumulator, :data:`SUMS`): the driver holds one small state, never a per-user row. A partition
+    reported twice (a retried or speculative task) is merged once; since sums are exact, the
+    merged state is the same whatever order the partitions arrive in."""
+
+    partitions: set[int] = field(default_factory=set)
+    state: SummaryState = field(default_factory=lambda: SummaryState.merge([]))
+
+    def add(self, other: SummedPartitions) -> SummedPartitions:
+        if not other.partitions or other.partitions <= self.partitions:
+            return self
+        if other.partitions & self.partitions:  # never: a task reports its own partition alone
+            raise ValueError(f"partitions {sorted(other.partitions & self.partitions)} reported twice with others")
+        self.partitions |= other.partitions
+        self.state = SummaryState.merge([self.state, other.state])
+        return self
+
+
+class _SumsParam:
+    """The AccumulatorParam of :class:`SummedPartitions` (duck-typed: no pyspark import here)."""
+
+    def zero(self, value: SummedPartitions) -> SummedPartitions:
+        return SummedPartitions()
+
+    def addInPlace(self, merged: SummedPartitions, other: SummedPartitions) -> SummedPartitions:
+        return merged.add(other)
+
+
+#: The accumulator parameter a job's summed partitions are collected with:
+#: ``spark.sparkContext.accumulator(SummedPartitions(), SUMS)``.
+SUMS = _SumsParam()

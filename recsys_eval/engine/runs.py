@@ -13,38 +13,43 @@ relevant row, a user TEST and RUN share).
 
 The three tables become one long table (``kind`` 0 TEST, 1 RUN, 2 TRAIN), repartitioned by a
 hash of the user id (Spark's Murmur3 partitioner: deterministic) and sorted by unit within each
-partition. The executors write the per-unit values as a folder of Parquet files,
-``per_unit.parquet/`` (``pl.scan_parquet("<out>/per_unit.parquet/*.parquet")`` reads it as one
-table, as it reads the local engine's single ``per_unit.parquet``), inside a temporary sibling of
-the output folder that is renamed into place only once ``summary.csv`` is written too: a failed job
-never leaves per-unit results looking complete. The summary is the local one
-(:mod:`recsys_eval.measure.aggregate`), built a Parquet file at a time.
+partition. The executors write the per-unit values in the local engine's results-folder layout
+(``per_unit/f0/s0-p0-<partition>.parquet``, no checksum or marker files beside them), and reduce
+their users to the summary's exact sums (:class:`~recsys_eval.measure.aggregate.SummaryState`),
+which reach the driver through an accumulator: the driver never reads a per-unit row, and its
+summary is the local engine's to the last bit. ``summary.csv``/``.parquet`` and the manifest are
+written beside them, in a temporary sibling of the output folder renamed into place only once
+everything is written: a failed job never leaves results looking complete, and the folder opens
+with ``recsys-eval report`` and ``compare`` like the local engine's.
 """
 
 from __future__ import annotations
 
+import io
+import json
 import re
 import uuid
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import polars as pl
 
-from recsys_eval.core.results import PER_UNIT_SCHEMA
+from recsys_eval.core.results import MANIFEST, PER_UNIT, PER_UNIT_SCHEMA, SUMMARY, Manifest
 from recsys_eval.data.runs import read_table
 from recsys_eval.engine.partitions import (
     RUN,
+    SUMS,
     TEST,
     TRAIN,
     RunMeasure,
+    SummedPartitions,
     arrow_task,
-    merge_states,
 )
 from recsys_eval.pipeline.options import MeasureOptions
 from recsys_eval.core.spark import SparkError, spark_failures, task_threads
 from recsys_eval.errors import ConfigError, DataError, RecsysEvalError, check_choice
-from recsys_eval.measure.aggregate import PartitionState
 from recsys_eval.measure.metrics import (
     GAINS,
     N_RELEVANT,
@@ -59,13 +64,14 @@ from recsys_eval.measure.metrics import (
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-PER_UNIT_DIR = "per_unit.parquet"
-SUMMARY_FILE = "summary.csv"
+#: Where the per-unit parts go, as the local engine writes an evaluated run's (one fold, system, protocol).
+PARTS = f"{PER_UNIT}/f0"
 #: Rows of each file the driver reads first, to check columns and types with the local reader.
 SAMPLE_ROWS = 1000
 _FLOAT = re.compile(r"^(Float|Double|Decimal)Type$")
 _WHOLE_TEXT = "^[+-]?[0-9]+$"  # text polars reads as an integer id (no blanks, no exponent)
 _REMOTE = re.compile(r"^(s3a|s3|s3n|hdfs|viewfs|gs|abfs|abfss|wasb|wasbs):/(?!/)")
+_PART = re.compile(r"^part-(\d+)-.*\.parquet$")
 _ERROR = re.compile(r"recsys_eval\.\w+(?:\.\w+)*\.(\w+Error): (.*)")
 
 
@@ -130,7 +136,7 @@ def evaluate_spark(
     text_ids = _common_types(files)
     test_f, run_f = files[0], files[1]
     _check_relevant(test_f, threshold)
-    long, n_items, notes = _long_table(spark, files)
+    long, n_users, n_items, notes = _long_table(spark, files)
     spec = RunMeasure(
         n_items=n_items, options=MeasureOptions(tuple(names), (), tuple(cutoffs), gain, ties, params=metric_params(params or {})),
         system=system or _stem(run), test_name=test_f.name, run_name=run_f.name,
@@ -140,8 +146,15 @@ def evaluate_spark(
     )
     n_parts = partitions or 4 * spark.sparkContext.defaultParallelism
     ordered = long.repartition(n_parts, "user").sortWithinPartitions("unit", "kind")
-    per_unit = ordered.mapInArrow(arrow_task(spec, task_threads(spark)), per_unit_schema(text_ids[0]))
-    summary = write_atomically(fs, per_unit, undefined, force)
+    sums = spark.sparkContext.accumulator(SummedPartitions(), SUMS)
+    task = arrow_task(spec, task_threads(spark), sums=sums, undefined=undefined)
+    per_unit = ordered.mapInArrow(task, per_unit_schema(text_ids[0]))
+    manifest = Manifest(
+        experiment=_stem(out), kind="evaluate", created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        engine={"name": "spark", "master": spark.sparkContext.master, "partitions": n_parts},
+        dataset=test, users=n_users, items=n_items, folds=["0"], systems=[spec.system], metrics=names, k=cutoffs,
+        metric_params=spec.options.params, relevance_threshold=threshold, undefined=undefined, tests=[])
+    summary = write_atomically(fs, per_unit, sums, manifest, force)
     return SparkRunResult(out, summary, notes)
 
 
@@ -230,9 +243,10 @@ def _check_relevant(test: _File, threshold: float | None) -> None:
         raise DataError(f"{test.name}: no relevant row (rating >= {threshold}): nothing to evaluate")
 
 
-def _long_table(spark: SparkSession, files: list[_File]) -> tuple[DataFrame, int, list[str]]:
+def _long_table(spark: SparkSession, files: list[_File]) -> tuple[DataFrame, int, int, list[str]]:
     """One table of TEST, RUN (of TEST users) and TRAIN (of TEST users) rows with each user's unit
-    (its rank among the sorted TEST user ids); the catalogue size; notes on ignored users."""
+    (its rank among the sorted TEST user ids); the TEST users; the catalogue size; notes on
+    ignored users."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
@@ -271,7 +285,7 @@ def _long_table(spark: SparkSession, files: list[_File]) -> tuple[DataFrame, int
         long = part if long is None else long.unionByName(part)
     n_items = long.select("item").distinct().count()
     long = long.join(units, "user", "inner")
-    return long.select("user", "unit", "kind", "item", "rating", "score", "rank"), n_items, notes
+    return long.select("user", "unit", "kind", "item", "rating", "score", "rank"), n_users, n_items, notes
 
 
 def uri(path: str | Path) -> str:
@@ -300,6 +314,8 @@ class HadoopFolder:
         self.path = jvm.org.apache.hadoop.fs.Path(uri)
         self.fs = self.path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
         self.local = self.fs.getUri().getScheme() == "file"
+        if self.local:  # the raw file system: no ``.crc`` checksum file beside every file written or renamed
+            self.fs = self.fs.getRawFileSystem()
 
     def child(self, name: str) -> str:
         return self.path.suffix(f"/{name}").toString()
@@ -326,57 +342,76 @@ class HadoopFolder:
         if not self.fs.rename(self.path, target.path):
             raise SparkError(f"could not rename {self.uri!r} to {target.uri!r}")
 
-    def write_text(self, name: str, text: str) -> None:
+    def write_bytes(self, name: str, data: bytes) -> None:
         stream = self.fs.create(self._jvm.org.apache.hadoop.fs.Path(self.path, name), True)
         try:
-            stream.write(bytearray(text.encode("utf-8")))
+            stream.write(bytearray(data))
         finally:
             stream.close()
 
+    def name_parts(self, folder: str, prefix: str) -> list[str]:
+        """Give the Parquet parts a Spark job wrote into ``folder`` (``part-<partition>-<job>...``)
+        the local engine's names, ``<prefix><partition>.parquet``, and remove what Spark writes
+        beside them (``_SUCCESS``, ``.crc`` checksums); the parts' paths relative to this folder,
+        in partition order."""
+        hadoop = self._jvm.org.apache.hadoop.fs.Path
+        parts = []
+        for status in self.fs.listStatus(hadoop(self.path, folder)):
+            path = status.getPath()
+            found = _PART.match(path.getName())
+            if not found:
+                self.fs.delete(path, False)
+                continue
+            name = f"{prefix}{int(found.group(1)):05d}.parquet"
+            if not self.fs.rename(path, hadoop(path.getParent(), name)):
+                raise SparkError(f"could not rename {path.toString()!r} to {name!r}")
+            parts.append(f"{folder}/{name}")
+        return sorted(parts)
 
-def write_atomically(out: HadoopFolder, per_unit: DataFrame, undefined: str, force: bool) -> pl.DataFrame:
-    """Run the job into a temporary sibling of ``out``, summarise it, then move it into place; on
-    any failure the temporary folder is removed and ``out`` is left as it was."""
+
+def write_atomically(out: HadoopFolder, per_unit: DataFrame, sums, manifest: Manifest, force: bool) -> pl.DataFrame:
+    """Run the job into a temporary sibling of ``out``; name its parts as the local engine does;
+    summarise the partitions' summed states (``sums``, an accumulator of
+    :class:`~recsys_eval.engine.partitions.SummedPartitions` the job fills); write the summary and
+    ``manifest``; then move the folder into place. On any failure the temporary folder is removed
+    and ``out`` is left as it was."""
+    from recsys_eval.pipeline.evaluate import summary_of
+
     temp = out.sibling("tmp")
     try:
         try:
-            per_unit.write.parquet(temp.child(PER_UNIT_DIR))
+            per_unit.write.option("compression", "zstd").parquet(temp.child(PARTS))
         except spark_failures() as exc:
             raise job_error(exc) from None
-        summary = summarize_parts(per_unit_parts(per_unit.sparkSession, temp), undefined)
-        temp.write_text(SUMMARY_FILE, summary.write_csv())
-        if out.exists():
-            if not force:
-                raise ConfigError(f"output folder {out.uri!r} exists; pass --force to replace it")
-            old = out.sibling("old")
-            out.rename(old)
-            temp.rename(out)
-            old.delete()
-        else:
-            temp.rename(out)
+        parts = temp.name_parts(PARTS, "s0-p0-")
+        summary = summary_of(sums.value.state, manifest.undefined)
+        protocols = summary.get_column("protocol").unique(maintain_order=True).to_list()
+        temp.write_bytes(f"{SUMMARY}.parquet", _parquet_bytes(summary))
+        temp.write_bytes(f"{SUMMARY}.csv", summary.write_csv().encode())
+        text = json.dumps(manifest.replace(partitions=parts, protocols=protocols).to_json(), indent=2, default=str)
+        temp.write_bytes(MANIFEST, (text + "\n").encode())
+        _move_into_place(temp, out, force)
         return summary
     finally:
         temp.delete()
 
 
-def per_unit_parts(spark: SparkSession, folder: HadoopFolder):
-    """The per-unit tables a job wrote into ``folder``, one Parquet file at a time from a local
-    folder; from another file system, through Spark at once."""
-    uri = folder.child(PER_UNIT_DIR)
-    if not folder.local:
-        yield pl.from_arrow(spark.read.parquet(uri).toArrow())
+def _move_into_place(temp: HadoopFolder, out: HadoopFolder, force: bool) -> None:
+    if not out.exists():
+        temp.rename(out)
         return
-    for path in sorted(Path(uri.removeprefix("file:")).glob("*.parquet")):
-        yield pl.read_parquet(path)
+    if not force:
+        raise ConfigError(f"output folder {out.uri!r} exists; pass --force to replace it")
+    old = out.sibling("old")
+    out.rename(old)
+    temp.rename(out)
+    old.delete()
 
 
-def summarize_parts(parts, undefined: str) -> pl.DataFrame:
-    """:func:`recsys_eval.measure.summarize` of the per-unit table made of ``parts`` (tables of
-    disjoint users), one part in memory at a time (:func:`merge_states`)."""
-    from recsys_eval.pipeline.evaluate import summary_of
-
-    return summary_of([merge_states([PartitionState.of(part, undefined=undefined) for part in parts if part.height])],
-                      undefined)
+def _parquet_bytes(frame: pl.DataFrame) -> bytes:
+    buffer = io.BytesIO()
+    frame.write_parquet(buffer)
+    return buffer.getvalue()
 
 
 def job_error(exc: BaseException) -> RecsysEvalError:

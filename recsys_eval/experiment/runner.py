@@ -4,7 +4,8 @@ The loop: load, prepare and split the data; for each fold, tune (when asked), pl
 process, or Spark) and mark the fold done; combine the folds into the summary; analyse; report.
 What a fold is and how it runs lives in :mod:`recsys_eval.pipeline`; every file is written by its
 :class:`~recsys_eval.pipeline.sink.RunSink`. A fold is marked complete only after its partitions and
-its split are written, so ``--resume`` reuses it whole or redoes it.
+its split are written, so ``--resume`` reuses it whole; in a fold not complete, it reuses each
+(system, protocol) partition marked done and redoes the others.
 """
 
 from __future__ import annotations
@@ -73,7 +74,8 @@ def run_experiment(
             folds = []
             for split in splits:
                 folds.append(run_fold(config, options, data, split, len(splits), sink, progress, timings))
-                log.append(f"fold {split.name}: {len(folds[-1].partitions)} per-unit partitions")
+                reused = f", {folds[-1].reused} (system, protocol) reused from an earlier attempt" if folds[-1].reused else ""
+                log.append(f"fold {split.name}: {len(folds[-1].partitions)} per-unit partitions{reused}")
             if config.learning_curve is not None:
                 from recsys_eval.pipeline.curve import learning_curve_rows
 
@@ -145,13 +147,18 @@ def config_splits(config: ExperimentConfig, data: Interactions) -> list[Split]:
 def run_fold(config: ExperimentConfig, options: RunOptions, data: Interactions, split: Split, n_folds: int,
              sink: RunSink, progress: Progress, timings: Timings) -> FoldSummary:
     """One fold: reused when an earlier attempt completed it; else tuned, planned, executed on the
-    configured engine, its split saved, and marked done."""
+    configured engine (the local one reusing the partitions an earlier attempt finished), its split
+    saved, and marked done."""
     from recsys_eval.tune import tune_fold
 
     done = sink.completed(split.name)
     if done is not None:
         progress.log(f"[{split.name}] done in an earlier attempt: reused", markup=False)
         return reuse_fold(options.summarising, done)
+    reused = sink.finished_partitions(split.name)
+    if reused:
+        progress.log(f"[{split.name}] {len(reused)} (system, protocol) partitions done in an earlier attempt: "
+                     "reused", markup=False)
     start = time.perf_counter()
     tuned = tune_fold(config, data, split, sink.tuning_log, progress)
     if tuned:
@@ -166,7 +173,7 @@ def run_fold(config: ExperimentConfig, options: RunOptions, data: Interactions, 
     else:
         from recsys_eval.pipeline.local import LocalFold
 
-        fold = LocalFold(plan, sink, progress, timings).run()
+        fold = LocalFold(plan, sink, progress, timings, reused).run()
     if config.output.save_splits:
         start = time.perf_counter()
         sink.save_split(split)

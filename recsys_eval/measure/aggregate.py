@@ -15,10 +15,12 @@ means, and the pooled variants beside them (docs/CONVENTIONS.md#averaging).
   row names its rule in the ``rule`` column. :func:`f_measure_variants` gives F_avg, F_pr,re,
   F_tp,fp and the skip-undefined variants side by side.
 
-Bit-reproducible: every sum runs over a fixed order of rows (the table's own order when each group's
+Bit-reproducible, whatever the order: every sum over users is exact (:mod:`recsys_eval.core.exact`)
+and rounded once, so a summary is the same bits in every run, on every thread count, and however
+its users were chunked or partitioned (the local engine's chunks, a Spark job's partitions:
+:class:`SummaryState`). Rows are grouped in a fixed order (the table's own order when each group's
 rows are contiguous, as :func:`recsys_eval.measure.measure` writes them; else a stable sort by the
-keys), with numpy's ``reduceat``, never a parallel hash aggregation, so the same per-unit table
-gives the same bits in every run and on every thread count.
+keys), never by a parallel hash aggregation.
 """
 
 from __future__ import annotations
@@ -164,6 +166,13 @@ class PartitionState:
             labels,
         )
 
+    def in_user_order(self) -> PartitionState:
+        """The state with its users in user order (as the local engine's chunks come), whatever
+        order its parts were merged in: what a bootstrap of the users' values resamples."""
+        labels = [c for c in _LABELS if c in self.users.columns]  # absent: held once
+        self.users = self.users.sort([*labels, "metric", "k", "user"], nulls_last=False, maintain_order=True)
+        return self
+
     def user_values(self) -> pl.DataFrame:
         """The per-user frame with its ``system, protocol, fold`` columns."""
         return self._labelled(self.users)
@@ -176,54 +185,142 @@ class PartitionState:
 
     def summary(self, undefined: str) -> pl.DataFrame:
         """The fold rows of these users (see :func:`fold_summary`)."""
-        rows = _fold_rows(self.users, self.labels)
-        if self.run_rows.height:
-            rows = _merge_run_rows(rows, _first_per_group(self.run_rows))
-        sums = self.f_sums()
-        if sums is not None:
-            rows = pl.concat([rows, _pooled_f_rows(sums)], how="vertical_relaxed")
-        return _finish(rows, undefined, self.order)
+        return self.reduced().summary(undefined)
 
-    def f_sums(self) -> pl.DataFrame | None:
-        """The F-measure counts summed over these users (:func:`f_count_sums`), None without f1."""
-        return f_count_sums(self._labelled(self.f_users)) if self.f_users is not None else None
+    def reduced(self) -> SummaryState:
+        """These users' sums: all a summary with t-intervals needs, small and mergeable."""
+        return SummaryState.of(self)
 
 
 _LABELS = ["system", "protocol", "fold"]
+
+
+@dataclass
+class SummaryState:
+    """What the summary of a set of users needs, as exact sums (:mod:`recsys_eval.core.exact`):
+    per (system, protocol, fold, metric, k) group ``groups`` holds the users, the users with a
+    defined value, the sum of their values and of their squares, and the sum and count of their
+    units (the micro mean); per (system, protocol, fold, k) ``f_sums`` holds the users and their
+    summed tp, fp, fn (pooled F); ``run_rows`` the whole-run values; ``order`` the metrics' order.
+
+    The states of disjoint users merge by adding integers, in any order, into the state of their
+    union: the summary is the same bits however the users were chunked or partitioned (a run's
+    chunks, a Spark job's partitions, merged on the driver without any per-user row). Its size is
+    that of the summary: kilobytes, whatever the number of users."""
+
+    groups: dict[tuple, list[int]]
+    f_sums: dict[tuple, list[int]]
+    run_rows: pl.DataFrame
+    order: dict[str, int]
+
+    @classmethod
+    def of(cls, state: PartitionState) -> SummaryState:
+        from recsys_eval.core.exact import group_sums
+
+        keys = _GROUP if state.labels is None else ["metric", "k"]
+        users, starts = grouped(state.users, keys, then="user")
+        value = users.get_column("value").to_numpy()
+        total, square_total = group_sums(value, starts, squares=True)
+        unit_total, _ = group_sums(users.get_column("unit_sum").to_numpy(), starts)
+        columns = (
+            np.diff(np.append(starts, len(value))).tolist(),  # users
+            _reduce((~np.isnan(value)).astype(np.int64), starts).tolist(),  # users with a defined value
+            total, square_total, unit_total,
+            _reduce(users.get_column("unit_count").to_numpy(), starts).tolist(),  # units
+        )
+        groups = dict(zip(_group_keys(users[starts].select(keys), state.labels), map(list, zip(*columns, strict=True)),
+                          strict=True))
+        f_sums = {}
+        if state.f_users is not None:
+            f_keys = [*_RUN, "fold", "k"] if state.labels is None else ["k"]
+            counts, f_starts = grouped(state.f_users, f_keys, then="user")
+            exact = _exact_totals(counts, f_starts, ("tp", "fp", "fn"))
+            f_users = np.diff(np.append(f_starts, counts.height)).tolist()
+            f_sums = dict(zip(_group_keys(counts[f_starts].select(f_keys), state.labels),
+                              map(list, zip(f_users, *exact, strict=True)), strict=True))
+        return cls(groups, f_sums, state.run_rows, dict(state.order))
+
+    @classmethod
+    def merge(cls, states: list[SummaryState]) -> SummaryState:
+        """The state of the union of disjoint users (exact: any order gives the same sums; the
+        first state's run value is kept where several hold one)."""
+        groups: dict[tuple, list[int]] = {}
+        f_sums: dict[tuple, list[int]] = {}
+        order: dict[str, int] = {}
+        for state in states:
+            for into, part in ((groups, state.groups), (f_sums, state.f_sums)):
+                for key, sums in part.items():
+                    into[key] = [a + b for a, b in zip(into[key], sums, strict=True)] if key in into else list(sums)
+            for name in state.order:
+                order.setdefault(name, len(order))
+        run_rows = pl.concat([s.run_rows for s in states], how="vertical_relaxed") if states else _EMPTY_RUN
+        return cls(groups, f_sums, run_rows, order)
+
+    def summary(self, undefined: str) -> pl.DataFrame:
+        """The fold rows: mean over users and micro mean over units (each rounded once), users
+        counted and left out, run values, and pooled F (see :func:`fold_summary`)."""
+        rows = self._fold_rows()
+        if self.run_rows.height:
+            rows = _merge_run_rows(rows, _first_per_group(self.run_rows))
+        if self.f_sums:
+            rows = pl.concat([rows, _pooled_f_rows(self.f_totals())], how="vertical_relaxed")
+        return _finish(rows, undefined, self.order)
+
+    def moments(self) -> pl.DataFrame:
+        """Per group, over its users' defined values: ``n``, ``mean`` and the sample standard
+        deviation ``sd`` (what a t-interval needs; :func:`group_stats` gives the same bits)."""
+        from recsys_eval.core.exact import mean_and_sd
+
+        stats = [(s[1], *mean_and_sd(s[1], s[2], s[3])) for s in self.groups.values()]
+        return self._keys(_GROUP).with_columns(
+            pl.Series("n", [n for n, _, _ in stats], dtype=pl.Int64),
+            pl.Series("mean", [m for _, m, _ in stats], dtype=pl.Float64),
+            pl.Series("sd", [sd for _, _, sd in stats], dtype=pl.Float64))
+
+    def f_totals(self) -> pl.DataFrame:
+        """Per (system, protocol, fold, k): tp, fp, fn summed over the users, and the users (the
+        frame :func:`f_count_sums` gives)."""
+        from recsys_eval.core.exact import VALUE_SCALE, ratio
+
+        sums = list(self.f_sums.values())
+        keys = pl.DataFrame([list(k) for k in self.f_sums], schema={c: SUMMARY_SCHEMA[c] for c in (*_RUN, "fold", "k")},
+                            orient="row")
+        return keys.with_columns(
+            *[pl.Series(c, [ratio(s[i], VALUE_SCALE, 1) for s in sums], dtype=pl.Float64)
+              for i, c in enumerate(("tp", "fp", "fn"), start=1)],
+            pl.Series("users", [s[0] for s in sums], dtype=pl.Int64))
+
+    def _keys(self, names: list[str]) -> pl.DataFrame:
+        return pl.DataFrame([list(k) for k in self.groups], schema={c: SUMMARY_SCHEMA[c] for c in names}, orient="row")
+
+    def _fold_rows(self) -> pl.DataFrame:
+        from recsys_eval.core.exact import VALUE_SCALE, ratio
+
+        sums = list(self.groups.values())
+        return self._keys(_GROUP).with_columns(
+            pl.Series("mean", [ratio(s[2], VALUE_SCALE, s[1]) for s in sums], dtype=pl.Float64),
+            pl.Series("micro_mean", [ratio(s[4], VALUE_SCALE, s[5]) for s in sums], dtype=pl.Float64),
+            pl.Series("users_counted", [s[1] for s in sums], dtype=pl.Int64),
+            pl.Series("users_left_out", [s[0] - s[1] for s in sums], dtype=pl.Int64))
+
+
+_EMPTY_RUN = pl.DataFrame(schema={**{c: SUMMARY_SCHEMA[c] for c in _GROUP}, "run_value": pl.Float64})
+
+
+def _group_keys(keys: pl.DataFrame, labels: dict[str, str] | None) -> list[tuple]:
+    """Full group keys (system, protocol, fold, metric, k; or system, protocol, fold, k) of the
+    rows of ``keys``, which hold the labels themselves or leave them to ``labels``."""
+    rows = keys.rows()
+    if labels is None:
+        return rows
+    label = (labels["system"], labels["protocol"], labels["fold"])
+    return [(*label, *row) for row in rows]
 
 
 def fold_summary(per_unit: pl.DataFrame, *, undefined: str = "skip") -> pl.DataFrame:
     """The per-fold rows of :func:`summarize` (no ``all`` rows): what a run computes for each
     (fold, system, protocol) partition as it is written, so that the whole table is never held."""
     return PartitionState.of(per_unit, undefined=undefined).summary(undefined)
-
-
-def _fold_rows(users: pl.DataFrame, labels: dict[str, str] | None = None) -> pl.DataFrame:
-    """Per group, the mean over users and the micro mean; with ``labels`` (the constant system,
-    protocol and fold of ``users``) grouped by metric and k alone, the same groups in the same order."""
-    schema = {c: SUMMARY_SCHEMA[c] for c in (*_GROUP, "mean", "micro_mean", "users_counted", "users_left_out")}
-    if not users.height:
-        return pl.DataFrame(schema=schema)
-    keys = _GROUP if labels is None else ["metric", "k"]
-    users, starts = grouped(users, keys, then="user")
-    value = users.get_column("value").to_numpy()
-    defined = ~np.isnan(value)
-    n_users = _reduce(defined.astype(np.int64), starts)
-    user_sum = _reduce(np.where(defined, value, 0.0), starts)
-    unit_sum = _reduce(users.get_column("unit_sum").to_numpy(), starts)
-    unit_n = _reduce(users.get_column("unit_count").to_numpy(), starts)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean = np.where(n_users > 0, user_sum / np.maximum(n_users, 1), np.nan)
-        micro = np.where(unit_n > 0, unit_sum / np.maximum(unit_n, 1), np.nan)
-    left_out = _reduce(np.ones(len(value), dtype=np.int64), starts) - n_users
-    groups = users[starts].select(keys)
-    if labels is not None:
-        groups = groups.with_columns(pl.lit(v, pl.String).alias(c) for c, v in labels.items()).select(_GROUP)
-    return groups.with_columns(
-        pl.Series("mean", mean), pl.Series("micro_mean", micro),
-        pl.Series("users_counted", n_users, dtype=pl.Int64),
-        pl.Series("users_left_out", left_out, dtype=pl.Int64),
-    ).cast(schema)
 
 
 def _run_rows(per_unit: pl.DataFrame) -> pl.DataFrame:
@@ -350,16 +447,27 @@ def f_user_counts(per_unit: pl.DataFrame) -> pl.DataFrame:
 
 
 def f_count_sums(counts: pl.DataFrame) -> pl.DataFrame:
-    """Per (system, protocol, fold, k): tp, fp, fn summed over the users in user order, and the
+    """Per (system, protocol, fold, k): tp, fp, fn summed over the users (exactly, rounded once), and the
     users counted (the pooled F of a fold, and of all folds once summed again). ``counts`` is a
     per-unit table (with ``f1`` and ``n_relevant`` rows) or :func:`f_user_counts`' frame."""
     if "tp" not in counts.columns:
         counts = f_user_counts(counts)
+    from recsys_eval.core.exact import VALUE_SCALE, ratio
+
     counts, starts = grouped(counts, [*_RUN, "fold", "k"], then="user")
+    totals = _exact_totals(counts, starts, ("tp", "fp", "fn"))
     return counts[starts].select(*_RUN, "fold", "k").with_columns(
-        *[pl.Series(c, _reduce(counts.get_column(c).to_numpy(), starts)) for c in ("tp", "fp", "fn")],
+        *[pl.Series(c, [ratio(t, VALUE_SCALE, 1) for t in column], dtype=pl.Float64)
+          for c, column in zip(("tp", "fp", "fn"), totals, strict=True)],
         pl.Series("users", np.diff(np.append(starts, counts.height)), dtype=pl.Int64),
     )
+
+
+def _exact_totals(frame: pl.DataFrame, starts: np.ndarray, columns: tuple[str, ...]) -> list[list[int]]:
+    """Per column, the exact sums of each run of rows starting at ``starts`` (core.exact units)."""
+    from recsys_eval.core.exact import group_sums
+
+    return [group_sums(frame.get_column(c).cast(pl.Float64).to_numpy(), starts)[0] for c in columns]
 
 
 def f_measure_variants(counts: pl.DataFrame, *, over: str = "users") -> pl.DataFrame:
@@ -428,20 +536,19 @@ def grouped(frame: pl.DataFrame, keys: list[str], *, then: str | None = None) ->
 
 def group_stats(frame: pl.DataFrame, keys: list[str], value: str = "value") -> pl.DataFrame:
     """Per ``keys`` group, over its defined (non-NaN, non-null) values: ``n``, ``mean`` and the
-    sample standard deviation ``sd`` (NaN below two values), summed in a fixed order; ``rows``
-    counts the group's rows, defined or not."""
+    sample standard deviation ``sd`` (NaN below two values) from exact sums (as
+    :meth:`SummaryState.moments`); ``rows`` counts the group's rows, defined or not."""
+    from recsys_eval.core.exact import group_sums, mean_and_sd
+
     frame, starts = grouped(frame, keys)
     values = frame.get_column(value).cast(pl.Float64).fill_null(float("nan")).to_numpy()
-    defined = ~np.isnan(values)
-    n = _reduce(defined.astype(np.int64), starts)
-    mean = _nan_group_mean(values, starts)
-    sizes = np.diff(np.append(starts, len(values)))
-    deviation = np.where(defined, values - np.repeat(mean, sizes), 0.0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        sd = np.where(n > 1, np.sqrt(_reduce(deviation**2, starts) / np.maximum(n - 1, 1)), np.nan)
+    n = _reduce((~np.isnan(values)).astype(np.int64), starts)
+    total, square_total = group_sums(values, starts, squares=True)
+    stats = [mean_and_sd(*sums) for sums in zip(n.tolist(), total, square_total, strict=True)]
     return frame[starts].select(keys).with_columns(
-        pl.Series("n", n, dtype=pl.Int64), pl.Series("mean", mean), pl.Series("sd", sd),
-        pl.Series("rows", sizes, dtype=pl.Int64))
+        pl.Series("n", n, dtype=pl.Int64), pl.Series("mean", [m for m, _ in stats], dtype=pl.Float64),
+        pl.Series("sd", [sd for _, sd in stats], dtype=pl.Float64),
+        pl.Series("rows", np.diff(np.append(starts, len(values))), dtype=pl.Int64))
 
 
 def _grouped_with_order(frame: pl.DataFrame, keys: list[str]) -> tuple[pl.DataFrame, np.ndarray, np.ndarray]:

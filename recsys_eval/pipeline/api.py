@@ -98,7 +98,7 @@ def evaluate(
         for note in data.notes:
             warnings.warn(f"{label}: {note}", UserWarning, stacklevel=2)
         values = measure_run(data, options, label)  # warns of the metrics the run's depth truncates
-        summaries.append(summary_of([PartitionState.of(values, undefined=options.undefined)], options.undefined))
+        summaries.append(summary_of(PartitionState.of(values, undefined=options.undefined), options.undefined))
         frames.append(values)
     summary = pl.concat(summaries).select(SUMMARY_COLUMNS)
     values = concat_per_unit(frames)

@@ -14,7 +14,7 @@ import polars as pl
 
 from recsys_eval.core.results import Manifest
 from recsys_eval.errors import DataError
-from recsys_eval.measure.aggregate import PartitionState
+from recsys_eval.measure.aggregate import PartitionState, SummaryState
 from recsys_eval.pipeline.sink import RunSink
 from recsys_eval.pipeline.summary import FoldSummary, Summarising, combine_folds, partition_rows
 
@@ -26,12 +26,12 @@ if TYPE_CHECKING:
 FOLD = "0"
 
 
-def summary_of(states: list[PartitionState], undefined: str) -> pl.DataFrame:
-    """The summary of one (system, protocol) from the states of its disjoint user chunks: fold
-    rows with t-intervals, pooled F, as a run's summary of one fold (the Spark engine's evaluate
-    shares it)."""
+def summary_of(state: PartitionState | SummaryState, undefined: str) -> pl.DataFrame:
+    """The summary of one (system, protocol) from its users' state: fold rows with t-intervals,
+    pooled F, as a run's summary of one fold (the Spark engine's evaluate shares it, with the
+    summed state of its partitions)."""
     out = FoldSummary()
-    out.add(partition_rows(Summarising(undefined), PartitionState.merge(states)))
+    out.add(partition_rows(Summarising(undefined), state))
     return combine_folds([out])
 
 
@@ -47,7 +47,7 @@ def evaluate_run(data: RunInput, measure: MeasureOptions, *, system: str, out: P
         sink.set_layout([FOLD], [system], [protocol])
         with ThreadPoolExecutor(max_workers=1) as pool:  # polars writes without the GIL: summarise meanwhile
             written = pool.submit(sink.write_partition, per_unit)
-            summary = summary_of([PartitionState.of(per_unit, undefined=measure.undefined)], measure.undefined)
+            summary = summary_of(PartitionState.of(per_unit, undefined=measure.undefined), measure.undefined)
             partition = written.result()
         sink.write_summary(summary)
         manifest = _manifest(data, measure, system, Path(out).name, source, sink.relative([partition]))

@@ -10,10 +10,15 @@ once per (recommender, train), not once per target set. Each chunk's per-unit ro
 their own file and reduced to per-user values; a partition is summarised from its users once all its
 chunks are done, so the whole per-unit table is never held. Outputs are in target-set order,
 whatever the ranges.
+
+A (system, protocol) partition is marked done as soon as its files are written
+(:meth:`~recsys_eval.pipeline.sink.RunSink.finish_partition`), so that a resumed run redoes only the
+partitions of an unfinished fold that its interrupted attempt had not finished.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import time
 from concurrent.futures import Future, ThreadPoolExecutor, wait
@@ -23,14 +28,15 @@ import numpy as np
 import polars as pl
 
 from recsys_eval.core.memory import format_size, resident_bytes
+from recsys_eval.core.results import AUC_SCORES, CURVE_CHUNKS, EXPOSURE_COUNTS, FinishedPartition
 from recsys_eval.errors import ConfigError
 from recsys_eval.measure.aggregate import PartitionState
 from recsys_eval.pipeline import jobs
 from recsys_eval.pipeline.fit import FittedModels, fit_models
-from recsys_eval.pipeline.plan import FoldPlan
+from recsys_eval.pipeline.plan import RATINGS, FoldPlan
 from recsys_eval.pipeline.progress import Progress
 from recsys_eval.pipeline.sink import RunSink
-from recsys_eval.pipeline.summary import FoldSummary, partition_rows, summarise_frames
+from recsys_eval.pipeline.summary import FoldSummary, partition_rows, reuse_partition, summarise_frames
 from recsys_eval.pipeline.targets import ProtocolTargets, TargetSet
 from recsys_eval.pipeline.timings import Timings
 
@@ -48,24 +54,34 @@ class PartitionKeeper:
     Each chunk's rows are written as their partition file and reduced to per-user values
     (:class:`~recsys_eval.measure.aggregate.PartitionState`); once a (target set, recommender) has
     its last chunk, its run-level rows (coverage, Gini, entropy, from the exposure counts summed
-    over its chunks) are written and it is summarised, and its users are let go. Tasks run in
-    submission order while the main thread ranks and measures the next chunk (polars and the
+    over its chunks) are written, it is summarised, its chunks' scratch tables are written and it is
+    marked done (:meth:`RunSink.finish_partition`), and its users are let go. A pair an earlier
+    attempt marked done (``reused``) is summarised from its files and not measured again. Tasks run
+    in submission order while the main thread ranks and measures the next chunk (polars and the
     Parquet writer release the GIL); a task waits for the one before it, so at most one chunk's rows
     are held beside the chunk being measured."""
 
-    def __init__(self, plan: FoldPlan, sink: RunSink, timings: Timings) -> None:
+    def __init__(self, plan: FoldPlan, sink: RunSink, timings: Timings,
+                 reused: dict[tuple[str, str], FinishedPartition]) -> None:
         from recsys_eval.measure.beyond import run_exposure
 
         self.plan, self.sink, self.timings = plan, sink, timings
         options = plan.options
         pairs = [(s, r) for s in range(len(plan.sets)) for r in range(len(plan.models))]
-        self.states: dict[tuple[int, int], list[PartitionState]] = {pair: [] for pair in pairs}
+        #: Every finished pair's files, those of an earlier attempt (:attr:`reused`) included.
+        self.finished = {(s, r): reused[plan.models[r].system, plan.sets[s].label] for s, r in pairs
+                         if (plan.models[r].system, plan.sets[s].label) in reused}
+        self.reused = set(self.finished)
+        self.summaries: dict[tuple[int, int], tuple[pl.DataFrame, pl.DataFrame | None]] = {
+            pair: reuse_partition(options.summarising, done.per_unit) for pair, done in self.finished.items()}
+        todo = [pair for pair in pairs if pair not in self.reused]
+        self.states: dict[tuple[int, int], list[PartitionState]] = {pair: [] for pair in todo}
         #: Run-level metrics from exposure counts summed over the chunks of each (set, recommender).
         self.exposure = {(s, r): run_exposure(plan.data.n_items, list(options.measure.k), plan.sets[s].train,
-                                              options.measure.run_level, options.measure.params) for s, r in pairs}
-        self.partitions: dict[tuple[int, int, int], Path] = {}  # (set, part, recommender)
-        self.run_parts: dict[tuple[int, int], Path] = {}
-        self.summaries: dict[tuple[int, int], tuple[pl.DataFrame, pl.DataFrame | None]] = {}
+                                              options.measure.run_level, options.measure.params) for s, r in todo}
+        #: Each pair's per-unit files so far, and its chunks' scratch tables by kind.
+        self.files: dict[tuple[int, int], list[Path]] = {pair: [] for pair in todo}
+        self.scratch: dict[tuple[int, int], dict[str, list[pl.DataFrame]]] = {pair: {} for pair in todo}
         self.kept: list[Future] = []
         self.waited = 0.0  # the main thread's time spent waiting for the keeper
 
@@ -85,21 +101,26 @@ class PartitionKeeper:
         """On an error, the task under way finishes before the error goes up."""
         wait(self.kept)
 
-    def keep(self, at: tuple[int, int, int], frame: pl.DataFrame, offset: int, label: str, last: bool) -> None:
+    def keep(self, at: tuple[int, int, int], frame: pl.DataFrame, offset: int, label: str, last: bool,
+             scratch: dict[str, pl.DataFrame]) -> None:
         """A chunk's rows (``at``: set, part, recommender) written as their partition, their unit
-        numbers shifted by ``offset``, and reduced; the pair summarised if that was its last chunk."""
-        start = time.perf_counter()
+        numbers shifted by ``offset``, and reduced, its ``scratch`` tables kept; the pair
+        summarised if that was its last chunk."""
+        start, (s, part, r) = time.perf_counter(), at
         if offset:
             frame = frame.with_columns(pl.col("unit") + offset)
-        self.partitions[at] = self.sink.write_partition(frame, part=at[1])
-        self.states[at[0], at[2]].append(PartitionState.of(frame, undefined=self.plan.options.measure.undefined))
+        self.files[s, r].append(self.sink.write_partition(frame, part=part))
+        self.states[s, r].append(PartitionState.of(frame, undefined=self.plan.options.measure.undefined))
         del frame
-        self.timings.add(self.plan.fold, self.plan.models[at[2]].system, f"write {label}", start)
+        for kind, table in scratch.items():
+            self.scratch[s, r].setdefault(kind, []).append(table)
+        self.timings.add(self.plan.fold, self.plan.models[r].system, f"write {label}", start)
         if last:
-            self.summarise(at[0], at[2], at[1] + 1)
+            self.summarise(s, r, part + 1)
 
     def summarise(self, s: int, r: int, part: int) -> None:
-        """(set, recommender) done: its run-level rows as partition ``part``, then its summary."""
+        """(set, recommender) done: its run-level rows as partition ``part``, its summary, then its
+        scratch tables and the note that marks it done."""
         from recsys_eval.measure.beyond import run_frame
 
         plan, start = self.plan, time.perf_counter()
@@ -108,39 +129,47 @@ class PartitionKeeper:
             labels = {"system": system, "protocol": plan.sets[s].label, "fold": plan.fold}
             user_type = pl.Int64 if plan.data.user_ids.dtype.is_integer() else pl.String
             frame = run_frame(self.exposure.pop((s, r)).values(names), labels, user_type)
-            self.run_parts[s, r] = self.sink.write_partition(frame, part=part)
+            self.files[s, r].append(self.sink.write_partition(frame, part=part))
             self.states[s, r].append(PartitionState.of(frame, undefined=plan.options.measure.undefined))
         self.summaries[s, r] = partition_rows(plan.options.summarising, PartitionState.merge(self.states.pop((s, r))))
+        self.finished[s, r] = self.sink.finish_partition(plan.fold, system, plan.sets[s].label, self.files.pop((s, r)),
+                                                         self.scratch.pop((s, r)))
         self.timings.add(plan.fold, system, f"summarise {plan.sets[s].label}", start)
 
     def fold_summary(self) -> FoldSummary:
-        """Every partition and summary, in target-set order, then recommender order."""
-        out = FoldSummary()
+        """Every pair's files and summary, in target-set order, then recommender order (a pair's
+        files: its chunks in user order, then its run-level rows)."""
+        out = FoldSummary(reused=len(self.reused))
         for s in range(len(self.plan.sets)):
-            out.partitions += [self.partitions[key] for key in sorted(self.partitions) if key[0] == s]
             for r in range(len(self.plan.models)):
-                if (s, r) in self.run_parts:
-                    out.partitions.append(self.run_parts[s, r])
+                out.partitions += self.finished[s, r].per_unit
                 out.add(self.summaries.pop((s, r)))
         return out
 
+    def pending(self, r: int) -> list[int]:
+        """The target sets that recommender ``r`` has still to measure (not reused)."""
+        return [s for s in range(len(self.plan.sets)) if (s, r) not in self.reused]
+
 
 class LocalFold:
-    """A fold's plan executed in this process (see the module)."""
+    """A fold's plan executed in this process (see the module); the (system, protocol) partitions
+    an earlier attempt finished (``reused``, :meth:`RunSink.finished_partitions`) are read back, not
+    measured again, and a recommender none of whose partitions is left is not fitted."""
 
-    def __init__(self, plan: FoldPlan, sink: RunSink, progress: Progress, timings: Timings) -> None:
+    def __init__(self, plan: FoldPlan, sink: RunSink, progress: Progress, timings: Timings,
+                 reused: dict[tuple[str, str], FinishedPartition] | None = None) -> None:
         self.plan, self.sink, self.progress, self.timings = plan, sink, progress, timings
-        # the side tables of every chunk, keyed (set, part, recommender), written in that order
-        self.exposure: dict[tuple, pl.DataFrame] = {}
-        self.scored: dict[tuple, pl.DataFrame] = {}
-        self.curves: dict[tuple, pl.DataFrame] = {}
+        self.reused = reused or {}
 
     def run(self) -> FoldSummary:
         """Fit, then rank and measure every range of users; the fold's summary and files."""
         plan = self.plan
         trains = {id(t.train): t.train for t in plan.sets}  # uniform test moves ratings into train
-        fitted = fit_models(plan, trains, self.progress, self.timings)
-        keeper = PartitionKeeper(plan, self.sink, self.timings)
+        keeper = PartitionKeeper(plan, self.sink, self.timings, self.reused)
+        ratings = [(job.system, RATINGS) not in self.reused for job in plan.models] if plan.options.measure.rating \
+            else [False] * len(plan.models)
+        needed = [job for r, job in enumerate(plan.models) if keeper.pending(r) or ratings[r]]
+        fitted = fit_models(dataclasses.replace(plan, models=needed), trains, self.progress, self.timings)
         try:
             self._ranges(fitted, trains, keeper)
             keeper.drain()
@@ -148,14 +177,14 @@ class LocalFold:
         finally:
             keeper.close()
         out = keeper.fold_summary()
+        self.sink.write_fold_scratch_of(plan.fold, [keeper.finished[s, r] for s in range(len(plan.sets))
+                                                    for r in range(len(plan.models))])
         self._rating_rows(fitted, out)
-        self.sink.write_fold_scratch(plan.fold, *([t[key] for key in sorted(t)]
-                                                   for t in (self.exposure, self.scored, self.curves)))
         return out
 
     def _ranges(self, fitted: FittedModels, trains: dict, keeper: PartitionKeeper) -> None:
         """Every range of users: its units of every target set built once, then ranked and measured
-        by each recommender (those fitted in the background last)."""
+        by each recommender (those fitted in the background last), but for the pairs reused."""
         from recsys_eval.recommend.base import SharedBlock
 
         plan, sets, n_users = self.plan, self.plan.sets, self.plan.split.train.n_users
@@ -181,9 +210,12 @@ class LocalFold:
                     units_before[s] += chunks[s].targets.n_units
                     parts[s] += 1
                 for r in order:
-                    fitted.wait_for(plan.models[r].system, plan.fold, self.timings)
+                    pending = keeper.pending(r)
+                    measured = [s for s in todo if s in pending]
+                    if measured:
+                        fitted.wait_for(plan.models[r].system, plan.fold, self.timings)
                     blocks: dict[int, object] = {}
-                    for s in todo:
+                    for s in measured:
                         key = id(sets[s].train)
                         if key not in blocks:
                             blocks.clear()  # the previous train's block is done with
@@ -192,16 +224,16 @@ class LocalFold:
                         self._measure(blocks[key], chunks[s], (s, part[s], r), before[s], stop == n_users,
                                       n_chunks[s], keeper)
                         advance()
-                    advance(len(sets) - len(todo))
+                    advance(len(sets) - len(measured))
                     blocks.clear()
                     if stop == n_users:  # the sets without users in the last range
-                        for s in sorted(set(range(len(sets))) - set(todo)):
+                        for s in sorted(set(pending) - set(todo)):
                             keeper.submit(keeper.summarise, s, r, parts[s])
 
     def _measure(self, model, chunk: ProtocolTargets, at: tuple[int, int, int], offset: int, last: bool,
                  n_chunks: int, keeper: PartitionKeeper) -> None:
-        """One chunk of one target set ranked and measured by one recommender; its rows handed to
-        the keeper, its side tables kept."""
+        """One chunk of one target set ranked and measured by one recommender; its rows and its
+        scratch tables (curves, exposure counts, pooled-AUC samples) handed to the keeper."""
         from recsys_eval.report.curves import curve_rows
 
         plan, (s, _, r) = self.plan, at
@@ -213,29 +245,42 @@ class LocalFold:
         frame = jobs.measure_ranking(options.measure, plan.data, rankings, chunk, job.system, fold, run_level=False)
         if options.measure.run_level:  # before the keeper may summarise (s, r), which reads them
             jobs.add_exposure(options.measure, keeper.exposure[s, r], rankings, chunk.targets)
-        keeper.submit(keeper.keep, at, frame, offset, chunk.label, last)
-        del frame
-        self.curves[at] = curve_rows(rankings, chunk.targets, system=job.system, protocol=chunk.label, fold=fold)
+        scratch = {CURVE_CHUNKS: curve_rows(rankings, chunk.targets, system=job.system, protocol=chunk.label, fold=fold)}
         if chunk.targets.all_candidates and not chunk.targets.one_relevant:
-            self.exposure[at] = jobs.exposure_rows(rankings, chunk, job.system, fold, bins=options.exposure_bins,
-                                                   k=options.measure.kmax)
+            scratch[EXPOSURE_COUNTS] = jobs.exposure_rows(rankings, chunk, job.system, fold, bins=options.exposure_bins,
+                                                          k=options.measure.kmax)
         if plan.pool_auc and getattr(rankings, "scores", True) is not None:
             seed = options.seeds.auc_pool(fold, job.configured.definition, chunk.definition, jobs.first_user(chunk))
-            self.scored[at] = jobs.scored_rows(rankings, chunk, job.system, fold, seed=seed, n_chunks=n_chunks)
+            scratch[AUC_SCORES] = jobs.scored_rows(rankings, chunk, job.system, fold, seed=seed, n_chunks=n_chunks)
         del rankings
+        keeper.submit(keeper.keep, at, frame, offset, chunk.label, last, scratch)
+        del frame
         # the step's own time: its wait for the keeper's previous chunk is counted once, under
         # "wait for writes"
         self.timings.add(fold, job.system, f"measure {chunk.label}", start + keeper.waited - waited_before)
 
     def _rating_rows(self, fitted: FittedModels, out: FoldSummary) -> None:
-        """Rating-prediction metrics of each recommender on the fold's test ratings."""
+        """Rating-prediction metrics of each recommender on the fold's test ratings, each marked
+        done as a partition of its own (with no file where there are no rows); reused if an
+        earlier attempt marked it."""
         plan = self.plan
+        if not plan.options.measure.rating:
+            return
         for job in plan.models:
+            done = self.reused.get((job.system, RATINGS))
+            if done is not None:
+                if done.per_unit:
+                    out.add(reuse_partition(plan.options.summarising, done.per_unit))
+                out.partitions += done.per_unit
+                out.reused += 1
+                continue
+            fitted.wait_for(job.system, plan.fold, self.timings)  # one none of whose target sets was left
             model = fitted.models[job.system, id(plan.split.train)]
             rating = jobs.rating_rows(model, plan.split, job.system, list(plan.options.measure.rating), plan.data)
+            files = [] if rating is None else [self.sink.write_partition(rating)]
             if rating is not None:
-                out.partitions.append(self.sink.write_partition(rating))
                 out.add(summarise_frames(plan.options.summarising, [rating]))
+            out.partitions += self.sink.finish_partition(plan.fold, job.system, RATINGS, files, {}).per_unit
 
 
 @functools.cache

@@ -39,6 +39,7 @@ from recsys_eval.core.results import (
     TUNING_BUDGET,
     UNIT_SLICES,
     USER_SLICES,
+    FinishedPartition,
     Manifest,
     ResultsFolder,
 )
@@ -99,6 +100,26 @@ class RunSink:
         for kind, frames in ((EXPOSURE_COUNTS, exposure), (AUC_SCORES, scored), (CURVE_CHUNKS, curves)):
             if frames:
                 self.folder.write_scratch(kind, fold, pl.concat(frames))
+
+    def finished_partitions(self, fold: str) -> dict[tuple[str, str], FinishedPartition]:
+        """The (system, protocol) partitions of ``fold`` an earlier attempt completed; the files of
+        those it left unfinished are deleted (:meth:`ResultsFolder.finished_partitions`)."""
+        return self.folder.finished_partitions(fold)
+
+    def finish_partition(self, fold: str, system: str, protocol: str, per_unit: list[Path],
+                         scratch: dict[str, list[pl.DataFrame]]) -> FinishedPartition:
+        """A partition complete: its scratch tables (kind: its chunks' frames) written, then the
+        note that marks it done, listing its ``per_unit`` files (written before)."""
+        done = FinishedPartition(per_unit, {
+            kind: self.folder.write_partition_scratch(fold, system, protocol, kind, pl.concat(frames))
+            for kind, frames in scratch.items() if frames})
+        self.folder.mark_partition_done(fold, system, protocol, done)
+        return done
+
+    def write_fold_scratch_of(self, fold: str, partitions: list[FinishedPartition]) -> None:
+        """A fold's scratch tables (:meth:`write_fold_scratch`) from its partitions', in the order given."""
+        self.write_fold_scratch(fold, *([pl.read_parquet(p.scratch[kind]) for p in partitions if kind in p.scratch]
+                                        for kind in (EXPOSURE_COUNTS, AUC_SCORES, CURVE_CHUNKS)))
 
     def save_split(self, split: Split) -> None:
         """Save the fold's split, unless an earlier attempt of this run saved it: a split folder is

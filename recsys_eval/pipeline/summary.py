@@ -12,7 +12,7 @@ from pathlib import Path
 
 import polars as pl
 
-from recsys_eval.measure.aggregate import PartitionState
+from recsys_eval.measure.aggregate import PartitionState, SummaryState
 
 _KEYS = ["system", "protocol", "fold", "metric", "k"]
 
@@ -36,6 +36,8 @@ class FoldSummary:
     rows: list[pl.DataFrame] = field(default_factory=list)
     f_sums: list[pl.DataFrame] = field(default_factory=list)
     partitions: list[Path] = field(default_factory=list)
+    #: How many of its (system, protocol) partitions an earlier attempt of the run completed.
+    reused: int = 0
 
     def add(self, summarised: tuple[pl.DataFrame, pl.DataFrame | None]) -> None:
         """One partition's rows and F counts (:func:`partition_rows`)."""
@@ -45,27 +47,29 @@ class FoldSummary:
             self.f_sums.append(sums)
 
 
-def partition_rows(options: Summarising, state: PartitionState) -> tuple[pl.DataFrame, pl.DataFrame | None]:
+def partition_rows(options: Summarising, state: PartitionState | SummaryState) -> tuple[pl.DataFrame, pl.DataFrame | None]:
     """One partition's fold rows (mean over users with its interval, micro mean, users counted and
-    left out, the rule) and its summed F-measure counts when ``f1`` is measured."""
+    left out, the rule) and its summed F-measure counts when ``f1`` is measured. A t-interval needs
+    the users' sums alone (a :class:`SummaryState`, as a Spark job merges them); a bootstrap needs
+    each user's value (a :class:`PartitionState`)."""
     from recsys_eval.compare import confidence_intervals
-    from recsys_eval.compare.intervals import t_interval_rows
+    from recsys_eval.compare.intervals import with_t_bounds
 
-    rows = state.summary(options.undefined)
-    if state.users.height and options.interval == "t":  # on the users as the state keeps them
-        keys = ["metric", "k"] if state.labels is not None else _KEYS
-        ci = t_interval_rows(state.users, keys).select(*keys, "lower", "upper")
-        rows = rows.join(ci, on=keys, how="left", nulls_equal=True, maintain_order="left")
-    elif state.users.height:
+    sums = state if isinstance(state, SummaryState) else state.reduced()
+    rows = sums.summary(options.undefined)
+    if sums.groups and options.interval == "t":
+        ci = with_t_bounds(sums.moments())
+    elif sums.groups:
         users = state.user_values()
         first = users.row(0, named=True)
         ci = confidence_intervals(
             users.select("system", "protocol", "fold", "user", "metric", "k", "value"),
             method=options.interval, n_resamples=options.resamples,
             seed=options.seed_of(first["fold"], first["protocol"]),
-        ).select(*_KEYS, "lower", "upper")
-        rows = rows.join(ci, on=_KEYS, how="left", nulls_equal=True, maintain_order="left")
-    return rows, state.f_sums()
+        )
+    if sums.groups:
+        rows = rows.join(ci.select(*_KEYS, "lower", "upper"), on=_KEYS, how="left", nulls_equal=True, maintain_order="left")
+    return rows, sums.f_totals() if sums.f_sums else None
 
 
 def summarise_frames(options: Summarising, frames: list[pl.DataFrame]) -> tuple[pl.DataFrame, pl.DataFrame | None]:
@@ -76,15 +80,22 @@ def summarise_frames(options: Summarising, frames: list[pl.DataFrame]) -> tuple[
 
 def reuse_fold(options: Summarising, partitions: list[Path]) -> FoldSummary:
     """The summary of a fold an earlier attempt completed, read back one partition at a time."""
-    out = FoldSummary(partitions=partitions)
-    states: dict[tuple[str, str], list[PartitionState]] = {}
+    files: dict[tuple[str, str], list[Path]] = {}
     for path in partitions:
-        frame = pl.read_parquet(path)
-        key = frame.row(0, named=True)["system"], frame.row(0, named=True)["protocol"]
-        states.setdefault(key, []).append(PartitionState.of(frame, undefined=options.undefined))
-    for parts in states.values():
-        out.add(partition_rows(options, PartitionState.merge(parts)))
+        first = pl.read_parquet(path, n_rows=1).row(0, named=True)
+        files.setdefault((first["system"], first["protocol"]), []).append(path)
+    out = FoldSummary(partitions=partitions, reused=len(files))
+    for listed in files.values():
+        out.add(reuse_partition(options, listed))
     return out
+
+
+def reuse_partition(options: Summarising, files: list[Path]) -> tuple[pl.DataFrame, pl.DataFrame | None]:
+    """The rows of one (fold, system, protocol) an earlier attempt completed, from its per-unit
+    files (its chunks, then its run-level rows) read back one at a time: a file read back reduces
+    to the state of the frame written, so these are the rows its attempt summarised."""
+    states = [PartitionState.of(pl.read_parquet(path), undefined=options.undefined) for path in files]
+    return partition_rows(options, PartitionState.merge(states))
 
 
 def combine_folds(folds: list[FoldSummary]) -> pl.DataFrame:

@@ -126,3 +126,28 @@ def test_a_partition_mixing_systems_or_with_a_null_label_is_refused_naming_them(
         folder.write_partition(table)
     with pytest.raises(DataError, match=r"none of them null.*None"):
         folder.write_partition(one.with_columns(pl.lit(None, pl.String).alias("fold")))
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), n_users=st.integers(2, 40), cuts=st.lists(st.integers(1, 39), max_size=4),
+       undefined=st.sampled_from(["skip", "zero"]), order=st.randoms(use_true_random=False))
+def test_summary_states_merge_in_any_order_to_the_same_bits(seed, n_users, cuts, undefined, order):
+    """SummaryState: the chunks' exact sums, merged in any order (a Spark job's partitions arrive
+    as their tasks end), give the whole partition's summary and t-interval moments bit for bit;
+    each mean is the exact mean of the users' values, rounded once."""
+    from fractions import Fraction
+
+    from recsys_eval.measure.aggregate import SummaryState
+
+    table = per_unit_table(seed, n_users, [("als", "AI+1R+NN100", "f0")])
+    bounds = sorted({0, n_users, *[c for c in cuts if c < n_users]})
+    states = [PartitionState.of(part, undefined=undefined).reduced() for part in chunks_of(table, bounds)]
+    order.shuffle(states)
+    merged = SummaryState.merge(states)
+    whole = PartitionState.of(table, undefined=undefined)
+    assert merged.summary(undefined).equals(whole.summary(undefined))
+    assert merged.moments().equals(whole.reduced().moments())
+    users = whole.user_values().filter((pl.col("metric") == "recall") & pl.col("value").is_not_nan())
+    exact = sum(map(Fraction, users.get_column("value").to_list())) / users.height
+    got = merged.summary(undefined).filter(pl.col("metric") == "recall").get_column("mean").item()
+    assert got == float(exact)
