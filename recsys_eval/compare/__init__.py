@@ -18,7 +18,7 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "recsys_eval.compare.distributions": [
         "distribution_curves", "distribution_summary", "lorenz", "part_curves"
     ],
-    "recsys_eval.compare.slices": ["slice_means", "slice_tests"],
+    "recsys_eval.compare.slices": ["popularity_parts", "slice_means", "slice_tests", "unit_slices"],
     "recsys_eval.compare.intervals": ["confidence_intervals", "fold_confidence_intervals", "per_user"],
     "recsys_eval.compare.paired": ["TESTS", "fold_paired_tests", "paired_tests", "system_pairs"],
     "recsys_eval.compare.sampled": [

@@ -45,6 +45,17 @@ class Partition:
     columns: pl.DataFrame  # system, metric, k: one row per matrix column
     values: np.ndarray  # users x columns, NaN where undefined or not measured
     present: np.ndarray  # users x columns, True where the frame had a row
+    users: pl.Series | None = None  # the user of each matrix row (ascending)
+
+    def subset(self, rows: np.ndarray) -> Partition:
+        """The partition of the users at ``rows`` (a bool mask over the matrix rows) alone: what
+        :func:`partitions` makes of their rows of the frame, users and columns without a row left out."""
+        present = self.present[rows]
+        users, cols = present.any(axis=1), present.any(axis=0)
+        kept = np.flatnonzero(rows)[users]
+        return Partition(self.protocol, self.fold, self.columns.filter(pl.Series(cols)),
+                         self.values[np.ix_(kept, cols)], self.present[np.ix_(kept, cols)],
+                         None if self.users is None else self.users.gather(kept))
 
     def column(self, system: str, metric: str, k: int | None) -> int | None:
         """Index of the (system, metric, k) column, None if that system lacks it here."""
@@ -80,6 +91,7 @@ def partitions(frame: pl.DataFrame, source: str = "per-user results") -> list[Pa
             Partition(
                 str(protocol), str(fold), columns,
                 values.reshape(n_rows, n_cols), present.reshape(n_rows, n_cols),
+                part.get_column("user").unique().sort(),
             )
         )
     return result

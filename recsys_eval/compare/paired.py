@@ -35,7 +35,6 @@ TESTS = ("t", "wilcoxon", "sign", "permutation", "mcnemar")
 ALTERNATIVES = ("two-sided", "greater", "less")
 MCNEMAR_METHODS = ("exact", "chi2")
 FAMILY = ("protocol", "fold", "metric", "k", "test")
-RELATIVE = ("relative_diff", "relative_lower", "relative_upper")
 RESULT_COLUMNS = (
     "protocol", "fold", "metric", "k", "system", "baseline", "test", "statistic", "p_value",
     "p_adjusted", "significant", "n", "n_dropped", "mean_diff", "diff_lower", "diff_upper", "relative_diff",
@@ -88,19 +87,57 @@ def paired_tests(
     both systems, drawn from a generator of its own so the other tests' draws do not change), and
     cohens_d, the paired d_z = mean(d) / sd(d).
     """
+    columns = test_columns(partitions(per_user_frame), baseline=baseline, tests=tests, correction=correction,
+                           alternative=alternative, level=level, n_resamples=n_resamples, seed=seed, mcnemar=mcnemar)
+    return correct(pl.DataFrame(columns, schema=TEST_SCHEMA), correction, alpha)
+
+
+#: The uncorrected rows of :func:`test_columns`, before p_adjusted and significant.
+TEST_SCHEMA = {"protocol": pl.String, "fold": pl.String, "metric": pl.String, "k": pl.Int32, "system": pl.String,
+               "baseline": pl.String, "test": pl.String, "statistic": pl.Float64, "p_value": pl.Float64,
+               "n": pl.Int64, "n_dropped": pl.Int64, "mean_diff": pl.Float64, "diff_lower": pl.Float64,
+               "diff_upper": pl.Float64, "relative_diff": pl.Float64, "relative_lower": pl.Float64,
+               "relative_upper": pl.Float64, "cohens_d": pl.Float64}
+
+
+def test_columns(
+    parts: list[Partition],
+    *,
+    baseline: str | None = None,
+    tests: Sequence[str] = TESTS,
+    correction: str = "holm",
+    alternative: str = "two-sided",
+    level: float = 0.95,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    mcnemar: str = "exact",
+) -> dict[str, list]:
+    """The rows of :func:`paired_tests` before the correction, as lists by column (:data:`TEST_SCHEMA`):
+    no frame is built per partition, so that many small groups of users (the slices) cost their
+    arithmetic alone. The tests draw from a generator seeded by ``seed``, the relative difference's
+    bootstrap from one of its own, so that adding a test does not change the interval."""
     tests = _check_options(tests, correction, alternative, mcnemar, level)
-    parts = partitions(per_user_frame)
     systems = sorted({s for part in parts for s in part.columns["system"]})
     pairs = system_pairs(systems, baseline)
     rng = np.random.default_rng(seed)
-    frames = [
-        _test_partition(part, pairs, tests, alternative, level, n_resamples, rng, mcnemar) for part in parts
-    ]
     boot = np.random.default_rng(derive_seed(seed, "relative difference"))
-    relative = pl.concat([_relative_partition(part, pairs, level, n_resamples, boot) for part in parts])
-    frames = [f.join(relative, on=["protocol", "fold", "metric", "k", "system", "baseline"], how="left",
-                     nulls_equal=True) for f in frames]
-    return _correct(pl.concat(frames, how="vertical_relaxed"), correction, alpha)
+    columns: dict[str, list] = {name: [] for name in TEST_SCHEMA}
+    for part in parts:
+        keys, a_cols, b_cols = _pair_columns(part, pairs)
+        first, second = part.values[:, a_cols], part.values[:, b_cols]
+        relative = _relative(first, second, level, n_resamples, boot)
+        for test, values in _test_partition(part, first, second, a_cols, b_cols, tests, alternative, level,
+                                            n_resamples, rng, mcnemar):
+            keep = ~np.isnan(values["p_value"]) | (test != "mcnemar")
+            chosen = [key for key, kept in zip(keys, keep, strict=True) if kept]
+            for i, name in enumerate(("metric", "k", "system", "baseline")):
+                columns[name] += [key[i] for key in chosen]
+            columns["protocol"] += [part.protocol] * len(chosen)
+            columns["fold"] += [part.fold] * len(chosen)
+            columns["test"] += [test] * len(chosen)
+            for name, array in (values | relative).items():
+                columns[name] += array[keep].tolist()
+    return columns
 
 
 def fold_paired_tests(
@@ -111,15 +148,19 @@ def fold_paired_tests(
     alternative: str = "two-sided",
     level: float = 0.95,
     alpha: float = 0.05,
+    n_resamples: int = 1000,
+    seed: int = 0,
 ) -> pl.DataFrame:
     """Paired t-test over fold means (test ``t_folds``), per protocol x metric x k and pair.
 
     A fold mean is the mean over the fold's users with a defined value. Caveat: the folds of a
     cross-validation share most of their training data, so fold results are not independent and
     this test is optimistic (its p-values too small); read it beside the per-user tests. Same
-    columns as :func:`paired_tests`, with fold "all" and n counting folds.
+    columns as :func:`paired_tests`, with fold "all" and n counting folds; the effect sizes are
+    those of :func:`paired_tests` with the folds as the units: relative_diff = mean of the
+    system's fold means / mean of the baseline's - 1, its interval from ``n_resamples`` bootstrap
+    resamples of the folds (docs/CONVENTIONS.md#effect-sizes).
     """
-    _check_options(("t",), correction, alternative, "exact", level)
     frame = check_per_user(per_user_frame)
     if frame["fold"].n_unique() < 2:
         raise ConfigError("a paired t-test over fold means needs at least two folds; the results hold one")
@@ -129,14 +170,11 @@ def fold_paired_tests(
         .agg(pl.col("value").mean().fill_null(float("nan")))
         .with_columns(user=pl.col("fold"), fold=pl.lit("all"))
     )
-    parts = partitions(fold_means, "fold means")
-    systems = sorted({s for part in parts for s in part.columns["system"]})
-    pairs = system_pairs(systems, baseline)
-    rng = np.random.default_rng(0)
-    frames = [_test_partition(part, pairs, ("t",), alternative, level, 0, rng, "exact") for part in parts]
-    result = pl.concat(frames, how="vertical_relaxed").with_columns(
-        test=pl.lit("t_folds"), **{c: pl.lit(None, pl.Float64) for c in RELATIVE})
-    return _correct(result, correction, alpha)
+    columns = test_columns(partitions(fold_means, "fold means"), baseline=baseline, tests=("t",),
+                           correction=correction, alternative=alternative, level=level,
+                           n_resamples=n_resamples, seed=seed)
+    columns["test"] = ["t_folds"] * len(columns["test"])
+    return correct(pl.DataFrame(columns, schema=TEST_SCHEMA), correction, alpha)
 
 
 def _check_options(tests, correction, alternative, mcnemar, level) -> tuple[str, ...]:
@@ -156,30 +194,24 @@ def _check_options(tests, correction, alternative, mcnemar, level) -> tuple[str,
     return tuple(dict.fromkeys(tests))
 
 
-def _test_partition(
-    part: Partition,
-    pairs: list[tuple[str, str]],
-    tests: tuple[str, ...],
-    alternative: str,
-    level: float,
-    n_resamples: int,
-    rng: np.random.Generator,
-    mcnemar: str,
-) -> pl.DataFrame:
-    keys, a_cols, b_cols = _pair_columns(part, pairs)
-    first, second = part.values[:, a_cols], part.values[:, b_cols]
+def _test_partition(part: Partition, first: np.ndarray, second: np.ndarray, a_cols: list[int], b_cols: list[int],
+                    tests: tuple[str, ...], alternative: str, level: float, n_resamples: int,
+                    rng: np.random.Generator, mcnemar: str):
+    """(test, its columns) for each test, over the pairs whose sides are ``first`` and ``second``."""
     diffs = first - second
     both = ~np.isnan(diffs)
     n = both.sum(axis=0)
     seen = (part.present[:, a_cols] | part.present[:, b_cols]).sum(axis=0)
     t_stat, t_p, mean, lower, upper, cohen = _paired_t(diffs, n, alternative, level)
-
-    rows = []
+    shared = {"n": n.astype(np.int64), "n_dropped": (seen - n).astype(np.int64), "mean_diff": mean,
+              "diff_lower": lower, "diff_upper": upper, "cohens_d": cohen}
     for test in tests:
         if test == "t":
             statistic, pvalue = t_stat, t_p
         elif test == "permutation":
             statistic, pvalue = _permutation(diffs, both, alternative, n_resamples, rng)
+        elif test == "wilcoxon":
+            statistic, pvalue = _wilcoxon_columns(diffs, both, alternative)
         else:
             statistic, pvalue = np.full(n.shape, np.nan), np.full(n.shape, np.nan)
             for c in range(diffs.shape[1]):
@@ -190,35 +222,15 @@ def _test_partition(
                     if np.all((x == 0) | (x == 1)) and np.all((y == 0) | (y == 1)):
                         statistic[c], pvalue[c] = _mcnemar(x, y, alternative, mcnemar)
                 else:
-                    d = diffs[both[:, c], c]
-                    statistic[c], pvalue[c] = (_wilcoxon if test == "wilcoxon" else _sign)(d, alternative)
-        keep = ~np.isnan(pvalue) | (test != "mcnemar")
-        rows.append(
-            pl.DataFrame(
-                {
-                    "metric": [key[0] for key in keys],
-                    "k": pl.Series([key[1] for key in keys], dtype=pl.Int32),
-                    "system": [key[2] for key in keys],
-                    "baseline": [key[3] for key in keys],
-                    "test": test,
-                    "statistic": statistic,
-                    "p_value": pvalue,
-                    "n": n.astype(np.int64),
-                    "n_dropped": (seen - n).astype(np.int64),
-                    "mean_diff": mean,
-                    "diff_lower": lower,
-                    "diff_upper": upper,
-                    "cohens_d": cohen,
-                }
-            ).filter(pl.Series(keep))
-        )
-    return pl.concat(rows).with_columns(protocol=pl.lit(part.protocol), fold=pl.lit(part.fold))
+                    statistic[c], pvalue[c] = _sign(diffs[both[:, c], c], alternative)
+        yield test, {"statistic": statistic, "p_value": pvalue, **shared}
 
 
 def _pair_columns(part: Partition, pairs: list[tuple[str, str]]) -> tuple[list[tuple], list[int], list[int]]:
     """The (metric, k, system, baseline) keys of a partition and the value columns of each side."""
     keys, a_cols, b_cols = [], [], []
-    for metric, k in part.columns.select("metric", "k").unique().sort(["metric", "k"], nulls_last=True).iter_rows():
+    for metric, k in sorted({(m, k) for _, m, k in part.columns.iter_rows()},
+                            key=lambda mk: (mk[0], mk[1] is None, mk[1] or 0)):
         for system, baseline in pairs:
             a, b = part.column(system, metric, k), part.column(baseline, metric, k)
             if a is None or b is None or not np.any(part.present[:, a] & part.present[:, b]):
@@ -232,15 +244,13 @@ def _pair_columns(part: Partition, pairs: list[tuple[str, str]]) -> tuple[list[t
     return keys, a_cols, b_cols
 
 
-def _relative_partition(part: Partition, pairs: list[tuple[str, str]], level: float, n_resamples: int,
-                        rng: np.random.Generator) -> pl.DataFrame:
+def _relative(first: np.ndarray, second: np.ndarray, level: float, n_resamples: int,
+              rng: np.random.Generator) -> dict[str, np.ndarray]:
     """relative_diff = mean(a) / mean(b) - 1 over the users with both values, and its percentile
     interval from ``n_resamples`` bootstrap resamples of those users (one draw of users serves both
     systems, so the interval is paired); NaN where the baseline's mean is 0."""
-    keys, a_cols, b_cols = _pair_columns(part, pairs)
-    first, second = part.values[:, a_cols], part.values[:, b_cols]
     both = ~np.isnan(first - second)
-    estimate, lower, upper = (np.full(len(keys), np.nan) for _ in range(3))
+    estimate, lower, upper = (np.full(first.shape[1], np.nan) for _ in range(3))
     for rows, cols in mask_groups(both):
         if rows.size == 0:
             continue
@@ -255,12 +265,7 @@ def _relative_partition(part: Partition, pairs: list[tuple[str, str]], level: fl
                 low, high = bootstrap_interval(np.where(np.isfinite(ratios), ratios, 0.0), estimate[cols],
                                                level=level, method="percentile")
                 lower[cols], upper[cols] = np.where(finite, low, np.nan), np.where(finite, high, np.nan)
-    return pl.DataFrame({
-        "protocol": part.protocol, "fold": part.fold,
-        "metric": [key[0] for key in keys], "k": pl.Series([key[1] for key in keys], dtype=pl.Int32),
-        "system": [key[2] for key in keys], "baseline": [key[3] for key in keys],
-        "relative_diff": estimate, "relative_lower": lower, "relative_upper": upper,
-    })
+    return {"relative_diff": estimate, "relative_lower": lower, "relative_upper": upper}
 
 
 def _paired_t(diffs: np.ndarray, n: np.ndarray, alternative: str, level: float):
@@ -313,6 +318,27 @@ def _wilcoxon(d: np.ndarray, alternative: str) -> tuple[float, float]:
     return float(result.statistic), float(result.pvalue)
 
 
+def _wilcoxon_columns(diffs: np.ndarray, both: np.ndarray, alternative: str) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_wilcoxon` of every column over its users with both values. The columns measured on
+    the same users, when more than 50, go to scipy in one call: scipy then takes the normal
+    approximation for each column (per column, as one call each would: the ranks, zeros and tie
+    correction are the column's own); fewer users go one column at a time, as scipy may then
+    choose an exact or a permutation distribution per column."""
+    statistic, pvalue = np.full(diffs.shape[1], np.nan), np.full(diffs.shape[1], np.nan)
+    for rows, cols in mask_groups(both):
+        block = diffs[np.ix_(rows, cols)]
+        if rows.size > 50:
+            zero = ~np.any(block != 0, axis=0)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                result = stats.wilcoxon(block, axis=0, alternative=alternative)
+            statistic[cols] = np.where(zero, 0.0, result.statistic)
+            pvalue[cols] = np.where(zero, 1.0, result.pvalue)
+        elif rows.size:
+            for j, c in enumerate(cols):
+                statistic[c], pvalue[c] = _wilcoxon(block[:, j], alternative)
+    return statistic, pvalue
+
+
 def _sign(d: np.ndarray, alternative: str) -> tuple[float, float]:
     """Sign test: the number of positive differences against Binomial(non-zero differences, 1/2)."""
     positive, negative = int(np.sum(d > 0)), int(np.sum(d < 0))
@@ -338,16 +364,19 @@ def _mcnemar(x: np.ndarray, y: np.ndarray, alternative: str, method: str) -> tup
     return float(min(b, c) if alternative == "two-sided" else b), float(pvalue)
 
 
-def _correct(frame: pl.DataFrame, correction: str, alpha: float) -> pl.DataFrame:
+def correct(frame: pl.DataFrame, correction: str, alpha: float, labels: Sequence[str] = ()) -> pl.DataFrame:
+    """The uncorrected rows of :func:`test_columns` with p_adjusted (``correction`` within each
+    family: :data:`FAMILY`, within each value of the ``labels`` columns) and significant, in
+    :data:`RESULT_COLUMNS` order then ``labels``, sorted by labels, then family and pair."""
     frame = frame.with_row_index("_row")
     adjusted = np.full(frame.height, np.nan)
     pvalues = frame["p_value"].to_numpy()
-    for rows in frame.group_by(list(FAMILY), maintain_order=True).agg("_row")["_row"]:
+    for rows in frame.group_by([*labels, *FAMILY], maintain_order=True).agg("_row")["_row"]:
         idx = rows.to_numpy()
         adjusted[idx] = adjust_pvalues(pvalues[idx], correction)
     return (
         frame.with_columns(p_adjusted=adjusted)
         .with_columns(significant=pl.col("p_adjusted") < alpha)
-        .select(RESULT_COLUMNS)
-        .sort(["protocol", "fold", "metric", "k", "test", "system", "baseline"], nulls_last=True)
+        .select(*RESULT_COLUMNS, *labels)
+        .sort([*labels, "protocol", "fold", "metric", "k", "test", "system", "baseline"], nulls_last=True)
     )

@@ -11,6 +11,8 @@ import numba
 import numpy as np
 from scipy.special import ndtr, ndtri
 
+from recsys_eval.core.chunks import chunk_bounds, run_chunks
+
 #: Random draws held in memory at once (int32 indices or float64 signs per chunk of resamples).
 CHUNK_ELEMENTS = 4_000_000
 #: Relative tolerance below which a resampled statistic counts as equal to the observed one
@@ -18,23 +20,30 @@ CHUNK_ELEMENTS = 4_000_000
 TIE_TOLERANCE = 1e-14
 
 
-@numba.njit(parallel=True, cache=True)
-def _resample_sums(indices: np.ndarray, values: np.ndarray, out: np.ndarray) -> None:
-    """out[r, c] = sum over j of values[indices[r, j], c]: counts per row, then one pass over values."""
+#: Draws (resamples x users) below which a bootstrap sums its resamples on the calling thread:
+#: handing a few milliseconds of work to threads costs more than it saves on a loaded machine.
+SERIAL_DRAWS = 2_000_000
+
+
+@numba.njit(cache=True, nogil=True)
+def _resample_sums(lo: int, hi: int, indices: np.ndarray, values: np.ndarray, out: np.ndarray) -> None:
+    """out[r, c] = sum over j of values[indices[r, j], c] for the resamples r in lo:hi: counts per
+    row, then one pass over values (in row order, so any split of the resamples gives the same bits)."""
     n_rows = values.shape[0]
     n_cols = values.shape[1]
-    for r in numba.prange(indices.shape[0]):
-        counts = np.zeros(n_rows, np.int32)
+    counts = np.zeros(n_rows, np.int32)
+    for r in range(lo, hi):
+        for i in range(n_rows):
+            counts[i] = 0
         for j in range(indices.shape[1]):
             counts[indices[r, j]] += 1
-        acc = np.zeros(n_cols)
+        for c in range(n_cols):
+            out[r, c] = 0.0
         for i in range(n_rows):
             w = counts[i]
             if w != 0:
                 for c in range(n_cols):
-                    acc[c] += w * values[i, c]
-        for c in range(n_cols):
-            out[r, c] = acc[c]
+                    out[r, c] += w * values[i, c]
 
 
 def bootstrap_means(values: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
@@ -49,7 +58,10 @@ def bootstrap_means(values: np.ndarray, n_resamples: int, rng: np.random.Generat
     for start in range(0, n_resamples, rows_per_chunk):
         stop = min(start + rows_per_chunk, n_resamples)
         indices = rng.integers(0, n, (stop - start, n), dtype=np.int32)
-        _resample_sums(indices, values, out[start:stop])
+        if indices.size < SERIAL_DRAWS:
+            _resample_sums(0, stop - start, indices, values, out[start:stop])
+        else:
+            run_chunks(_resample_sums, chunk_bounds(stop - start), indices, values, out[start:stop])
     return out / n
 
 

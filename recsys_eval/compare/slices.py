@@ -4,14 +4,32 @@ The slices (``activity:4``, ``cold:5``, ``time:3``) are each fold's test users i
 the split alone (:mod:`recsys_eval.split.slices`). Per slice group: every metric's mean over the
 group's users with a defined value and its t-interval, and the paired tests of every system against
 the baseline on the group's users, p-values corrected within each group.
+
+``popularity:S`` slices the units of the 1R protocols, one relevant test item each, by that item's
+training popularity: ``head`` the ceil(S |C|) most popular items of the catalogue C (the popular
+head of the beyond-accuracy metrics, :meth:`ItemPopularity.head`), ``tail`` the items outside the
+ceil((1 - S) |C|) most popular (the least popular, and items no train user has), ``mid`` the rest.
+A user's value in a group is the mean over their units in it, and the group's mean is over the
+users with a unit there, as the summary averages units (docs/CONVENTIONS.md#averaging). A user's
+units are numbered in the order of their relevant items' indices (the targets' order), which is
+how a unit finds its item here. AR protocols rank all of a user's relevant items in one list, so
+a unit has no one item: their per-item view is the ``percentiles`` design, which evaluates each
+popularity bin's items as a target set of its own.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 
 from recsys_eval.compare.distributions import with_fold_means
+from recsys_eval.compare.frames import Partition, partitions
 from recsys_eval.compare.intervals import t_interval_rows
+from recsys_eval.core import Split
+from recsys_eval.core.results import UNIT_SLICES, ResultsFolder
+from recsys_eval.measure.aggregate import per_user
+from recsys_eval.measure.metrics import AUXILIARY_METRICS
+from recsys_eval.split.slices import UNIT_KINDS, SliceSpec, parse_slice, raw_users
 
 SLICE_KEYS = ["slice", "group", "order"]
 _KEYS = ["system", "protocol", "fold", "metric", "k"]
@@ -37,13 +55,106 @@ def slice_fold_means(means: pl.DataFrame) -> pl.DataFrame:
 
 def slice_tests(per_user_frame: pl.DataFrame, slices: pl.DataFrame, **options) -> pl.DataFrame:
     """:func:`recsys_eval.compare.paired_tests` (with ``options``) on the users of each slice group,
-    with its slice, group and order; a group with fewer than two users is left out."""
-    from recsys_eval.compare.paired import paired_tests
+    with its slice, group and order; a group with fewer than two users is left out.
 
-    sliced = _sliced(per_user_frame, slices)
-    frames = []
-    for (name, group, order), part in sliced.group_by(SLICE_KEYS, maintain_order=True):
-        if part.get_column("user").n_unique() >= 2:
-            frames.append(paired_tests(part.drop(SLICE_KEYS), **options).with_columns(
-                slice=pl.lit(name), group=pl.lit(group), order=pl.lit(order, pl.Int32)))
+    The rows equal ``paired_tests`` of the group's rows filtered by hand (the same seed, so the
+    same draws), but the per-user frame is laid out as matrices once and each group tests the
+    rows of its users (:meth:`~recsys_eval.compare.frames.Partition.subset`), instead of joining
+    and laying out every group's rows again."""
+    from recsys_eval.compare.paired import TEST_SCHEMA, correct, test_columns
+
+    options = dict(options)
+    correction, alpha = options.pop("correction", "holm"), options.pop("alpha", 0.05)
+    columns: dict[str, list] = {name: [] for name in [*TEST_SCHEMA, "_at", *SLICE_KEYS]}
+    for at, ((name, group, order), parts) in enumerate(_group_partitions(partitions(per_user_frame), slices).items()):
+        if max(len(part.users) for part in parts) < 2 and len({u for part in parts for u in part.users}) < 2:
+            continue  # (a group's users differ between folds: the set is taken only when each has one)
+        rows = test_columns(parts, correction=correction, **options)
+        for column, values in rows.items():
+            columns[column] += values
+        for column, value in zip(("_at", *SLICE_KEYS), (at, name, group, order), strict=True):
+            columns[column] += [value] * len(rows["test"])
+    if not columns["test"]:
+        return pl.DataFrame()
+    frame = pl.DataFrame(columns, schema={**TEST_SCHEMA, "_at": pl.Int64, "slice": pl.String, "group": pl.String,
+                                          "order": pl.Int32})
+    return correct(frame, correction, alpha, labels=("_at", *SLICE_KEYS)).drop("_at")
+
+
+def _group_partitions(parts: list[Partition], slices: pl.DataFrame) -> dict[tuple, list[Partition]]:
+    """Per slice group (slice, group, order; slices as first listed, groups in order), the
+    sub-partition of its users in every partition of its fold that has some."""
+    keys = slices.select(SLICE_KEYS).unique(maintain_order=True).rows()
+    first = {name: i for i, name in reversed(list(enumerate(k[0] for k in keys)))}
+    groups: dict[tuple, list[Partition]] = {key: [] for key in sorted(keys, key=lambda k: (first[k[0]], k[2]))}
+    for part in parts:
+        members = (pl.DataFrame({"user": part.users}).with_row_index("row")
+                   .join(slices.filter(pl.col("fold") == part.fold).select("user", *SLICE_KEYS), on="user")
+                   .group_by(SLICE_KEYS).agg("row"))
+        for name, group, order, rows in members.iter_rows():
+            mask = np.zeros(len(part.users), dtype=bool)
+            mask[rows] = True
+            groups[name, group, order].append(part.subset(mask))
+    return {key: found for key, found in groups.items() if found}
+
+
+def unit_slices(splits: list[Split], specs: list[str], threshold: float | None) -> pl.DataFrame:
+    """For the ``popularity:S`` slices of ``specs``: every relevant test interaction (rating at
+    least ``threshold``) of every fold, one row per (fold, user, position, slice) with its group
+    and order; ``position`` is the item's place among the user's relevant items in index order,
+    the order of the user's units under a 1R protocol (module docstring)."""
+    parsed = [spec for spec in map(parse_slice, specs) if spec.kind in UNIT_KINDS]
+    frames = [_popularity_groups(split, spec, threshold) for split in splits for spec in parsed]
     return pl.concat(frames) if frames else pl.DataFrame()
+
+
+def _popularity_groups(split: Split, spec: SliceSpec, threshold: float | None) -> pl.DataFrame:
+    from recsys_eval.measure.popularity import item_popularity
+    from recsys_eval.targets.relevance import qrels
+
+    judged = qrels(split, threshold)
+    relevant = judged.gain > 0
+    users = np.repeat(np.arange(judged.n_users), judged.counts())[relevant]
+    items = judged.items[relevant]
+    popularity = item_popularity(split.train, split.n_items)
+    order = np.where(popularity.head(spec.share)[items], 0, np.where(popularity.head(1 - spec.share)[items], 1, 2))
+    share = f"{spec.share:.0%}"
+    labels = np.array([f"head (top {share})", "mid", f"tail (bottom {share})"], dtype=object)
+    return pl.DataFrame({
+        "fold": split.name, "user": raw_users(split, users),
+        "position": np.arange(len(users)) - np.searchsorted(users, users),
+        "slice": spec.label, "group": pl.Series(labels[order], dtype=pl.String),
+        "order": pl.Series(order, dtype=pl.Int32)}).sort("order", "user", "position")
+
+
+def popularity_parts(folder: ResultsFolder, units: pl.DataFrame, undefined: str):
+    """Per (fold, 1R protocol of the standard design, popularity group): the per-user values of
+    every metric over each user's units in the group, and the group's slices table (its users), as
+    :func:`slice_means` and :func:`slice_tests` take them. A unit is its user's n-th, n its
+    position (unit numbers run over a user's units in their items' order)."""
+    from recsys_eval.errors import DataError
+
+    manifest = folder.manifest
+    n_slices = units.get_column("slice").n_unique()
+    protocols = [p for p, info in manifest.protocol_definitions.items()
+                 if info.get("relevant") == "1R" and info.get("design") == "standard"]
+    for fold in manifest.folds:
+        fold_units = units.filter(pl.col("fold") == fold).drop("fold")
+        for protocol in protocols:
+            scan = folder.scan_per_unit(fold=fold, protocol=protocol).filter(
+                pl.col("user").is_not_null() & ~pl.col("metric").is_in(AUXILIARY_METRICS))
+            groups: dict[tuple, list[pl.DataFrame]] = {}
+            for metric in scan.select(pl.col("metric").unique(maintain_order=True)).collect().get_column("metric"):
+                part = scan.filter(pl.col("metric") == metric).with_columns(
+                    position=pl.col("unit") - pl.col("unit").min().over("system", "k", "user")).collect()
+                placed = part.join(fold_units, on=["user", "position"], how="inner")
+                if placed.height != part.height * n_slices:
+                    raise DataError(f"{folder.path}: the units of {protocol} (fold {fold}) are not the relevant "
+                                    "test items the popularity slices were made of: the per-unit files and "
+                                    f"the {UNIT_SLICES} table come from different runs")
+                for keys, rows in placed.partition_by(SLICE_KEYS, as_dict=True, maintain_order=True).items():
+                    groups.setdefault(keys, []).append(per_user(rows.drop("position", *SLICE_KEYS), undefined=undefined))
+            for (name, group, order), frames in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][2])):
+                users = pl.concat(frames)
+                yield users, users.select("fold", "user").unique(maintain_order=True).with_columns(
+                    slice=pl.lit(name), group=pl.lit(group), order=pl.lit(order, pl.Int32))

@@ -12,13 +12,22 @@ run's config as recorded in its manifest.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from itertools import groupby
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 
 from recsys_eval.core.rng import derive_seed
-from recsys_eval.core.results import AUC_POOLING, EXPOSURE, LEARNING_CURVE, SUMMARY, USER_SLICES, ResultsFolder
+from recsys_eval.core.results import (
+    AUC_POOLING,
+    EXPOSURE,
+    LEARNING_CURVE,
+    SUMMARY,
+    UNIT_SLICES,
+    USER_SLICES,
+    ResultsFolder,
+)
 from recsys_eval.measure.aggregate import ALL_FOLDS, fold_summary, per_user, with_all_folds
 from recsys_eval.measure.metrics import AUXILIARY_METRICS as AUXILIARY
 from recsys_eval.measure.metrics import N_RELEVANT
@@ -44,6 +53,13 @@ def per_user_parts(folder: ResultsFolder, undefined: str) -> Iterator[pl.DataFra
                 part = scan.filter(pl.col("metric") == metric).collect()
                 if part.height:
                     yield per_user(part, undefined=undefined)
+
+
+def _part_options(options: dict, definitions: dict, users: pl.DataFrame) -> dict:
+    """The test options of one part of the per-user values (one fold and protocol), its resamples
+    seeded by its fold and protocol definition."""
+    fold, label = users.item(0, "fold"), users.item(0, "protocol")
+    return {**options, "seed": derive_seed(options["seed"], "paired", fold, definitions.get(label, label))}
 
 
 def _fold_means(users: pl.DataFrame) -> pl.DataFrame:
@@ -265,7 +281,7 @@ def analyse(
     folder itself). Returns the tables by name."""
     from recsys_eval.compare import fold_paired_tests, paired_tests
     from recsys_eval.compare.distributions import distribution_summary, with_fold_means
-    from recsys_eval.compare.slices import slice_fold_means, slice_means, slice_tests
+    from recsys_eval.compare.slices import popularity_parts, slice_fold_means, slice_means, slice_tests
     from recsys_eval.errors import check_choice
 
     folder = folder if isinstance(folder, ResultsFolder) else ResultsFolder.open(folder)
@@ -289,27 +305,37 @@ def analyse(
     paired, means, distributions, sliced, slice_paired = [], [], [], [], []
     slices = folder.table(USER_SLICES)
     definitions = manifest.protocol_definitions  # none in a folder no run wrote (evaluate)
-    for users in per_user_parts(folder, undefined):
-        # every test family lies within one (protocol, fold, metric, k): each part is tested on its
-        # own, its resamples seeded by its (fold, protocol definition), so no part's tests depend on
-        # another's, a relabelled protocol keeps its p-values, and the metrics of one (fold,
-        # protocol), measured on the same users, share their sign flips
-        first = users.row(0, named=True)
-        protocol = definitions.get(first["protocol"], first["protocol"])
-        part_options = {**options, "seed": derive_seed(options["seed"], "paired", first["fold"], protocol)}
-        paired += [paired_tests(group, **part_options) for group in _comparable_groups(users, baseline)]
-        means.append(_fold_means(users))
-        distributions.append(distribution_summary(users))
-        if slices is not None:
-            fold_slices = slices.filter(pl.col("fold") == first["fold"])
-            sliced.append(slice_means(users, fold_slices))
-            slice_paired += [slice_tests(group, fold_slices, **part_options)
+    for _, parts in groupby(per_user_parts(folder, undefined), key=lambda u: (u.item(0, "fold"), u.item(0, "protocol"))):
+        kept = []
+        for users in parts:
+            # every test family lies within one (protocol, fold, metric, k): each part is tested on
+            # its own, its resamples seeded by its (fold, protocol definition), so no part's tests
+            # depend on another's, a relabelled protocol keeps its p-values, and the metrics of one
+            # (fold, protocol), measured on the same users, share their sign flips
+            part_options = _part_options(options, definitions, users)
+            paired += [paired_tests(group, **part_options) for group in _comparable_groups(users, baseline)]
+            means.append(_fold_means(users))
+            distributions.append(distribution_summary(users))
+            if slices is not None:
+                fold_slices = slices.filter(pl.col("fold") == users.item(0, "fold"))
+                sliced.append(slice_means(users, fold_slices))
+                kept.append(users)
+            del users
+        if kept:  # the slice tests of every metric at once: each group's draws serve them all
+            users = pl.concat(kept)
+            slice_paired += [slice_tests(group, fold_slices, **_part_options(options, definitions, users))
                              for group in _comparable_groups(users, baseline)]
-        del users
+            del users, kept
+    units = folder.table(UNIT_SLICES)
+    for users, groups in popularity_parts(folder, units, undefined) if units is not None else ():
+        part_options = _part_options(options, definitions, users)
+        sliced.append(slice_means(users, groups))
+        slice_paired += [slice_tests(group, groups, **part_options) for group in _comparable_groups(users, baseline)]
     fold_paired = []
     if len(folds) >= 2 and means:
         fold_paired = [
-            fold_paired_tests(group, baseline=baseline, correction=options["correction"], alpha=options["alpha"])
+            fold_paired_tests(group, baseline=baseline, correction=options["correction"], alpha=options["alpha"],
+                              n_resamples=options["n_resamples"], seed=derive_seed(options["seed"], "fold paired"))
             for group in _comparable_groups(pl.concat(means), baseline)
         ]
     if paired:

@@ -96,6 +96,9 @@ CROSS_DATASET = "cross_dataset"
 LEAKAGE, LEAKAGE_USERS = "leakage", "leakage_users"
 #: Each fold's test users by slice group (``[analysis] slices``; recsys_eval.split.slices).
 USER_SLICES = "user_slices"
+#: Each fold's relevant test interactions by popularity group, the units of 1R protocols
+#: (``popularity:S`` slices; recsys_eval.compare.slices).
+UNIT_SLICES = "unit_slices"
 #: The folder of each fold's saved split (recsys_eval.split.save_split).
 SPLITS = "splits"
 #: The folder of every sampled protocol's negatives (``[run] save_negatives``), ``<fold>/<label>``
@@ -128,7 +131,7 @@ ANALYSIS_TABLES = (
 #: The tables of a study over several datasets (recsys_eval.experiment.datasets_study).
 CROSS_DATASET_TABLES = ("values", "ranks", "friedman", "nemenyi", "holm")
 #: Every table a results folder can hold, by name (``<name>.parquet``, most with a CSV beside).
-TABLES = (SUMMARY, DATA_STATS, LEAKAGE, LEAKAGE_USERS, USER_SLICES, TUNING_BUDGET, EXPOSURE, AUC_POOLING, LEARNING_CURVE, CURVES, *ANALYSIS_TABLES,
+TABLES = (SUMMARY, DATA_STATS, LEAKAGE, LEAKAGE_USERS, USER_SLICES, UNIT_SLICES, TUNING_BUDGET, EXPOSURE, AUC_POOLING, LEARNING_CURVE, CURVES, *ANALYSIS_TABLES,
           *CROSS_DATASET_TABLES)
 _KEY_COLUMNS = ("fold", "system", "protocol")
 

@@ -61,6 +61,21 @@ def _check_unseen_test_side(config: ExperimentConfig) -> None:
                           "are absent from train by design); prepare on 'data'")
 
 
+def _popularity_slices_need_1r(config: ExperimentConfig) -> None:
+    """A ``popularity:S`` slice groups the units of 1R protocols by their target item
+    (docs/CONVENTIONS.md#slices); a run without one has nothing to slice."""
+    from recsys_eval.targets import Protocol
+
+    asked = [s for s in config.analysis.slices if s.startswith("popularity:")]
+    one_relevant = [p for p in config.protocols if Protocol.parse(p.name).relevant == "1R" and p.design == "standard"]
+    if asked and not one_relevant:
+        raise ConfigError(
+            f"{asked[0]!r} slices the units of 1R protocols (one relevant item each) by that item's popularity, "
+            "and this run has none of the standard design; add one (e.g. AI+1R+NN100), or, for all of a user's "
+            "relevant items in one ranking (AR), use a protocol with design = \"percentiles\" (bins = m), which "
+            "evaluates each popularity bin's items as a target set of its own")
+
+
 def check_names(config: ExperimentConfig) -> None:
     """Raise a ConfigError for the first unknown name in ``config``; return None when all are known."""
     from recsys_eval.compare import CORRECTIONS, TESTS
@@ -100,6 +115,7 @@ def check_names(config: ExperimentConfig) -> None:
                 _at(src, f"recommenders[{i}].name", check_name_folds_in, rec.name)
     _at(src, "metrics.names", check_metrics, config.metrics.names, ALL_METRICS)
     _at(src, "metrics.ties", _average_ties_listed, config)
+    _at(src, "analysis.slices", _popularity_slices_need_1r, config)
     if config.engine.name == "spark":
         from recsys_eval.engine.fold import check_spark_config
 

@@ -345,7 +345,8 @@ class ReportConfig(_Strict):
 
 class AnalysisConfig(_Strict):
     """Diagnostics of the analysis: ``slices`` of the test users (``"activity:4"``, ``"cold:5"``,
-    ``"time:3"``, ``"attribute:gender"``; recsys_eval.split.slices) that every metric is also
+    ``"time:3"``, ``"attribute:gender"``, and ``"popularity:0.2"`` over the units of 1R protocols;
+    recsys_eval.split.slices) that every metric is also
     reported per group of, and the ``user_attributes`` file the attribute slices read."""
 
     slices: list[str] = Field(default_factory=list)

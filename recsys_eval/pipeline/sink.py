@@ -37,6 +37,7 @@ from recsys_eval.core.results import (
     TIMINGS,
     TUNING,
     TUNING_BUDGET,
+    UNIT_SLICES,
     USER_SLICES,
     FinishedPartition,
     Manifest,
@@ -190,14 +191,21 @@ class RunSink:
             self.folder.write_table(LEAKAGE, audit.folds)
             self.folder.write_table(LEAKAGE_USERS, audit.users, csv=False)
 
-    def write_user_slices(self, splits: list[Split], specs: list[str], attributes: str | None = None) -> None:
+    def write_user_slices(self, splits: list[Split], specs: list[str], attributes: str | None = None,
+                          threshold: float | None = None) -> None:
         """Each fold's test users by slice group (recsys_eval.split.slices), when slices are asked
-        for; ``attributes``: the user attributes file of the attribute slices."""
+        for; ``attributes``: the user attributes file of the attribute slices; the relevant test
+        interactions (rating at least ``threshold``) by popularity group for the popularity slices
+        (recsys_eval.compare.slices)."""
+        from recsys_eval.compare.slices import unit_slices
         from recsys_eval.split.slices import read_user_attributes, user_slices
 
-        if specs:
-            table = user_slices(splits, specs, read_user_attributes(attributes) if attributes else None)
+        table = user_slices(splits, specs, read_user_attributes(attributes) if attributes else None)
+        if table.height:
             self.folder.write_table(USER_SLICES, table, csv=False)
+        units = unit_slices(splits, specs, threshold)
+        if units.height:
+            self.folder.write_table(UNIT_SLICES, units, csv=False)
 
     def write_tuning_budget(self, budget: pl.DataFrame) -> None:
         """What tuning spent per (fold, system) (recsys_eval.tune.budget)."""

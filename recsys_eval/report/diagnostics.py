@@ -195,17 +195,18 @@ def distribution_section(folder: Path, focus: str) -> Section | None:
     section = Section("distributions", f"Per-user distributions: {main}", markdown=f"{note}\n\n{_md_table(shown)}",
                       html=f'<p class="note">{html.escape(note)}</p>' + _html_table(shown))
     colors = figures.system_colors(manifest.systems or rows.get_column("system").unique(maintain_order=True).to_list())
+    panels = []
     for protocol in rows.get_column("protocol").unique(maintain_order=True).to_list()[:DISTRIBUTION_FIGURES]:
         curves = part_curves(results, protocol, key.name, key.k, undefined=manifest.undefined)
-        curves = curves.filter(pl.col("fold") == fold) if curves.height else curves
-        fig = distribution_figure(curves, main, protocol, colors)
-        if fig is not None:
-            name = _slug(f"{focus}-distribution-{protocol}")
-            caption = (f"{main} under {protocol} (fold {fold}). Left: the share of users (y) whose value is at "
-                       "most x, one line per system; a line further right serves more users well. Right: the "
-                       "Lorenz curve, the share of the total value held by the share of users who get least; "
-                       "the diagonal is equality, and the Gini is twice the area between it and the curve.")
-            section.figures.append(Figure(caption, name, figures.save(fig, results.file(FIGURES), name)))
+        panels.append((protocol, curves.filter(pl.col("fold") == fold) if curves.height else curves))
+    fig = distribution_figure(panels, main, colors)
+    if fig is not None:
+        name = _slug(f"{focus}-distributions")
+        caption = (f"{main} (fold {fold}), a column per protocol. Top: the share of users (y) whose value is at "
+                   "most x, one line per system; a line further right serves more users well. Bottom: the "
+                   "Lorenz curve, the share of the total value held by the share of users (x) who get least; "
+                   "the diagonal is equality, and the Gini is twice the area between it and the curve.")
+        section.figures.append(Figure(caption, name, figures.save(fig, results.file(FIGURES), name)))
     return section
 
 
@@ -215,33 +216,37 @@ def _in_order(rows: pl.DataFrame, protocols: list[str], systems: list[str]) -> p
     return rows.sort(order, maintain_order=True) if order else rows
 
 
-def distribution_figure(curves: pl.DataFrame, label: str, protocol: str, colors: dict):
-    """Two panels: each system's ECDF (the quantile function drawn as (Q(p), p)) and its Lorenz
-    curve, with the line of equality."""
-    if curves.is_empty():
+def distribution_figure(panels: list[tuple[str, pl.DataFrame]], label: str, colors: dict):
+    """One figure, a column per (protocol, curves) of ``panels``: each system's ECDF (the quantile
+    function drawn as (Q(p), p)) above its Lorenz curve with the line of equality. One figure, not
+    one per protocol: a saved figure's fixed cost (layout, fonts embedded in the PDF) is most of it."""
+    panels = [(protocol, curves) for protocol, curves in panels if not curves.is_empty()]
+    if not panels:
         return None
     import matplotlib.pyplot as plt
 
     with plt.rc_context(figures.STYLE):
-        fig, (ecdf, curve) = plt.subplots(1, 2, figsize=(style.PAGE, 3.0))
-        for system in curves.get_column("system").unique(maintain_order=True).to_list():
-            part = curves.filter(pl.col("system") == system).sort("p")
-            color = colors.get(system)
-            ecdf.step(part["quantile"], part["p"], where="post", label=system, color=color)
-            if part["lorenz"].is_not_nan().all():
-                curve.plot(part["p"], part["lorenz"], color=color)
-        curve.plot([0, 1], [0, 1], color="0.6", ls="--", lw=1)
-        ecdf.set(xlabel=f"per-user {label}", ylabel="share of users at or below", title=f"ECDF ({protocol})")
-        curve.set(xlabel="share of users (least served first)", ylabel=f"share of total {label}",
-                  title=f"Lorenz curve ({protocol})")
-        style.legend_below(fig, ecdf)
+        fig, axes = plt.subplots(2, len(panels), figsize=(style.PAGE, 4.4), squeeze=False, sharex="row", sharey=True)
+        for (protocol, curves), ecdf, curve in zip(panels, axes[0], axes[1], strict=True):
+            for system in curves.get_column("system").unique(maintain_order=True).to_list():
+                part = curves.filter(pl.col("system") == system).sort("p")
+                color = colors.get(system)
+                ecdf.step(part["quantile"], part["p"], where="post", label=system, color=color)
+                if part["lorenz"].is_not_nan().all():
+                    curve.plot(part["p"], part["lorenz"], color=color)
+            curve.plot([0, 1], [0, 1], color="0.6", ls="--", lw=1)
+            ecdf.set(xlabel=f"per-user {label}", title=f"ECDF ({protocol})")
+            curve.set(xlabel="share of users", title=f"Lorenz ({protocol})")
+        axes[0, 0].set_ylabel("share of users at or below")
+        axes[1, 0].set_ylabel(f"share of total {label}")
+        style.legend_below(fig, axes[0, 0])
     return fig
 
 
 def slice_section(folder: Path, focus: str) -> Section | None:
     """The main metric per slice group (``[analysis] slices``) of the report's fold, with the
-    paired test against the baseline in each group, and per slice a figure of the metric by group
-    (one line per system, the first protocol)."""
+    paired test against the baseline in each group, each slice under the first protocol that has
+    it, and a figure of the metric by group with a panel per slice (one line per system)."""
     results = ResultsFolder(folder)
     tests = results.table("slice_tests")
     key = MetricKey.parse(focus)
@@ -250,9 +255,9 @@ def slice_section(folder: Path, focus: str) -> Section | None:
         return None
     rows, fold = found
     manifest = results.manifest
+    firsts = rows.group_by("slice", maintain_order=True).agg(pl.col("protocol").first())
+    rows = rows.join(firsts, on=["slice", "protocol"], maintain_order="left")  # the others: slices.csv
     rows = rows.sort("slice", "order", maintain_order=True)
-    first = rows.get_column("protocol")[0]
-    rows = rows.filter(pl.col("protocol") == first)  # the others: slices.csv
     shown = rows.select("protocol", "slice", "group", "system", pl.col("n").alias("users"),
                         pl.format("{} [{}, {}]", *[pl.col(c).round(4) for c in ("mean", "lower", "upper")])
                         .fill_null(pl.col("mean").round(4).cast(pl.String)).alias(display_label(focus)))
@@ -265,44 +270,56 @@ def slice_section(folder: Path, focus: str) -> Section | None:
         shown = shown.join(marks.filter(pl.col("fold") == fold).drop("fold"),
                            on=["protocol", "slice", "group", "system"], how="left", maintain_order="left")
     main = display_label(focus)
-    note = (f"{main} within groups of test users under {first} (fold {fold}; [analysis] slices): activity:N cuts the users "
-            "at the N quantiles of their training interactions, cold:N separates users with fewer than N "
-            "training interactions, time:N cuts the period of the users' first test interactions into N equal "
-            "windows, attribute:COLUMN groups by a user attribute. Mean over the group's users with a 95% t-interval (fold all: mean of the fold means); "
-            "vs baseline: the paired difference from the baseline on the same users, p corrected within the "
-            "group. A system that wins overall can lose in a group. Every protocol and metric: slices.csv, slice_tests.csv.")
+    note = (f"{main} within groups of test users (fold {fold}; [analysis] slices), each slice under the first "
+            "protocol it has: activity:N cuts the users at the N quantiles of their training interactions, cold:N "
+            "separates users with fewer than N training interactions, time:N cuts the period of the users' first "
+            "test interactions into N equal windows, attribute:COLUMN groups by a user attribute, popularity:S "
+            "groups the units of a 1R protocol by their target item's training popularity (head: the S most "
+            "popular share of the items, tail: the S least popular). Mean over the group's users with a 95% "
+            "t-interval (fold all: mean of the fold means); vs baseline: the paired difference from the baseline "
+            "on the same users, p corrected within the group. A system that wins overall can lose in a group. "
+            "Every protocol and metric: slices.csv, slice_tests.csv.")
     section = Section("slices", f"Slices of users: {main}", markdown=f"{note}\n\n{_md_table(shown)}",
                       html=f'<p class="note">{html.escape(note)}</p>' + _html_table(shown))
     colors = figures.system_colors(manifest.systems or rows.get_column("system").unique(maintain_order=True).to_list())
-    for name in rows.get_column("slice").unique(maintain_order=True).to_list():
-        part = rows.filter(pl.col("slice") == name)
-        fig = slice_figure(part, main, f"{main} by {name} ({first})", colors)
-        if fig is not None:
-            stem = _slug(f"{focus}-by-slice-{name}-{first}")
-            caption = (f"{main} per group of the slice {name} under {first} (fold {fold}), one line per system, "
-                       "with 95% intervals; groups in their natural order (least active, coldest or earliest first).")
-            section.figures.append(Figure(caption, stem, figures.save(fig, results.file(FIGURES), stem)))
+    fig = slice_figure(rows, main, colors)
+    if fig is not None:
+        stem = _slug(f"{focus}-by-slice")
+        caption = (f"{main} per group of each slice (fold {fold}; a panel per slice, under the protocol it names), "
+                   "one line per system, with 95% intervals; groups in their natural order (least active, "
+                   "coldest, earliest or most popular first).")
+        section.figures.append(Figure(caption, stem, figures.save(fig, results.file(FIGURES), stem)))
     return section
 
 
-def slice_figure(part: pl.DataFrame, label: str, title: str, colors: dict):
-    """The metric (y) by slice group (x, in order), one line per system with its interval band."""
-    if part.get_column("group").n_unique() < 2:
+def slice_figure(rows: pl.DataFrame, label: str, colors: dict):
+    """A panel per slice of ``rows`` with two groups or more: the metric (y) by slice group (x, in
+    order), one line per system with its interval band. One figure for every slice, as
+    :func:`distribution_figure`."""
+    names = [n for n in rows.get_column("slice").unique(maintain_order=True).to_list()
+             if rows.filter(pl.col("slice") == n).get_column("group").n_unique() >= 2]
+    if not names:
         return None
     import matplotlib.pyplot as plt
 
-    groups = part.sort("order").get_column("group").unique(maintain_order=True).to_list()
     with plt.rc_context(figures.STYLE):
-        fig, ax = plt.subplots(figsize=(style.PAGE, 3.0))
-        for system in part.get_column("system").unique(maintain_order=True).to_list():
-            line = part.filter(pl.col("system") == system).sort("order")
-            x = [groups.index(g) for g in line.get_column("group")]
-            ax.plot(x, line["mean"], marker="o", ms=4, label=system, color=colors.get(system))
-            if line["lower"].is_not_null().all():
-                ax.fill_between(x, line["lower"], line["upper"], alpha=0.15, color=colors.get(system), lw=0)
-        ax.set_xticks(range(len(groups)), groups, rotation=20, ha="right")
-        ax.set(ylabel=label, title=title)
-        style.legend_below(fig, ax)
+        ncols = min(2, len(names))  # two a row: the groups' labels are long
+        nrows = -(-len(names) // ncols)
+        fig, axes = plt.subplots(nrows, ncols, figsize=(style.PAGE, 2.6 * nrows + 0.5), squeeze=False)
+        for ax in axes.flat[len(names):]:
+            ax.set_visible(False)
+        for name, ax in zip(names, axes.flat, strict=False):
+            part = rows.filter(pl.col("slice") == name).sort("order")
+            groups = part.get_column("group").unique(maintain_order=True).to_list()
+            for system in part.get_column("system").unique(maintain_order=True).to_list():
+                line = part.filter(pl.col("system") == system)
+                x = [groups.index(g) for g in line.get_column("group")]
+                ax.plot(x, line["mean"], marker="o", ms=4, label=system, color=colors.get(system))
+                if line["lower"].is_not_null().all():
+                    ax.fill_between(x, line["lower"], line["upper"], alpha=0.15, color=colors.get(system), lw=0)
+            ax.set_xticks(range(len(groups)), groups, rotation=20, ha="right")
+            ax.set(ylabel=label, title=f"{name} ({part.get_column('protocol')[0]})")
+        style.legend_below(fig, axes.flat[0])
     return fig
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import polars as pl
 
 from recsys_eval.core import Split
@@ -58,66 +59,90 @@ def leakage_audit(splits: list[Split], threshold: float = DEFAULT_THRESHOLD) -> 
     """
     if not 0 <= threshold <= 1:
         raise DataError(f"leakage threshold {threshold}: expected a share in [0, 1]")
-    users = [user_leakage(split) for split in splits]
-    folds = pl.concat([_fold_row(split, table) for split, table in zip(splits, users, strict=True)])
+    counted = [_counts(split) for split in splits]
+    folds = pl.concat([_fold_row(split, counts) for split, counts in zip(splits, counted, strict=True)])
     flags = pl.concat_list([pl.when(pl.col(s) > threshold).then(pl.lit(s)) for s in SHARES]).list.drop_nulls()
     folds = folds.with_columns(pl.lit(threshold).alias("threshold"), flags.alias("flagged"))
-    return LeakageAudit(folds, pl.concat(users), threshold)
+    users = pl.concat([_user_table(split, counts) for split, counts in zip(splits, counted, strict=True)])
+    return LeakageAudit(folds, users, threshold)
 
 
 def user_leakage(split: Split) -> pl.DataFrame:
     """One row per test user of ``split`` with the counts behind the shares (:class:`LeakageAudit`)."""
-    train, test = _timed(split, "train"), _timed(split, "test")
-    start = test.get_column("timestamp").min()
-    per_user = test.group_by("user").agg(pl.col("timestamp").min().alias("test_start"), pl.len().alias("n_test"))
-    first_seen = train.group_by("item").agg(pl.col("timestamp").min().alias("first_seen"))
-    future_items = (
-        test.join(per_user.select("user", "test_start"), on="user")
-        .join(first_seen, on="item", how="left")
-        .group_by("user").agg((pl.col("first_seen") > pl.col("test_start")).sum().alias("n_test_future_items"))
-    )
-    train_counts = (
-        train.join(per_user.select("user", "test_start"), on="user")
-        .group_by("user").agg(
-            pl.len().alias("n_train"),
-            (pl.col("timestamp") > start).sum().alias("n_train_after_test_start"),
-            (pl.col("timestamp") > pl.col("test_start")).sum().alias("n_train_after_user_test"),
-        )
-    )
-    counts = ("n_train", "n_train_after_test_start", "n_train_after_user_test", "n_test_future_items")
-    table = (
-        per_user.join(train_counts, on="user", how="left").join(future_items, on="user", how="left")
-        .with_columns(pl.col(c).fill_null(0).cast(pl.Int64) for c in counts)
-        .with_columns(pl.col("n_test").cast(pl.Int64), (pl.col("n_train_after_user_test") > 0).alias("leaking"))
-        .sort("user")
-    )
-    raw = split.train.user_ids.gather(table.get_column("user"))
-    return table.select(
-        pl.lit(split.name).alias("fold"), raw.alias("user"), "test_start", "n_train", "n_test",
-        "n_train_after_test_start", "n_train_after_user_test", "n_test_future_items", "leaking",
-    )
+    return _user_table(split, _counts(split))
 
 
-def _fold_row(split: Split, users: pl.DataFrame) -> pl.DataFrame:
+@dataclass(frozen=True)
+class _Counts:
+    """Per user index: the first test time tau_u (``NEVER`` without a test row) and the counts
+    behind the shares; ``start`` is T0 and ``after_start`` the fold's training rows after it."""
+
+    tau: np.ndarray
+    n_train: np.ndarray
+    n_test: np.ndarray
+    after_start: np.ndarray
+    after_user: np.ndarray
+    future_items: np.ndarray
+    start: int
+    n_train_after_start: int
+
+
+#: The time of an event that never happens: later than any timestamp.
+NEVER = np.iinfo(np.int64).max
+
+
+def _counts(split: Split) -> _Counts:
+    """Every count of the audit in a few passes over index arrays (bincount and a running
+    minimum per user and per item): no join or hash of the 25M rows of an ML-25M split."""
+    train_users, train_items, train_time = _timed(split, "train")
+    test_users, test_items, test_time = _timed(split, "test")
+    n_users = max(split.train.n_users, split.test.n_users)
+    tau = np.full(n_users, NEVER)
+    np.minimum.at(tau, test_users, test_time)
+    first_seen = np.full(max(split.train.n_items, split.test.n_items), NEVER)
+    np.minimum.at(first_seen, train_items, train_time)
+    start = int(test_time.min())
+    late = train_time > start
+    item_first = first_seen[test_items]
+    future = (item_first != NEVER) & (item_first > tau[test_users])  # an item never trained on is not known early
+
+    def per_user(users: np.ndarray) -> np.ndarray:
+        return np.bincount(users, minlength=n_users).astype(np.int64)
+
+    return _Counts(tau, per_user(train_users), per_user(test_users), per_user(train_users[late]),
+                   per_user(train_users[train_time > tau[train_users]]), per_user(test_users[future]),
+                   start, int(late.sum()))
+
+
+def _user_table(split: Split, counts: _Counts) -> pl.DataFrame:
+    users = np.flatnonzero(counts.n_test)
+    after_user = counts.after_user[users]
+    return pl.DataFrame({
+        "fold": split.name, "user": split.train.user_ids.gather(users), "test_start": counts.tau[users],
+        "n_train": counts.n_train[users], "n_test": counts.n_test[users],
+        "n_train_after_test_start": counts.after_start[users], "n_train_after_user_test": after_user,
+        "n_test_future_items": counts.future_items[users], "leaking": after_user > 0,
+    })
+
+
+def _fold_row(split: Split, counts: _Counts) -> pl.DataFrame:
     """The fold's shares: training rows of every user count in the first denominator, so the
     train side's rows of users without a test interaction are counted here, not per user."""
-    train = _timed(split, "train")
-    start = _timed(split, "test").get_column("timestamp").min()
-    n_train, n_test = train.height, len(split.test)
-    after_start = int(train.filter(pl.col("timestamp") > start).height)
-    sums = users.select(pl.col("n_train_after_user_test", "n_test_future_items").sum(),
-                        pl.col("leaking").sum().alias("n_users_leaking"), pl.len().alias("n_test_users")).row(0, named=True)
+    n_train, n_test = len(split.train), len(split.test)
+    tested = counts.n_test > 0
+    after_user, future = int(counts.after_user.sum()), int(counts.future_items.sum())
+    leaking, n_users = int((counts.after_user > 0).sum()), int(tested.sum())
     return pl.DataFrame({
-        "fold": [split.name], "test_start": [start], "n_train": [n_train], "n_test": [n_test],
-        "n_test_users": [sums["n_test_users"]],
-        "n_train_after_test_start": [after_start],
-        "n_train_after_user_test": [int(sums["n_train_after_user_test"] or 0)],
-        "n_test_future_items": [int(sums["n_test_future_items"] or 0)],
-        "n_users_leaking": [int(sums["n_users_leaking"] or 0)],
-        "share_after_test_start": [_share(after_start, n_train)],
-        "share_after_user_test": [_share(sums["n_train_after_user_test"] or 0, n_train)],
-        "share_future_items": [_share(sums["n_test_future_items"] or 0, n_test)],
-        "share_users_leaking": [_share(sums["n_users_leaking"] or 0, sums["n_test_users"])],
+        "fold": [split.name], "test_start": [counts.start], "n_train": [n_train], "n_test": [n_test],
+        "n_test_users": [n_users],
+        "n_train_after_test_start": [counts.n_train_after_start],
+        "n_train_after_user_test": [after_user],
+        "n_test_future_items": [future],
+        "n_users_leaking": [leaking],
+        "share_after_test_start": [_share(counts.n_train_after_start, n_train)],
+        "share_after_user_test": [_share(after_user, n_train)],
+        "share_future_items": [_share(future, n_test)],
+        "share_users_leaking": [_share(leaking, n_users)],
     }, schema_overrides={"test_start": pl.Int64})
 
 
@@ -125,9 +150,9 @@ def _share(count: int, total: int) -> float:
     return count / total if total else float("nan")
 
 
-def _timed(split: Split, side: str) -> pl.DataFrame:
-    """The user, item and timestamp columns of one side, or a DataError naming the fold."""
-    frame = getattr(split, side).frame
-    if "timestamp" not in frame.columns:
+def _timed(split: Split, side: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The user, item and timestamp arrays of one side, or a DataError naming the fold."""
+    data = getattr(split, side)
+    if not data.has_timestamp:
         raise DataError(f"split {split.name!r}: the leakage audit needs timestamps, and the {side} side has none")
-    return frame.select("user", "item", "timestamp")
+    return data.users, data.items, data.timestamps.astype(np.int64)

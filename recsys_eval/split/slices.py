@@ -10,7 +10,10 @@ A slice is written ``kind:parameter`` (``[analysis] slices = ["activity:4", "col
   interaction tau_u of the test users; a user belongs to the window holding tau_u;
 - ``attribute:COLUMN``: the value of a column of a user attributes table (``[analysis]
   user_attributes``, a CSV or Parquet file with a ``user`` column of raw ids); users absent from
-  it, or with a null value, form the group ``unknown``.
+  it, or with a null value, form the group ``unknown``;
+- ``popularity:S``: not a slice of users but of the units of 1R protocols, by the training
+  popularity of their target item (head, mid, tail; :mod:`recsys_eval.compare.slices`, which
+  reads the popularity of the beyond-accuracy metrics); parsed here, grouped there.
 
 Each fold's table has one row per (test user, slice): fold, user (raw id), slice (the spec as
 written), group (a label that says its range, e.g. ``Q2 (12-31 train)``) and order (the group's
@@ -30,7 +33,10 @@ from recsys_eval.core import Split
 from recsys_eval.errors import ConfigError, DataError
 
 SLICE_KINDS = {"activity": "quantile groups of training interactions", "cold": "cold (< N training) vs warm",
-               "time": "windows of the first test time", "attribute": "a column of [analysis] user_attributes"}
+               "time": "windows of the first test time", "attribute": "a column of [analysis] user_attributes",
+               "popularity": "1R units by their item's popularity: head (top share S), mid, tail"}
+#: The slice kinds of units (1R protocols) rather than of users.
+UNIT_KINDS = ("popularity",)
 #: An attribute slice with more distinct values than this is refused: bin the column first.
 MAX_ATTRIBUTE_GROUPS = 50
 
@@ -40,22 +46,34 @@ class SliceSpec:
     kind: str
     n: int = 0
     column: str | None = None
+    share: float = 0.0
 
     @property
     def label(self) -> str:
-        return f"{self.kind}:{self.column if self.kind == 'attribute' else self.n}"
+        value = {"attribute": self.column, "popularity": f"{self.share:g}"}.get(self.kind, self.n)
+        return f"{self.kind}:{value}"
 
 
 def parse_slice(text: str) -> SliceSpec:
     """``activity:4`` -> SliceSpec("activity", 4); a clear error naming the spec otherwise."""
     kind, sep, value = str(text).partition(":")
-    kinds = ", ".join(f"{k}:{'COLUMN' if k == 'attribute' else 'N'} ({what})" for k, what in SLICE_KINDS.items())
+    kinds = ", ".join(f"{k}:{ {'attribute': 'COLUMN', 'popularity': 'S'}.get(k, 'N')} ({what})"
+                      for k, what in SLICE_KINDS.items())
     if not sep or kind not in SLICE_KINDS:
         raise ConfigError(f"slice {text!r}: expected one of {kinds}")
     if kind == "attribute":
         if not value.strip():
             raise ConfigError(f"slice {text!r}: name the attribute column, e.g. attribute:gender")
         return SliceSpec(kind, column=value.strip())
+    if kind == "popularity":
+        try:
+            share = float(value)
+        except ValueError:
+            share = float("nan")
+        if not 0 < share <= 0.5:
+            raise ConfigError(f"slice {text!r}: S must be a share in (0, 0.5], the head's and the tail's share "
+                              "of the items, e.g. popularity:0.2")
+        return SliceSpec(kind, share=share)
     try:
         n = int(value)
     except ValueError:
@@ -68,7 +86,7 @@ def parse_slice(text: str) -> SliceSpec:
 def user_slices(splits: list[Split], specs: list[str], attributes: pl.DataFrame | None = None) -> pl.DataFrame:
     """Every test user's group in every slice of ``specs``, fold by fold (module docstring);
     ``attributes`` (:func:`read_user_attributes`) serves the ``attribute:COLUMN`` slices."""
-    parsed = [parse_slice(s) for s in specs]
+    parsed = [spec for spec in map(parse_slice, specs) if spec.kind not in UNIT_KINDS]
     for spec in parsed:
         if spec.kind == "attribute":
             _check_attribute(attributes, spec.column)
@@ -120,19 +138,19 @@ def _fold_slices(split: Split, spec: SliceSpec, attributes: pl.DataFrame | None)
                                    .otherwise(pl.lit(f"warm (>= {spec.n} train)")))
     else:
         users = _time_windows(users, spec.n)
-    return users.select(pl.lit(split.name).alias("fold"), _raw(split, users).alias("user"),
+    return users.select(pl.lit(split.name).alias("fold"), raw_users(split, users.get_column("user")).alias("user"),
                         pl.lit(spec.label).alias("slice"), "group", "order").sort("order", "user")
 
 
-def _raw(split: Split, users: pl.DataFrame) -> pl.Series:
-    """The raw ids of the ``user`` indices, as the per-unit table holds them (Int64 or String)."""
-    raw = split.train.user_ids.gather(users.get_column("user"))
+def raw_users(split: Split, users: pl.Series | np.ndarray) -> pl.Series:
+    """The raw ids of the user indices ``users``, as the per-unit table holds them (Int64 or String)."""
+    raw = split.train.user_ids.gather(users)
     return raw.cast(pl.Int64) if raw.dtype.is_integer() else raw
 
 
 def _attribute_groups(split: Split, users: pl.DataFrame, spec: SliceSpec, attributes: pl.DataFrame) -> pl.DataFrame:
     """Each test user's value of ``spec.column`` (``unknown`` when absent), groups in value order."""
-    raw = _raw(split, users)
+    raw = raw_users(split, users.get_column("user"))
     values = attributes.select(pl.col("user").cast(raw.dtype, strict=False), pl.col(spec.column).cast(pl.String))
     table = (pl.DataFrame({"user": raw}).join(values, on="user", how="left")
              .with_columns(pl.col(spec.column).fill_null("unknown").alias("group")))

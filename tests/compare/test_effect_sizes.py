@@ -78,3 +78,21 @@ def test_the_interval_holds_the_estimate_and_swapping_inverts_the_ratio(seed, n,
     back = paired_tests(user_frame({"A": a, "B": b}), baseline="A", tests=("t",), n_resamples=200).row(0, named=True)
     assert (1 + row["relative_diff"]) * (1 + back["relative_diff"]) == pytest.approx(1.0)
     assert np.sign(row["relative_diff"]) == np.sign(row["mean_diff"])
+
+
+def test_the_fold_level_relative_difference_is_the_users_definition_over_fold_means(rng):
+    """fold_paired_tests' relative difference and interval against a slow bootstrap written out:
+    the folds are the units, resampled with the draws its generator makes."""
+    from recsys_eval.compare import fold_paired_tests
+    from recsys_eval.core.rng import derive_seed
+
+    folds = [(rng.uniform(0.2, 0.4, 30), rng.uniform(0.1, 0.3, 30)) for _ in range(6)]
+    frame = pl.concat([user_frame({"A": a, "B": b}, fold=str(f)) for f, (a, b) in enumerate(folds)])
+    row = fold_paired_tests(frame, baseline="B", n_resamples=400, seed=5, level=0.9).row(0, named=True)
+    a = np.array([x.mean() for x, _ in folds])
+    b = np.array([y.mean() for _, y in folds])
+    assert row["relative_diff"] == pytest.approx(a.mean() / b.mean() - 1)
+    draws = np.random.default_rng(derive_seed(5, "relative difference")).integers(0, 6, (400, 6), dtype=np.int32)
+    ratios = [a[d].mean() / b[d].mean() - 1 for d in draws]
+    assert (row["relative_lower"], row["relative_upper"]) == pytest.approx(tuple(np.quantile(ratios, [0.05, 0.95])))
+    assert row["relative_lower"] <= row["relative_diff"] <= row["relative_upper"]

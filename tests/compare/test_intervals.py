@@ -141,3 +141,12 @@ def test_bootstrap_means_equal_gathering_the_drawn_users():
     got = bootstrap_means(data, 250, np.random.default_rng(9))
     indices = np.random.default_rng(9).integers(0, 37, (250, 37), dtype=np.int32)  # the same draws, one chunk
     assert got == pytest.approx(data[indices].mean(axis=1), rel=1e-12)
+
+
+def test_bootstrap_means_are_the_same_bits_on_the_calling_thread_and_on_the_pool(monkeypatch):
+    from recsys_eval.compare import resampling
+
+    data = np.random.default_rng(2).random((300, 5))
+    serial = bootstrap_means(data, 400, np.random.default_rng(4))
+    monkeypatch.setattr(resampling, "SERIAL_DRAWS", 0)
+    assert np.array_equal(bootstrap_means(data, 400, np.random.default_rng(4)), serial)

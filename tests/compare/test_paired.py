@@ -162,3 +162,20 @@ def test_bad_input_is_named(rng):
     disjoint = pl.concat([user_frame({"a": [1.0, 0.0]}), user_frame({"b": [1.0, 0.0]}).with_columns(user=pl.col("user") + 10)])
     with pytest.raises(DataError, match="no user was measured for both 'b' and 'a'"):
         paired_tests(disjoint, baseline="a")
+
+
+@pytest.mark.parametrize("n", [30, 120])
+def test_wilcoxon_of_many_systems_equals_scipy_one_system_at_a_time(n):
+    """Columns on the same users go to scipy together past 50 users: each still gets its own zeros
+    dropped, ties corrected and (below 51 users) scipy's own choice of distribution."""
+    rng = np.random.default_rng(n)
+    base = np.round(rng.random(n), 1)  # ties, and zero differences where a system equals it
+    systems = {"base": base, "same": base.copy(), "tied": np.round(base + rng.normal(0.05, 0.1, n), 1),
+               "far": base + rng.random(n)}
+    result = paired_tests(user_frame(systems), baseline="base", tests=("wilcoxon",), alternative="greater")
+    for system in ("tied", "far"):
+        row = result.filter(pl.col("system") == system).row(0, named=True)
+        ref = stats.wilcoxon(systems[system], base, alternative="greater")
+        assert (row["statistic"], row["p_value"]) == pytest.approx((ref.statistic, ref.pvalue), rel=1e-12)
+    same = result.filter(pl.col("system") == "same").row(0, named=True)
+    assert (same["statistic"], same["p_value"]) == (0.0, 1.0)

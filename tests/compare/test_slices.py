@@ -55,3 +55,28 @@ def test_fold_all_is_the_mean_of_the_fold_means(rng):
     by_fold = dict(zip(cold["fold"], cold["mean"], strict=True))
     assert by_fold["all"] == pytest.approx((by_fold["1"] + by_fold["2"]) / 2)
     assert cold.filter(pl.col("fold") == "all")["lower"][0] is None
+
+
+def test_slice_tests_equal_paired_tests_on_each_groups_rows_with_gaps_and_two_protocols(rng):
+    """Two slices over two protocols, a system undefined for some users and absent for others:
+    every group's rows equal paired_tests of the per-user rows of its users, filtered by hand."""
+    n = 90
+    frames = []
+    for protocol in ("AI+AR+AN", "AI+1R+NN100"):
+        values = {"A": rng.random(n), "B": rng.random(n), "C": rng.random(n)}
+        values["A"][:7] = np.nan
+        frame = user_frame(values, protocol=protocol)
+        frames.append(frame.filter(~((pl.col("system") == "C") & (pl.col("user") > 80))))
+    frame = pl.concat(frames)
+    users = np.arange(n)
+    slices = pl.concat([_slices(n), pl.DataFrame({
+        "fold": "0", "user": users, "slice": "activity:3", "group": [f"Q{u % 3 + 1}" for u in users],
+        "order": pl.Series(users % 3, dtype=pl.Int32)})])
+    options = dict(baseline="B", tests=["t", "wilcoxon", "permutation"], n_resamples=300, seed=4)
+    tests = slice_tests(frame, slices, **options)
+    assert tests.select("slice", "group").unique(maintain_order=True).rows() == [
+        ("cold:5", "cold"), ("cold:5", "warm"), ("activity:3", "Q1"), ("activity:3", "Q2"), ("activity:3", "Q3")]
+    for (name, group), members in slices.group_by("slice", "group"):
+        expected = paired_tests(frame.filter(pl.col("user").is_in(members["user"].implode())), **options)
+        got = tests.filter((pl.col("slice") == name) & (pl.col("group") == group)).drop("slice", "group", "order")
+        assert_frame_equal(got, expected, check_exact=False, rel_tol=1e-12)

@@ -4,6 +4,7 @@ report has a section for each diagnostic."""
 
 from __future__ import annotations
 
+import math
 import shutil
 import tomllib
 from pathlib import Path
@@ -36,10 +37,11 @@ def user_attributes(data: Path) -> Path:
 def diagnosed_config(data: Path) -> str:
     return config_text(
         "diagnosed", seed=5, dataset=ratings_file(data), split=split_table("holdout", fraction=0.2, per_user=True),
+        protocols=["AI+AR+AN", "AI+1R+NN100"],
         recommenders=["popular", "random", {"name": "item_knn", "params": {"k": 50}}],
         metrics={"names": ["ndcg", "recall"], "k": [10], "relevance_threshold": 4},
         output=None, compare={"baseline": "popular", "tests": ["t"]},
-        analysis={"slices": ["activity:3", "cold:20", "time:2", "attribute:group"],
+        analysis={"slices": ["activity:3", "cold:20", "time:2", "attribute:group", "popularity:0.2"],
                   "user_attributes": str(user_attributes(data))})
 
 
@@ -97,9 +99,9 @@ def test_the_effect_size_table_compiles(folder, tmp_path):
 
 def test_the_distributions_table_is_that_of_the_per_user_values(folder):
     results = ResultsFolder.open(folder)
-    units = results.scan_per_unit().filter(pl.col("metric") == "ndcg").collect()
+    units = results.scan_per_unit(protocol="AI+AR+AN").filter(pl.col("metric") == "ndcg").collect()
     users = per_user(units).filter(pl.col("value").is_not_nan())
-    table = results.table("distributions").filter(pl.col("metric") == "ndcg")
+    table = results.table("distributions").filter((pl.col("metric") == "ndcg") & (pl.col("protocol") == "AI+AR+AN"))
     for system in ("popular", "item_knn"):
         values = users.filter(pl.col("system") == system).get_column("value").to_numpy()
         row = table.filter(pl.col("system") == system).row(0, named=True)
@@ -108,7 +110,7 @@ def test_the_distributions_table_is_that_of_the_per_user_values(folder):
     markdown = (folder / "report.md").read_text()
     assert "## Per-user distributions: nDCG@10" in markdown
     for ext in ("png", "pdf", "svg"):
-        assert (folder / "figures" / f"ndcg@10-distribution-AI+AR+AN.{ext}").is_file()
+        assert (folder / "figures" / f"ndcg@10-distributions.{ext}").is_file()
 
 
 def test_the_slice_tables_and_section(folder):
@@ -117,24 +119,58 @@ def test_the_slice_tables_and_section(folder):
     assert set(slices.get_column("slice")) == {"activity:3", "cold:20", "time:2", "attribute:group"}
     assert set(slices.filter(pl.col("slice") == "attribute:group").get_column("group")) == {"odd", "even"}
     means = results.table("slices").filter((pl.col("metric") == "ndcg") & (pl.col("slice") == "cold:20")
-                                           & (pl.col("system") == "item_knn"))
-    users = per_user(results.scan_per_unit().filter(
+                                           & (pl.col("system") == "item_knn") & (pl.col("protocol") == "AI+AR+AN"))
+    users = per_user(results.scan_per_unit(protocol="AI+AR+AN").filter(
         (pl.col("metric") == "ndcg") & (pl.col("system") == "item_knn")).collect())
     joined = users.join(slices.filter(pl.col("slice") == "cold:20"), on=["fold", "user"])
     for group, mean in means.select("group", "mean").iter_rows():
         by_hand = joined.filter((pl.col("group") == group) & pl.col("value").is_not_nan()).get_column("value").mean()
         assert mean == pytest.approx(by_hand)
     groups = slices.select("slice", "group").unique().height
-    # one t test per group, metric (ndcg, recall) and system against popular
-    assert results.table("slice_tests").filter(pl.col("system") == "item_knn").height == groups * 2
+    # one t test per group, protocol, metric (ndcg, recall) and system against popular
+    tests = results.table("slice_tests").filter(pl.col("system") == "item_knn")
+    assert tests.filter(pl.col("slice") != "popularity:0.2").height == groups * 2 * 2
     markdown = (folder / "report.md").read_text()
     assert "## Slices of users: nDCG@10" in markdown and "cold (< 20 train)" in markdown
-    assert (folder / "figures" / "ndcg@10-by-slice-cold-20-AI+AR+AN.png").is_file()
+    assert (folder / "figures" / "ndcg@10-by-slice.png").is_file()
+
+
+def test_the_popularity_slice_means_equal_the_units_filtered_by_their_items_group_by_hand(folder, synthetic_ratings):
+    """Under AI+1R+NN100 a unit is one relevant test item: its group is recomputed here from the
+    fold's split (train users per item, the top ceil(0.2 |C|) the head, outside the top
+    ceil(0.8 |C|) the tail), its item found as its user's n-th relevant item in index order, and
+    each group's mean is the mean over users of their units' mean in the group."""
+    config = parse_config(tomllib.loads(diagnosed_config(synthetic_ratings)))
+    split = config_splits(config, load_data(config.dataset))[0]
+    holders = np.bincount(split.train.items, minlength=split.n_items)
+    ranked = np.lexsort((np.arange(split.n_items), -holders))
+    catalogue = np.count_nonzero(holders)
+    group = np.full(split.n_items, "tail", dtype=object)
+    group[ranked[: math.ceil(0.8 * catalogue)]] = "mid"
+    group[ranked[: math.ceil(0.2 * catalogue)]] = "head"
+    test = split.test.frame.filter(pl.col("rating") >= 4).sort("user", "item")
+    items = test.select(pl.Series("user", split.train.user_ids.gather(test.get_column("user"))).cast(pl.Int64),
+                        pl.int_range(pl.len()).over("user").alias("n"),
+                        pl.Series("kind", group[test.get_column("item").to_numpy()], dtype=pl.String))
+    results = ResultsFolder.open(folder)
+    units = results.scan_per_unit(protocol="AI+1R+NN100").filter(
+        (pl.col("metric") == "ndcg") & (pl.col("system") == "item_knn")).collect()
+    units = units.with_columns(n=pl.col("unit").rank("dense").over("user").cast(pl.Int64) - 1).join(items, on=["user", "n"])
+    means = results.table("slices").filter((pl.col("slice") == "popularity:0.2") & (pl.col("metric") == "ndcg")
+                                           & (pl.col("system") == "item_knn"))
+    assert means.height == 3 and set(means.get_column("protocol")) == {"AI+1R+NN100"}
+    for label, mean, n in means.select("group", "mean", "n").iter_rows():
+        users = units.filter(pl.col("kind") == label.split(" ")[0]).group_by("user").agg(pl.col("value").mean())
+        assert (mean, n) == (pytest.approx(users.get_column("value").mean()), users.height)
+    markdown = (folder / "report.md").read_text()
+    assert "head (top 20%)" in markdown.split("## Slices of users", 1)[1]
 
 
 @pytest.mark.parametrize(("analysis", "message"), [
     ({"slices": ["actvity:3"]}, ["actvity:3", "activity:N"]),
     ({"slices": ["attribute:x"]}, ["attribute:x", "user_attributes"]),
+    ({"slices": ["popularity:0.7"]}, ["popularity:0.7", "(0, 0.5]"]),
+    ({"slices": ["popularity:0.2"]}, ["popularity:0.2", "1R", "percentiles"]),
 ])
 def test_a_bad_slice_is_a_config_error_naming_it(tmp_path, synthetic_ratings, capsys, analysis, message):
     config = tmp_path / "bad.toml"
