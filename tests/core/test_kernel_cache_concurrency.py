@@ -99,9 +99,9 @@ def outcome_or_crash(child: subprocess.Popen) -> dict | None:
 
 
 def plain_python(folder: Path) -> dict:
-    child = start(folder, DTYPES, NUMBA_DISABLE_JIT="1")
-    child.stdout.readline()
-    return outcome(child)["values"]
+    # no readline first: it may buffer the JSON line too, which communicate() (reading the pipe
+    # itself when given a timeout) would then never see
+    return outcome(start(folder, DTYPES, NUMBA_DISABLE_JIT="1"))["values"]
 
 
 def test_four_cold_processes_then_a_fifth_loads_every_signature(tmp_path):

@@ -46,7 +46,7 @@ def _inputs(tmp_path, users: int = 6000) -> tuple[str, str]:
     return str(tmp_path / "test.parquet"), str(tmp_path / "run.parquet")
 
 
-def test_a_capped_driver_evaluates_what_it_could_not_collect(tmp_path):
+def test_a_capped_driver_evaluates_what_it_could_not_collect(spark, tmp_path):  # spark: skips without Java or the extra
     from recsys_eval.measure import summarize
     from recsys_eval.data.runs import load_run
     from recsys_eval.measure import measure
