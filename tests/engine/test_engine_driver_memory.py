@@ -47,9 +47,8 @@ def _inputs(tmp_path, users: int = 6000) -> tuple[str, str]:
 
 
 def test_a_capped_driver_evaluates_what_it_could_not_collect(spark, tmp_path):  # spark: skips without Java or the extra
-    from recsys_eval.measure import summarize
     from recsys_eval.data.runs import load_run
-    from recsys_eval.measure import measure
+    from recsys_eval.measure import measure, summarize
 
     test, run = _inputs(tmp_path)
     conf = tmp_path / "conf"
