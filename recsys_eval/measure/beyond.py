@@ -6,10 +6,11 @@ Per unit (one row per unit):
 - ``novelty@k``: mean self-information -log2 p(i) of the listed items, p(i) = share of train users
   with item i; items no train user has take the smallest non-zero p. NaN for an empty list;
 - ``ild@k``: intra-list diversity, the mean Jaccard distance 1 - |G_i & G_j| / |G_i | G_j| between
-  the genre sets of every pair of listed items (0 for two items without genres). NaN below 2 items;
+  the genre sets of every pair of listed items (0 for two items without genres). NaN below 2 items
+  (:mod:`recsys_eval.measure.diversity`);
 - ``calibration@k`` (:mod:`recsys_eval.measure.calibration`), and the popularity metrics ARP,
   APLT, ACLT, EPC, EFD, surprisal, unexpectedness and serendipity
-  (:mod:`recsys_eval.measure.popularity`).
+  (:mod:`recsys_eval.measure.popularity`), all from one pass over each user's train items and list.
 
 Per run (one row with null user and unit):
 - ``catalog_coverage@k``: distinct items in the top-k lists that belong to the catalogue, over the
@@ -30,14 +31,14 @@ import numpy as np
 import polars as pl
 from numba import njit
 
-from recsys_eval.core.chunks import chunk_bounds, run_chunks
 from recsys_eval.core.interactions import Interactions
 from recsys_eval.core.results import PER_UNIT_SCHEMA
 from recsys_eval.core.units import Rankings, Targets
 from recsys_eval.errors import ConfigError, DataError
 from recsys_eval.measure import popularity
+from recsys_eval.measure.diversity import ild_values
 from recsys_eval.measure.frames import concat_per_unit, long_frame
-from recsys_eval.measure.lists import cutoff_bands, is_sparse, per_train, train_pairs
+from recsys_eval.measure.lists import is_sparse, per_train, train_pairs
 from recsys_eval.measure.metrics import BEYOND_METRICS, METRICS, check_cutoffs, check_metrics, metric_params
 
 if TYPE_CHECKING:
@@ -80,16 +81,13 @@ def beyond_accuracy(
     if "user_coverage" in names:
         columns["user_coverage"] = (rankings.lengths > 0).astype(np.float64)[:, None]
     if "ild" in names:
-        columns["ild"] = ild_values(rankings, cutoffs, *_genre_masks(genres, n_items))
-    if "calibration" in names:
-        from recsys_eval.measure.calibration import calibration_values
-
-        columns["calibration"] = calibration_values(rankings, cutoffs, *popularity.train_rows(train, n_items),
-                                                    genre_bool_matrix(genres, n_items), params["calibration_alpha"])
-    sums = None  # the list sums that the popularity metrics of lists and PopRSP/PopREO share
-    if any(name in popularity.LIST_METRICS or name in popularity.PARITY_METRICS for name in names):
-        sums = _list_sums(names, rankings, cutoffs, train, targets, n_items, params)
+        columns["ild"] = ild_values(rankings, cutoffs, genre_bool_matrix(genres, n_items))
+    sums = None  # the list sums that the popularity metrics of lists, calibration and PopRSP/PopREO share
+    if any(name in LIST_SUMS_METRICS for name in names):
+        sums = _list_sums(names, rankings, cutoffs, train, genres, targets, n_items, params)
         columns.update({name: sums.metric(name) for name in names if name in popularity.LIST_METRICS})
+        if "calibration" in names:
+            columns["calibration"] = sums.calibration
     frames = []
     if columns:
         order = [name for name in names if name in columns]
@@ -120,6 +118,8 @@ def _beyond_names(metrics, train, genres, targets) -> list[str]:
     return names
 
 
+#: The metrics computed from the list sums (:func:`recsys_eval.measure.popularity.list_sums`).
+LIST_SUMS_METRICS = (*popularity.LIST_METRICS, "calibration", *popularity.PARITY_METRICS)
 #: What each beyond-accuracy metric reads besides the lists (``train``, ``genres``, ``targets``).
 BEYOND_INPUTS = {
     **{name: ("train",) for name in ("novelty", "arp", "aplt", "aclt", "surprisal", "unexpectedness", "pop_rsp")},
@@ -134,17 +134,20 @@ _INPUTS = {
 }
 
 
-def _list_sums(names: list[str], rankings: Rankings, cutoffs: list[int], train, targets, n_items: int,
+def _list_sums(names: list[str], rankings: Rankings, cutoffs: list[int], train, genres, targets, n_items: int,
                params: Mapping[str, float]) -> popularity.ListSums:
     """The sums of every unit's top k that the popularity metrics among ``names`` (of lists, and
-    PopRSP/PopREO) are ratios of, from one pass over the lists
-    (:func:`recsys_eval.measure.popularity.list_sums`), reading relevance and MostPop only when asked."""
+    PopRSP/PopREO) are ratios of, and calibration when asked, from one pass over the lists
+    (:func:`recsys_eval.measure.popularity.list_sums`), reading relevance, MostPop and genres only
+    when asked."""
     item_pop = popularity.item_popularity(train, n_items)
     wanted = set(names)
     return popularity.list_sums(rankings, cutoffs, item_pop, item_pop.head(params["head_share"]),
                                 targets=targets if wanted & set(popularity.RELEVANCE_METRICS) else None,
-                                train=train if wanted & {"unexpectedness", "serendipity"} else None,
-                                surprisal="surprisal" in wanted)
+                                train=train, most_popular=bool(wanted & {"unexpectedness", "serendipity"}),
+                                surprisal="surprisal" in wanted,
+                                genres=genre_bool_matrix(genres, n_items) if "calibration" in wanted else None,
+                                alpha=params["calibration_alpha"])
 
 
 #: The beyond-accuracy metrics of a whole run, functions of the exposure counts of its lists.
@@ -185,11 +188,10 @@ class RunExposure:
         ``sums``: their list sums when already made with the same head and relevance)."""
         if self.parity is not None:
             self.parity.add(rankings, targets, sums)
-        n_items = self.counts.shape[1]
-        _, band, inside = cutoff_bands(rankings, self.cutoffs)
-        by_band = np.bincount(band[inside] * n_items + rankings.items[inside], minlength=len(self.cutoffs) * n_items)
-        self.counts += np.cumsum(by_band.reshape(len(self.cutoffs), n_items), axis=0)
-        self.ranked[rankings.items] = True
+        by_band = np.zeros_like(self.counts)
+        band_of_rank = np.searchsorted(np.asarray(self.cutoffs), np.arange(self.cutoffs[-1]), side="right")
+        _band_counts(rankings.offsets, rankings.items, band_of_rank, by_band, self.ranked)
+        self.counts += np.cumsum(by_band, axis=0)
 
     def values(self, names: Sequence[str]) -> list[tuple[str, int | None, float]]:
         """(metric, k, value) of every run-level metric in ``names``, in their order, k ascending."""
@@ -208,6 +210,19 @@ class RunExposure:
             rows += self.parity.values(names)
         rows.sort(key=lambda row: (list(names).index(row[0]), row[1] or 0))
         return rows
+
+
+@njit(cache=True, nogil=True)
+def _band_counts(offsets, items, band_of_rank, by_band, ranked):
+    """Count each list entry inside the largest cutoff in its band (``band_of_rank``: band c holds
+    the ranks from cutoffs[c-1] to cutoffs[c] - 1), and mark every ranked item; one thread, one
+    pass (the counts are shared)."""
+    kmax = len(band_of_rank)
+    for u in range(len(offsets) - 1):
+        for j in range(offsets[u], offsets[u + 1]):
+            if j - offsets[u] < kmax:
+                by_band[band_of_rank[j - offsets[u]], items[j]] += 1
+            ranked[items[j]] = True
 
 
 def run_frame(rows: list[tuple[str, int | None, float]], labels: dict[str, str], user_type) -> pl.DataFrame:
@@ -282,69 +297,3 @@ def genre_bool_matrix(genres, n_items: int) -> np.ndarray:
     if genres.ndim != 2 or genres.shape[0] != n_items:
         raise DataError(f"genres: expected an items x genres matrix with {n_items} rows, got shape {genres.shape}")
     return genres
-
-
-def _genre_masks(genres, n_items: int) -> tuple[np.ndarray, np.ndarray]:
-    """Every item's genre set as bits (items x 64-bit words) and its genre count."""
-    genres = genre_bool_matrix(genres, n_items)
-    n_words = max(1, -(-genres.shape[1] // 64))
-    padded = np.zeros((n_items, n_words * 64), dtype=bool)
-    padded[:, : genres.shape[1]] = genres
-    bits = np.packbits(padded.reshape(n_items, n_words, 64), axis=2, bitorder="little")
-    return bits.view(np.uint64).reshape(n_items, n_words), genres.sum(axis=1).astype(np.int64)
-
-
-@njit(cache=True, nogil=True)
-def _popcount(x):
-    x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
-    x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
-    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
-    return (x * np.uint64(0x0101010101010101)) >> np.uint64(56)
-
-
-def ild_values(rankings: Rankings, cutoffs: list[int], masks: np.ndarray, sizes: np.ndarray) -> np.ndarray:
-    """units x cutoffs: ILD of every unit's top k (``masks``: each item's genre set as bits, ``sizes``
-    its genre count; |G_i | G_j| = |G_i| + |G_j| - |G_i & G_j|), every
-    cutoff from one pass over the list: the distances of each new item to those above it are added
-    to a running total, read at each cutoff (the k(k-1)/2 pairs of the top k, not of every cutoff)."""
-    most = 2 * int(sizes.max(initial=0)) + 1
-    inter, union = np.meshgrid(np.arange(most), np.arange(most), indexing="ij")
-    with np.errstate(invalid="ignore", divide="ignore"):
-        distance = np.where(union > 0, 1.0 - inter / np.maximum(union, 1), 0.0)  # by |G_i & G_j|, |G_i | G_j|
-    out = np.full((rankings.n_units, len(cutoffs)), np.nan)
-    run_chunks(_ild_chunk, chunk_bounds(rankings.n_units), rankings.offsets.astype(np.int64),
-               rankings.items.astype(np.int64), masks, sizes, distance, np.asarray(cutoffs, dtype=np.int64), out)
-    return out
-
-
-@njit(cache=True, nogil=True)
-def _ild_chunk(lo, hi, offsets, items, masks, sizes, distance, cutoffs, out):
-    n_words, n_cut = masks.shape[1], len(cutoffs)
-    kmax = cutoffs[n_cut - 1]
-    listed = np.zeros((kmax, n_words), dtype=np.uint64)  # the genre bits of the top k, contiguous
-    listed_size = np.zeros(kmax, dtype=np.int64)
-    for u in range(lo, hi):
-        first, length = offsets[u], min(offsets[u + 1] - offsets[u], kmax)
-        total = 0.0
-        c = 0
-        for b in range(length + 1):
-            while c < n_cut and (b == cutoffs[c] or b == length):
-                if b >= 2:
-                    out[u, c] = total / (b * (b - 1) / 2.0)
-                c += 1
-            if b == length:
-                break
-            item = items[first + b]
-            listed[b] = masks[item]
-            listed_size[b] = sizes[item]
-            if n_words == 1:  # the common case (up to 64 genres), without the loop over words
-                bits, size = listed[b, 0], listed_size[b]
-                for a in range(b):
-                    inter = _popcount(listed[a, 0] & bits)
-                    total += distance[inter, listed_size[a] + size - inter]
-                continue
-            for a in range(b):
-                inter = 0
-                for w in range(n_words):
-                    inter += _popcount(listed[a, w] & listed[b, w])
-                total += distance[inter, listed_size[a] + listed_size[b] - inter]

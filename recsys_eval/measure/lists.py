@@ -1,5 +1,5 @@
-"""What the beyond-accuracy metrics of lists share: the cutoff bands of list entries
-(:func:`cutoff_bands`), the train pairs of any train input, and values kept per train."""
+"""What the beyond-accuracy metrics of lists share: the train pairs of any train input, and values
+kept per train."""
 
 from __future__ import annotations
 
@@ -9,19 +9,7 @@ import numpy as np
 import polars as pl
 
 from recsys_eval.core.interactions import Interactions
-from recsys_eval.core.units import Rankings
 from recsys_eval.errors import DataError
-from recsys_eval.measure.ties import unit_of_position
-
-
-def cutoff_bands(rankings: Rankings, cutoffs: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Every list entry's unit and band of (ascending) cutoffs: band c holds the positions from
-    cutoffs[c-1] to cutoffs[c] - 1, so the top-k of cutoff c are bands 0..c. Also the mask of the
-    entries inside the largest cutoff."""
-    unit = unit_of_position(rankings.offsets)
-    position = np.arange(len(rankings.items), dtype=np.int64) - rankings.offsets[unit]
-    band = np.searchsorted(np.asarray(cutoffs), position, side="right")  # first cutoff above it
-    return unit, band, band < len(cutoffs)
 
 
 def per_train(train, key: tuple, compute) -> np.ndarray:

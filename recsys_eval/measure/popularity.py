@@ -39,6 +39,7 @@ from recsys_eval.core.chunks import chunk_bounds, run_chunks
 from recsys_eval.core.interactions import Interactions
 from recsys_eval.core.units import Rankings, Targets
 from recsys_eval.errors import DataError
+from recsys_eval.measure.calibration import add_item, genre_rows, miscalibration
 from recsys_eval.measure.lists import per_train, train_pairs
 
 #: Per-unit popularity metrics of lists (the run-level pair is :data:`PARITY_METRICS`).
@@ -122,11 +123,13 @@ N_SUMS = 12
 
 @dataclass(frozen=True)
 class ListSums:
-    """units x cutoffs x :data:`N_SUMS` sums over every unit's top k (:func:`list_sums`), and each
-    unit's relevant-target count (EPC and EFD are undefined without one)."""
+    """units x cutoffs x :data:`N_SUMS` sums over every unit's top k (:func:`list_sums`), each
+    unit's relevant-target count (EPC and EFD are undefined without one), and when asked the
+    units x cutoffs miscalibration C_KL (:mod:`recsys_eval.measure.calibration`)."""
 
     sums: np.ndarray
     n_relevant: np.ndarray
+    calibration: np.ndarray | None = None
 
     def ratio(self, top: int, bottom: int) -> np.ndarray:
         """units x cutoffs: sum ``top`` / sum ``bottom``, NaN where ``bottom`` is 0 (an empty list)."""
@@ -148,67 +151,90 @@ class ListSums:
 
 
 def list_sums(rankings: Rankings, cutoffs: list[int], popularity: ItemPopularity, head: np.ndarray, *,
-              targets: Targets | None = None, train=None, surprisal: bool = False) -> ListSums:
+              targets: Targets | None = None, train=None, most_popular: bool = False, surprisal: bool = False,
+              genres: np.ndarray | None = None, alpha: float = 0.01) -> ListSums:
     """The :data:`N_SUMS` sums of every unit's top k, for each cutoff, in one pass over the lists
     (a numba kernel over chunks of units): listed items; their phi(i), long-tail flags, surprisal
     and self-information; the rank discounts disc(r) = 1/log2(r + 1) and EPC's and EFD's discounted relevant
     gains; relevant items (a target with gain > 0: ``targets``, the rankings' own) and relevant
-    long-tail ones; and, with ``train``, the items outside MostPop's top k for the unit's user (its
-    most popular items less the user's train items, ties by item index), relevant or not."""
+    long-tail ones; with ``train`` and ``most_popular``, the items outside MostPop's top k for the
+    unit's user (its most popular items less the user's train items, ties by item index), relevant
+    or not. With ``train`` and ``genres`` (items x genres bool), the miscalibration C_KL with
+    smoothing ``alpha`` too, in the same walk of each user's train items and list."""
     n_items = len(popularity.holders)
     if targets is not None and targets.n_units != rankings.n_units:
         raise DataError(f"rankings have {rankings.n_units:,} units, targets {targets.n_units:,}: the "
                         "beyond-accuracy metrics that read relevance need the rankings' own targets")
     no_targets = np.zeros(rankings.n_units + 1, dtype=np.int64)
-    t_offsets, t_items, t_gain = ((targets.offsets.astype(np.int64), targets.items.astype(np.int64),
-                                   targets.gain.astype(np.float64)) if targets is not None
-                                  else (no_targets, np.zeros(0, np.int64), np.zeros(0)))
+    t_offsets, t_items, t_gain = ((targets.offsets, targets.items, targets.gain) if targets is not None
+                                  else (no_targets, np.zeros(0, np.int32), np.zeros(0, np.float32)))  # a Targets' dtypes
     if train is not None:
         indptr, indices = train_rows(train, n_items, n_users=int(rankings.unit_user.max(initial=-1)) + 1)
     else:
         indptr, indices = np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    item_values = np.vstack([popularity.holders, (~head).astype(np.float64),
-                             popularity.surprisal() if surprisal else np.zeros(n_items),
-                             1.0 - popularity.holders / popularity.n_users, popularity.discovery_information(),
-                             popularity.self_information()])
+    calibrate = genres is not None and train is not None
+    g_rows, g_weight = genre_rows(genres) if calibrate else (np.zeros((1, 1), dtype=np.uint8), np.zeros(1))
+    calibration = np.full((rankings.n_units, len(cutoffs)) if calibrate else (0, 0), np.nan)
+    item_rows = np.zeros((n_items, _ITEM_ROW))  # one cache line an item: what a listed item adds
+    item_rows[:, :_POP_PLACE] = np.column_stack([
+        popularity.holders, (~head).astype(np.float64), popularity.surprisal() if surprisal else np.zeros(n_items),
+        1.0 - popularity.holders / popularity.n_users, popularity.discovery_information(),
+        popularity.self_information()])
+    item_rows[:, _POP_PLACE] = popularity.pop_rank
+    discount = 1.0 / np.log2(np.arange(cutoffs[-1], dtype=np.float64) + 2.0)  # by 0-based rank
     out = np.zeros((rankings.n_units, len(cutoffs), N_SUMS))
-    run_chunks(_list_sums_chunk, chunk_bounds(rankings.n_units), rankings.offsets.astype(np.int64),
-               rankings.items.astype(np.int64), rankings.unit_user.astype(np.int64), t_offsets, t_items, t_gain,
-               item_values, indptr, indices, popularity.pop_rank, train is not None,
-               np.asarray(cutoffs, dtype=np.int64), out)
-    return ListSums(out, targets.n_relevant if targets is not None else np.zeros(rankings.n_units, dtype=np.int64))
+    run_chunks(_list_sums_chunk, chunk_bounds(rankings.n_units), rankings.offsets, rankings.items, rankings.unit_user,
+               t_offsets, t_items, t_gain,
+               item_rows, discount, indptr, indices, popularity.pop_rank, most_popular and train is not None,
+               np.asarray(cutoffs, dtype=np.int64), out, g_rows, g_weight, genres.shape[1] if calibrate else 0,
+               float(alpha), calibration)
+    n_relevant = targets.n_relevant if targets is not None else np.zeros(rankings.n_units, dtype=np.int64)
+    return ListSums(out, n_relevant, calibration if calibrate else None)
+
+
+#: An item's row in the list-sums kernel: its phi(i), tail flag, surprisal, EPC gain 1 - phi(i)/|U|,
+#: EFD gain -log2 p(i | seen), self-information, then its place in the most-popular order; 8
+#: float64, one 64-byte cache line.
+_ITEM_ROW, _POP_PLACE = 8, 6
 
 
 @njit(cache=True, nogil=True)
-def _list_sums_chunk(lo, hi, offsets, items, unit_user, t_offsets, t_items, t_gain, item_values, indptr, indices,
-                     pop_rank, most_popular, cutoffs, out):
+def _list_sums_chunk(lo, hi, offsets, items, unit_user, t_offsets, t_items, t_gain, item_rows, discount, indptr,
+                     indices, pop_rank, most_popular, cutoffs, out, g_rows, g_weight, n_genres, alpha, calibration):
+    """The sums of units lo:hi (:func:`list_sums`), and with ``n_genres`` > 0 their C_KL
+    (``calibration``; the user's genre profile p from the same walk of its train items that marks
+    them for MostPop, the list's genre sums q from the walk of the list)."""
     n_cut = len(cutoffs)
     kmax = cutoffs[n_cut - 1]
-    longest = 0
-    for u in range(lo, hi):
-        longest = max(longest, offsets[u + 1] - offsets[u])
-    relevant = np.zeros(longest)
-    listed_rank = np.zeros(longest, dtype=np.int64)  # each listed item's place in the most-popular order
     seen = np.zeros(len(pop_rank), dtype=np.bool_)  # by place in that order: the user's train items
     bound = np.zeros(n_cut, dtype=np.int64)  # per cutoff, the first place past MostPop's top k
+    listed_rank = np.zeros(kmax, dtype=np.int64)  # each listed item's place in the most-popular order
+    relevant = np.zeros(kmax)
     running = np.zeros(N_SUMS)
     marked = np.zeros(len(pop_rank), dtype=np.bool_)  # the unit's relevant targets, unmarked after it
+    profile = np.zeros(n_genres)  # calibration's p and q
+    listed_genres = np.zeros(n_genres)
     for u in range(lo, hi):
         first, length = offsets[u], min(offsets[u + 1] - offsets[u], kmax)
         for j in range(t_offsets[u], t_offsets[u + 1]):
             marked[t_items[j]] = t_gain[j] > 0
-        for r in range(length):
-            relevant[r] = 1.0 if marked[items[first + r]] else 0.0
-        for j in range(t_offsets[u], t_offsets[u + 1]):
-            marked[t_items[j]] = False
-        if most_popular:
-            user = unit_user[u]
-            for j in range(indptr[user], indptr[user + 1]):
+        for g in range(n_genres):
+            profile[g] = 0.0
+            listed_genres[g] = 0.0
+        n_profile, n_listed = 0, 0
+        user = unit_user[u]
+        walk_train = most_popular or n_genres > 0  # else ``indptr`` is a placeholder: never index it
+        for j in range(indptr[user] if walk_train else 0, indptr[user + 1] if walk_train else 0):
+            if most_popular:
                 seen[pop_rank[indices[j]]] = True
+            if n_genres > 0:
+                n_profile += add_item(indices[j], g_rows, g_weight, profile)
+        for g in range(n_genres):
+            profile[g] /= max(n_profile, 1)
+        if most_popular:
             _most_popular_bounds(seen, cutoffs, bound)
-            for r in range(length):
-                listed_rank[r] = pop_rank[items[first + r]]
-        running[:] = 0.0
+        for m in range(N_SUMS):
+            running[m] = 0.0
         c = 0
         for r in range(length + 1):
             while c < n_cut and (r == cutoffs[c] or r == length):
@@ -219,22 +245,29 @@ def _list_sums_chunk(lo, hi, offsets, items, unit_user, t_offsets, t_items, t_ga
                         if seen[listed_rank[j]] or listed_rank[j] >= bound[c]:
                             out[u, c, UNEXPECTED] += 1.0
                             out[u, c, SERENDIPITOUS] += relevant[j]
+                if n_profile > 0 and n_listed > 0:
+                    calibration[u, c] = miscalibration(profile, listed_genres, n_listed, alpha)
                 c += 1
             if r == length:
                 break
             item = items[first + r]
-            tail = item_values[1, item]
-            discount = 1.0 / np.log2(r + 2.0)
+            relevant[r] = 1.0 if marked[item] else 0.0
+            tail = item_rows[item, 1]
             running[LISTED] += 1.0
-            running[HOLDERS] += item_values[0, item]
+            running[HOLDERS] += item_rows[item, 0]
             running[TAIL] += tail
-            running[SURPRISAL] += item_values[2, item]
-            running[SELF_INFORMATION] += item_values[5, item]
-            running[DISCOUNT] += discount
-            running[EPC_SUM] += discount * relevant[r] * item_values[3, item]
-            running[EFD_SUM] += discount * relevant[r] * item_values[4, item]
+            running[SURPRISAL] += item_rows[item, 2]
+            running[SELF_INFORMATION] += item_rows[item, 5]
+            running[DISCOUNT] += discount[r]
+            running[EPC_SUM] += discount[r] * relevant[r] * item_rows[item, 3]
+            running[EFD_SUM] += discount[r] * relevant[r] * item_rows[item, 4]
             running[RELEVANT] += relevant[r]
             running[RELEVANT_TAIL] += relevant[r] * tail
+            if n_profile > 0:
+                n_listed += add_item(item, g_rows, g_weight, listed_genres)
+            listed_rank[r] = np.int64(item_rows[item, _POP_PLACE])
+        for j in range(t_offsets[u], t_offsets[u + 1]):
+            marked[t_items[j]] = False
         if most_popular:
             for j in range(indptr[unit_user[u]], indptr[unit_user[u] + 1]):
                 seen[pop_rank[indices[j]]] = False
@@ -259,12 +292,12 @@ def _most_popular_bounds(seen, cutoffs, bound):
 
 
 def train_rows(train, n_items: int, n_users: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """The train items of every user index as CSR (``indptr``, ``indices``, int64), each pair once
+    """The train items of every user index as CSR (``indptr``, ``indices``), each pair once
     (an Interactions' cached matrix; other inputs made unique), with rows for at least ``n_users``
     users (a user without train items has an empty row)."""
     if isinstance(train, Interactions):
         csr = train.csr()
-        indptr, indices = csr.indptr.astype(np.int64), csr.indices.astype(np.int64)
+        indptr, indices = csr.indptr, csr.indices
     else:
         users, items = train_pairs(train, n_items)
         pairs = np.unique(users * n_items + items)

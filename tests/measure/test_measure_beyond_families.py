@@ -192,3 +192,16 @@ def test_beyond_metrics_name_the_input_they_need(name, needs):
         given.pop("train")
     with pytest.raises(ConfigError, match=f"{name} needs {needs}"):
         beyond_accuracy(rankings_of([[0]]), k=1, n_items=2, metrics=[name], **given)
+
+
+@settings(max_examples=60, deadline=None)
+@given(run())
+def test_each_metric_alone_equals_it_among_all(case):
+    """The shared pass reads relevance, MostPop and genres only when a metric asks: each alone gives
+    the values it has among all the others."""
+    units, train, genres, alpha, share = case
+    together = measured(units, train, genres, alpha, share, UNIT_METRICS)
+    for name in UNIT_METRICS:
+        alone = measured(units, train, genres, alpha, share, [name])
+        for k in CUTS:
+            assert all(same(a, b) for a, b in zip(values(alone, name, k), values(together, name, k), strict=True))
