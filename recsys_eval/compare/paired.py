@@ -125,7 +125,7 @@ def test_columns(
     for part in parts:
         keys, a_cols, b_cols = _pair_columns(part, pairs)
         first, second = part.values[:, a_cols], part.values[:, b_cols]
-        relative = _relative(first, second, level, n_resamples, boot)
+        relative = _relative(part.values, np.asarray(a_cols), np.asarray(b_cols), level, n_resamples, boot)
         for test, values in _test_partition(part, first, second, a_cols, b_cols, tests, alternative, level,
                                             n_resamples, rng, mcnemar):
             keep = ~np.isnan(values["p_value"]) | (test != "mcnemar")
@@ -244,11 +244,13 @@ def _pair_columns(part: Partition, pairs: list[tuple[str, str]]) -> tuple[list[t
     return keys, a_cols, b_cols
 
 
-def _relative(first: np.ndarray, second: np.ndarray, level: float, n_resamples: int,
+def _relative(values: np.ndarray, a_cols: np.ndarray, b_cols: np.ndarray, level: float, n_resamples: int,
               rng: np.random.Generator) -> dict[str, np.ndarray]:
-    """relative_diff = mean(a) / mean(b) - 1 over the users with both values, and its percentile
-    interval from ``n_resamples`` bootstrap resamples of those users (one draw of users serves both
-    systems, so the interval is paired); NaN where the baseline's mean is 0."""
+    """relative_diff = mean(a) / mean(b) - 1 for each pair of columns (a, b) of ``values``, over the
+    users with both values, and its percentile interval from ``n_resamples`` bootstrap resamples of
+    those users (one draw of users serves both systems, so the interval is paired; a column shared
+    by several pairs, the baseline's, is resampled once); NaN where the baseline's mean is 0."""
+    first, second = values[:, a_cols], values[:, b_cols]
     both = ~np.isnan(first - second)
     estimate, lower, upper = (np.full(first.shape[1], np.nan) for _ in range(3))
     for rows, cols in mask_groups(both):
@@ -259,7 +261,8 @@ def _relative(first: np.ndarray, second: np.ndarray, level: float, n_resamples: 
             base = b.mean(axis=0)
             estimate[cols] = np.where(base == 0, np.nan, a.mean(axis=0) / base - 1.0)
             if n_resamples:
-                means = bootstrap_means(np.hstack([a, b]), n_resamples, rng)
+                needed, where = np.unique(np.r_[a_cols[cols], b_cols[cols]], return_inverse=True)
+                means = bootstrap_means(values[np.ix_(rows, needed)], n_resamples, rng)[:, where]
                 ratios = means[:, : len(cols)] / means[:, len(cols):] - 1.0
                 finite = np.isfinite(ratios).all(axis=0)
                 low, high = bootstrap_interval(np.where(np.isfinite(ratios), ratios, 0.0), estimate[cols],

@@ -143,10 +143,28 @@ def test_bootstrap_means_equal_gathering_the_drawn_users():
     assert got == pytest.approx(data[indices].mean(axis=1), rel=1e-12)
 
 
-def test_bootstrap_means_are_the_same_bits_on_the_calling_thread_and_on_the_pool(monkeypatch):
+def test_a_kept_draw_is_the_draw_and_moves_the_generator_on_as_drawing_would():
+    from recsys_eval.compare import resampling
+
+    resampling._kept.clear()
+    fresh = np.random.default_rng(5)
+    drawn = resampling.resample_counts(fresh, 300, 41)  # drawn
+    indices = np.random.default_rng(5).integers(0, 41, (300, 41), dtype=np.int32)
+    assert np.array_equal(drawn, np.stack([np.bincount(row, minlength=41) for row in indices]))
+    again = np.random.default_rng(5)
+    assert resampling.resample_counts(again, 300, 41) is drawn  # kept
+    assert again.bit_generator.state == fresh.bit_generator.state
+    assert again.random() == fresh.random()
+    assert not drawn.flags.writeable
+
+
+def test_bootstrap_means_over_many_chunks_equal_one_chunk(monkeypatch):
     from recsys_eval.compare import resampling
 
     data = np.random.default_rng(2).random((300, 5))
-    serial = bootstrap_means(data, 400, np.random.default_rng(4))
-    monkeypatch.setattr(resampling, "SERIAL_DRAWS", 0)
-    assert np.array_equal(bootstrap_means(data, 400, np.random.default_rng(4)), serial)
+    whole = bootstrap_means(data, 400, np.random.default_rng(4))
+    monkeypatch.setattr(resampling, "CHUNK_ELEMENTS", 300 * 7)  # 7 resamples per chunk
+    chunked = bootstrap_means(data, 400, np.random.default_rng(4))
+    indices = np.random.default_rng(4).integers(0, 300, (400, 300), dtype=np.int32)
+    assert chunked == pytest.approx(data[indices].mean(axis=1), rel=1e-12)
+    assert chunked == pytest.approx(whole, rel=1e-12)
