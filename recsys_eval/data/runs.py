@@ -471,8 +471,8 @@ def _train_pairs(train, test, run, tested, n_items, train_user) -> tuple[np.ndar
 class RunInput:
     """A run and its judgments over one index; units are the judged users in sorted raw-id order.
 
-    ``train`` (user: train-user index, item: catalogue index) feeds novelty; ``notes`` say what was
-    ignored or assumed.
+    ``train`` (user: a tested user's unit number, then TRAIN's other users; item: catalogue index)
+    feeds the beyond-accuracy metrics; ``notes`` say what was ignored or assumed.
     """
 
     rankings: Rankings
@@ -595,7 +595,7 @@ def run_input(test_t: Table, run_t: Table, train_t: Table | None, *, threshold: 
         if ranked_train:
             notes.append(f"RUN ranks {ranked_train:,} items that are in the same user's TRAIN: they count "
                          "as non-relevant (and as candidates for AUC)")
-        train_out = pl.DataFrame({"user": pair_user, "item": pair_item})
+        train_out = pl.DataFrame({"user": _unit_numbered(pair_user, w_offsets, units, n_users), "item": pair_item})
     has_rank = "rank" in run_t.frame.columns
     scores = None if has_rank else _take(run_t.frame.get_column("score").to_numpy(), r_rows)
     unit_user = np.arange(len(units), dtype=np.int32)
@@ -617,6 +617,21 @@ def run_input(test_t: Table, run_t: Table, train_t: Table | None, *, threshold: 
                  run_t.frame.get_column("score").to_numpy()[run_rows])
     user_ids = index.user_ids.gather(units)
     return RunInput(rankings, targets, user_ids, index.item_ids, train_out, notes, pairs, index.user_ids)
+
+
+def _unit_numbered(pair_user: np.ndarray, w_offsets: np.ndarray, units: np.ndarray, n_users: int) -> np.ndarray:
+    """TRAIN's users (numbered among the users with TRAIN rows) renumbered as the units are: a tested
+    user takes its unit's number, so that a unit reads its own user's profile; the users TRAIN holds
+    but TEST does not (they still count in the items' popularity) come after them."""
+    with_rows = np.flatnonzero(np.diff(w_offsets) > 0)
+    if np.array_equal(with_rows, units):  # the usual split: the same users, already numbered alike
+        return pair_user
+    number = np.empty(n_users, dtype=np.int32)
+    number[units] = np.arange(len(units), dtype=np.int32)
+    others = np.ones(n_users, dtype=bool)
+    others[units] = False
+    number[others] = len(units) + np.arange(int(others.sum()), dtype=np.int32)
+    return number[with_rows[pair_user]]
 
 
 def _take(values: np.ndarray, rows: np.ndarray) -> np.ndarray:

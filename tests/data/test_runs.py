@@ -152,6 +152,11 @@ def test_load_run_builds_what_a_slow_reference_builds(test_pairs, run_pairs, tra
                     - {i for u, i, _ in test.iter_rows() if u == user}
                     - {i for u, i, _ in run.iter_rows() if u == user}) for user in users]
     assert got.targets.n_candidates.tolist() == [len(catalogue) - n for n in left_out]
+    if got.train is not None:  # each unit reads its own user's TRAIN profile (calibration, serendipity...)
+        for unit, user in enumerate(users):
+            own = {catalogue.index(i) for u, i in train.iter_rows() if u == user}
+            assert set(got.train.filter(pl.col("user") == unit).get_column("item")) == own
+        assert got.train.get_column("user").n_unique() == train.get_column("user").n_unique()
     scored = {(u, i): s for u, i, s in run.iter_rows()}
     judged_and_scored = sorted((users.index(u), catalogue.index(i), g, scored[u, i])
                                for u, i, g in test.iter_rows() if (u, i) in scored)
@@ -172,7 +177,8 @@ def test_train_items_leave_the_candidates_unless_tested_or_ranked():
     # user 1: 10 tested, 14 ranked, 18 neither (its repeat counts once); user 2: 18
     assert got.targets.n_candidates.tolist() == [n_items - 1, n_items - 1, n_items, n_items]
     assert any("RUN ranks 2 items that are in the same user's TRAIN" in n for n in got.notes)  # 10, 14
-    assert got.train.sort("user", "item").rows() == [(0, 0), (0, 4), (0, 8), (1, 8), (2, 9)]
+    # TRAIN's users numbered as the units (users 1 and 2 are units 0 and 1), then the others (5: 4, 9: 5)
+    assert got.train.sort("user", "item").rows() == [(0, 0), (0, 4), (0, 8), (1, 8), (5, 9)]
 
 
 def test_rank_runs_are_ordered_by_rank_whatever_the_row_order():
