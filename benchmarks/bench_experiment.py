@@ -61,7 +61,9 @@ def synthetic_file(study: str, n_users: int | None = None) -> Path:
     users, items, ratings = SIZES[study]
     if n_users is not None and n_users != users:
         scale = n_users / users
-        users, items, ratings = n_users, max(50, round(items * scale)), round(ratings * scale)
+        # items in proportion, but enough for each user's ratings to fill at most half of them
+        ratings = round(ratings * scale)
+        users, items = n_users, max(round(items * scale), 2 * -(-ratings // n_users) + 2)
     path = CACHE / (f"{study}-ratings.parquet" if users == SIZES[study][0] else f"{study}-{users}-ratings.parquet")
     if not path.is_file():
         path.parent.mkdir(parents=True, exist_ok=True)
