@@ -36,7 +36,7 @@ def compare(
 
     from recsys_eval.compare import CORRECTIONS, TESTS
     from recsys_eval.errors import check_choice
-    from recsys_eval.compare.study import analyse
+    from recsys_eval.compare.study import analyse, run_tests_table
     from recsys_eval.core.results import COMPARISONS, ResultsFolder
 
     manifest = ResultsFolder.open(results).manifest
@@ -60,7 +60,7 @@ def compare(
     out.mkdir(parents=True, exist_ok=True)
     tables = analyse(results, baseline=baseline, tests=tests, correction=correction, alpha=alpha, out=out)
     console = Console()
-    paired = tables.get("paired_tests")
+    paired = tables.get(run_tests_table(manifest.folds))  # over fold means when cross-validated, as the report
     if paired is not None and paired.height:
         _print_tests(console, paired, manifest, metric or _headline(results, paired), alpha or manifest.alpha)
     console.print(f"tables: {out}", highlight=False)
@@ -90,22 +90,27 @@ def _print_tests(console: Console, paired: pl.DataFrame, manifest, metric: str, 
     from rich.table import Table
 
     from recsys_eval.errors import check_choice
+    from recsys_eval.measure.aggregate import ALL_FOLDS
     from recsys_eval.report.build import significance_table
 
     check_choice("--metric", metric, _labels(paired))
     shown = significance_table(paired, metric, alpha, protocols=manifest.protocols or None,
                                systems=manifest.systems or None)
-    table = Table(title=f"Paired tests against the baseline: {shown['metric'][0]} (fold {shown['fold'][0]})",
+    fold = shown["fold"][0]
+    over = "paired t over the fold means" if fold == ALL_FOLDS else f"fold {fold}"
+    table = Table(title=f"Paired tests against the baseline: {shown['metric'][0]} ({over})",
                   title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    columns = ("protocol", "system", "test", "difference", "vs baseline", "p adjusted")
+    columns = ("protocol", "system", *(() if fold == ALL_FOLDS else ("test",)), "difference", "vs baseline",
+               "p adjusted")  # over fold means the one test is the title's
     for column in columns:
         table.add_column(column, justify="left" if column in ("protocol", "system", "test") else "right",
                          no_wrap=True)
-    for row in shown.filter(pl.col("fold") == shown["fold"][0]).iter_rows(named=True):
+    for row in shown.filter(pl.col("fold") == fold).iter_rows(named=True):
         mark = " *" if row["significant"] == "yes" else ""
         table.add_row(*(str(row[c]) for c in columns[:-1]), row["p adjusted"] + mark)
     console.print(table)
-    console.print(f"* significant at {alpha}; baseline {shown['baseline'][0]}", highlight=False)
+    console.print(f"* significant at {alpha}; baseline {shown['baseline'][0]}"
+                  + ("; each fold's per-user tests: paired_tests.csv" if fold == ALL_FOLDS else ""), highlight=False)
 
 
 @app.command()

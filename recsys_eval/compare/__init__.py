@@ -16,7 +16,7 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "recsys_eval.compare.corrections": ["CORRECTIONS", "adjust_pvalues"],
     "recsys_eval.compare.datasets": ["friedman_test", "holm_posthoc", "nemenyi_test", "rank_systems"],
     "recsys_eval.compare.distributions": [
-        "distribution_curves", "distribution_summary", "lorenz", "part_curves"
+        "distribution_curves", "distribution_summary", "lorenz"
     ],
     "recsys_eval.compare.slices": ["popularity_parts", "slice_means", "slice_tests", "unit_slices"],
     "recsys_eval.compare.intervals": ["confidence_intervals", "fold_confidence_intervals", "per_user"],

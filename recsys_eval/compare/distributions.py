@@ -14,41 +14,140 @@ defined value x_1..x_n (each user's mean over their units, as in the summary):
   the polygon through (i/n, sum_{j<=i} x_(j) / sum x), read on a fixed grid of p;
 - the quantile function Q(p) on the same grid, which drawn as (Q(p), p) is the ECDF.
 
-Everything is computed from one part of the per-user table at a time; :func:`part_curves` reads one
-(protocol, metric, k) from a results folder's per-unit files through filtered scans, fold by fold.
+Everything is read from one sort (:class:`SortedValues`): each group's values sorted once, with
+their running sums, laid end to end; every statistic and both curves of every group are then index
+arithmetic over those arrays, with no loop over groups or users. :class:`CurveMeans` averages the
+curves over folds part by part, so that the analysis keeps a few numbers per group, never the users.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from functools import cached_property
+
 import numpy as np
 import polars as pl
 
-from recsys_eval.core.results import ResultsFolder
-from recsys_eval.measure.aggregate import ALL_FOLDS, per_user
+from recsys_eval.measure.aggregate import ALL_FOLDS
 
 QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9)
-#: The grid of p the Lorenz curve and the quantile function are read on (0, 0.01, ..., 1).
+#: The grid of p the Lorenz curve and the quantile function are read on (0, 0.01, ..., 1): 101
+#: points draw either curve as smoothly as the eye sees, whatever the number of users.
 GRID = np.linspace(0.0, 1.0, 101)
 _GROUP = ["system", "protocol", "fold", "metric", "k"]
+_CURVE_GROUP = ["system", "protocol", "metric", "k"]
+
+
+@dataclass(frozen=True)
+class SortedValues:
+    """The defined per-user values of every (system, protocol, fold, metric, k) group of a
+    per-user frame, each group's sorted ascending, the groups end to end in order of first
+    appearance: ``values``, ``running`` (the sum of the group's values up to and including each
+    position) and ``counts`` (n per group); ``keys`` has a row per group."""
+
+    keys: pl.DataFrame
+    values: np.ndarray
+    running: np.ndarray
+    counts: np.ndarray
+
+    @classmethod
+    def of(cls, per_user_frame: pl.DataFrame) -> SortedValues:
+        """One sort of each group of ``per_user_frame``'s users with a defined value."""
+        x = pl.col("value").sort()
+        grouped = (per_user_frame.filter(pl.col("value").is_not_null() & pl.col("value").is_not_nan())
+                   .group_by(_GROUP, maintain_order=True).agg(x.alias("x"), x.cum_sum().alias("running")))
+        return cls(grouped.select(_GROUP), grouped.get_column("x").explode().to_numpy(),
+                   grouped.get_column("running").explode().to_numpy(),
+                   grouped.get_column("x").list.len().to_numpy().astype(np.int64))
+
+    @cached_property
+    def starts(self) -> np.ndarray:
+        """Where each group begins in ``values``."""
+        return np.cumsum(self.counts) - self.counts
+
+    @cached_property
+    def totals(self) -> np.ndarray:
+        """sum x per group."""
+        return self.running[self.starts + self.counts - 1] if self.counts.size else np.empty(0)
+
+    @cached_property
+    def defined(self) -> np.ndarray:
+        """Where the Gini and the Lorenz curve are defined: no negative value and a positive sum."""
+        return (self.values[self.starts] >= 0) & (self.totals > 0) if self.counts.size else np.empty(0, bool)
+
+    def quantiles(self, p: np.ndarray) -> np.ndarray:
+        """groups x len(p): each group's quantiles at ``p`` by numpy's default (linear) rule: the
+        virtual index p (n - 1) between the order statistics below and above it, interpolated as
+        ``np.quantile`` does (the same bits)."""
+        n = self.counts[:, None]
+        index = (n - 1) * p[None, :]  # numpy's virtual index of the linear rule
+        below = np.clip(np.floor(index), 0, n - 1).astype(np.int64)
+        above = np.minimum(below + 1, n - 1)
+        t = index - below
+        a, b = self.values[self.starts[:, None] + below], self.values[self.starts[:, None] + above]
+        diff = b - a
+        return np.where(t >= 0.5, b - diff * (1 - t), a + diff * t)
+
+    def lorenz(self, p: np.ndarray) -> np.ndarray:
+        """groups x len(p): each group's Lorenz curve at the shares of users ``p``, linear between
+        (i/n, S_i / S_n) with S_i the sum of the i smallest values (S_0 = 0); NaN rows where it is
+        undefined (:attr:`defined`)."""
+        n = self.counts[:, None]
+        position = n * p[None, :]
+        below = np.minimum(np.floor(position), n - 1).astype(np.int64)
+        t = position - below
+        lower = np.where(below > 0, self.running[self.starts[:, None] + below - 1], 0.0)
+        upper = self.running[self.starts[:, None] + below]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            curve = (lower + t * (upper - lower)) / self.totals[:, None]
+        return np.where(self.defined[:, None], curve, np.nan)
+
+    def gini(self) -> np.ndarray:
+        """Per group: sum_i (2i - n - 1) x_(i) / (n sum x), NaN where undefined (:attr:`defined`)."""
+        n = np.repeat(self.counts, self.counts)
+        rank = np.arange(self.values.size) - np.repeat(self.starts, self.counts) + 1
+        weighted = np.add.reduceat((2 * rank - n - 1) * self.values, self.starts) if self.counts.size else n
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(self.defined, weighted / (self.counts * self.totals), np.nan)
+
+    def summary(self) -> pl.DataFrame:
+        """:func:`distribution_summary` of these groups."""
+        quantiles = self.quantiles(np.asarray(QUANTILES))
+        zeros = np.add.reduceat(self.values == 0, self.starts) if self.counts.size else self.counts
+        return self.keys.with_columns(
+            pl.Series("n", self.counts, dtype=pl.UInt32), pl.Series("mean", self.totals / self.counts),
+            *[pl.Series(f"q{round(100 * q)}", quantiles[:, i]) for i, q in enumerate(QUANTILES)],
+            pl.Series("share_zero", zeros / self.counts), pl.Series("gini", self.gini()))
+
+    def curves(self, grid: np.ndarray = GRID) -> pl.DataFrame:
+        """:func:`distribution_curves` of these groups."""
+        if not self.counts.size:
+            return pl.DataFrame()
+        return self.keys.select(pl.all().repeat_by(len(grid)).explode()).with_columns(
+            pl.Series("p", np.tile(grid, self.counts.size)), pl.Series("quantile", self.quantiles(grid).ravel()),
+            pl.Series("lorenz", self.lorenz(grid).ravel())).with_columns(pl.col("k").cast(pl.Int32))
 
 
 def distribution_summary(per_user_frame: pl.DataFrame) -> pl.DataFrame:
     """One row per (system, protocol, fold, metric, k) of a per-user frame: n (users with a defined
     value), mean, q10, q25, q50, q75, q90, share_zero and gini (module docstring)."""
-    x = pl.col("value")
-    n = pl.len()
-    rank = pl.int_range(1, n + 1).cast(pl.Float64)
-    gini = ((2 * rank - n - 1) * x.sort()).sum() / (n * x.sum())
-    return (
-        _defined(per_user_frame)
-        .group_by(_GROUP, maintain_order=True)
-        .agg(
-            n.alias("n"), x.mean().alias("mean"),
-            *[x.quantile(q, interpolation="linear").alias(f"q{round(100 * q)}") for q in QUANTILES],
-            (x == 0).mean().alias("share_zero"),
-            pl.when((x.min() >= 0) & (x.sum() > 0)).then(gini).otherwise(float("nan")).alias("gini"),
-        )
-    )
+    return SortedValues.of(per_user_frame).summary()
+
+
+def distribution_curves(per_user_frame: pl.DataFrame, grid: np.ndarray = GRID) -> pl.DataFrame:
+    """Per (system, protocol, fold, metric, k): the quantile function and the Lorenz curve on
+    ``grid``; columns the group, p, quantile, lorenz (NaN where the Gini is undefined)."""
+    return SortedValues.of(per_user_frame).curves(grid)
+
+
+def lorenz(values: np.ndarray, grid: np.ndarray = GRID) -> np.ndarray:
+    """The Lorenz curve of ``values`` (sorted ascending) at the shares of users ``grid``: linear
+    between (i/n, cumulative share of the i smallest); NaN when a value is negative or all are 0."""
+    values = np.asarray(values, dtype=np.float64)
+    if values.size == 0:
+        return np.full(np.shape(grid), np.nan)
+    one = SortedValues(pl.DataFrame(), values, np.cumsum(values), np.array([values.size]))
+    return one.lorenz(np.asarray(grid, dtype=np.float64))[0]
 
 
 def with_fold_means(table: pl.DataFrame, keys: list[str] = _GROUP, *, summed: tuple[str, ...] = ("n",),
@@ -66,50 +165,40 @@ def with_fold_means(table: pl.DataFrame, keys: list[str] = _GROUP, *, summed: tu
     return pl.concat([table, means.select(table.columns)], how="vertical_relaxed")
 
 
-def distribution_curves(per_user_frame: pl.DataFrame, grid: np.ndarray = GRID) -> pl.DataFrame:
-    """Per (system, protocol, fold, metric, k): the quantile function and the Lorenz curve on
-    ``grid``; columns the group, p, quantile, lorenz (NaN where the Gini is undefined)."""
-    frames = []
-    for key, part in _defined(per_user_frame).group_by(_GROUP, maintain_order=True):
-        values = np.sort(part.get_column("value").to_numpy())
-        frames.append(pl.DataFrame({**dict(zip(_GROUP, key, strict=True)), "p": grid,
-                                    "quantile": np.quantile(values, grid), "lorenz": lorenz(values, grid)},
-                                   schema_overrides={"k": pl.Int32}))
-    return pl.concat(frames) if frames else pl.DataFrame()
+@dataclass
+class CurveMeans:
+    """The report's curves, gathered part by part during the analysis: each (system, protocol,
+    metric, k) group's quantile function and Lorenz curve on :data:`GRID`, averaged point by point
+    over the folds that have the group (a quantile average, Vincent's; fold ``all``), or the one
+    fold's curves when the run has one. Only groups x grid numbers are held, never users."""
 
+    folds: list[str]
+    _keys: list[pl.DataFrame] = field(default_factory=list)
+    _quantiles: list[np.ndarray] = field(default_factory=list)
+    _lorenz: list[np.ndarray] = field(default_factory=list)
 
-def lorenz(values: np.ndarray, grid: np.ndarray = GRID) -> np.ndarray:
-    """The Lorenz curve of ``values`` (sorted ascending) at the shares of users ``grid``: linear
-    between (i/n, cumulative share of the i smallest); NaN when a value is negative or all are 0."""
-    total = values.sum()
-    if values.size == 0 or total <= 0 or values[0] < 0:
-        return np.full(grid.shape, np.nan)
-    shares = np.concatenate([[0.0], np.cumsum(values) / total])
-    return np.interp(grid, np.arange(values.size + 1) / values.size, shares)
+    def add(self, groups: SortedValues) -> None:
+        """The curves of one part's groups."""
+        if groups.counts.size:
+            self._keys.append(groups.keys.select(_CURVE_GROUP))
+            self._quantiles.append(groups.quantiles(GRID))
+            self._lorenz.append(groups.lorenz(GRID))
 
-
-def part_curves(folder: ResultsFolder, protocol: str, metric: str, k: int | None, *,
-                undefined: str = "skip") -> pl.DataFrame:
-    """:func:`distribution_curves` of one (protocol, metric, k) of a results folder, read fold by
-    fold from the per-unit files with a filtered scan; fold ``all`` averages the folds' curves
-    point by point (a quantile average, Vincent's)."""
-    wanted = (pl.col("metric") == metric) & pl.col("user").is_not_null()
-    wanted &= pl.col("k").is_null() if k is None else pl.col("k") == k
-    folds = []
-    for fold in folder.manifest.folds:
-        units = folder.scan_per_unit(fold=fold, protocol=protocol).filter(wanted).collect()
-        curves = distribution_curves(per_user(units, undefined=undefined)) if units.height else None
-        if curves is not None and curves.height:  # a fold (a rolling window) may have no defined user
-            folds.append(curves)
-    if not folds:
-        return pl.DataFrame()
-    curves = pl.concat(folds)
-    if len(folds) < 2:
-        return curves
-    keys = ["system", "protocol", "metric", "k", "p"]
-    means = curves.group_by(keys, maintain_order=True).agg(pl.col("quantile", "lorenz").mean())
-    return pl.concat([curves, means.with_columns(fold=pl.lit(ALL_FOLDS)).select(curves.columns)])
-
-
-def _defined(per_user_frame: pl.DataFrame) -> pl.DataFrame:
-    return per_user_frame.filter(pl.col("value").is_not_null() & pl.col("value").is_not_nan())
+    def table(self) -> pl.DataFrame:
+        """Columns system, protocol, fold, metric, k, p, quantile, lorenz; rows in order of first
+        appearance, p ascending (NaN Lorenz where a fold's is undefined)."""
+        if not self._keys:
+            return pl.DataFrame()
+        keys = pl.concat(self._keys).with_columns(pl.col("k").cast(pl.Int32))
+        unique = keys.unique(maintain_order=True).with_row_index("group")
+        index = keys.join(unique, on=_CURVE_GROUP, how="left", nulls_equal=True,
+                          maintain_order="left").get_column("group").to_numpy()
+        folds_of = np.bincount(index, minlength=unique.height)[:, None]
+        sums = [np.zeros((unique.height, GRID.size)) for _ in range(2)]
+        for total, parts in zip(sums, (self._quantiles, self._lorenz), strict=True):
+            np.add.at(total, index, np.concatenate(parts))
+        fold = ALL_FOLDS if len(self.folds) > 1 else self.folds[0]
+        return unique.drop("group").select(pl.all().repeat_by(GRID.size).explode()).with_columns(
+            pl.lit(fold).alias("fold"), pl.Series("p", np.tile(GRID, unique.height)),
+            pl.Series("quantile", (sums[0] / folds_of).ravel()), pl.Series("lorenz", (sums[1] / folds_of).ravel()),
+        ).select("system", "protocol", "fold", "metric", "k", "p", "quantile", "lorenz")

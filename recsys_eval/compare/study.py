@@ -21,6 +21,7 @@ import polars as pl
 from recsys_eval.core.rng import derive_seed
 from recsys_eval.core.results import (
     AUC_POOLING,
+    DISTRIBUTION_CURVES,
     EXPOSURE,
     LEARNING_CURVE,
     SUMMARY,
@@ -102,6 +103,13 @@ def run_rows(summary: pl.DataFrame, folds: list[str]) -> pl.DataFrame:
     means only (the rule every side-by-side table uses)."""
     return summary.filter((pl.col("fold") == (ALL_FOLDS if len(folds) > 1 else folds[0]))
                           & (pl.col("rule") == "user mean"))
+
+
+def run_tests_table(folds: list[str]) -> str:
+    """The table of the tests that compare systems over the whole run, as :func:`run_rows` gives
+    its values: the paired t over fold means (``fold_paired_tests``) when the run has several
+    folds, else the per-user tests of its one fold (``paired_tests``)."""
+    return "fold_paired_tests" if len(folds) > 1 else "paired_tests"
 
 
 def agreement_table(summary: pl.DataFrame, folds: list[str]) -> pl.DataFrame:
@@ -280,12 +288,14 @@ def analyse(
     undefined: str | None = None,
     resamples: int | None = None,
     seed: int | None = None,
+    distributions: bool | None = None,
     out: str | Path | None = None,
 ) -> dict[str, pl.DataFrame]:
     """Compute the comparison tables of a results folder and write them to ``out`` (default: the
-    folder itself). Returns the tables by name."""
+    folder itself). Returns the tables by name. ``distributions`` (default: the run's ``[analysis]
+    distributions``) adds the per-user distributions and their curves."""
     from recsys_eval.compare import fold_paired_tests, paired_tests
-    from recsys_eval.compare.distributions import distribution_summary, with_fold_means
+    from recsys_eval.compare.distributions import CurveMeans, SortedValues, with_fold_means
     from recsys_eval.compare.slices import popularity_parts, slice_fold_means, slice_means, slice_tests
     from recsys_eval.errors import check_choice
 
@@ -307,7 +317,8 @@ def analyse(
     folds = manifest.folds
     summary = folder.table(SUMMARY)
     tables: dict[str, pl.DataFrame] = {}
-    paired, means, distributions, sliced, slice_paired = [], [], [], [], []
+    paired, means, spread, sliced, slice_paired = [], [], [], [], []
+    curves = CurveMeans(folds) if (manifest.distributions if distributions is None else distributions) else None
     slices = folder.table(USER_SLICES)
     definitions = manifest.protocol_definitions  # none in a folder no run wrote (evaluate)
     for _, parts in groupby(per_user_parts(folder, undefined), key=lambda u: (u.item(0, "fold"), u.item(0, "protocol"))):
@@ -320,7 +331,10 @@ def analyse(
             part_options = _part_options(options, definitions, users)
             paired += [paired_tests(group, **part_options) for group in _comparable_groups(users, baseline)]
             means.append(_fold_means(users))
-            distributions.append(distribution_summary(users))
+            if curves is not None:  # one sort of each group's users serves its statistics and curves
+                groups = SortedValues.of(users)
+                spread.append(groups.summary())
+                curves.add(groups)
             if slices is not None:
                 fold_slices = slices.filter(pl.col("fold") == users.item(0, "fold"))
                 sliced.append(slice_means(users, fold_slices))
@@ -347,8 +361,9 @@ def analyse(
         tables["paired_tests"] = _in_part_order(pl.concat(paired), folds, manifest.protocols)
     if fold_paired:
         tables["fold_paired_tests"] = pl.concat(fold_paired)
-    if distributions:
-        tables["distributions"] = with_fold_means(pl.concat(distributions))
+    if spread:
+        tables["distributions"] = with_fold_means(pl.concat(spread))
+        tables[DISTRIBUTION_CURVES] = curves.table()
     if sliced:
         tables["slices"] = slice_fold_means(pl.concat(sliced))
         tested = [t for t in slice_paired if t.height]
@@ -366,5 +381,5 @@ def analyse(
     target = ResultsFolder(Path(out)) if out is not None else folder
     for name, table in tables.items():
         if not table.is_empty():
-            target.write_table(name, table)
+            target.write_table(name, table, csv=name != DISTRIBUTION_CURVES)
     return tables

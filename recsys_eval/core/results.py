@@ -128,10 +128,14 @@ ANALYSIS_TABLES = (
     "popularity_bins", "exposure", "learning_curve", "aggregation_f", "aggregation_auc",
     "aggregation_audit", "distributions", "slices", "slice_tests",
 )
+#: The per-user quantile functions and Lorenz curves of every (system, protocol, metric, k) on a grid
+#: of 101 shares of users, of the run's fold (``all``: averaged over folds) that the report draws
+#: (recsys_eval.compare.distributions); Parquet only, as its rows are many.
+DISTRIBUTION_CURVES = "distribution_curves"
 #: The tables of a study over several datasets (recsys_eval.experiment.datasets_study).
 CROSS_DATASET_TABLES = ("values", "ranks", "friedman", "nemenyi", "holm")
 #: Every table a results folder can hold, by name (``<name>.parquet``, most with a CSV beside).
-TABLES = (SUMMARY, DATA_STATS, LEAKAGE, LEAKAGE_USERS, USER_SLICES, UNIT_SLICES, TUNING_BUDGET, EXPOSURE, AUC_POOLING, LEARNING_CURVE, CURVES, *ANALYSIS_TABLES,
+TABLES = (SUMMARY, DATA_STATS, LEAKAGE, LEAKAGE_USERS, USER_SLICES, UNIT_SLICES, TUNING_BUDGET, EXPOSURE, AUC_POOLING, LEARNING_CURVE, CURVES, *ANALYSIS_TABLES, DISTRIBUTION_CURVES,
           *CROSS_DATASET_TABLES)
 _KEY_COLUMNS = ("fold", "system", "protocol")
 
@@ -179,6 +183,8 @@ class Manifest:
     undefined: str = "skip"
     interval: str = "t"
     resamples: int = 1000
+    #: Whether the analysis computes the per-user distributions (``[analysis] distributions``).
+    distributions: bool = True
     datasets: list[str] = field(default_factory=list)
     ranked_by: dict[str, str] = field(default_factory=dict)
     #: The run's peak resident memory in MB, the largest step peak of ``timings.csv`` (from the

@@ -68,8 +68,11 @@ def run_experiment(
     with Timings() as timings:
         with Progress(console or Console(), quiet=quiet) as progress:
             data, splits, prepared = load_and_split(config, progress, timings)
-            sink.write_user_slices(splits, config.analysis.slices, config.analysis.user_attributes,
-                                   config.metrics.relevance_threshold)
+            if config.analysis.slices:
+                start = time.perf_counter()
+                sink.write_user_slices(splits, config.analysis.slices, config.analysis.user_attributes,
+                                       config.metrics.relevance_threshold)
+                timings.add("", "", "user slices", start)
             sink.set_layout([s.name for s in splits], options.systems, options.labels)
             folds = []
             for split in splits:

@@ -347,9 +347,12 @@ class AnalysisConfig(_Strict):
     """Diagnostics of the analysis: ``slices`` of the test users (``"activity:4"``, ``"cold:5"``,
     ``"time:3"``, ``"attribute:gender"``, and ``"popularity:0.2"`` over the units of 1R protocols;
     recsys_eval.split.slices) that every metric is also
-    reported per group of, and the ``user_attributes`` file the attribute slices read."""
+    reported per group of, and the ``user_attributes`` file the attribute slices read;
+    ``distributions``: whether every mean also gets its per-user distribution (quantiles, share at
+    zero, Gini, and the report's ECDF and Lorenz figure; docs/CONVENTIONS.md#distributions)."""
 
     slices: list[str] = Field(default_factory=list)
+    distributions: bool = True
     user_attributes: str | None = None
 
     @field_validator("slices")

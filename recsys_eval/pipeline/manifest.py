@@ -90,6 +90,7 @@ def make_manifest(config: ExperimentConfig, cfg_hash: str, data: Interactions, s
         undefined=config.metrics.undefined,
         interval=c.interval,
         resamples=c.resamples,
+        distributions=config.analysis.distributions,
     )
 
 

@@ -34,6 +34,7 @@ from recsys_eval.core.results import (
     Manifest,
     ResultsFolder,
 )
+from recsys_eval.compare.study import run_tests_table
 from recsys_eval.measure.metrics import AUXILIARY_METRICS, MetricKey, display_label, lower_is_better
 from recsys_eval.report import figures
 from recsys_eval.report.choice import config_table, report_choice
@@ -215,7 +216,7 @@ def build_sections(folder: Path) -> list[Section]:
     columns, intervals, focus = choice.columns, choice.intervals, choice.headline
     sections.append(_overview(folder, manifest, summary, focus, fold))
     # Significance marks: the paired t over fold means for cross-validated runs, else the first test.
-    paired = _read(folder, "fold_paired_tests" if fold == "all" else "paired_tests")
+    paired = _read(folder, run_tests_table(manifest.folds))
     significance, test = None, None
     if paired is not None and paired.height:
         test = next((t for t in manifest.tests if t in set(paired.get_column("test"))), paired.get_column("test")[0])

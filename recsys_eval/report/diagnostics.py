@@ -15,7 +15,14 @@ from pathlib import Path
 import polars as pl
 
 from recsys_eval.core import atomic
-from recsys_eval.core.results import EFFECT_SIZES_TEX, FIGURES, LEAKAGE, TUNING_BUDGET, ResultsFolder
+from recsys_eval.core.results import (
+    DISTRIBUTION_CURVES,
+    EFFECT_SIZES_TEX,
+    FIGURES,
+    LEAKAGE,
+    TUNING_BUDGET,
+    ResultsFolder,
+)
 from recsys_eval.measure.metrics import MetricKey, display_label
 from recsys_eval.report import figures, style
 from recsys_eval.report.build import Figure, Section, _html_table, _md_table, _slug
@@ -175,8 +182,6 @@ def distribution_section(folder: Path, focus: str) -> Section | None:
     """The per-user distribution of the main metric: quantiles, share at zero and Gini per protocol
     and system, and per protocol the ECDF and the Lorenz curve of every system
     (recsys_eval.compare.distributions)."""
-    from recsys_eval.compare.distributions import part_curves
-
     results = ResultsFolder(folder)
     key = MetricKey.parse(focus)
     found = _focus_rows(results, "distributions", key)
@@ -195,11 +200,11 @@ def distribution_section(folder: Path, focus: str) -> Section | None:
     section = Section("distributions", f"Per-user distributions: {main}", markdown=f"{note}\n\n{_md_table(shown)}",
                       html=f'<p class="note">{html.escape(note)}</p>' + _html_table(shown))
     colors = figures.system_colors(manifest.systems or rows.get_column("system").unique(maintain_order=True).to_list())
-    panels = []
-    for protocol in rows.get_column("protocol").unique(maintain_order=True).to_list()[:DISTRIBUTION_FIGURES]:
-        curves = part_curves(results, protocol, key.name, key.k, undefined=manifest.undefined)
-        panels.append((protocol, curves.filter(pl.col("fold") == fold) if curves.height else curves))
-    fig = distribution_figure(panels, main, colors)
+    curves = results.table(DISTRIBUTION_CURVES)
+    curves = curves.filter(key.rows() & (pl.col("fold") == fold)) if curves is not None else pl.DataFrame()
+    drawn = rows.get_column("protocol").unique(maintain_order=True).to_list()[:DISTRIBUTION_FIGURES]
+    fig = distribution_figure([(p, curves.filter(pl.col("protocol") == p)) for p in drawn] if curves.height else [],
+                              main, colors)
     if fig is not None:
         name = _slug(f"{focus}-distributions")
         caption = (f"{main} (fold {fold}), a column per protocol. Top: the share of users (y) whose value is at "

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from recsys_eval.compare import distribution_curves, distribution_summary, lorenz
-from recsys_eval.compare.distributions import QUANTILES, with_fold_means
+from recsys_eval.compare.distributions import QUANTILES, CurveMeans, SortedValues, with_fold_means
 
 from .conftest import user_frame
 
@@ -61,14 +61,65 @@ def test_gini_properties_and_the_lorenz_area(values, scale):
     assert 1 - 2 * area == pytest.approx(gini, abs=1e-9)
 
 
-def test_curves_are_the_quantile_function_and_the_lorenz_curve(rng):
-    a = _values(rng, 101)
+def lorenz_by_interp(x: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """The Lorenz polygon through (i/n, S_i / S_n), read on ``grid`` by np.interp."""
+    x = np.sort(x)
+    return np.interp(grid, np.arange(x.size + 1) / x.size, np.concatenate([[0.0], np.cumsum(x)]) / x.sum())
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 7, 101, 1000])
+def test_curves_are_the_quantile_function_and_the_lorenz_curve(rng, n):
+    a = _values(rng, n)
+    a[0] = 0.5  # a positive sum at every n
+    grid = np.linspace(0, 1, 101)
     curves = distribution_curves(user_frame({"A": a}))
-    assert curves.height == 101
-    np.testing.assert_allclose(curves["quantile"], np.quantile(a, np.linspace(0, 1, 101)))
-    np.testing.assert_allclose(curves["lorenz"], lorenz(np.sort(a)))
+    assert curves.height == 101 and curves["p"].to_list() == grid.tolist()
+    np.testing.assert_array_equal(curves["quantile"], np.quantile(a, grid))  # numpy's rule, the same bits
+    np.testing.assert_allclose(curves["lorenz"], lorenz_by_interp(a, grid), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(lorenz(np.sort(a), grid), lorenz_by_interp(a, grid), rtol=1e-12, atol=1e-15)
     assert (curves["lorenz"].diff().drop_nulls() >= -1e-12).all()
     assert (curves["lorenz"] <= curves["p"] + 1e-12).all()  # never above equality
+
+
+def test_groups_of_every_size_are_read_from_one_sort_like_each_on_its_own(rng):
+    """Many groups of one frame (sizes 1 to 60, NaN users left out) give each group's own
+    statistics: the flat index arithmetic never reads a neighbour's values."""
+    values = {f"s{i}": np.where(rng.random(n) < 0.2, np.nan, _values(rng, n)) for i, n in enumerate(range(1, 61))}
+    values = {s: v for s, v in values.items() if (~np.isnan(v)).any()}
+    rows = {r["system"]: r for r in distribution_summary(user_frame(values)).iter_rows(named=True)}
+    curves = distribution_curves(user_frame(values))
+    for system, v in values.items():
+        x = v[~np.isnan(v)]
+        row = rows[system]
+        assert row["n"] == x.size and row["mean"] == pytest.approx(x.mean())
+        assert [row[f"q{round(100 * q)}"] for q in QUANTILES] == pytest.approx(np.quantile(x, QUANTILES))
+        assert row["share_zero"] == pytest.approx(np.mean(x == 0))
+        if x.sum() > 0:
+            assert row["gini"] == pytest.approx(gini_by_pairs(x), abs=1e-12)
+            own = curves.filter(pl.col("system") == system)
+            np.testing.assert_allclose(own["lorenz"], lorenz_by_interp(x, own["p"].to_numpy()), atol=1e-12)
+        else:
+            assert np.isnan(row["gini"])
+
+
+def test_the_curves_over_folds_are_the_point_by_point_means_of_each_folds_curves(rng):
+    """CurveMeans, fed part by part as the analysis does, against np.quantile and the Lorenz
+    polygon of each fold averaged by hand; a group missing from a fold averages the folds it has."""
+    grid = np.linspace(0, 1, 101)
+    one, two = {"A": _values(rng, 40), "B": _values(rng, 30)}, {"A": _values(rng, 55)}
+    means = CurveMeans(["1", "2"])
+    for fold, values in (("1", one), ("2", two)):
+        means.add(SortedValues.of(user_frame(values, fold=fold)))
+    table = means.table()
+    assert set(table["fold"]) == {"all"} and table.height == 2 * grid.size
+    a = table.filter(pl.col("system") == "A")
+    np.testing.assert_allclose(a["quantile"], (np.quantile(one["A"], grid) + np.quantile(two["A"], grid)) / 2)
+    np.testing.assert_allclose(a["lorenz"], (lorenz_by_interp(one["A"], grid) + lorenz_by_interp(two["A"], grid)) / 2,
+                               atol=1e-12)
+    np.testing.assert_allclose(table.filter(pl.col("system") == "B")["quantile"], np.quantile(one["B"], grid))
+    single = CurveMeans(["0"])
+    single.add(SortedValues.of(user_frame(one, fold="0")))
+    assert set(single.table()["fold"]) == {"0"}
 
 
 def test_fold_all_is_the_mean_of_the_fold_statistics(rng):

@@ -17,7 +17,15 @@ from polars.testing import assert_frame_equal
 from config_text import config_text, ratings_file, split_table
 from recsys_eval.cli import main
 from latex_tables import compile_tables
-from recsys_eval.core.results import EFFECT_SIZES_TEX, LEAKAGE, LEAKAGE_USERS, USER_SLICES, ResultsFolder
+from recsys_eval.compare.study import analyse
+from recsys_eval.core.results import (
+    DISTRIBUTION_CURVES,
+    EFFECT_SIZES_TEX,
+    LEAKAGE,
+    LEAKAGE_USERS,
+    USER_SLICES,
+    ResultsFolder,
+)
 from recsys_eval.experiment.runner import config_splits
 from recsys_eval.measure.aggregate import per_user
 from recsys_eval.pipeline.config import parse_config
@@ -113,6 +121,42 @@ def test_the_distributions_table_is_that_of_the_per_user_values(folder):
         assert (folder / "figures" / f"ndcg@10-distributions.{ext}").is_file()
 
 
+def test_the_report_draws_the_curves_of_the_per_user_values(folder):
+    """The distribution_curves table the figure draws: each system's quantile function (numpy's)
+    and Lorenz polygon (np.interp through (i/n, S_i / S_n)) of its per-user values, on 101 points."""
+    results = ResultsFolder.open(folder)
+    users = per_user(results.scan_per_unit(protocol="AI+AR+AN").filter(pl.col("metric") == "ndcg").collect())
+    curves = results.table(DISTRIBUTION_CURVES).filter((pl.col("metric") == "ndcg") & (pl.col("protocol") == "AI+AR+AN"))
+    for system in ("popular", "item_knn"):
+        x = np.sort(users.filter((pl.col("system") == system) & pl.col("value").is_not_nan()).get_column("value").to_numpy())
+        own = curves.filter(pl.col("system") == system)
+        p = own.get_column("p").to_numpy()
+        assert own.height == 101 and set(own.get_column("fold")) == {"holdout"}
+        np.testing.assert_allclose(own.get_column("quantile"), np.quantile(x, p))
+        polygon = np.interp(p, np.arange(x.size + 1) / x.size, np.concatenate([[0.0], np.cumsum(x)]) / x.sum())
+        np.testing.assert_allclose(own.get_column("lorenz"), polygon, atol=1e-12)
+
+
+def test_distributions_false_leaves_them_out_and_analyse_can_add_them(tmp_path, synthetic_ratings):
+    config = tmp_path / "plain.toml"
+    config.write_text(config_text(
+        "plain", seed=2, dataset=ratings_file(synthetic_ratings), recommenders=["popular", "random"],
+        output=None, compare={"baseline": "popular", "tests": ["t"]}, analysis={"distributions": False}))
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", str(config), "--out", str(tmp_path / "results"), "--quiet"])
+    assert exit_info.value.code in (0, None)
+    folder = ResultsFolder.open((tmp_path / "results" / "plain" / "latest").resolve())
+    assert folder.manifest.distributions is False
+    assert not folder.has_table("distributions") and not folder.has_table(DISTRIBUTION_CURVES)
+    assert "Per-user distributions" not in folder.file("report.md").read_text()
+    assert not list(folder.file("figures").glob("*distributions*"))
+    assert folder.has_table("paired_tests")  # the rest of the analysis is there
+    tables = analyse(folder, distributions=True, out=tmp_path / "with")
+    assert {"distributions", DISTRIBUTION_CURVES} <= set(tables)
+    assert (tmp_path / "with" / f"{DISTRIBUTION_CURVES}.parquet").is_file()
+    assert not (tmp_path / "with" / f"{DISTRIBUTION_CURVES}.csv").exists()  # Parquet only: its rows are many
+
+
 def test_the_slice_tables_and_section(folder):
     results = ResultsFolder.open(folder)
     slices = results.table(USER_SLICES)
@@ -171,8 +215,9 @@ def test_the_popularity_slice_means_equal_the_units_filtered_by_their_items_grou
     ({"slices": ["attribute:x"]}, ["attribute:x", "user_attributes"]),
     ({"slices": ["popularity:0.7"]}, ["popularity:0.7", "(0, 0.5]"]),
     ({"slices": ["popularity:0.2"]}, ["popularity:0.2", "1R", "percentiles"]),
+    ({"distributions": "sometimes"}, ["distributions", "sometimes", "boolean"]),
 ])
-def test_a_bad_slice_is_a_config_error_naming_it(tmp_path, synthetic_ratings, capsys, analysis, message):
+def test_a_bad_analysis_key_is_a_config_error_naming_it(tmp_path, synthetic_ratings, capsys, analysis, message):
     config = tmp_path / "bad.toml"
     config.write_text(config_text("bad", dataset=ratings_file(synthetic_ratings), analysis=analysis))
     with pytest.raises(SystemExit) as exc:

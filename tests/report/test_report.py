@@ -282,14 +282,19 @@ def test_compare_and_report_commands(folder, capsys, monkeypatch):
     tests = pl.read_parquet(out / "paired_tests.parquet")
     assert set(tests["test"].unique()) == {"t", "sign"}
     printed = capsys.readouterr().out
-    assert "Paired tests against the baseline: nDCG@10" in printed
+    # a cross-validated run: the paired t over the fold means, as the report marks its tables
+    assert "Paired tests against the baseline: nDCG@10 (paired t over the fold means)" in " ".join(printed.split())
     table = [line for line in printed.splitlines() if not line.startswith("tables: ")]
     assert max(map(len, table)) <= 80 and "…" not in printed
-    # one row per protocol, system and test, protocols in config order
+    # one row per protocol and system, protocols in config order, each the fold-means test's
     rows = [line.split() for line in table if line.split() and line.split()[0].startswith("AI+")]
-    assert len(rows) == 6 * 2 * 2
+    assert len(rows) == 6 * 2
     assert list(dict.fromkeys(r[0] for r in rows)) == ["AI+AR+AN", "AI+1R+AN", "AI+1R+NN50", "AI+AR+AN+pct3/bin1",
                                                        "AI+AR+AN+pct3/bin2", "AI+AR+AN+pct3/bin3"]
+    over_folds = pl.read_parquet(out / "fold_paired_tests.parquet").filter(
+        (pl.col("metric") == "ndcg") & (pl.col("k") == 10))
+    expected = {(r["protocol"], r["system"]): f"{r['mean_diff']:+.4f}" for r in over_folds.iter_rows(named=True)}
+    assert {(r[0], r[1]): r[2] for r in rows} == expected
     with pytest.raises(SystemExit) as exit_info:  # never overwritten without --force
         main(["compare", str(folder), "--tests", "t,sign", "--correction", "bonferroni"])
     assert exit_info.value.code == 1
