@@ -38,7 +38,7 @@ import polars as pl
 
 from recsys_eval.core.results import MANIFEST, PER_UNIT, PER_UNIT_SCHEMA, SUMMARY, Manifest
 from recsys_eval.data.runs import GRADED_FORMATS, read_table
-from recsys_eval.engine.formats import LINE_FORMATS, read_lines, spark_format
+from recsys_eval.engine.formats import LINE_FORMATS, SPARK_FORMATS, read_lines, spark_format
 from recsys_eval.engine.partitions import (
     RUN,
     SUMS,
@@ -203,7 +203,13 @@ def _read(spark: SparkSession, path: str, kind: int, name: str, given: str | Non
             raise DataError(f"{name}: no such file") from None
         raise DataError(f"{name}: could not be read ({str(exc).splitlines()[0]})") from None
     sample = pl.from_arrow(frame.limit(SAMPLE_ROWS).toArrow())
-    read_table(sample, role, name=name)
+    try:
+        read_table(sample, role, name=name)
+    except DataError as exc:
+        if given is None and fmt in ("csv", "tsv") and "missing column" in str(exc):
+            raise DataError(f"{exc}; Spark reads a file as {fmt.upper()} with a header unless --format or its "
+                            f"extension tells another format ({', '.join(SPARK_FORMATS)})") from None
+        raise
     values = tuple(c for c in (("score", "rank") if kind == RUN else ("rating",)) if c in frame.columns)
     return _File(frame.select("user", "item", *values), name, kind, values, fmt)
 

@@ -4,6 +4,8 @@ Spark reads."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import polars as pl
 import pytest
@@ -81,3 +83,10 @@ def test_a_line_of_the_wrong_width_is_named(spark, tmp_path):
         evaluate_spark(spark, paths["qrels"], str(bad), str(tmp_path / "out"))
     with pytest.raises(ConfigError, match="ranx"):
         evaluate_spark(spark, paths["qrels"], str(tmp_path / "run.json"), str(tmp_path / "out"))
+    # a TREC run whose extension tells no format is read as CSV: the message says how to tell it
+    text = tmp_path / "sys.txt"
+    text.write_text(Path(paths["trec"]).read_text())
+    with pytest.raises(DataError, match=r"missing column\(s\) user, item.*unless --format or its extension tells"):
+        evaluate_spark(spark, paths["qrels"], str(text), str(tmp_path / "out"))
+    evaluate_spark(spark, paths["qrels"], str(text), str(tmp_path / "out"), run_format="trec")
+    assert (tmp_path / "out" / "summary.csv").exists()
