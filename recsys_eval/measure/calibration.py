@@ -10,8 +10,8 @@ genres), H the user's train items with genres and L the listed top-k items with 
 with uniform weights (Steck's w_{u,i} = w_r(i) = 1) and alpha = ``calibration_alpha`` (0.01). NaN
 when H or L is empty: no genre data in the user's profile, or in the list.
 
-The popularity metrics' pass over every unit's train items and list computes it
-(:func:`recsys_eval.measure.popularity.list_sums`, with these functions): both walk the same items.
+The one pass over every unit's train items and list computes it
+(:func:`recsys_eval.measure.listpass.list_pass`, with these functions): both walk the same items.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def genre_rows(genres: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return rows, weight
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def add_item(item, g_rows, g_weight, into):
     """Add p(.|item) to ``into``; 1 if the item has genres, else 0."""
     n = g_rows[item, 0]
@@ -48,7 +48,7 @@ def add_item(item, g_rows, g_weight, into):
     return 1 if n > 0 else 0
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def miscalibration(p, q, n_listed, alpha):
     """C_KL of profile ``p`` (normalised) and the genre sums ``q`` of ``n_listed`` items with genres."""
     total = 0.0

@@ -17,11 +17,11 @@ item, the counts' short loops of varying length cost more than the 100 popcounts
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from numba import njit
 
-from recsys_eval.core.chunks import chunk_bounds, run_chunks
-from recsys_eval.core.units import Rankings
 
 #: Genre sets of at most this many genres are packed with their size in one 64-bit word.
 PACKED_GENRES = 57
@@ -29,21 +29,29 @@ _SIZE_SHIFT = 58  # the size in the top 6 bits (at most 57 genres, so a size fit
 _SUM_STRIDE = 128  # the table's row length, above the largest size sum 2 x 57
 
 
-def ild_values(rankings: Rankings, cutoffs: list[int], genres: np.ndarray) -> np.ndarray:
-    """units x cutoffs: ILD of every unit's top k (``genres``: items x genres bool matrix)."""
-    masks, sizes = genre_masks(genres)
-    out = np.full((rankings.n_units, len(cutoffs)), np.nan)
-    arrays = (rankings.offsets, rankings.items)  # as they are: a copy per call costs as much as the walk
-    cuts = np.asarray(cutoffs, dtype=np.int64)
-    distance = distance_table(int(sizes.max(initial=0)))
-    if genres.shape[1] <= PACKED_GENRES:
+@dataclass(frozen=True)
+class GenreSets:
+    """Every item's genre set as the ILD kernels read it: with at most :data:`PACKED_GENRES` genres
+    (``packed``), one 64-bit ``words`` entry an item (its genre bits, its genre count in the top
+    bits); else ``masks`` (items x 64-bit words) and ``sizes``. ``distance``: :func:`distance_table`
+    flattened, rows ``stride`` long."""
+
+    packed: bool
+    words: np.ndarray
+    masks: np.ndarray
+    sizes: np.ndarray
+    distance: np.ndarray
+    stride: int
+
+    @classmethod
+    def of(cls, genres: np.ndarray) -> GenreSets:
+        """The sets of an items x genres bool matrix."""
+        masks, sizes = genre_masks(genres)
+        distance = distance_table(int(sizes.max(initial=0)))
+        if genres.shape[1] > PACKED_GENRES:
+            return cls(False, np.zeros(0, dtype=np.uint64), masks, sizes, distance.ravel(), distance.shape[1])
         words = masks[:, 0] | (sizes.astype(np.uint64) << np.uint64(_SIZE_SHIFT))
-        masks, sizes = np.zeros((0, 0), dtype=np.uint64), sizes[:0]
-    else:
-        words = np.zeros(0, dtype=np.uint64)
-    run_chunks(_ild_chunk, chunk_bounds(rankings.n_units), *arrays, words, masks, sizes, distance.ravel(),
-               distance.shape[1], cuts, out)
-    return out
+        return cls(True, words, np.zeros((0, 0), dtype=np.uint64), sizes[:0], distance.ravel(), distance.shape[1])
 
 
 def distance_table(most: int) -> np.ndarray:
@@ -83,39 +91,7 @@ def _distance(x, bits, size, distance):
 
 
 @njit(cache=True, nogil=True)
-def _ild_chunk(lo, hi, offsets, items, words, masks, sizes, distance, stride, cutoffs, out):
-    """ILD of units lo:hi. Packed genre sets: ``words``, each item's genre bits and, in the top
-    bits, its genre count (``masks`` empty); else ``masks`` (items x words) and ``sizes``.
-    ``distance``: :func:`distance_table` flattened, rows ``stride`` long."""
-    n_words = masks.shape[1]
-    kmax = cutoffs[len(cutoffs) - 1]
-    listed = np.zeros(kmax, dtype=np.uint64)  # the packed words of the top k, contiguous
-    listed_masks = np.zeros((kmax, n_words), dtype=np.uint64)  # or their genre bits, and sizes
-    listed_size = np.zeros(kmax, dtype=np.int64)
-    for u in range(lo, hi):
-        first, length = offsets[u], min(offsets[u + 1] - offsets[u], kmax)
-        total = 0.0
-        c = 0
-        for b in range(length + 1):
-            while c < len(cutoffs) and (b == cutoffs[c] or b == length):
-                if b >= 2:
-                    out[u, c] = total / (b * (b - 1) / 2.0)
-                c += 1
-            if b == length:
-                break
-            item = items[first + b]
-            if n_words == 0:
-                listed[b] = words[item]
-                total += _packed_distances(listed, b, distance)
-            else:
-                for w in range(n_words):
-                    listed_masks[b, w] = masks[item, w]
-                listed_size[b] = sizes[item]
-                total += _wide_distances(listed_masks, listed_size, b, distance, stride)
-
-
-@njit(cache=True, nogil=True)
-def _packed_distances(listed, b, distance):
+def packed_distances(listed, b, distance):
     """The sum of d between packed item b and each item above it, in four running sums."""
     word = listed[b]
     bits, size = word & np.uint64((1 << _SIZE_SHIFT) - 1), word >> np.uint64(_SIZE_SHIFT)
@@ -134,7 +110,7 @@ def _packed_distances(listed, b, distance):
 
 
 @njit(cache=True, nogil=True)
-def _wide_distances(listed_masks, listed_size, b, distance, stride):
+def wide_distances(listed_masks, listed_size, b, distance, stride):
     """The sum of d between item b and each item above it, genre sets of several words."""
     total = 0.0
     for a in range(b):
