@@ -138,10 +138,9 @@ def _list_pass(names: list[str], rankings: Rankings, cutoffs: list[int], train, 
     among ``names`` (into ``values``), and PopRSP's and PopREO's head/tail counts, reading
     popularity, relevance, MostPop and genres only when a metric asks."""
     wanted = set(names)
-    item_pop = (popularity.item_popularity(train, n_items)
-                if wanted & {*listpass.POPULARITY_METRICS, *popularity.PARITY_METRICS} else None)
-    return listpass.list_pass(rankings, cutoffs, values, rows, popularity=item_pop,
-                              head=item_pop.head(params["head_share"]) if item_pop is not None else None,
+    records = (popularity.item_records(train, n_items, params["head_share"], surprisal="surprisal" in wanted)
+               if wanted & {*listpass.POPULARITY_METRICS, *popularity.PARITY_METRICS} else None)
+    return listpass.list_pass(rankings, cutoffs, values, rows, records=records,
                               targets=targets if wanted & set(popularity.RELEVANCE_METRICS) else None, train=train,
                               genres=genre_bool_matrix(genres, n_items) if wanted & {"calibration", "ild"} else None,
                               alpha=params["calibration_alpha"])

@@ -45,15 +45,14 @@ _RECORD = 8
 
 
 def list_pass(rankings: Rankings, cutoffs: Sequence[int], out: np.ndarray | None = None,
-              rows: Mapping[str, int] | None = None, *, popularity=None, head: np.ndarray | None = None,
+              rows: Mapping[str, int] | None = None, *, records: np.ndarray | None = None,
               targets: Targets | None = None, train=None, genres: np.ndarray | None = None,
               alpha: float = 0.01) -> np.ndarray:
     """Every metric of ``rows`` (name of :data:`PASS_METRICS` -> its first row in ``out``, a
     C-contiguous columns x units float matrix: the metric at cutoffs[c] goes to row + c), and the
     cutoffs x :data:`N_TOTALS` head/tail counts, returned.
 
-    ``popularity`` (:class:`~recsys_eval.measure.popularity.ItemPopularity`) and ``head`` (bool by
-    item) for the popularity metrics and the counts; ``targets``, the rankings' own, for relevance
+    ``records`` (:func:`item_table`, items x 8) for the popularity metrics and the counts; ``targets``, the rankings' own, for relevance
     (EPC, EFD, serendipity, the relevant counts); ``train`` for MostPop's lists (unexpectedness,
     serendipity) and calibration's profiles; ``genres`` (items x genres bool) for calibration and
     ILD, with smoothing ``alpha``."""
@@ -67,30 +66,28 @@ def list_pass(rankings: Rankings, cutoffs: Sequence[int], out: np.ndarray | None
         column[PASS_METRICS.index(name)] = row
     if out is None:
         out = np.zeros((0, rankings.n_units))
-    n_items = len(popularity.holders) if popularity is not None else len(genres)
-    table = item_table(popularity, head, surprisal="surprisal" in rows)
+    n_items = len(records) if records is not None else len(genres)
     sets = GenreSets.of(genres if "ild" in rows else np.zeros((1, 0), dtype=bool))
     most_popular = train is not None and bool({"unexpectedness", "serendipity"} & set(rows))
     calibrate = train is not None and genres is not None and "calibration" in rows
     indptr, indices = _train_rows(train if most_popular or calibrate else None, n_items, rankings)
     g_rows, g_weight = genre_rows(genres) if calibrate else (np.zeros((1, 1), dtype=np.uint8), np.zeros(1))
     t_offsets, t_items, t_gain = _target_arrays(targets, rankings.n_units)
-    place = popularity.pop_rank if popularity is not None else np.zeros(1, dtype=np.int64)
+    place = records[:, _PLACE].astype(np.int64) if most_popular else np.zeros(1, dtype=np.int64)
     bounds = chunk_bounds(rankings.n_units)
     totals = np.zeros((len(bounds) - 1, len(cutoffs), N_TOTALS))
-    flags = np.array([popularity is not None, most_popular, calibrate, "ild" in rows, sets.packed], dtype=np.bool_)
+    flags = np.array([records is not None, most_popular, calibrate, "ild" in rows, sets.packed], dtype=np.bool_)
     run_chunks(_pass_chunk, bounds, rankings.offsets, rankings.items, rankings.unit_user, t_offsets, t_items, t_gain,
-               table, sets.words, sets.masks, sets.sizes, sets.distance, sets.stride, discount(int(cutoffs[-1])),
+               records if records is not None else np.zeros((1, _RECORD)), sets.words, sets.masks, sets.sizes, sets.distance, sets.stride, discount(int(cutoffs[-1])),
                indptr, indices, place, g_rows, g_weight, genres.shape[1] if calibrate else 0, float(alpha), flags,
                cutoffs, column, out, totals, n_items, index=True)
     return totals.sum(axis=0)
 
 
-def item_table(popularity=None, head: np.ndarray | None = None, *, surprisal: bool = False) -> np.ndarray:
-    """items x 8 float64: each item's record (one row of zeros without ``popularity``; the surprisal
+def item_table(popularity, head: np.ndarray, *, surprisal: bool = False) -> np.ndarray:
+    """items x 8 float64: each item's record from its
+    :class:`~recsys_eval.measure.popularity.ItemPopularity` and the ``head`` mask (the surprisal
     column 0 unless asked)."""
-    if popularity is None:
-        return np.zeros((1, _RECORD))
     table = np.zeros((len(popularity.holders), _RECORD))
     table[:, _HOLDERS] = popularity.holders
     table[:, _TAIL] = ~head

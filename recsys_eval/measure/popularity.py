@@ -38,7 +38,14 @@ import numpy as np
 from recsys_eval.core.interactions import Interactions
 from recsys_eval.core.units import Rankings, Targets
 from recsys_eval.errors import DataError
-from recsys_eval.measure.listpass import LISTED, LISTED_RELEVANT, LISTED_RELEVANT_TAIL, LISTED_TAIL, list_pass
+from recsys_eval.measure.listpass import (
+    LISTED,
+    LISTED_RELEVANT,
+    LISTED_RELEVANT_TAIL,
+    LISTED_TAIL,
+    item_table,
+    list_pass,
+)
 from recsys_eval.measure.lists import per_train, train_pairs, train_rows
 
 #: The metrics that read which listed items are relevant.
@@ -104,6 +111,20 @@ def item_popularity(train, n_items: int) -> ItemPopularity:
     return ItemPopularity(holders, n_users, per_train(train, ("pop_rank", n_items), lambda: _pop_rank(holders)))
 
 
+def item_records(train, n_items: int, head_share: float, *, surprisal: bool = False) -> np.ndarray:
+    """The list pass's record of every item (:func:`~recsys_eval.measure.listpass.item_table`)
+    under the head of ``head_share``, kept with an Interactions (every system and protocol of a
+    fold reads the same)."""
+    return per_train(train, ("item records", n_items, head_share, surprisal),
+                     lambda: item_table(item_popularity(train, n_items), head_of(train, n_items, head_share),
+                                        surprisal=surprisal))
+
+
+def head_of(train, n_items: int, head_share: float) -> np.ndarray:
+    """:meth:`ItemPopularity.head` of ``train``, kept with an Interactions."""
+    return per_train(train, ("head", n_items, head_share), lambda: item_popularity(train, n_items).head(head_share))
+
+
 def _pop_rank(holders: np.ndarray) -> np.ndarray:
     """Every item's place in the most-popular order (0 the most popular; ties by item index)."""
     order = np.lexsort((np.arange(len(holders)), -holders))
@@ -123,8 +144,8 @@ class PopularityParity:
 
     def __init__(self, train, n_items: int, cutoffs: Sequence[int], head_share: float) -> None:
         self.cutoffs = sorted(cutoffs)
-        self.popularity = item_popularity(train, n_items)
-        self.head = self.popularity.head(head_share)
+        self.head = head_of(train, n_items, head_share)
+        self.records = item_records(train, n_items, head_share)
         #: per user index: train items in the head, and in all
         self.train_head, self.train_size = per_train(train, ("train_head", n_items, head_share),
                                                      lambda: _train_head_counts(train, n_items, self.head))
@@ -139,7 +160,7 @@ class PopularityParity:
         pass already made them (:func:`~recsys_eval.measure.listpass.list_pass`, with this head and
         with ``targets``)."""
         if totals is None:
-            totals = list_pass(rankings, self.cutoffs, popularity=self.popularity, head=self.head, targets=targets)
+            totals = list_pass(rankings, self.cutoffs, records=self.records, targets=targets)
         self.listed += np.column_stack([totals[:, LISTED] - totals[:, LISTED_TAIL], totals[:, LISTED_TAIL]])
         self.listed_relevant += np.column_stack([totals[:, LISTED_RELEVANT] - totals[:, LISTED_RELEVANT_TAIL],
                                                  totals[:, LISTED_RELEVANT_TAIL]])
