@@ -15,6 +15,7 @@ for a metric not asked, and no units x cutoffs x sums array is kept.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -23,9 +24,9 @@ from numba import njit
 from recsys_eval.core.chunks import chunk_bounds, run_chunks
 from recsys_eval.core.units import Rankings, Targets
 from recsys_eval.errors import DataError
-from recsys_eval.measure.calibration import add_item, genre_rows, miscalibration
+from recsys_eval.measure.calibration import add_item, genre_rows, miscalibration, profiles
 from recsys_eval.measure.diversity import GenreSets, packed_distances, wide_distances
-from recsys_eval.measure.lists import train_rows
+from recsys_eval.measure.lists import per_train, train_rows
 
 #: The metrics the pass computes, in the order of its column table.
 PASS_METRICS = ("arp", "aplt", "aclt", "surprisal", "novelty", "epc", "efd", "unexpectedness", "serendipity",
@@ -70,8 +71,10 @@ def list_pass(rankings: Rankings, cutoffs: Sequence[int], out: np.ndarray | None
     sets = GenreSets.of(genres if "ild" in rows else np.zeros((1, 0), dtype=bool))
     most_popular = train is not None and bool({"unexpectedness", "serendipity"} & set(rows))
     calibrate = train is not None and genres is not None and "calibration" in rows
-    indptr, indices = _train_rows(train if most_popular or calibrate else None, n_items, rankings)
+    indptr, indices = _train_rows(train if most_popular else None, n_items, rankings)
     g_rows, g_weight = genre_rows(genres) if calibrate else (np.zeros((1, 1), dtype=np.uint8), np.zeros(1))
+    p_offsets, p_entries, p_counts = (_profiles(train, n_items, genres, g_rows, g_weight) if calibrate else
+                                      (np.zeros(1, dtype=np.int64), np.zeros((0, 2)), np.zeros((0, 2), dtype=np.int64)))
     t_offsets, t_items, t_gain = _target_arrays(targets, rankings.n_units)
     place = records[:, _PLACE].astype(np.int64) if most_popular else np.zeros(1, dtype=np.int64)
     bounds = chunk_bounds(rankings.n_units)
@@ -79,7 +82,8 @@ def list_pass(rankings: Rankings, cutoffs: Sequence[int], out: np.ndarray | None
     flags = np.array([records is not None, most_popular, calibrate, "ild" in rows, sets.packed], dtype=np.bool_)
     run_chunks(_pass_chunk, bounds, rankings.offsets, rankings.items, rankings.unit_user, t_offsets, t_items, t_gain,
                records if records is not None else np.zeros((1, _RECORD)), sets.words, sets.masks, sets.sizes, sets.distance, sets.stride, discount(int(cutoffs[-1])),
-               indptr, indices, place, g_rows, g_weight, genres.shape[1] if calibrate else 0, float(alpha), flags,
+               indptr, indices, place, g_rows, g_weight, p_offsets, p_entries, p_counts,
+               genres.shape[1] if calibrate else 0, float(alpha), flags,
                cutoffs, column, out, totals, n_items, index=True)
     return totals.sum(axis=0)
 
@@ -105,6 +109,15 @@ def discount(kmax: int) -> np.ndarray:
     return 1.0 / np.log2(np.arange(kmax, dtype=np.float64) + 2.0)
 
 
+def _profiles(train, n_items: int, genres: np.ndarray, g_rows: np.ndarray,
+              g_weight: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every train user's genre profile (:func:`~recsys_eval.measure.calibration.profiles`), kept
+    with an Interactions under the genres' digest."""
+    digest = hashlib.blake2b(np.packbits(genres).tobytes() + repr(genres.shape).encode(), digest_size=16).hexdigest()
+    return per_train(train, ("calibration profiles", n_items, digest),
+                     lambda: profiles(*train_rows(train, n_items), g_rows, g_weight, genres.shape[1]))
+
+
 def _target_arrays(targets: Targets | None, n_units: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     if targets is None:  # no unit has a target: empty rows, in a Targets' dtypes
         return np.zeros(n_units + 1, dtype=np.int64), np.zeros(0, np.int32), np.zeros(0, np.float32)
@@ -122,7 +135,8 @@ def _train_rows(train, n_items: int, rankings: Rankings) -> tuple[np.ndarray, np
 
 @njit(cache=True, nogil=True)
 def _pass_chunk(chunk, lo, hi, offsets, items, unit_user, t_offsets, t_items, t_gain, table, words, masks, sizes,
-                distance, stride, discount, indptr, indices, place, g_rows, g_weight, n_genres, alpha, flags, cutoffs,
+                distance, stride, discount, indptr, indices, place, g_rows, g_weight, p_offsets, p_entries, p_counts,
+                n_genres, alpha, flags, cutoffs,
                 column, out, totals, n_items):
     """Units lo:hi of :func:`list_pass`; ``flags``: popularity, MostPop, calibration, ILD, ILD of
     packed words.
@@ -139,8 +153,7 @@ def _pass_chunk(chunk, lo, hi, offsets, items, unit_user, t_offsets, t_items, t_
     listed_words = np.zeros(kmax, dtype=np.uint64)  # ILD: the top k's genre words, contiguous
     listed_masks = np.zeros((kmax, masks.shape[1]), dtype=np.uint64)  # or their genre bits and sizes
     listed_sizes = np.zeros(kmax, dtype=np.int64)
-    profile = np.zeros(n_genres)  # calibration's p and q
-    listed_genres = np.zeros(n_genres)
+    listed_genres = np.zeros(n_genres)  # calibration's q
     for u in range(lo, hi):
         first, length = offsets[u], min(offsets[u + 1] - offsets[u], kmax)
         listed = items[first:first + length]
@@ -164,8 +177,8 @@ def _pass_chunk(chunk, lo, hi, offsets, items, unit_user, t_offsets, t_items, t_
             for j in range(len(train)):
                 seen[place[train[j]]] = False
         if calibrate:
-            _calibration(u, listed, train, g_rows, g_weight, alpha, cutoffs, column[CALIBRATION], out, profile,
-                         listed_genres)
+            _calibration(u, unit_user[u], listed, p_offsets, p_entries, p_counts, g_rows, g_weight, alpha, cutoffs,
+                         column[CALIBRATION], out, listed_genres)
         if ild and packed:
             _packed_ild(u, listed, words, distance, cutoffs, column[ILD], out, listed_words)
         elif ild:
@@ -206,25 +219,25 @@ def _popularity(chunk, u, listed, marked, n_relevant, table, discount, cutoffs, 
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _calibration(u, listed, train, g_rows, g_weight, alpha, cutoffs, row, out, profile, listed_genres):
-    """C_KL of unit u's list at every cutoff (into ``out`` from ``row``), p from its user's
-    ``train`` items, q from the list's; NaN where either has no genre data."""
-    for g in range(len(profile)):
-        profile[g] = 0.0
+def _calibration(u, user, listed, p_offsets, p_entries, p_counts, g_rows, g_weight, alpha, cutoffs, row, out,
+                 listed_genres):
+    """C_KL of unit u's list at every cutoff (into ``out`` from ``row``), p its user's profile
+    (:func:`~recsys_eval.measure.calibration.profiles`), q from the list's items; NaN where either
+    has no genre data."""
+    for g in range(len(listed_genres)):
         listed_genres[g] = 0.0
-    n_profile = 0
-    for j in range(len(train)):
-        n_profile += add_item(train[j], g_rows, g_weight, profile)
-    for g in range(len(profile)):
-        profile[g] /= max(n_profile, 1)
+    known = user < len(p_counts)  # a user past the train rows has no profile
+    n_profile = p_counts[user, 1] if known else 0
+    start = p_offsets[user] if known else 0
+    stop = start + (p_counts[user, 0] if known else 0)
     n_listed, r = 0, 0
     for c in range(len(cutoffs)):
-        stop = min(cutoffs[c], len(listed))
-        while r < stop:
+        end = min(cutoffs[c], len(listed))
+        while r < end:
             n_listed += add_item(listed[r], g_rows, g_weight, listed_genres)
             r += 1
-        out[row + c, u] = miscalibration(profile, listed_genres, n_listed, alpha) if n_profile > 0 and n_listed > 0 \
-            else np.nan
+        out[row + c, u] = miscalibration(p_entries, start, stop, listed_genres, n_listed, alpha) \
+            if n_profile > 0 and n_listed > 0 else np.nan
 
 
 @njit(cache=True, nogil=True)

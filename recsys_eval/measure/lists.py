@@ -13,13 +13,14 @@ from recsys_eval.errors import DataError
 
 
 def per_train(train, key: tuple, compute) -> np.ndarray:
-    """``compute()``, kept in an Interactions' cache under ``key`` (other inputs: computed each
-    time), read-only."""
+    """``compute()`` (an array or a tuple of arrays), kept in an Interactions' cache under ``key``
+    (other inputs: computed each time), read-only."""
     if not isinstance(train, Interactions):
         return compute()
     if key not in train._cache:
         value = compute()
-        value.flags.writeable = False
+        for array in value if isinstance(value, tuple) else (value,):
+            array.flags.writeable = False
         train._cache[key] = value
     return train._cache[key]
 
