@@ -2,7 +2,8 @@
 distance d(A, B) = 1 - |A & B| / |A | B| between the genre sets of every pair of a unit's top-k items
 (0 for two items without genres), NaN below 2 items.
 
-Every cutoff comes from one pass over the list: the distances of each new item to those above it
+The one pass over the lists (:func:`recsys_eval.measure.listpass.list_pass`) reads every cutoff
+from one walk of a list: the distances of each new item to those above it
 are added to a running total, read at each cutoff (the k(k-1)/2 pairs of the top k, not of every
 cutoff). d depends on a pair only through the overlap t = |A & B| and the size sum s = |A| + |B|
 (the union is s - t), so it is read from a table by (t, s); with at most :data:`PACKED_GENRES`
@@ -10,6 +11,9 @@ genres an item's genre bits and its genre count share one 64-bit word, the overl
 two words, and the pairs of a new item are summed in four running sums (the loop's cost is then
 the pairs' work, not the latency of one sum). Wider genre sets take several words a pair.
 
+The sum over pairs stays pairwise, O(k^2): under cosine similarity of genre vectors it would be
+linear in k, sum_{i<j} cos(g_i, g_j) = (||sum_i u_i||^2 - sum_i ||u_i||^2) / 2 with u_i = g_i/||g_i||,
+but Jaccard's denominator |A | B| depends on the pair, so no sum of per-item vectors gives it.
 Counting the items above by size and genre (so that a new item's distances follow from its genres'
 counts, O(genres) instead of O(k)) was measured slower at k = 100: with one to three genres an
 item, the counts' short loops of varying length cost more than the 100 popcounts they replace.

@@ -4,13 +4,16 @@ EPC, EFD, unexpectedness, serendipity; :mod:`recsys_eval.measure.popularity` giv
 calibration (:mod:`recsys_eval.measure.calibration`), ILD (:mod:`recsys_eval.measure.diversity`),
 and the head/tail counts PopRSP and PopREO are ratios of.
 
-A numba kernel over chunks of units walks each unit's relevant targets (marked by item), its user's
-train items when MostPop or calibration needs them, then its list once, reading one 64-byte record
-an item (:func:`item_table`: its popularity values, place in the most-popular order and packed genre
-word, one cache line), and writes each asked metric's value at every cutoff straight into its row
-of the caller's metric-major matrix (columns x units, what :func:`~recsys_eval.measure.frames.long_frame`
-takes without a copy); the run-level head/tail counts are summed per chunk. Nothing is computed
-for a metric not asked, and no units x cutoffs x sums array is kept.
+A numba kernel over chunks of units marks each unit's relevant targets, reads its list once from
+one 64-byte record an item (:func:`item_table`: its popularity values and place in the
+most-popular order, one cache line) into running sums and small buffers, and writes each asked
+metric at every cutoff straight into its row of the caller's metric-major matrix (columns x
+units, what :func:`~recsys_eval.measure.frames.long_frame` takes without a copy); the run-level
+head/tail counts are summed per chunk. MostPop (from the user's train row), calibration (from the
+user's kept genre profile) and ILD (from packed genre words) are each a tight loop of their own
+over the unit's list, run only when a metric asks: a loop that tests every family's flag at every
+item, or calls a helper with array arguments (numba's reference counting per call), measured
+slower. No units x cutoffs x sums array is kept.
 """
 
 from __future__ import annotations
