@@ -445,16 +445,19 @@ class ResultsFolder:
                 "scratch": {kind: [self._relative(p) for p in paths] for kind, paths in done.scratch.items()}}
         self.write_json(self._relative(self._partition_note(fold, system, protocol)), note)
 
-    def unfinished_fold(self, fold: str) -> UnfinishedFold:
+    def unfinished_fold(self, fold: str, *, reuse: bool = True) -> UnfinishedFold:
         """What an earlier attempt finished of ``fold`` (:class:`UnfinishedFold`), and nothing else
         of the fold's: every other per-unit file, scratch table and note of it (a chunk not marked
-        done, the counts of a chunk not last) is deleted, so that a resume redoes exactly the rest."""
+        done, the counts of a chunk not last) is deleted, so that a resume redoes exactly the rest.
+        Without ``reuse`` (an engine that redoes a fold whole), all of them are deleted."""
         folder, layout = self._progress_folder(fold), self._layout_keys()
         notes: dict[tuple[int, int], dict[int | None, Path]] = {}
         for note in folder.glob("s*-p*.json"):
             if found := _NOTE.match(note.name):
                 j, k, chunk = found.groups()
                 notes.setdefault((int(j), int(k)), {})[None if chunk is None else int(chunk)] = note
+        if not reuse:
+            notes.clear()
         out, kept = UnfinishedFold(), set()
         for (j, k), of_pair in sorted(notes.items()):
             key = layout["systems"][j], layout["protocols"][k]

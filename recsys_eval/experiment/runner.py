@@ -154,15 +154,17 @@ def config_splits(config: ExperimentConfig, data: Interactions) -> list[Split]:
 def run_fold(config: ExperimentConfig, options: RunOptions, data: Interactions, split: Split, n_folds: int,
              sink: RunSink, progress: Progress, timings: Timings) -> FoldSummary:
     """One fold: reused when an earlier attempt completed it; else tuned, planned, executed on the
-    configured engine (the local one reusing the partitions and chunks an earlier attempt finished),
-    its split saved, and marked done."""
+    configured engine (the local one reusing the partitions and chunks an earlier attempt finished;
+    Spark redoing the fold whole), its split saved, and marked done."""
     from recsys_eval.tune import tune_fold
 
     done = sink.completed(split.name)
     if done is not None:
         progress.log(f"[{split.name}] done in an earlier attempt: reused", markup=False)
         return reuse_fold(options.summarising, done)
-    earlier = sink.unfinished_fold(split.name)
+    spark = config.engine.name == "spark"
+    # the Spark engine redoes a fold whole: what a local attempt left of it would only be stray files
+    earlier = sink.unfinished_fold(split.name, reuse=not spark)
     if earlier.partitions or earlier.chunks:
         progress.log(f"[{split.name}] {len(earlier.partitions)} (system, protocol) partitions and {earlier.n_chunks} "
                      "chunks of users of the others done in an earlier attempt: reused", markup=False)
@@ -170,7 +172,6 @@ def run_fold(config: ExperimentConfig, options: RunOptions, data: Interactions, 
     tuned = tune_fold(config, data, split, sink.tuning_log, progress)
     if tuned:
         timings.add(split.name, "", "tune", start)
-    spark = config.engine.name == "spark"
     plan = FoldPlan.build(options, data, split, n_folds=n_folds, tuned=tuned, progress=progress, timings=timings,
                           targets=not spark)
     if spark:

@@ -104,11 +104,11 @@ class RunSink:
             if frames:
                 self.folder.write_scratch(kind, fold, pl.concat(frames))
 
-    def unfinished_fold(self, fold: str) -> UnfinishedFold:
+    def unfinished_fold(self, fold: str, *, reuse: bool = True) -> UnfinishedFold:
         """The (system, protocol) partitions of ``fold`` an earlier attempt completed, the first
         chunks of users it completed of the others, and its ranges of users; the files of what it
-        left unfinished are deleted (:meth:`ResultsFolder.unfinished_fold`)."""
-        return self.folder.unfinished_fold(fold)
+        left unfinished (without ``reuse``: of all it did) are deleted (:meth:`ResultsFolder.unfinished_fold`)."""
+        return self.folder.unfinished_fold(fold, reuse=reuse)
 
     def record_ranges(self, fold: str, users_per_range: int) -> None:
         """The users per range of users ``fold`` is measured in, which a resume then keeps."""

@@ -23,6 +23,7 @@ from recsys_eval.core.results import (
     FinishedPartition,
     Manifest,
     ResultsFolder,
+    UnfinishedFold,
     read_counts,
 )
 from recsys_eval.errors import ConfigError, DataError
@@ -190,6 +191,10 @@ def test_a_resume_reads_back_the_chunks_done_from_the_first_and_deletes_what_els
         files, {"curve_chunks": [p for c in popular for p in c.scratch.values()]})}
     assert again.chunks == {("random", "AI+AR+AN"): [random]} and again.n_chunks == 1
     assert all(p.is_file() for p in files) and not popular[-1].counts.exists()
+    # an engine that redoes the fold whole (Spark) keeps nothing of it but its ranges
+    assert work.unfinished_fold("f1", reuse=False) == UnfinishedFold(users_per_range=3)
+    assert [p.name for p in (work.path / "partitions" / "f0").iterdir()] == ["ranges.json"]
+    assert list((work.path / "per_unit" / "f0").iterdir()) == []
 
 
 # -- finish ---------------------------------------------------------------------------------------
