@@ -195,6 +195,18 @@ class RunExposure:
         _band_counts(rankings.offsets, rankings.items, band_of_rank, by_band, self.ranked)
         self.counts += np.cumsum(by_band, axis=0)
 
+    def saved(self) -> dict[str, np.ndarray]:
+        """A copy of the counts added so far, by name: what :meth:`restore` takes back, so that a
+        run measured in chunks of users can stop after a chunk and go on with the same sums."""
+        state = {"counts": self.counts.copy(), "ranked": self.ranked.copy()}
+        return state | (self.parity.saved() if self.parity is not None else {})
+
+    def restore(self, saved: dict[str, np.ndarray]) -> None:
+        """The counts as :meth:`saved` copied them."""
+        self.counts[...], self.ranked[...] = saved["counts"], saved["ranked"]
+        if self.parity is not None:
+            self.parity.restore(saved)
+
     def values(self, names: Sequence[str]) -> list[tuple[str, int | None, float]]:
         """(metric, k, value) of every run-level metric in ``names``, in their order, k ascending."""
         rows = []

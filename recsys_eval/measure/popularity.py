@@ -133,6 +133,10 @@ def _pop_rank(holders: np.ndarray) -> np.ndarray:
     return rank
 
 
+#: The counts :class:`PopularityParity` adds a chunk of units at a time.
+_ADDED = ("listed", "listed_relevant", "candidates", "relevant")
+
+
 class PopularityParity:
     """Counts of a run's lists per cutoff and item group (head, tail), added a chunk of units at a
     time, from which ``pop_rsp`` and ``pop_reo`` follow (Zhu et al. 2020):
@@ -170,6 +174,15 @@ class PopularityParity:
         if targets is not None:
             rel_head = self.head[targets.items[targets.gain > 0]]
             self.relevant += [rel_head.sum(), (~rel_head).sum()]
+
+    def saved(self) -> dict[str, np.ndarray]:
+        """A copy of the counts added so far, by name (see ``RunExposure.saved``)."""
+        return {f"parity_{name}": getattr(self, name).copy() for name in _ADDED}
+
+    def restore(self, saved: dict[str, np.ndarray]) -> None:
+        """The counts as :meth:`saved` copied them."""
+        for name in _ADDED:
+            getattr(self, name)[...] = saved[f"parity_{name}"]
 
     def values(self, names: Sequence[str]) -> list[tuple[str, int, float]]:
         """(metric, k, value) of ``pop_rsp`` and ``pop_reo`` among ``names``, at every cutoff."""

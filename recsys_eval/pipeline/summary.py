@@ -38,6 +38,8 @@ class FoldSummary:
     partitions: list[Path] = field(default_factory=list)
     #: How many of its (system, protocol) partitions an earlier attempt of the run completed.
     reused: int = 0
+    #: How many chunks of users of its other partitions an earlier attempt completed.
+    reused_chunks: int = 0
 
     def add(self, summarised: tuple[pl.DataFrame, pl.DataFrame | None]) -> None:
         """One partition's rows and F counts (:func:`partition_rows`)."""
