@@ -27,7 +27,8 @@ from recsys_eval.compare.frames import (
     mask_groups,
     partitions,
 )
-from recsys_eval.compare.resampling import bootstrap_interval, bootstrap_means, permutation_pvalues, sign_flip_means
+from recsys_eval.compare.bootstrap import BlockCounts, resample_columns
+from recsys_eval.compare.resampling import bootstrap_interval, permutation_pvalues, sign_flip_means
 from recsys_eval.core.rng import derive_seed
 from recsys_eval.errors import ConfigError, DataError, check_choice, closest
 
@@ -84,7 +85,8 @@ def paired_tests(
     either), mean_diff with its ``level`` t-interval (diff_lower, diff_upper), relative_diff =
     mean(system) / mean(baseline) - 1 with its ``level`` percentile-bootstrap interval
     (relative_lower, relative_upper: ``n_resamples`` resamples of the users, the same users for
-    both systems, drawn from a generator of its own so the other tests' draws do not change), and
+    both systems, drawn as the bootstrap intervals' (docs/CONVENTIONS.md#bootstrap-intervals) from a
+    seed of its own per protocol and fold, so the other tests' draws do not change), and
     cohens_d, the paired d_z = mean(d) / sd(d).
     """
     columns = test_columns(partitions(per_user_frame), baseline=baseline, tests=tests, correction=correction,
@@ -115,17 +117,17 @@ def test_columns(
     """The rows of :func:`paired_tests` before the correction, as lists by column (:data:`TEST_SCHEMA`):
     no frame is built per partition, so that many small groups of users (the slices) cost their
     arithmetic alone. The tests draw from a generator seeded by ``seed``, the relative difference's
-    bootstrap from one of its own, so that adding a test does not change the interval."""
+    bootstrap from a seed of its own per partition, so that adding a test does not change the interval."""
     tests = _check_options(tests, correction, alternative, mcnemar, level)
     systems = sorted({s for part in parts for s in part.columns["system"]})
     pairs = system_pairs(systems, baseline)
     rng = np.random.default_rng(seed)
-    boot = np.random.default_rng(derive_seed(seed, "relative difference"))
     columns: dict[str, list] = {name: [] for name in TEST_SCHEMA}
     for part in parts:
         keys, a_cols, b_cols = _pair_columns(part, pairs)
         first, second = part.values[:, a_cols], part.values[:, b_cols]
-        relative = _relative(first, second, level, n_resamples, boot)
+        relative = _relative(part, first, second, level, n_resamples,
+                             derive_seed(seed, "relative difference", part.protocol, part.fold))
         for test, values in _test_partition(part, first, second, a_cols, b_cols, tests, alternative, level,
                                             n_resamples, rng, mcnemar):
             keep = ~np.isnan(values["p_value"]) | (test != "mcnemar")
@@ -244,27 +246,33 @@ def _pair_columns(part: Partition, pairs: list[tuple[str, str]]) -> tuple[list[t
     return keys, a_cols, b_cols
 
 
-def _relative(first: np.ndarray, second: np.ndarray, level: float, n_resamples: int,
-              rng: np.random.Generator) -> dict[str, np.ndarray]:
-    """relative_diff = mean(a) / mean(b) - 1 over the users with both values, and its percentile
-    interval from ``n_resamples`` bootstrap resamples of those users (one draw of users serves both
-    systems, so the interval is paired); NaN where the baseline's mean is 0."""
+def _relative(part: Partition, first: np.ndarray, second: np.ndarray, level: float, n_resamples: int,
+              seed: int) -> dict[str, np.ndarray]:
+    """relative_diff = mean(a) / mean(b) - 1 over the users with both values (exact means), and its
+    percentile interval from ``n_resamples`` bootstrap resamples of those users drawn as the
+    intervals' are (docs/CONVENTIONS.md#bootstrap-intervals): a pair's two columns are defined on
+    the same users, so each replicate resamples the same users for both (the interval is paired);
+    NaN where the baseline's mean is 0."""
     both = ~np.isnan(first - second)
-    estimate, lower, upper = (np.full(first.shape[1], np.nan) for _ in range(3))
-    for rows, cols in mask_groups(both):
-        if rows.size == 0:
-            continue
-        a, b = first[np.ix_(rows, cols)], second[np.ix_(rows, cols)]
-        with np.errstate(invalid="ignore", divide="ignore"):
-            base = b.mean(axis=0)
-            estimate[cols] = np.where(base == 0, np.nan, a.mean(axis=0) / base - 1.0)
-            if n_resamples:
-                means = bootstrap_means(np.hstack([a, b]), n_resamples, rng)
-                ratios = means[:, : len(cols)] / means[:, len(cols):] - 1.0
-                finite = np.isfinite(ratios).all(axis=0)
-                low, high = bootstrap_interval(np.where(np.isfinite(ratios), ratios, 0.0), estimate[cols],
-                                               level=level, method="percentile")
-                lower[cols], upper[cols] = np.where(finite, low, np.nan), np.where(finite, high, np.nan)
+    pairs = first.shape[1]
+    estimate, lower, upper = (np.full(pairs, np.nan) for _ in range(3))
+    if not both.any():
+        return {"relative_diff": estimate, "relative_lower": lower, "relative_upper": upper}
+    values = np.hstack([np.where(both, first, np.nan), np.where(both, second, np.nan)])
+    if n_resamples:
+        counts, resampled = resample_columns(values, part.users.to_numpy(), n_resamples=n_resamples, seed=seed)
+    else:
+        counts, resampled = BlockCounts.of(values, 0), None
+    means = counts.means()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        estimate = np.where(means[pairs:] == 0, np.nan, means[:pairs] / means[pairs:] - 1.0)
+        if resampled is not None:
+            replicates = resampled.means(counts.n)
+            ratios = replicates[:, :pairs] / replicates[:, pairs:] - 1.0
+            finite = np.isfinite(ratios).all(axis=0)
+            low, high = bootstrap_interval(np.where(np.isfinite(ratios), ratios, 0.0), estimate, level=level,
+                                           method="percentile")
+            lower, upper = np.where(finite, low, np.nan), np.where(finite, high, np.nan)
     return {"relative_diff": estimate, "relative_lower": lower, "relative_upper": upper}
 
 

@@ -1,68 +1,21 @@
-"""Vectorised resampling kernels: bootstrap means and sign-flip (paired permutation) null distributions.
+"""Resampling: sign-flip (paired permutation) null distributions, and bootstrap intervals from a
+bootstrap distribution (the distribution itself: recsys_eval.compare.bootstrap).
 
-Both resample users, the unit the summaries average over, jointly across the columns of a users x
+Users, the unit the summaries average over, are resampled jointly across the columns of a users x
 columns matrix, so one set of draws serves every system, metric and cutoff measured on those users.
-Random draws come from a numpy ``Generator``; the same generator state gives the same result.
+Sign flips come from a numpy ``Generator``; the same generator state gives the same result.
 """
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 from scipy.special import ndtr, ndtri
 
-from recsys_eval.core.chunks import chunk_bounds, run_chunks
-
-#: Random draws held in memory at once (int32 indices or float64 signs per chunk of resamples).
+#: Random signs held in memory at once (per chunk of resamples).
 CHUNK_ELEMENTS = 4_000_000
 #: Relative tolerance below which a resampled statistic counts as equal to the observed one
 #: (the same guard against round-off as ``scipy.stats.permutation_test``).
 TIE_TOLERANCE = 1e-14
-
-
-#: Draws (resamples x users) below which a bootstrap sums its resamples on the calling thread:
-#: handing a few milliseconds of work to threads costs more than it saves on a loaded machine.
-SERIAL_DRAWS = 2_000_000
-
-
-@numba.njit(cache=True, nogil=True)
-def _resample_sums(lo: int, hi: int, indices: np.ndarray, values: np.ndarray, out: np.ndarray) -> None:
-    """out[r, c] = sum over j of values[indices[r, j], c] for the resamples r in lo:hi: counts per
-    row, then one pass over values (in row order, so any split of the resamples gives the same bits)."""
-    n_rows = values.shape[0]
-    n_cols = values.shape[1]
-    counts = np.zeros(n_rows, np.int32)
-    for r in range(lo, hi):
-        for i in range(n_rows):
-            counts[i] = 0
-        for j in range(indices.shape[1]):
-            counts[indices[r, j]] += 1
-        for c in range(n_cols):
-            out[r, c] = 0.0
-        for i in range(n_rows):
-            w = counts[i]
-            if w != 0:
-                for c in range(n_cols):
-                    out[r, c] += w * values[i, c]
-
-
-def bootstrap_means(values: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
-    """Means of ``n_resamples`` bootstrap resamples of the rows of ``values`` (n x c, no NaN).
-
-    Each resample draws n rows with replacement, shared by all columns. Returns (n_resamples, c).
-    """
-    values = np.ascontiguousarray(values, dtype=np.float64)
-    n, n_cols = values.shape
-    out = np.empty((n_resamples, n_cols))
-    rows_per_chunk = max(1, CHUNK_ELEMENTS // max(n, 1))
-    for start in range(0, n_resamples, rows_per_chunk):
-        stop = min(start + rows_per_chunk, n_resamples)
-        indices = rng.integers(0, n, (stop - start, n), dtype=np.int32)
-        if indices.size < SERIAL_DRAWS:
-            _resample_sums(0, stop - start, indices, values, out[start:stop])
-        else:
-            run_chunks(_resample_sums, chunk_bounds(stop - start), indices, values, out[start:stop])
-    return out / n
 
 
 def sign_flip_means(diffs: np.ndarray, n_resamples: int, rng: np.random.Generator) -> tuple[np.ndarray, bool]:
@@ -106,12 +59,11 @@ def permutation_pvalues(null: np.ndarray, observed: np.ndarray, alternative: str
     return np.minimum(1.0, 2.0 * np.minimum(p_less, p_greater))
 
 
-def mean_acceleration(values: np.ndarray) -> np.ndarray:
-    """BCa acceleration of the mean per column from the closed-form jackknife:
-    a = sum(u^3) / (6 * sum(u^2)^1.5), u = x - mean(x)."""
-    u = values - values.mean(axis=0)
+def acceleration(square_sums: np.ndarray, cube_sums: np.ndarray) -> np.ndarray:
+    """BCa acceleration of the mean per column from the closed-form jackknife, given the sums of
+    u^2 and u^3 over its values, u = x - mean(x): a = sum(u^3) / (6 sum(u^2)^1.5)."""
     with np.errstate(invalid="ignore", divide="ignore"):
-        return (u**3).sum(axis=0) / (6.0 * ((u**2).sum(axis=0)) ** 1.5)
+        return cube_sums / (6.0 * square_sums**1.5)
 
 
 def bootstrap_interval(

@@ -18,8 +18,9 @@ chunk of users, ``per_unit/f<i>/s<j>-p<k>-<first user>.parquet``; the executors 
 results folder's file system, as they do on a local master or a shared file system) and hands
 back the file's name and its users' exact sums
 (:class:`recsys_eval.measure.aggregate.SummaryState`), which the driver merges into the local
-engine's summary bit for bit. A bootstrap interval, which resamples each user's value, reads the
-written files back one (system, protocol) at a time. The exposure counts per popularity bin add up
+engine's summary bit for bit. Bootstrap intervals, which resample users, are Spark jobs over the
+written files (:func:`recsys_eval.engine.stats.bootstrap_intervals`) whose replicates' sums come back
+to the driver, never a user's value. The exposure counts per popularity bin add up
 to the local ones; the pooled-AUC sample is drawn per Spark partition (another sample of the same
 scores).
 
@@ -169,8 +170,7 @@ class FoldTask:
     weights, popularity bins and the exposure's bins) and train side, each target set's first unit
     number per user; ``models`` (broadcast) maps (system, train side) to its fitted, broadcastable
     model; ``pool_auc``: whether scored targets are sampled for the pooled AUC, from ``n_parts``
-    partitions; ``files``: where the per-unit partitions go; ``summed``: whether the
-    summary takes the users' sums (t-intervals) rather than each user's value (a bootstrap)."""
+    partitions; ``files``: where the per-unit partitions go."""
 
     options: Any
     jobs: Any
@@ -182,7 +182,6 @@ class FoldTask:
     pool_auc: bool
     n_parts: int
     files: Any
-    summed: bool
 
     def __call__(self, chunk: pl.DataFrame) -> pl.DataFrame:
         """The chunk's tables as ``kind, table`` rows (each table in Arrow IPC bytes, sums pickled),
@@ -196,10 +195,9 @@ class FoldTask:
                 continue
             path = self.files.write(frame, part=int(chunk.get_column("user").min()))
             tables.append((WRITTEN, _ipc(pl.DataFrame({"path": [str(path)]}))))
-            if self.summed:
-                labels = frame.row(0, named=True)
-                state = PartitionState.of(frame, undefined=self.options.measure.undefined).reduced()
-                tables.append((SUMS, pickle.dumps((labels["system"], labels["protocol"], state))))
+            labels = frame.row(0, named=True)
+            state = PartitionState.of(frame, undefined=self.options.measure.undefined).reduced()
+            tables.append((SUMS, pickle.dumps((labels["system"], labels["protocol"], state))))
         return pl.DataFrame(tables, schema={"kind": pl.String, "table": pl.Binary}, orient="row")
 
 
@@ -273,7 +271,7 @@ class SparkFold:
             fold=plan.fold, targets=context.broadcast(targets.shipped),
             models=context.broadcast({(name, side[key]): broadcastable(m) for (name, key), m in models.items()}),
             pool_auc=plan.pool_auc, n_parts=n_parts,
-            files=self.sink.folder.partition_files(), summed=plan.options.summarising.interval == "t",
+            files=self.sink.folder.partition_files(),
         )
         start = time.perf_counter()
         out, exposure, scored = self._collect(spark, task, n_parts, targets.rows(split))
@@ -317,20 +315,25 @@ class SparkFold:
         except spark_failures() as exc:
             raise job_error(exc) from None
         out.partitions.sort()
+        intervals = self._bootstrap(spark, out.partitions, n_parts)
         for label in plan.options.labels:
             for system in plan.options.systems:
-                state = self._summed(sums.pop((system, label), []), out.partitions, system, label, task.summed)
-                if state is not None:
-                    out.add(partition_rows(plan.options.summarising, state))
+                states = sums.pop((system, label), [])
+                if states:
+                    key = (pl.col("system") == system) & (pl.col("protocol") == label)
+                    out.add(partition_rows(plan.options.summarising, SummaryState.merge(states),
+                                           None if intervals is None else intervals.filter(key)))
         return out, exposure, scored
 
-    def _summed(self, sums: list[SummaryState], written: list[Path], system: str, label: str, summed: bool):
-        """The state a (system, protocol) is summarised from: its partitions' merged sums, or (a
-        bootstrap) its users' values read back from its files; None when it has no unit."""
-        if summed:
-            return SummaryState.merge(sums) if sums else None
-        prefix = self.sink.folder.partition_file(self.plan.fold, system, label, 0).name.rsplit("-", 1)[0] + "-"
-        files = [p for p in written if p.name.startswith(prefix)]
-        undefined = self.plan.options.measure.undefined
-        states = [PartitionState.of(pl.read_parquet(p), undefined=undefined) for p in files]
-        return PartitionState.merge(states).in_user_order() if states else None
+    def _bootstrap(self, spark, written: list[Path], n_parts: int) -> pl.DataFrame | None:
+        """The fold's bootstrap intervals, a Spark job over its written files (None with t-intervals)."""
+        from recsys_eval.engine.stats import bootstrap_intervals
+
+        summarising = self.plan.options.summarising
+        if summarising.interval != "bootstrap" or not written:
+            return None
+        fold = self.plan.fold
+        return bootstrap_intervals(spark, [str(p) for p in written], undefined=summarising.undefined,
+                                   n_resamples=summarising.resamples, partitions=n_parts,
+                                   seeds={(fold, label): summarising.seed_of(fold, label)
+                                          for label in self.plan.options.labels})

@@ -11,11 +11,7 @@ from recsys_eval.compare import (
     fold_confidence_intervals,
     per_user,
 )
-from recsys_eval.compare.resampling import (
-    bootstrap_interval,
-    bootstrap_means,
-    mean_acceleration,
-)
+from recsys_eval.compare.resampling import acceleration, bootstrap_interval
 from recsys_eval.errors import ConfigError, DataError
 
 from .conftest import user_frame
@@ -67,9 +63,11 @@ def test_t_interval_on_the_lecture_error_rate_example():
 @pytest.mark.parametrize("method", ["bca", "percentile", "basic"])
 def test_interval_from_a_bootstrap_distribution_equals_scipy(rng, method):
     data = rng.exponential(size=(60, 3))
-    distribution = bootstrap_means(data, 500, rng)
+    distribution = data[rng.integers(0, 60, (500, 60))].mean(axis=1)
+    u = data - data.mean(axis=0)
     low, high = bootstrap_interval(
-        distribution, data.mean(axis=0), level=0.9, method=method, acceleration=mean_acceleration(data)
+        distribution, data.mean(axis=0), level=0.9, method=method,
+        acceleration=acceleration((u**2).sum(axis=0), (u**3).sum(axis=0))
     )
     for c in range(3):
         previous = SimpleNamespace(bootstrap_distribution=distribution[:, c])
@@ -77,15 +75,6 @@ def test_interval_from_a_bootstrap_distribution_equals_scipy(rng, method):
             (data[:, c],), np.mean, n_resamples=0, bootstrap_result=previous, confidence_level=0.9, method=method
         ).confidence_interval
         assert (low[c], high[c]) == pytest.approx((ref.low, ref.high), rel=1e-10)
-
-
-def test_bootstrap_means_resample_users_jointly(rng):
-    data = rng.normal(size=(200, 2))
-    data[:, 1] = 2 * data[:, 0]  # a column that is a function of the first must stay one in every resample
-    means = bootstrap_means(data, 3000, rng)
-    assert np.allclose(means[:, 1], 2 * means[:, 0])
-    assert means[:, 0].mean() == pytest.approx(data[:, 0].mean(), abs=0.01)
-    assert means[:, 0].std() == pytest.approx(data[:, 0].std() / math.sqrt(200), rel=0.08)
 
 
 def test_bootstrap_interval_close_to_scipy_bootstrap(rng):
@@ -134,19 +123,3 @@ def test_bad_input_is_named():
         confidence_intervals(frame.drop("value"))
     with pytest.raises(DataError, match="more than one value"):
         confidence_intervals(pl.concat([frame, frame]))
-
-
-def test_bootstrap_means_equal_gathering_the_drawn_users():
-    data = np.random.default_rng(1).normal(size=(37, 4))
-    got = bootstrap_means(data, 250, np.random.default_rng(9))
-    indices = np.random.default_rng(9).integers(0, 37, (250, 37), dtype=np.int32)  # the same draws, one chunk
-    assert got == pytest.approx(data[indices].mean(axis=1), rel=1e-12)
-
-
-def test_bootstrap_means_are_the_same_bits_on_the_calling_thread_and_on_the_pool(monkeypatch):
-    from recsys_eval.compare import resampling
-
-    data = np.random.default_rng(2).random((300, 5))
-    serial = bootstrap_means(data, 400, np.random.default_rng(4))
-    monkeypatch.setattr(resampling, "SERIAL_DRAWS", 0)
-    assert np.array_equal(bootstrap_means(data, 400, np.random.default_rng(4)), serial)
