@@ -27,8 +27,7 @@ from recsys_eval.compare.frames import (
     mask_groups,
     partitions,
 )
-from recsys_eval.compare.bootstrap import BlockCounts, resample_columns
-from recsys_eval.compare.resampling import bootstrap_interval, permutation_pvalues, sign_flip_means
+from recsys_eval.compare.resampling import bootstrap_interval, bootstrap_means, permutation_pvalues, sign_flip_means
 from recsys_eval.core.rng import derive_seed
 from recsys_eval.errors import ConfigError, DataError, check_choice, closest
 
@@ -85,8 +84,8 @@ def paired_tests(
     either), mean_diff with its ``level`` t-interval (diff_lower, diff_upper), relative_diff =
     mean(system) / mean(baseline) - 1 with its ``level`` percentile-bootstrap interval
     (relative_lower, relative_upper: ``n_resamples`` resamples of the users, the same users for
-    both systems, drawn as the bootstrap intervals' (docs/CONVENTIONS.md#bootstrap-intervals) from a
-    seed of its own per protocol and fold, so the other tests' draws do not change), and
+    both systems, from a seed of its own per protocol and fold, so the other tests' draws do not
+    change; docs/CONVENTIONS.md#effect-sizes), and
     cohens_d, the paired d_z = mean(d) / sd(d).
     """
     columns = test_columns(partitions(per_user_frame), baseline=baseline, tests=tests, correction=correction,
@@ -126,8 +125,8 @@ def test_columns(
     for part in parts:
         keys, a_cols, b_cols = _pair_columns(part, pairs)
         first, second = part.values[:, a_cols], part.values[:, b_cols]
-        relative = _relative(part, first, second, level, n_resamples,
-                             derive_seed(seed, "relative difference", part.protocol, part.fold))
+        boot = np.random.default_rng(derive_seed(seed, "relative difference", part.protocol, part.fold))
+        relative = _relative(part.values, np.asarray(a_cols), np.asarray(b_cols), level, n_resamples, boot)
         for test, values in _test_partition(part, first, second, a_cols, b_cols, tests, alternative, level,
                                             n_resamples, rng, mcnemar):
             keep = ~np.isnan(values["p_value"]) | (test != "mcnemar")
@@ -246,33 +245,30 @@ def _pair_columns(part: Partition, pairs: list[tuple[str, str]]) -> tuple[list[t
     return keys, a_cols, b_cols
 
 
-def _relative(part: Partition, first: np.ndarray, second: np.ndarray, level: float, n_resamples: int,
-              seed: int) -> dict[str, np.ndarray]:
-    """relative_diff = mean(a) / mean(b) - 1 over the users with both values (exact means), and its
-    percentile interval from ``n_resamples`` bootstrap resamples of those users drawn as the
-    intervals' are (docs/CONVENTIONS.md#bootstrap-intervals): a pair's two columns are defined on
-    the same users, so each replicate resamples the same users for both (the interval is paired);
-    NaN where the baseline's mean is 0."""
+def _relative(values: np.ndarray, a_cols: np.ndarray, b_cols: np.ndarray, level: float, n_resamples: int,
+              rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """relative_diff = mean(a) / mean(b) - 1 for each pair of columns (a, b) of ``values``, over the
+    users with both values, and its percentile interval from ``n_resamples`` bootstrap resamples of
+    those users (one draw of users serves both systems, so the interval is paired; a column shared
+    by several pairs, the baseline's, is resampled once); NaN where the baseline's mean is 0."""
+    first, second = values[:, a_cols], values[:, b_cols]
     both = ~np.isnan(first - second)
-    pairs = first.shape[1]
-    estimate, lower, upper = (np.full(pairs, np.nan) for _ in range(3))
-    if not both.any():
-        return {"relative_diff": estimate, "relative_lower": lower, "relative_upper": upper}
-    values = np.hstack([np.where(both, first, np.nan), np.where(both, second, np.nan)])
-    if n_resamples:
-        counts, resampled = resample_columns(values, part.users.to_numpy(), n_resamples=n_resamples, seed=seed)
-    else:
-        counts, resampled = BlockCounts.of(values, 0), None
-    means = counts.means()
-    with np.errstate(invalid="ignore", divide="ignore"):
-        estimate = np.where(means[pairs:] == 0, np.nan, means[:pairs] / means[pairs:] - 1.0)
-        if resampled is not None:
-            replicates = resampled.means(counts.n)
-            ratios = replicates[:, :pairs] / replicates[:, pairs:] - 1.0
-            finite = np.isfinite(ratios).all(axis=0)
-            low, high = bootstrap_interval(np.where(np.isfinite(ratios), ratios, 0.0), estimate, level=level,
-                                           method="percentile")
-            lower, upper = np.where(finite, low, np.nan), np.where(finite, high, np.nan)
+    estimate, lower, upper = (np.full(first.shape[1], np.nan) for _ in range(3))
+    for rows, cols in mask_groups(both):
+        if rows.size == 0:
+            continue
+        a, b = first[np.ix_(rows, cols)], second[np.ix_(rows, cols)]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            base = b.mean(axis=0)
+            estimate[cols] = np.where(base == 0, np.nan, a.mean(axis=0) / base - 1.0)
+            if n_resamples:
+                needed, where = np.unique(np.r_[a_cols[cols], b_cols[cols]], return_inverse=True)
+                means = bootstrap_means(values[np.ix_(rows, needed)], n_resamples, rng)[:, where]
+                ratios = means[:, : len(cols)] / means[:, len(cols):] - 1.0
+                finite = np.isfinite(ratios).all(axis=0)
+                low, high = bootstrap_interval(np.where(np.isfinite(ratios), ratios, 0.0), estimate[cols],
+                                               level=level, method="percentile")
+                lower[cols], upper[cols] = np.where(finite, low, np.nan), np.where(finite, high, np.nan)
     return {"relative_diff": estimate, "relative_lower": lower, "relative_upper": upper}
 
 

@@ -8,14 +8,68 @@ Sign flips come from a numpy ``Generator``; the same generator state gives the s
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
+
 import numpy as np
 from scipy.special import ndtr, ndtri
 
-#: Random signs held in memory at once (per chunk of resamples).
+
+#: Random draws held in memory at once (int32 indices or float64 signs per chunk of resamples).
 CHUNK_ELEMENTS = 4_000_000
 #: Relative tolerance below which a resampled statistic counts as equal to the observed one
 #: (the same guard against round-off as ``scipy.stats.permutation_test``).
 TIE_TOLERANCE = 1e-14
+
+
+#: Draws kept by :func:`resample_counts` for the last few generator states it drew from.
+_KEPT_DRAWS = 4
+_kept: OrderedDict[tuple, tuple[np.ndarray, dict]] = OrderedDict()
+_kept_lock = threading.Lock()
+
+
+def resample_counts(rng: np.random.Generator, n_resamples: int, n: int) -> np.ndarray:
+    """How often each of ``n`` rows is drawn in each of ``n_resamples`` resamples of n draws with
+    replacement (int32, resamples x n): the draws of ``rng.integers(0, n, (n_resamples, n))``,
+    counted per resample. The generator ends where those draws leave it.
+
+    The draws of the last few generator states are kept: the analysis tests every metric of a
+    (fold, protocol) from generators seeded alike, so the same draws recur once per metric, and a
+    draw kept is returned (and the generator moved on) exactly as drawing again would."""
+    key = (repr(rng.bit_generator.state), n_resamples, n)
+    with _kept_lock:
+        kept = _kept.get(key)
+        if kept is not None:
+            _kept.move_to_end(key)
+    if kept is not None:
+        rng.bit_generator.state = kept[1]
+        return kept[0]
+    indices = rng.integers(0, n, (n_resamples, n), dtype=np.int32).astype(np.int64)
+    indices += (np.arange(n_resamples, dtype=np.int64) * n)[:, None]
+    counts = np.bincount(indices.ravel(), minlength=n_resamples * n).astype(np.int32).reshape(n_resamples, n)
+    counts.flags.writeable = False
+    with _kept_lock:
+        _kept[key] = (counts, rng.bit_generator.state)
+        if len(_kept) > _KEPT_DRAWS:
+            _kept.popitem(last=False)
+    return counts
+
+
+def bootstrap_means(values: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """Means of ``n_resamples`` bootstrap resamples of the rows of ``values`` (n x c, no NaN).
+
+    Each resample draws n rows with replacement, shared by all columns: its means are
+    ``counts @ values / n``, one matrix product per chunk of resamples (:func:`resample_counts`).
+    Returns (n_resamples, c).
+    """
+    values = np.ascontiguousarray(values, dtype=np.float64)
+    n = values.shape[0]
+    out = np.empty((n_resamples, values.shape[1]))
+    rows_per_chunk = max(1, CHUNK_ELEMENTS // max(n, 1))
+    for start in range(0, n_resamples, rows_per_chunk):
+        stop = min(start + rows_per_chunk, n_resamples)
+        out[start:stop] = resample_counts(rng, stop - start, n).astype(np.float64) @ values
+    return out / n
 
 
 def sign_flip_means(diffs: np.ndarray, n_resamples: int, rng: np.random.Generator) -> tuple[np.ndarray, bool]:

@@ -42,17 +42,22 @@ FULL_CANDIDATES = "full_candidates"
 
 def per_user_parts(folder: ResultsFolder, undefined: str) -> Iterator[pl.DataFrame]:
     """Per-user values of every system, one (fold, protocol, metric) at a time, every cutoff of the
-    metric together: only one part's users x systems x cutoffs are held, never a (fold, protocol)'s
-    every metric (35M per-unit rows for a 1R protocol of the ML-1M study), nor the run's."""
+    metric together, in the order of the per-unit files.
+
+    Each per-unit file (one system and chunk of users: whole users) is read once and reduced to its
+    users' values at once; only a (fold, protocol)'s per-user values are held, never its per-unit
+    rows (35M for a 1R protocol of the ML-1M study) nor the run's."""
     for fold in folder.manifest.folds:
         for protocol in folder.manifest.protocols:
-            scan = folder.scan_per_unit(fold=fold, protocol=protocol).filter(
-                pl.col("user").is_not_null() & ~pl.col("metric").is_in(AUXILIARY))
-            metrics = scan.select(pl.col("metric").unique(maintain_order=True)).collect().get_column("metric")
-            for metric in metrics:
-                part = scan.filter(pl.col("metric") == metric).collect()
-                if part.height:
-                    yield per_user(part, undefined=undefined)
+            by_metric: dict[str, list[pl.DataFrame]] = {}
+            for path in folder.per_unit_files(fold=fold, protocol=protocol):
+                units = pl.read_parquet(path).filter(pl.col("user").is_not_null() & ~pl.col("metric").is_in(AUXILIARY))
+                if units.height:
+                    for (metric,), users in per_user(units, undefined=undefined).partition_by(
+                            "metric", as_dict=True, maintain_order=True).items():
+                        by_metric.setdefault(metric, []).append(users)
+            for parts in by_metric.values():
+                yield pl.concat(parts)
 
 
 def _part_options(options: dict, definitions: dict, users: pl.DataFrame) -> dict:

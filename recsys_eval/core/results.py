@@ -641,28 +641,31 @@ class ResultsFolder:
 
     def partitions(self) -> list[Path]:
         """Every per-unit partition the manifest lists; a missing one is an error naming it."""
-        files = [self.path / name for name in self.manifest.partitions]
-        absent = [f for f in files if not f.is_file()]
+        return self.per_unit_files()
+
+    def per_unit_files(self, *, fold: str | None = None, protocol: str | None = None) -> list[Path]:
+        """The per-unit partitions, all or one fold's and/or one protocol's, in the manifest's order;
+        a missing one is an error naming it."""
+        names = self.manifest.partitions
+        if fold is not None:
+            prefix = f"{PER_UNIT}/f{self.manifest.folds.index(fold)}/"
+            names = [name for name in names if name.startswith(prefix)]
+        if protocol is not None:
+            mark = f"-p{self._layout_keys()['protocols'].index(protocol)}-"
+            names = [name for name in names if mark in name.rsplit("/", 1)[-1]]
+        absent = [name for name in names if not (self.path / name).is_file()]
         if absent:
             raise DataError(
-                f"{self.path}: per-unit partition {absent[0].relative_to(self.path)} is missing "
-                f"({len(absent)} of {len(files)} missing); the folder is incomplete, rerun the experiment"
+                f"{self.path}: per-unit partition {absent[0]} is missing ({len(absent)} of {len(names)} "
+                "missing); the folder is incomplete, rerun the experiment"
             )
-        return files
+        return [self.path / name for name in names]
 
     def scan_per_unit(self, *, fold: str | None = None, protocol: str | None = None) -> pl.LazyFrame:
         """The per-unit table as a lazy scan over its partitions: one fold's with ``fold``, one
         protocol's with ``protocol`` (only that protocol's files are opened)."""
-        files = self.partitions()
-        if fold is not None:
-            prefix = f"{PER_UNIT}/f{self.manifest.folds.index(fold)}/"
-            files = [f for f in files if str(f.relative_to(self.path)).startswith(prefix)]
-        if protocol is not None:
-            mark = f"-p{self._layout_keys()['protocols'].index(protocol)}-"
-            files = [f for f in files if mark in f.name]
-        if not files:
-            return pl.LazyFrame(schema=PER_UNIT_SCHEMA)
-        return pl.scan_parquet(files)
+        files = self.per_unit_files(fold=fold, protocol=protocol)
+        return pl.scan_parquet(files) if files else pl.LazyFrame(schema=PER_UNIT_SCHEMA)
 
     def table(self, name: str) -> pl.DataFrame | None:
         """A table of the folder by name (``summary``, ``paired_tests``, ...), None if absent."""

@@ -68,7 +68,13 @@ def per_user(per_unit: pl.DataFrame, *, undefined: str = "skip") -> pl.DataFrame
     ``"zero"`` counts them as 0. Rows of a whole run (null user) are left out. The rows come in the
     order of the input's groups (deterministic; see the module docstring).
     """
-    users = _user_values(check_per_unit(per_unit), undefined)
+    per_unit = check_per_unit(per_unit)
+    labels = partition_labels(per_unit)
+    if labels is None:
+        users = _user_values(per_unit, undefined)
+    else:  # one partition: group on metric, k and user alone, the labels added back once
+        users = _user_values(per_unit.drop(_LABELS), undefined).with_columns(
+            pl.lit(value).alias(name) for name, value in labels.items())
     return users.select("system", "protocol", "fold", "user", "metric", "k", "value")
 
 

@@ -11,7 +11,7 @@ from recsys_eval.compare import (
     fold_confidence_intervals,
     per_user,
 )
-from recsys_eval.compare.resampling import acceleration, bootstrap_interval
+from recsys_eval.compare.resampling import acceleration, bootstrap_interval, bootstrap_means
 from recsys_eval.errors import ConfigError, DataError
 
 from .conftest import user_frame
@@ -123,3 +123,37 @@ def test_bad_input_is_named():
         confidence_intervals(frame.drop("value"))
     with pytest.raises(DataError, match="more than one value"):
         confidence_intervals(pl.concat([frame, frame]))
+
+
+def test_bootstrap_means_equal_gathering_the_drawn_users():
+    data = np.random.default_rng(1).normal(size=(37, 4))
+    got = bootstrap_means(data, 250, np.random.default_rng(9))
+    indices = np.random.default_rng(9).integers(0, 37, (250, 37), dtype=np.int32)  # the same draws, one chunk
+    assert got == pytest.approx(data[indices].mean(axis=1), rel=1e-12)
+
+
+def test_a_kept_draw_is_the_draw_and_moves_the_generator_on_as_drawing_would():
+    from recsys_eval.compare import resampling
+
+    resampling._kept.clear()
+    fresh = np.random.default_rng(5)
+    drawn = resampling.resample_counts(fresh, 300, 41)  # drawn
+    indices = np.random.default_rng(5).integers(0, 41, (300, 41), dtype=np.int32)
+    assert np.array_equal(drawn, np.stack([np.bincount(row, minlength=41) for row in indices]))
+    again = np.random.default_rng(5)
+    assert resampling.resample_counts(again, 300, 41) is drawn  # kept
+    assert again.bit_generator.state == fresh.bit_generator.state
+    assert again.random() == fresh.random()
+    assert not drawn.flags.writeable
+
+
+def test_bootstrap_means_over_many_chunks_equal_one_chunk(monkeypatch):
+    from recsys_eval.compare import resampling
+
+    data = np.random.default_rng(2).random((300, 5))
+    whole = bootstrap_means(data, 400, np.random.default_rng(4))
+    monkeypatch.setattr(resampling, "CHUNK_ELEMENTS", 300 * 7)  # 7 resamples per chunk
+    chunked = bootstrap_means(data, 400, np.random.default_rng(4))
+    indices = np.random.default_rng(4).integers(0, 300, (400, 300), dtype=np.int32)
+    assert chunked == pytest.approx(data[indices].mean(axis=1), rel=1e-12)
+    assert chunked == pytest.approx(whole, rel=1e-12)
