@@ -3,14 +3,20 @@ metrics.
 
 The input of bench_metrics.py (162,541 users x top-100 lists over 59,047 items, ~30 relevant test
 items per user), with a seeded train side (~100 items per user from the same Zipf-like popularity)
-and 20 genres (1-3 per item). Timed: measure() with the accuracy metrics alone (P, R, AP, nDCG, RR,
-hit at six cutoffs, AUC), then with the beyond-accuracy ones added in the same call (calibration,
-ARP, APLT, ACLT, PopRSP, PopREO, EPC, EFD, surprisal, unexpectedness, serendipity, novelty, ILD,
-Gini); the difference is what they add (issue 30's bar: less than the accuracy metrics cost). The
-first call (numba compile or cache load) is timed apart on 1,000 users. Each time is the best of
-``--repeat`` runs, in wall seconds and in the process's CPU seconds (all threads): on a loaded
-machine the CPU time is the steadier measure of the work, and the beyond/accuracy ratio is taken of
-CPU times measured in the same process, one after the other. Peak RSS at the end (benchmarks/peak.py).
+and 20 genres (1-3 per item). Each measurement is a child process, its peak RSS read from outside
+(``os.wait4``): it makes the input, makes numba compile or load its cache on 1,000 users (timed
+apart), then times measure() with the accuracy metrics alone (P, R, AP, nDCG, RR, hit at six
+cutoffs, AUC) and with a set of beyond-accuracy metrics added in the same call, alternately, each
+best of ``--repeat``, in wall seconds and in the process's CPU seconds (all threads). The set's cost
+is the difference; its ratio to the accuracy metrics' cost is taken of CPU times measured in the same
+process (on a loaded machine the CPU time is the steadier measure of the work). Sets:
+
+- issue 30's new metrics: calibration, ARP, APLT, ACLT, PopRSP, PopREO, EPC, EFD, surprisal,
+  unexpectedness, serendipity (the issue's bar: adding less than the accuracy metrics cost, < 1x);
+- ILD apart (pairwise Jaccard distances, k(k-1)/2 pairs a list: docs/CONVENTIONS.md#beyond-accuracy);
+- novelty and Gini (which existed before), and every one of them together.
+
+Then each beyond metric alone (``measure(metrics=[name])``, its own table) in one more child.
 
     uv run python benchmarks/bench_beyond.py [--users 162541] [--repeat 2]
 """
@@ -18,8 +24,11 @@ CPU times measured in the same process, one after the other. Peak RSS at the end
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import subprocess
 import sys
+import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -28,14 +37,17 @@ import numpy as np
 import polars as pl
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_metrics import CUTS, METRICS, N_ITEMS, N_USERS, TRAIN_MEAN, subsample, synthetic, timed  # noqa: E402
+from bench_metrics import CUTS, METRICS, N_ITEMS, N_USERS, TRAIN_MEAN, subsample, synthetic  # noqa: E402
 from peak import report_peak  # noqa: E402
 
 from recsys_eval.core.interactions import Interactions  # noqa: E402
-from recsys_eval.measure import measure  # noqa: E402
 
-BEYOND = ["calibration", "arp", "aplt", "aclt", "pop_rsp", "pop_reo", "epc", "efd", "surprisal",
-          "unexpectedness", "serendipity", "novelty", "ild", "gini"]
+NEW = ["calibration", "arp", "aplt", "aclt", "pop_rsp", "pop_reo", "epc", "efd", "surprisal", "unexpectedness",
+       "serendipity"]
+OLDER = ["novelty", "gini"]
+BEYOND = [*NEW, *OLDER, "ild"]
+#: The sets of beyond-accuracy metrics timed beside the accuracy metrics, each in a child process.
+SETS = {"issue 30's new metrics": NEW, "ILD": ["ild"], "novelty, Gini": OLDER, "all of them": BEYOND}
 GENRES = 20
 
 
@@ -58,47 +70,78 @@ def train_and_genres(n_users: int, seed: int = 43) -> tuple[Interactions, np.nda
     return train, genres
 
 
-def timed_cpu(call, repeat: int = 1) -> tuple[float, float]:
-    """Best wall and best CPU seconds (every thread of the process) of ``repeat`` calls."""
-    wall = cpu = float("inf")
-    for _ in range(repeat):
-        start, start_cpu = time.perf_counter(), time.process_time()
-        call()
-        wall, cpu = min(wall, time.perf_counter() - start), min(cpu, time.process_time() - start_cpu)
-    return wall, cpu
+def timed_cpu(call) -> tuple[float, float]:
+    """Wall and CPU seconds (every thread of the process) of one call."""
+    start, start_cpu = time.perf_counter(), time.process_time()
+    call()
+    return time.perf_counter() - start, time.process_time() - start_cpu
+
+
+def child(users: int, repeat: int, which: str) -> None:
+    """Make the input and time the accuracy metrics alone and with the set ``which`` (``accuracy``:
+    alone; ``each``: every beyond metric alone); print the best times as one JSON line."""
+    from recsys_eval.measure import measure
+
+    warnings.filterwarnings("ignore", message=".*AUC reads every candidate")  # top-100 lists, as bench_metrics
+    start = time.perf_counter()
+    rankings, targets = synthetic(n_users=users)
+    train, genres = train_and_genres(users)
+    made = time.perf_counter() - start
+    extra = dict(train=train, genres=genres)
+    calls = {"accuracy": METRICS} if which == "accuracy" else (
+        {name: [name] for name in BEYOND} if which == "each" else {"accuracy": METRICS, which: METRICS + SETS[which]})
+    small_r, small_t = subsample(rankings, targets, min(1000, users))
+    first = timed_cpu(lambda: measure(small_r, small_t, metrics=METRICS + BEYOND, k=CUTS, **extra))[0]
+    best = {name: [float("inf"), float("inf")] for name in calls}
+    for _ in range(repeat):  # alternately, so that a change of load touches both
+        for name, metrics in calls.items():
+            wall, cpu = timed_cpu(lambda metrics=metrics: measure(rankings, targets, metrics=metrics, k=CUTS, **extra))
+            best[name] = [min(best[name][0], wall), min(best[name][1], cpu)]
+    print(json.dumps({"made": made, "first": first, "best": best, "rows": len(train),
+                      "top": int(rankings.lengths.max()), "load": os.getloadavg()[0]}))
+
+
+def measured(users: int, repeat: int, which: str) -> tuple[dict, float]:
+    """The child's JSON line and its peak RSS (MB), read from outside (its output goes to files, so
+    that no pipe fills while it runs)."""
+    command = [sys.executable, __file__, "--users", str(users), "--repeat", str(repeat), "--child", which]
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        process = subprocess.Popen(command, stdout=out, stderr=err, text=True)
+        _, status, usage = os.wait4(process.pid, 0)
+        process.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0), err.seek(0)
+        if process.returncode != 0:
+            raise SystemExit(f"{' '.join(command)} failed:\n{err.read()[-3000:]}")
+        return json.loads(out.read().strip().splitlines()[-1]), usage.ru_maxrss / 1024
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--users", type=int, default=N_USERS)
     parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    warnings.filterwarnings("ignore", message=".*AUC reads every candidate")  # top-100 lists, as bench_metrics
+    if args.child:
+        return child(args.users, args.repeat, args.child)
 
-    start = time.perf_counter()
-    rankings, targets = synthetic(n_users=args.users)
-    train, genres = train_and_genres(args.users)
-    print(f"input: {rankings.n_units:,} users x top-{rankings.lengths.max()}, {len(train):,} train pairs, "
-          f"{GENRES} genres; made in {time.perf_counter() - start:.1f} s")
-    extra = dict(train=train, genres=genres)
-
-    small_r, small_t = subsample(rankings, targets, min(1000, args.users))
-    first = timed(lambda: measure(small_r, small_t, metrics=METRICS + BEYOND, k=CUTS, **extra))
-    print(f"first call on 1,000 users (numba compile or cache load): {first:.2f} s")
-
-    accuracy, accuracy_cpu = timed_cpu(lambda: measure(rankings, targets, metrics=METRICS, k=CUTS), args.repeat)
-    both, both_cpu = timed_cpu(lambda: measure(rankings, targets, metrics=METRICS + BEYOND, k=CUTS, **extra),
-                               args.repeat)
-    print(f"accuracy metrics alone ({len(METRICS)} at {len(CUTS)} cutoffs): {accuracy:.2f} s "
-          f"(cpu {accuracy_cpu:.2f} s)")
-    print(f"accuracy + beyond-accuracy ({len(BEYOND)} more) in one measure(): {both:.2f} s (cpu {both_cpu:.2f} s)")
-    print(f"beyond-accuracy added: {both - accuracy:.2f} s, cpu {both_cpu - accuracy_cpu:.2f} s")
-    print(f"beyond/accuracy ratio: cpu {(both_cpu - accuracy_cpu) / accuracy_cpu:.2f}x, wall "
-          f"{(both - accuracy) / accuracy:.2f}x (issue 30's bar: < 1x)")
-    for name in BEYOND:  # each one's share, for finding the costly one
-        alone, alone_cpu = timed_cpu(
-            lambda name=name: measure(rankings, targets, metrics=[name], k=CUTS, **extra), args.repeat)
-        print(f"  {name:<16}{alone:>8.2f} s alone (cpu {alone_cpu:.2f} s)")
+    base, base_peak = measured(args.users, args.repeat, "accuracy")
+    wall, cpu = base["best"]["accuracy"]
+    print(f"input: {args.users:,} users x top-{base['top']}, {base['rows']:,} train pairs, {GENRES} genres "
+          f"(made in {base['made']:.1f} s); first call on 1,000 users (numba compile or cache load) {base['first']:.2f} s")
+    print(f"{'measure() with':<40}{'cpu s':>8}{'wall s':>8}{'added cpu':>11}{'/ accuracy':>12}{'peak RSS':>11}")
+    print(f"{f'accuracy metrics ({len(METRICS)} at {len(CUTS)} cutoffs)':<40}{cpu:>8.3f}{wall:>8.3f}{'':>23}"
+          f"{base_peak:>8,.0f} MB")
+    for name, metrics in SETS.items():
+        result, peak = measured(args.users, args.repeat, name)
+        (wall, cpu), (set_wall, set_cpu) = result["best"]["accuracy"], result["best"][name]
+        print(f"{f'  + {name} ({len(metrics)})':<40}{set_cpu:>8.3f}{set_wall:>8.3f}{set_cpu - cpu:>11.3f}"
+              f"{(set_cpu - cpu) / cpu:>11.2f}x{peak:>8,.0f} MB   (accuracy alone here: cpu {cpu:.3f} s)")
+    print("issue 30's bar: its new metrics add < 1x the accuracy metrics' cost")
+    each, each_peak = measured(args.users, args.repeat, "each")
+    print(f"each beyond-accuracy metric alone, measure(metrics=[name]) (peak RSS {each_peak:,.0f} MB):")
+    for name in BEYOND:
+        wall, cpu = each["best"][name]
+        print(f"  {name:<16}cpu {cpu:.3f} s, wall {wall:.3f} s")
     print(f"load average {os.getloadavg()[0]:.1f}")
     report_peak()
 

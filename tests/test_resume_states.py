@@ -3,8 +3,11 @@
 Every file a run writes passes through :func:`recsys_eval.core.atomic.atomic_path`, whose test hook
 (``RECSYS_EVAL_STOP_AFTER_WRITES=n``) SIGKILLs the process when its n-th write is a fsynced
 temporary not yet renamed into place. For n = 1, 2, ... until a run ends before its n-th write, a
-fresh run is killed at write n, then ``--resume`` finishes it; its folder must hold the same files,
-per-unit values and summary as a run never interrupted, and no temporary, lock note or work folder.
+fresh run (two folds, three chunks of users each) is killed at write n, then ``--resume`` finishes
+it; its folder must hold the same files, per-unit values and summary as a run never interrupted,
+and no temporary, lock note or work folder; and every chunk of users the killed run had marked done
+(in a partition not done) must be reused: its per-unit file not written again (same inode and
+time) and counted in the log.
 Where the kill left a fold's split saved but the fold not marked complete (the state in which a
 resume once failed with "splits/<fold> exists ... --force"), two resumes are started at once: one
 runs, the other refuses naming the lock's holder (pid, start time, host), or, if it looked only
@@ -94,13 +97,14 @@ def split_saved_in_an_open_fold(out: Path) -> bool:
 
 
 def small_config(folder: Path) -> Path:
-    """Two folds, two systems, pooled AUC (a fold's scratch tables): every kind of file a run writes
-    but the report, whose writes are files like the others."""
+    """Two folds, two systems, three chunks of users per fold, pooled AUC (a fold's scratch tables),
+    a run-level metric (counts carried from chunk to chunk): every kind of file a run writes but
+    the report, whose writes are files like the others."""
     data = write_synthetic_ratings(folder / "ratings.csv", users=60, items=80, interactions=1500, seed=1)
     path = folder / "kill.toml"
     path.write_text(config_text("kill", seed=5, dataset=ratings_file(data), split=split_table("kfold", k=2),
-                                recommenders=["popular", "random"], metrics={"names": ["ndcg", "auc"], "k": [5]}),
-                    encoding="utf-8")
+                                recommenders=["popular", "random"], run={"users_per_chunk": 20},
+                                metrics={"names": ["ndcg", "auc", "gini"], "k": [5]}), encoding="utf-8")
     return path
 
 
@@ -119,6 +123,38 @@ def contents(folder: Path) -> dict[str, object]:
     }
 
 
+def chunks_done(out: Path) -> dict[str, dict[str, tuple[int, int]]]:
+    """Per fold not complete in the killed run's work folder, the per-unit file of every chunk of
+    users marked done in a partition not marked done, with its (inode, modification time)."""
+    (work,) = (out / "kill").glob(".partial-*")
+    layout = json.loads((work / "layout.json").read_text()) if (work / "layout.json").is_file() else {"folds": []}
+    done: dict[str, dict[str, tuple[int, int]]] = {}
+    for i, fold in enumerate(layout["folds"]):
+        notes = work / "partitions" / f"f{i}"
+        if (work / "per_unit" / f"f{i}" / "complete.json").is_file():
+            continue
+        files = [json.loads(note.read_text())["per_unit"] for note in notes.glob("s*-p*-c*.json")
+                 if not (notes / f"{note.stem.rsplit('-', 1)[0]}.json").is_file()]
+        done[fold] = {name: ((work / name).stat().st_ino, (work / name).stat().st_mtime_ns) for name in files}
+    return done
+
+
+def reused_chunks(folder: Path, done: dict[str, dict[str, tuple[int, int]]]) -> bool:
+    """Whether the finished ``folder`` kept the per-unit files of the chunks ``done`` as they were
+    and its log counts them as reused, fold by fold."""
+    log = (folder / "log.txt").read_text()
+    for fold, files in done.items():
+        line = re.search(rf"^fold {re.escape(fold)}: .*$", log, re.M).group(0)
+        counted = re.search(r"(\d+) chunks? of users reused", line)
+        if (int(counted.group(1)) if counted else 0) != len(files):
+            return False
+        for name, before in files.items():
+            after = (folder / name).stat()
+            if (after.st_ino, after.st_mtime_ns) != before:
+                return False
+    return True
+
+
 def leftovers(out: Path) -> list[str]:
     return [str(p) for p in out.rglob("*") if is_scratch(p) or p.name == OWNER or p.name.startswith(".partial-")]
 
@@ -129,10 +165,12 @@ def test_a_run_killed_at_each_of_its_writes_resumes_to_the_uninterrupted_result(
     run = ["run", str(config), "--quiet", "--out"]
     assert cli_exit(forks, [*run, str(tmp_path / "reference")]) == 0
     expected = contents(*finished(tmp_path / "reference"))
-    n, races = 1, 0
+    n, races, chunks = 1, 0, 0
     while (code := cli_exit(forks, [*run, str(tmp_path / f"killed-at-{n}")], stop_after=n)) != 0:
         out = tmp_path / f"killed-at-{n}"
         assert code == -signal.SIGKILL, f"write {n}: exit {code}"
+        done = chunks_done(out)
+        chunks = max(chunks, sum(map(len, done.values())))
         if split_saved_in_an_open_fold(out):
             races += 1
             outcomes = two_resumes_at_once(forks, [*run, str(out), "--resume"], tmp_path)
@@ -144,10 +182,13 @@ def test_a_run_killed_at_each_of_its_writes_resumes_to_the_uninterrupted_result(
             assert cli_exit(forks, [*run, str(out), "--resume"]) == 0, f"resume after write {n}"
         for folder in finished(out):  # two when the second resume started after the first ended
             assert contents(folder) == expected, f"killed at write {n}"
+        # the one that resumed the work folder (a second one may have run anew) reused the chunks done
+        assert any(reused_chunks(folder, done) for folder in finished(out)), f"killed at write {n}: {done}"
         assert leftovers(out) == [], f"killed at write {n}"
         n += 1
     assert n > 20, f"only {n - 1} writes: the hook did not stop the runs"
     assert races >= 2, "no kill left a saved split in an open fold"
+    assert chunks >= 4, "no kill left several chunks of users done in an open fold"
     print(f"{n - 1} interruption points resumed", file=sys.stderr)
 
 
@@ -184,7 +225,7 @@ def one_fold_config(folder: Path) -> Path:
 def finished_notes(work: Path) -> dict[str, list[str]]:
     """The per-unit files of each partition marked done in the work folder, by its note."""
     return {str(note.relative_to(work)): json.loads(note.read_text())["per_unit"]
-            for note in sorted((work / "partitions").glob("f*/*.json"))}
+            for note in sorted((work / "partitions").glob("f*/*.json")) if re.fullmatch(r"s\d+-p\d+\.json", note.name)}
 
 
 def file_bytes(folder: Path) -> dict[str, bytes]:

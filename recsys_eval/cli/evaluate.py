@@ -121,18 +121,21 @@ def _evaluate_spark(test, run, out, train, threshold, names, cutoffs, gain, ties
     """``evaluate --engine spark``: the files read and measured on Spark (recsys_eval.engine.runs)."""
     from rich.console import Console
 
+    from recsys_eval.engine.formats import SPARK_FORMATS
     from recsys_eval.engine.runs import evaluate_spark, uri
     from recsys_eval.core.spark import spark_session
 
-    options = ("--format", "--columns", "--test-format", "--test-columns", "--genres")
-    given = [option for option, value in zip(options, local_only, strict=True) if value is not None]
+    run_format, columns, test_format, test_columns, genres = local_only
+    options = ("--columns", "--test-columns", "--genres")
+    given = [option for option, value in zip(options, (columns, test_columns, genres), strict=True) if value is not None]
     if given:
-        raise ConfigError(f"{', '.join(given)}: the Spark engine reads CSV, TSV and Parquet files with a "
-                          "header and ranking metrics; use the local engine for these options")
+        raise ConfigError(f"{', '.join(given)}: the Spark engine reads files whose fields its format names "
+                          f"({', '.join(SPARK_FORMATS)}) and ranking metrics; use the local engine for these options")
     result = evaluate_spark(
         spark_session(master), uri(test), uri(run), uri(out), train=None if train is None else uri(train),
         threshold=threshold, metrics=names, k=cutoffs, gain=gain, ties=ties, undefined=undefined,
-        partitions=partitions, force=force, params=params,
+        partitions=partitions, force=force, params=params, run_format=run_format,
+        test_format=test_format or run_format,
     )
     console = Console()
     for note in result.notes:

@@ -11,12 +11,8 @@ import numpy as np
 import polars as pl
 from scipy import special
 
-from recsys_eval.compare.frames import check_one_row_per_user, check_per_user, mask_groups, partitions
-from recsys_eval.compare.resampling import (
-    bootstrap_interval,
-    bootstrap_means,
-    mean_acceleration,
-)
+from recsys_eval.compare.bootstrap import bootstrap_columns
+from recsys_eval.compare.frames import check_one_row_per_user, check_per_user, partitions
 from recsys_eval.errors import ConfigError, check_choice
 from recsys_eval.measure.aggregate import group_stats, per_user
 
@@ -37,36 +33,22 @@ def confidence_intervals(
     """Mean over users with a confidence interval, per system x protocol x fold x metric x k.
 
     ``method="t"``: mean +- t_{n-1, (1+level)/2} * s / sqrt(n). ``method="bootstrap"``: users
-    resampled with replacement ``n_resamples`` times (one set of resamples per (protocol, fold)
-    shared by every column defined on the same users), interval by ``bootstrap_method`` as in
-    ``scipy.stats.bootstrap``. Columns: mean, lower, upper, n (users counted), n_undefined
-    (users with a row but a NaN value, left out).
+    resampled with replacement ``n_resamples`` times, by blocks of users as a Spark job resamples
+    them (:mod:`recsys_eval.compare.bootstrap`; the same draws for every column defined on the same
+    users), interval by ``bootstrap_method`` as in ``scipy.stats.bootstrap``; the mean is exact
+    (rounded once). Columns: mean, lower, upper, n (users counted), n_undefined (users with a row
+    but a NaN value, left out).
     """
     check_choice("interval method", method, INTERVAL_METHODS)
     check_choice("bootstrap method", bootstrap_method, BOOTSTRAP_METHODS)
     _check_level(level)
     if method == "t":
         return _t_intervals(per_user_frame, level)
-    rng = np.random.default_rng(seed)
     pieces = []
     for part in partitions(per_user_frame):
-        defined = ~np.isnan(part.values)
-        n = defined.sum(axis=0)
-        mean = _nan_mean(part.values, n)
-        lower = np.full(mean.shape, np.nan)
-        upper = np.full(mean.shape, np.nan)
-        for rows, cols in mask_groups(defined):
-            if rows.size == 0:
-                continue
-            block = part.values[np.ix_(rows, cols)]
-            distribution = bootstrap_means(block, n_resamples, rng)
-            lower[cols], upper[cols] = bootstrap_interval(
-                distribution, mean[cols], level=level, method=bootstrap_method,
-                acceleration=mean_acceleration(block),
-            )
-            constant = block.min(axis=0) == block.max(axis=0)
-            lower[cols] = np.where(constant, mean[cols], lower[cols])
-            upper[cols] = np.where(constant, mean[cols], upper[cols])
+        n = (~np.isnan(part.values)).sum(axis=0)
+        mean, lower, upper = bootstrap_columns(part.values, part.users.to_numpy(), n_resamples=n_resamples,
+                                               seed=seed, level=level, method=bootstrap_method)
         pieces.append(
             part.columns.with_columns(
                 protocol=pl.lit(part.protocol), fold=pl.lit(part.fold),
@@ -102,11 +84,6 @@ def fold_confidence_intervals(per_user_frame: pl.DataFrame, *, level: float = 0.
 def _check_level(level: float) -> None:
     if not 0.0 < level < 1.0:
         raise ConfigError(f"confidence level {level!r}: expected a number strictly between 0 and 1")
-
-
-def _nan_mean(values: np.ndarray, n: np.ndarray) -> np.ndarray:
-    with np.errstate(invalid="ignore"):
-        return np.where(n > 0, np.nansum(values, axis=0) / np.maximum(n, 1), np.nan)
 
 
 def _t_intervals(per_user_frame: pl.DataFrame, level: float) -> pl.DataFrame:

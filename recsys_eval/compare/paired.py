@@ -84,7 +84,8 @@ def paired_tests(
     either), mean_diff with its ``level`` t-interval (diff_lower, diff_upper), relative_diff =
     mean(system) / mean(baseline) - 1 with its ``level`` percentile-bootstrap interval
     (relative_lower, relative_upper: ``n_resamples`` resamples of the users, the same users for
-    both systems, drawn from a generator of its own so the other tests' draws do not change), and
+    both systems, from a seed of its own per protocol and fold, so the other tests' draws do not
+    change; docs/CONVENTIONS.md#effect-sizes), and
     cohens_d, the paired d_z = mean(d) / sd(d).
     """
     columns = test_columns(partitions(per_user_frame), baseline=baseline, tests=tests, correction=correction,
@@ -115,16 +116,16 @@ def test_columns(
     """The rows of :func:`paired_tests` before the correction, as lists by column (:data:`TEST_SCHEMA`):
     no frame is built per partition, so that many small groups of users (the slices) cost their
     arithmetic alone. The tests draw from a generator seeded by ``seed``, the relative difference's
-    bootstrap from one of its own, so that adding a test does not change the interval."""
+    bootstrap from a seed of its own per partition, so that adding a test does not change the interval."""
     tests = _check_options(tests, correction, alternative, mcnemar, level)
     systems = sorted({s for part in parts for s in part.columns["system"]})
     pairs = system_pairs(systems, baseline)
     rng = np.random.default_rng(seed)
-    boot = np.random.default_rng(derive_seed(seed, "relative difference"))
     columns: dict[str, list] = {name: [] for name in TEST_SCHEMA}
     for part in parts:
         keys, a_cols, b_cols = _pair_columns(part, pairs)
         first, second = part.values[:, a_cols], part.values[:, b_cols]
+        boot = np.random.default_rng(derive_seed(seed, "relative difference", part.protocol, part.fold))
         relative = _relative(part.values, np.asarray(a_cols), np.asarray(b_cols), level, n_resamples, boot)
         for test, values in _test_partition(part, first, second, a_cols, b_cols, tests, alternative, level,
                                             n_resamples, rng, mcnemar):

@@ -1,8 +1,9 @@
-"""Vectorised resampling kernels: bootstrap means and sign-flip (paired permutation) null distributions.
+"""Resampling: sign-flip (paired permutation) null distributions, and bootstrap intervals from a
+bootstrap distribution (the distribution itself: recsys_eval.compare.bootstrap).
 
-Both resample users, the unit the summaries average over, jointly across the columns of a users x
+Users, the unit the summaries average over, are resampled jointly across the columns of a users x
 columns matrix, so one set of draws serves every system, metric and cutoff measured on those users.
-Random draws come from a numpy ``Generator``; the same generator state gives the same result.
+Sign flips come from a numpy ``Generator``; the same generator state gives the same result.
 """
 
 from __future__ import annotations
@@ -112,12 +113,11 @@ def permutation_pvalues(null: np.ndarray, observed: np.ndarray, alternative: str
     return np.minimum(1.0, 2.0 * np.minimum(p_less, p_greater))
 
 
-def mean_acceleration(values: np.ndarray) -> np.ndarray:
-    """BCa acceleration of the mean per column from the closed-form jackknife:
-    a = sum(u^3) / (6 * sum(u^2)^1.5), u = x - mean(x)."""
-    u = values - values.mean(axis=0)
+def acceleration(square_sums: np.ndarray, cube_sums: np.ndarray) -> np.ndarray:
+    """BCa acceleration of the mean per column from the closed-form jackknife, given the sums of
+    u^2 and u^3 over its values, u = x - mean(x): a = sum(u^3) / (6 sum(u^2)^1.5)."""
     with np.errstate(invalid="ignore", divide="ignore"):
-        return (u**3).sum(axis=0) / (6.0 * ((u**2).sum(axis=0)) ** 1.5)
+        return cube_sums / (6.0 * square_sums**1.5)
 
 
 def bootstrap_interval(

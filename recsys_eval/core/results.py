@@ -10,17 +10,21 @@ so that the averaging policy, not the kernel, decides what to do with it.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import io
+import itertools
 import json
 import os
+import re
 import shutil
 import tempfile
-import dataclasses
 from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from recsys_eval.core import atomic
@@ -114,10 +118,15 @@ FIGURES = "figures"
 #: exposure counts per popularity bin, the sampled scored targets of the pooled AUC, and the ROC and
 #: PR curves of every chunk.
 EXPOSURE_COUNTS, AUC_SCORES, CURVE_CHUNKS = "exposure", "auc_scores", "curve_chunks"
-#: Scratch folder of the partitions (fold, system, protocol) complete in a fold not yet complete:
-#: ``partitions/f<i>/s<j>-p<k>.<kind>.parquet``, the partition's tables of each scratch kind, and,
-#: written last, ``s<j>-p<k>.json``, the note that lists its per-unit files (:class:`FinishedPartition`).
+#: Scratch folder of a fold not yet complete, ``partitions/f<i>/``: ``ranges.json``, the users per
+#: range of users the fold is measured in; for each chunk of users of a partition (fold, system,
+#: protocol), ``s<j>-p<k>-c<chunk>.<kind>.parquet``, its tables of each scratch kind,
+#: ``s<j>-p<k>-c<chunk>.counts.npz``, the partition's run-level counts so far, and, written last,
+#: ``s<j>-p<k>-c<chunk>.json``, the note that marks the chunk done (:class:`FinishedChunk`); once the
+#: partition is done, ``s<j>-p<k>.json``, the note that lists its files (:class:`FinishedPartition`).
 PARTITIONS = "partitions"
+_RANGES = "ranges.json"
+_NOTE = re.compile(r"^s(\d+)-p(\d+)(?:-c(\d+))?\.json$")
 SCRATCH = ("folds", EXPOSURE_COUNTS, AUC_SCORES, CURVE_CHUNKS, PARTITIONS)
 #: Comparisons of a folder with other options than its run's (``recsys-eval compare``), one
 #: subfolder each.
@@ -207,12 +216,47 @@ class Manifest:
 
 
 @dataclass(frozen=True)
+class FinishedChunk:
+    """A chunk of users of a (fold, system, protocol) partition, measured and written: its per-unit
+    file, its scratch tables by kind, and the partition's run-level counts up to and with it (None
+    without run-level metrics; only the partition's last finished chunk keeps its counts file)."""
+
+    per_unit: Path
+    scratch: dict[str, Path] = field(default_factory=dict)
+    counts: Path | None = None
+
+
+@dataclass(frozen=True)
 class FinishedPartition:
     """A complete (fold, system, protocol) partition of a fold in progress: its per-unit files in
-    write order (chunks of users, then its run-level rows), and its scratch tables by kind."""
+    write order (chunks of users, then its run-level rows), and its chunks' scratch tables by kind,
+    in chunk order."""
 
     per_unit: list[Path]
-    scratch: dict[str, Path] = field(default_factory=dict)
+    scratch: dict[str, list[Path]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class UnfinishedFold:
+    """What an earlier attempt finished of a fold it did not complete: the (system, protocol)
+    partitions marked done, the first chunks of users of each other partition (those marked done,
+    in order), and the users per range of users the attempt used (None if it measured none), which
+    a resume must use too: the chunks' files and their pooled-AUC samples depend on the ranges."""
+
+    partitions: dict[tuple[str, str], FinishedPartition] = field(default_factory=dict)
+    chunks: dict[tuple[str, str], list[FinishedChunk]] = field(default_factory=dict)
+    users_per_range: int | None = None
+
+    @property
+    def n_chunks(self) -> int:
+        """How many chunks of unfinished partitions are reused."""
+        return sum(len(chunks) for chunks in self.chunks.values())
+
+
+def read_counts(path: Path) -> dict[str, np.ndarray]:
+    """A partition's run-level counts as a chunk left them (:meth:`ResultsFolder.write_chunk_counts`)."""
+    with np.load(path) as arrays:
+        return dict(arrays)
 
 
 def config_hash(config_text: str) -> str:
@@ -368,42 +412,104 @@ class ResultsFolder:
         marker = self._fold_folder(fold) / "complete.json"
         return [self.path / name for name in json.loads(marker.read_text())]
 
-    def write_partition_scratch(self, fold: str, system: str, protocol: str, kind: str, frame: pl.DataFrame) -> Path:
-        """One partition's scratch table of ``kind`` (one of :data:`SCRATCH`), kept until the
-        partition's fold is complete (:meth:`mark_partition_done`)."""
+    def record_ranges(self, fold: str, users_per_range: int) -> None:
+        """The users per range of users of ``fold``, recorded before its first chunk is noted, so
+        that a resume cuts the fold at the same users (:class:`UnfinishedFold`)."""
+        self.write_json(self._relative(self._progress_folder(fold) / _RANGES), {"users_per_range": users_per_range})
+
+    def write_partition_scratch(self, fold: str, system: str, protocol: str, chunk: int, kind: str,
+                                frame: pl.DataFrame) -> Path:
+        """One chunk's scratch table of ``kind`` (one of :data:`SCRATCH`) of a partition, kept until
+        the partition's fold is complete."""
         if kind not in SCRATCH:
             raise DataError(f"{kind!r} is not a scratch table of a results folder; expected one of {SCRATCH}")
-        stem = self._partition_note(fold, system, protocol).with_suffix("")
-        return atomic.write_parquet(frame, stem.with_name(f"{stem.name}.{kind}.parquet"))
+        return atomic.write_parquet(frame, self._chunk_note(fold, system, protocol, chunk).with_suffix(f".{kind}.parquet"))
+
+    def write_chunk_counts(self, fold: str, system: str, protocol: str, chunk: int,
+                           counts: dict[str, np.ndarray]) -> Path:
+        """A partition's run-level counts up to and with its ``chunk`` (arrays by name, ``.npz``)."""
+        buffer = io.BytesIO()
+        np.savez(buffer, **counts)
+        return atomic.write_bytes(self._chunk_note(fold, system, protocol, chunk).with_suffix(".counts.npz"),
+                                  buffer.getvalue())
+
+    def mark_chunk_done(self, fold: str, system: str, protocol: str, chunk: int, done: FinishedChunk) -> None:
+        """The ``chunk``-th chunk of users of a partition is complete: its per-unit file, scratch
+        tables and counts are written (the chunk's last write; ``--resume`` reuses it). The
+        counts of the chunk before are deleted then: a resume reads the last chunk's alone."""
+        note = {"per_unit": self._relative(done.per_unit),
+                "scratch": {kind: self._relative(p) for kind, p in done.scratch.items()},
+                "counts": None if done.counts is None else self._relative(done.counts)}
+        self.write_json(self._relative(self._chunk_note(fold, system, protocol, chunk)), note)
+        if chunk:
+            self._chunk_note(fold, system, protocol, chunk - 1).with_suffix(".counts.npz").unlink(missing_ok=True)
 
     def mark_partition_done(self, fold: str, system: str, protocol: str, done: FinishedPartition) -> None:
         """The partition is complete: its per-unit files and scratch tables are written (the last
         write of a partition; ``--resume`` reuses it, even in a fold not yet complete)."""
-        note = {"per_unit": [str(p.relative_to(self.path)) for p in done.per_unit],
-                "scratch": {kind: str(p.relative_to(self.path)) for kind, p in done.scratch.items()}}
-        self.write_json(str(self._partition_note(fold, system, protocol).relative_to(self.path)), note)
+        note = {"per_unit": [self._relative(p) for p in done.per_unit],
+                "scratch": {kind: [self._relative(p) for p in paths] for kind, paths in done.scratch.items()}}
+        self.write_json(self._relative(self._partition_note(fold, system, protocol)), note)
 
-    def finished_partitions(self, fold: str) -> dict[tuple[str, str], FinishedPartition]:
-        """The partitions of ``fold`` marked done, by (system, protocol), and nothing else of the
-        fold's: every other per-unit file and scratch table of it (a chunk of a partition an
-        interrupted attempt did not finish) is deleted, so that a resume redoes that partition whole."""
-        layout, i = self._layout_keys(), self._layout_keys()["folds"].index(fold)
-        done: dict[tuple[str, str], FinishedPartition] = {}
-        for note in sorted((self.path / PARTITIONS / f"f{i}").glob("s*-p*.json")):
-            j, k = (int(n[1:]) for n in note.stem.split("-"))
-            listed = json.loads(note.read_text())
-            done[layout["systems"][j], layout["protocols"][k]] = FinishedPartition(
-                [self.path / p for p in listed["per_unit"]], {kind: self.path / p for kind, p in listed["scratch"].items()})
-        kept = {p for d in done.values() for p in (*d.per_unit, *d.scratch.values())}
-        for folder in (self.path / PER_UNIT / f"f{i}", self.path / PARTITIONS / f"f{i}"):
-            for stale in folder.glob("*.parquet"):
-                if stale not in kept:
-                    stale.unlink()
-        return done
+    def unfinished_fold(self, fold: str, *, reuse: bool = True) -> UnfinishedFold:
+        """What an earlier attempt finished of ``fold`` (:class:`UnfinishedFold`), and nothing else
+        of the fold's: every other per-unit file, scratch table and note of it (a chunk not marked
+        done, the counts of a chunk not last) is deleted, so that a resume redoes exactly the rest.
+        Without ``reuse`` (an engine that redoes a fold whole), all of them are deleted."""
+        folder, layout = self._progress_folder(fold), self._layout_keys()
+        notes: dict[tuple[int, int], dict[int | None, Path]] = {}
+        for note in folder.glob("s*-p*.json"):
+            if found := _NOTE.match(note.name):
+                j, k, chunk = found.groups()
+                notes.setdefault((int(j), int(k)), {})[None if chunk is None else int(chunk)] = note
+        if not reuse:
+            notes.clear()
+        out, kept = UnfinishedFold(), set()
+        for (j, k), of_pair in sorted(notes.items()):
+            key = layout["systems"][j], layout["protocols"][k]
+            if None in of_pair:  # the partition is done: its chunks' notes are no longer read
+                listed = json.loads(of_pair[None].read_text())
+                done = FinishedPartition([self.path / p for p in listed["per_unit"]], {  # (one file: before chunk notes)
+                    kind: [self.path / p for p in ([paths] if isinstance(paths, str) else paths)]
+                    for kind, paths in listed["scratch"].items()})
+                out.partitions[key] = done
+                kept.update([of_pair[None], *done.per_unit, *(p for paths in done.scratch.values() for p in paths)])
+                continue
+            # the chunks done in order from the first (a chunk's files are written in user order)
+            prefix = list(itertools.takewhile(of_pair.__contains__, itertools.count()))
+            if prefix:
+                out.chunks[key] = [self._read_chunk_note(of_pair[c]) for c in prefix]
+                kept.update([*(of_pair[c] for c in prefix), out.chunks[key][-1].counts,
+                             *(p for chunk in out.chunks[key] for p in (chunk.per_unit, *chunk.scratch.values()))])
+        for stale in [*folder.glob("s*-p*.json"), *folder.glob("*.parquet"), *folder.glob("*.npz"),
+                      *(self.path / PER_UNIT / folder.name).glob("*.parquet")]:
+            if stale not in kept:
+                stale.unlink()
+        ranges = folder / _RANGES
+        if ranges.is_file():
+            out = dataclasses.replace(out, users_per_range=json.loads(ranges.read_text())["users_per_range"])
+        return out
+
+    def _read_chunk_note(self, note: Path) -> FinishedChunk:
+        listed = json.loads(note.read_text())
+        return FinishedChunk(self.path / listed["per_unit"],
+                             {kind: self.path / p for kind, p in listed["scratch"].items()},
+                             None if listed["counts"] is None else self.path / listed["counts"])
+
+    def _relative(self, path: Path) -> str:
+        return str(path.relative_to(self.path))
+
+    def _progress_folder(self, fold: str) -> Path:
+        """Where the notes and scratch tables of a fold in progress go: ``partitions/f<i>``."""
+        return self.path / PARTITIONS / f"f{self._layout_keys()['folds'].index(fold)}"
 
     def _partition_note(self, fold: str, system: str, protocol: str) -> Path:
-        i, j, k = self.partition_files().indices(fold, system, protocol)
-        return self.path / PARTITIONS / f"f{i}" / f"s{j}-p{k}.json"
+        _, j, k = self.partition_files().indices(fold, system, protocol)
+        return self._progress_folder(fold) / f"s{j}-p{k}.json"
+
+    def _chunk_note(self, fold: str, system: str, protocol: str, chunk: int) -> Path:
+        note = self._partition_note(fold, system, protocol)
+        return note.with_name(f"{note.stem}-c{chunk:05d}.json")
 
     def _fold_folder(self, fold: str) -> Path:
         return self.path / PER_UNIT / f"f{self._layout_keys()['folds'].index(fold)}"

@@ -73,7 +73,8 @@ SUFFIX_FORMATS = {
 }
 # Judgment formats whose grades start at 0 for "judged non-relevant" (trec_eval's relevance level 1).
 GRADED_FORMATS = ("trec", "ranx")
-_LAYOUTS = {
+#: The named fields of header-less files (``_``: a field that is read and ignored).
+LAYOUTS = {
     ("trec", "run"): ("user", "_", "item", "_", "score", "_"),
     ("trec", "judgments"): ("user", "_", "item", "rating"),
     ("elliot", "run"): ("user", "item", "score"),
@@ -226,7 +227,7 @@ def _read(source: Source, kind: str, fmt: str, columns: Sequence[str] | None, na
         return Table(run_formats.read_parquet(path, name), name, unit="row")
     if fmt == "ranx":
         return Table(_read_ranx(path, kind, name), name, unit="entry")
-    layout = list(columns) if columns is not None else _LAYOUTS.get((fmt, kind))
+    layout = list(columns) if columns is not None else LAYOUTS.get((fmt, kind))
     if layout is None:  # csv, tsv with a header line
         table = read_delimited(path, what=name, separator="\t" if fmt == "tsv" else ",", header=True)
     else:
@@ -241,14 +242,21 @@ def _read(source: Source, kind: str, fmt: str, columns: Sequence[str] | None, na
 def _layout_names(width: int, layout: list[str], fmt: str, kind: str, name: str) -> list[str]:
     """Field names of a header-less file: ``layout``, or its first ``width`` names where the rest
     are optional (Elliot's timestamp, TREC's trailing fields)."""
-    required = 3 if fmt in ("trec", "elliot") and kind == "judgments" else len(layout)
-    if fmt == "trec" and kind == "run":
-        required = 5  # qid Q0 docid rank score; the tag may be absent
-    if width == 0 or not required <= width <= len(layout):
+    required, most = layout_width(layout, fmt, kind)
+    if width == 0 or not required <= width <= most:
         shown = " ".join(c if not c.startswith("_") else "(ignored)" for c in layout)
         raise DataError(f"{name}: {width} fields per line; expected {len(layout)} ({shown})")
     names = [c if not c.startswith("_") else f"_{i}" for i, c in enumerate(layout[:width])]
     return names
+
+
+def layout_width(layout: list[str] | tuple[str, ...], fmt: str, kind: str) -> tuple[int, int]:
+    """The fewest and most fields a line of a header-less file may have: all of ``layout``, but
+    TREC's tag and the judgments' trailing fields, which may be absent."""
+    required = 3 if fmt in ("trec", "elliot") and kind == "judgments" else len(layout)
+    if fmt == "trec" and kind == "run":
+        required = 5  # qid Q0 docid rank score; the tag may be absent
+    return required, len(layout)
 
 
 def _trec_separator(path: Path, fields: int, name: str) -> str | None:

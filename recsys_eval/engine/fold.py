@@ -1,15 +1,16 @@
 """One experiment fold on Spark (``[engine] name = "spark"``): the local runner's jobs per user partition.
 
 The driver executes a :class:`~recsys_eval.pipeline.plan.FoldPlan` (built without target sets: the
-tasks build them): it fits every recommender of the plan (``spark_als`` fits on Spark), then
-broadcasts the fitted models. The fold's train and test rows are repartitioned by user; each task
-builds its users' target sets, ranks and measures them with the same functions the local fold
-calls (:meth:`recsys_eval.pipeline.plan.RunOptions.target_sets`,
+tasks build them): it computes what the target sets need of every user, item-side and small
+(:class:`recsys_eval.engine.targets.FoldTargets`: the item totals, a uniform test's moves, each
+user's first unit number), fits every recommender of the plan on each train side (the fold's, each
+uniform test's; ``spark_als`` fits on Spark), then broadcasts them. The fold's train and test rows
+are repartitioned by user; each task builds its users' target sets, ranks and measures them with
+the same functions the local fold calls (:meth:`recsys_eval.pipeline.plan.RunOptions.target_sets`,
 :func:`recsys_eval.pipeline.jobs.rank`, :func:`~recsys_eval.pipeline.jobs.measure_ranking`). Targets are drawn per user from a
 counter-based generator keyed on the protocol's seed, so a user's targets do not depend on which
 users share its partition, and the per-unit values equal the local engine's. Units are numbered as
-the local runner numbers them (per target set, in user-index order), from each user's first unit
-computed on the driver.
+the local runner numbers them (per target set, in user-index order).
 
 Per-unit rows never come back to the driver: each task writes them into the results folder in
 its layout (:class:`recsys_eval.core.results.PartitionFiles`: one file per (system, protocol) and
@@ -17,15 +18,16 @@ chunk of users, ``per_unit/f<i>/s<j>-p<k>-<first user>.parquet``; the executors 
 results folder's file system, as they do on a local master or a shared file system) and hands
 back the file's name and its users' exact sums
 (:class:`recsys_eval.measure.aggregate.SummaryState`), which the driver merges into the local
-engine's summary bit for bit. A bootstrap interval, which resamples each user's value, reads the
-written files back one (system, protocol) at a time. The exposure counts per popularity bin add up
+engine's summary bit for bit. Bootstrap intervals, which resample users, are Spark jobs over the
+written files (:func:`recsys_eval.engine.stats.bootstrap_intervals`) whose replicates' sums come back
+to the driver, never a user's value. The exposure counts per popularity bin add up
 to the local ones; the pooled-AUC sample is drawn per Spark partition (another sample of the same
 scores).
 
 What runs here (checked when the config is validated, :func:`check_spark_config`): recommenders
 whose fitted model can be broadcast (random, popular, ALS/BPR/LMF factors, item kNN neighbourhoods,
-spark_als), standard-design protocols with AI or UT candidates and uniform sampling (their targets
-depend on the user's own rows only), and ranking metrics.
+spark_als) and ranking metrics; every protocol and design runs here (what a target set needs of
+other users is item-side or the user's own: :mod:`recsys_eval.engine.targets`).
 """
 
 from __future__ import annotations
@@ -46,9 +48,9 @@ from recsys_eval.measure.aggregate import PartitionState, SummaryState
 from recsys_eval.pipeline.summary import FoldSummary, partition_rows
 
 if TYPE_CHECKING:
-    from recsys_eval.core import Interactions, Split
+    from recsys_eval.core import Interactions
     from recsys_eval.pipeline.config import EngineConfig, ExperimentConfig
-    from recsys_eval.pipeline.plan import FoldPlan, RunOptions
+    from recsys_eval.pipeline.plan import FoldPlan
     from recsys_eval.pipeline.progress import Progress
     from recsys_eval.pipeline.sink import RunSink
     from recsys_eval.pipeline.timings import Timings
@@ -84,28 +86,6 @@ def check_spark_support(name: str) -> None:
     )
 
 
-def check_spark_protocol(name: str, design: str = "standard", sampling: str = "uniform") -> None:
-    """Raise a ConfigError for a protocol the Spark engine does not build per user partition: target
-    sets that depend on other users' data (TI candidates: every user's test items; popularity
-    sampling and the percentile and uniform-test designs: item counts over all train users)."""
-    from recsys_eval.targets import Protocol
-
-    parsed = Protocol.parse(name)
-    reason = None
-    if parsed.candidates == "TI":
-        reason = "TI candidates are the test items of every user"
-    elif sampling != "uniform":
-        reason = f"{sampling} sampling weighs items by their counts over every train user"
-    elif design != "standard":
-        reason = f"the {design} design moves or bins items by counts over every user"
-    if reason:
-        raise ConfigError(
-            f"protocol {name!r} ({design} design, {sampling} sampling) cannot run on the Spark engine: "
-            f"{reason}, not only the partition's; use AI or UT candidates with uniform sampling, "
-            "or the local engine"
-        )
-
-
 def check_spark_metrics(names: list[str]) -> None:
     """Ranking metrics only: beyond-accuracy metrics need every user's rankings (coverage, PopRSP)
     or item counts and profiles over all train users (novelty, ARP, calibration, serendipity...),
@@ -138,8 +118,6 @@ def check_spark_config(config: ExperimentConfig, at) -> None:
     for i, rec in enumerate(config.recommenders):
         collect(f"recommenders[{i}]." + ("path" if rec.path else "name"), check_spark_support,
                 "path" if rec.path else rec.name)
-    for i, p in enumerate(config.protocols):
-        collect(f"protocols[{i}]", check_spark_protocol, p.name, p.design, p.sampling)
     collect("metrics.names", check_spark_metrics, config.metrics.names)
     if len(problems) == 1:
         raise ConfigError(problems[0])
@@ -181,30 +159,29 @@ def local_model(model: Any, train: Interactions) -> Any:
 
 @dataclass(frozen=True)
 class FoldTask:
-    """How a task turns a chunk of whole users of a fold (columns ``user, item, rating, test``: user
-    and item indices, the rating, whether the row is a test row) into tables for the driver.
+    """How a task turns a chunk of whole users of a fold (columns ``user, item, rating, test`` and
+    the uniform tests' flags, :meth:`recsys_eval.engine.targets.FoldTargets.rows`: user and item
+    indices, the rating, whether the row is a test row) into tables for the driver.
 
     ``options``: the run's options (protocols, measure options, seeds); ``jobs`` and ``rank``: the
     fold's recommenders and rank options; ``template`` is the dataset with no rows (its user and item index, item
-    metadata); ``first_unit`` (broadcast) maps a target set's label to each user index's first unit
-    number; ``models`` (broadcast) maps a system to its fitted, broadcastable model; ``pool_auc``:
-    whether scored targets are sampled for the pooled AUC, from ``n_parts`` partitions;
-    ``item_counts`` (broadcast) the fold's train counts per item, over every user (the exposure's
-    popularity bins); ``files``: where the per-unit partitions go; ``summed``: whether the
-    summary takes the users' sums (t-intervals) rather than each user's value (a bootstrap)."""
+    metadata); ``targets`` (broadcast, :class:`~recsys_eval.engine.targets.SparkTargets`) what the
+    target sets need of every user: each protocol entry's item totals (its candidates, sampling
+    weights, popularity bins and the exposure's bins) and train side, each target set's first unit
+    number per user; ``models`` (broadcast) maps (system, train side) to its fitted, broadcastable
+    model; ``pool_auc``: whether scored targets are sampled for the pooled AUC, from ``n_parts``
+    partitions; ``files``: where the per-unit partitions go."""
 
     options: Any
     jobs: Any
     rank: Any
     template: Any
     fold: str
-    first_unit: Any
+    targets: Any
     models: Any
     pool_auc: bool
     n_parts: int
-    item_counts: Any
     files: Any
-    summed: bool
 
     def __call__(self, chunk: pl.DataFrame) -> pl.DataFrame:
         """The chunk's tables as ``kind, table`` rows (each table in Arrow IPC bytes, sums pickled),
@@ -218,84 +195,49 @@ class FoldTask:
                 continue
             path = self.files.write(frame, part=int(chunk.get_column("user").min()))
             tables.append((WRITTEN, _ipc(pl.DataFrame({"path": [str(path)]}))))
-            if self.summed:
-                labels = frame.row(0, named=True)
-                state = PartitionState.of(frame, undefined=self.options.measure.undefined).reduced()
-                tables.append((SUMS, pickle.dumps((labels["system"], labels["protocol"], state))))
+            labels = frame.row(0, named=True)
+            state = PartitionState.of(frame, undefined=self.options.measure.undefined).reduced()
+            tables.append((SUMS, pickle.dumps((labels["system"], labels["protocol"], state))))
         return pl.DataFrame(tables, schema={"kind": pl.String, "table": pl.Binary}, orient="row")
 
 
 def fold_chunk_tables(chunk: pl.DataFrame, task: FoldTask):
     """``(kind, table)`` pairs of one chunk: per (protocol, system) its per-unit rows with the
     fold's unit numbers, the exposure counts of full rankings, and the sampled scored targets."""
-    from recsys_eval.core import Split
+    from recsys_eval.engine.targets import partition_target_sets
     from recsys_eval.pipeline import jobs
-    from recsys_eval.targets import Protocol
-    from recsys_eval.targets.relevance import qrels
 
     options = task.options
     models = getattr(task.models, "value", task.models)
-    first_unit = getattr(task.first_unit, "value", task.first_unit)
-    sides = [chunk.filter(pl.col("test") == side).drop("test") for side in (False, True)]
-    split = Split(*(task.template.with_frame(side) for side in sides), name=task.fold)
-    judged = qrels(split, options.measure.relevance_threshold)
-    for protocol in options.protocols:
-        if Protocol.parse(protocol.name).relevant == "1R" and not (judged.gain > 0).any():
-            continue  # no relevant item among these users: no unit (the driver checked the fold)
-        for target_set in options.target_sets(protocol, split):
-            target = target_set.whole()
-            users = target.targets.unit_user.astype(np.int64)
-            starts = np.flatnonzero(np.r_[True, users[1:] != users[:-1]]) if len(users) else users
-            within = np.arange(len(users)) - np.repeat(starts, np.diff(np.r_[starts, len(users)]))
-            global_unit = first_unit[target.label][users] + within
-            for job in task.jobs:
-                model = local_model(models[job.system], split.train)
-                rankings = jobs.rank(task.rank, model, target)
-                frame = jobs.measure_ranking(options.measure, task.template, rankings, target, job.system, task.fold,
-                                             run_level=False)
-                mapped = pl.Series("unit", global_unit, dtype=pl.Int64).gather(frame.get_column("unit"))
-                yield PER_UNIT, frame.with_columns(mapped)
-                if target.targets.all_candidates and not target.targets.one_relevant:
-                    yield EXPOSURE, jobs.exposure_rows(rankings, target, job.system, task.fold,
-                                                       bins=options.exposure_bins, k=options.measure.kmax,
-                                                       item_counts=getattr(task.item_counts, "value", task.item_counts))
-                if task.pool_auc and getattr(rankings, "scores", True) is not None:  # 1R: sampled too
-                    seed = options.seeds.auc_pool(task.fold, job.configured.definition, target.definition,
-                                                  jobs.first_user(target))
-                    yield SCORED, jobs.scored_rows(rankings, target, job.system, task.fold, seed=seed,
-                                                   n_chunks=task.n_parts)
+    targets = getattr(task.targets, "value", task.targets)
+    for p, split, target_set in partition_target_sets(options, targets, chunk, task.template, task.fold):
+        target = target_set.whole()
+        users = target.targets.unit_user.astype(np.int64)
+        starts = np.flatnonzero(np.r_[True, users[1:] != users[:-1]]) if len(users) else users
+        within = np.arange(len(users)) - np.repeat(starts, np.diff(np.r_[starts, len(users)]))
+        global_unit = targets.first_unit[target.label][users] + within
+        for job in task.jobs:
+            model = local_model(models[job.system, targets.trains[p]], split.train)
+            rankings = jobs.rank(task.rank, model, target)
+            frame = jobs.measure_ranking(options.measure, task.template, rankings, target, job.system, task.fold,
+                                         run_level=False)
+            mapped = pl.Series("unit", global_unit, dtype=pl.Int64).gather(frame.get_column("unit"))
+            yield PER_UNIT, frame.with_columns(mapped)
+            if target.targets.all_candidates and not target.targets.one_relevant:
+                yield EXPOSURE, jobs.exposure_rows(rankings, target, job.system, task.fold,
+                                                   bins=options.exposure_bins, k=options.measure.kmax,
+                                                   item_counts=targets.totals[p].train_counts)
+            if task.pool_auc and getattr(rankings, "scores", True) is not None:  # 1R: sampled too
+                seed = options.seeds.auc_pool(task.fold, job.configured.definition, target.definition,
+                                              jobs.first_user(target))
+                yield SCORED, jobs.scored_rows(rankings, target, job.system, task.fold, seed=seed,
+                                               n_chunks=task.n_parts)
 
 
 def _ipc(frame: pl.DataFrame) -> bytes:
     buffer = io.BytesIO()
     frame.write_ipc(buffer)
     return buffer.getvalue()
-
-
-def first_units(options: RunOptions, split: Split) -> dict[str, np.ndarray]:
-    """Per target set label, each user index's first unit number in the fold: units are numbered
-    in user-index order, one per user with a judged test item (AR) or one per relevant test item
-    (1R), as :func:`recsys_eval.targets.iter_targets` makes them."""
-    from recsys_eval.errors import DataError
-    from recsys_eval.pipeline.targets import protocol_labels
-    from recsys_eval.targets import Protocol
-    from recsys_eval.targets.relevance import qrels
-
-    threshold = options.measure.relevance_threshold
-    judged = qrels(split, threshold)
-    n_rel = judged.relevant_counts().astype(np.int64)
-    out = {}
-    for protocol in options.protocols:
-        if Protocol.parse(protocol.name).relevant == "1R":
-            if not n_rel.any():
-                raise DataError(f"split {split.name!r}: protocol {protocol.name} needs relevant test items, "
-                                f"and none reaches the threshold {threshold}")
-            units = n_rel
-        else:
-            units = (judged.counts() > 0).astype(np.int64)
-        for label in protocol_labels(protocol):
-            out[label] = np.r_[0, np.cumsum(units)[:-1]].astype(np.int64)
-    return out
 
 
 # -- the driver ------------------------------------------------------------------------------------
@@ -310,23 +252,29 @@ class SparkFold:
 
     def run(self) -> FoldSummary:
         from recsys_eval.core.spark import spark_session
+        from recsys_eval.engine.targets import FoldTargets
         from recsys_eval.pipeline.fit import fit_models
 
         plan, split = self.plan, self.plan.split
         spark = spark_session(self.engine.master)  # first: no PySpark or Java is one message naming the extra
         context = spark.sparkContext
-        models = fit_models(plan, {id(split.train): split.train}, self.progress, self.timings).all(
-            plan.fold, self.timings)
+        start = time.perf_counter()
+        targets = FoldTargets.of(plan.options, split)
+        self.timings.add(plan.fold, "", "plan targets", start)
+        # each train side a target set is drawn on (a uniform test moves ratings into train)
+        trains = {id(targets.trains[i]): targets.trains[i] for i in sorted(set(targets.shipped.trains))}
+        side = {id(train): i for i, train in enumerate(targets.trains)}
+        models = fit_models(plan, trains, self.progress, self.timings).all(plan.fold, self.timings)
         n_parts = self.engine.partitions or 4 * context.defaultParallelism
         task = FoldTask(
             options=plan.options, jobs=plan.models, rank=plan.rank, template=plan.data.with_frame(plan.data.frame.clear()),
-            fold=plan.fold, first_unit=context.broadcast(first_units(plan.options, split)),
-            models=context.broadcast({name: broadcastable(m) for (name, _), m in models.items()}),
-            pool_auc=plan.pool_auc, n_parts=n_parts, item_counts=context.broadcast(split.train.item_counts()),
-            files=self.sink.folder.partition_files(), summed=plan.options.summarising.interval == "t",
+            fold=plan.fold, targets=context.broadcast(targets.shipped),
+            models=context.broadcast({(name, side[key]): broadcastable(m) for (name, key), m in models.items()}),
+            pool_auc=plan.pool_auc, n_parts=n_parts,
+            files=self.sink.folder.partition_files(),
         )
         start = time.perf_counter()
-        out, exposure, scored = self._collect(spark, task, n_parts)
+        out, exposure, scored = self._collect(spark, task, n_parts, targets.rows(split))
         self.timings.add(plan.fold, "", "rank and measure on Spark", start)
         if exposure:
             # in the local fold's order: protocols, then systems, as the config lists them
@@ -337,19 +285,17 @@ class SparkFold:
         self.sink.write_fold_scratch(plan.fold, exposure, scored, [])
         return out
 
-    def _collect(self, spark, task: FoldTask, n_parts: int) -> tuple[FoldSummary, list, list]:
-        """Every partition's tables as they come back (its per-unit files' names and sums, exposure
-        and scored rows); then each (protocol, system) summarised, in config order."""
+    def _collect(self, spark, task: FoldTask, n_parts: int, rows: pl.DataFrame) -> tuple[FoldSummary, list, list]:
+        """Every partition's tables from the fold's ``rows`` as they come back (its per-unit files'
+        names and sums, exposure and scored rows); then each (protocol, system) summarised, in
+        config order."""
         from pyspark.sql import types as T
 
         from recsys_eval.core.spark import spark_failures, task_threads
         from recsys_eval.engine.partitions import arrow_task
         from recsys_eval.engine.runs import job_error
 
-        plan, split = self.plan, self.plan.split
-        rows = pl.concat([side.frame.select("user", "item", *(["rating"] if side.has_rating else []))
-                          .with_columns(pl.lit(is_test).alias("test"))
-                          for is_test, side in ((False, split.train), (True, split.test))], how="diagonal_relaxed")
+        plan = self.plan
         ordered = spark.createDataFrame(rows.to_arrow()).repartition(n_parts, "user").sortWithinPartitions("user")
         schema = T.StructType([T.StructField("kind", T.StringType()), T.StructField("table", T.BinaryType())])
         out = FoldSummary()
@@ -369,20 +315,25 @@ class SparkFold:
         except spark_failures() as exc:
             raise job_error(exc) from None
         out.partitions.sort()
+        intervals = self._bootstrap(spark, out.partitions, n_parts)
         for label in plan.options.labels:
             for system in plan.options.systems:
-                state = self._summed(sums.pop((system, label), []), out.partitions, system, label, task.summed)
-                if state is not None:
-                    out.add(partition_rows(plan.options.summarising, state))
+                states = sums.pop((system, label), [])
+                if states:
+                    key = (pl.col("system") == system) & (pl.col("protocol") == label)
+                    out.add(partition_rows(plan.options.summarising, SummaryState.merge(states),
+                                           None if intervals is None else intervals.filter(key)))
         return out, exposure, scored
 
-    def _summed(self, sums: list[SummaryState], written: list[Path], system: str, label: str, summed: bool):
-        """The state a (system, protocol) is summarised from: its partitions' merged sums, or (a
-        bootstrap) its users' values read back from its files; None when it has no unit."""
-        if summed:
-            return SummaryState.merge(sums) if sums else None
-        prefix = self.sink.folder.partition_file(self.plan.fold, system, label, 0).name.rsplit("-", 1)[0] + "-"
-        files = [p for p in written if p.name.startswith(prefix)]
-        undefined = self.plan.options.measure.undefined
-        states = [PartitionState.of(pl.read_parquet(p), undefined=undefined) for p in files]
-        return PartitionState.merge(states).in_user_order() if states else None
+    def _bootstrap(self, spark, written: list[Path], n_parts: int) -> pl.DataFrame | None:
+        """The fold's bootstrap intervals, a Spark job over its written files (None with t-intervals)."""
+        from recsys_eval.engine.stats import bootstrap_intervals
+
+        summarising = self.plan.options.summarising
+        if summarising.interval != "bootstrap" or not written:
+            return None
+        fold = self.plan.fold
+        return bootstrap_intervals(spark, [str(p) for p in written], undefined=summarising.undefined,
+                                   n_resamples=summarising.resamples, partitions=n_parts,
+                                   seeds={(fold, label): summarising.seed_of(fold, label)
+                                          for label in self.plan.options.labels})

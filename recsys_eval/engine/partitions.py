@@ -16,7 +16,7 @@ full-ranking target set ``n_candidates = n_items - |Tr(u) \\ (Te(u) u Run(u))|``
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -34,9 +34,10 @@ CHUNK_ROWS = 1 << 21
 TEST, RUN, TRAIN = 0, 1, 2  # the ``kind`` of a row of the long table evaluate sends to executors
 
 
-def user_chunks(batches: Iterable, key: str = "unit", rows: int = CHUNK_ROWS) -> Iterator[pl.DataFrame]:
-    """Regroup Arrow batches (or polars frames) sorted by ``key`` into frames of whole ``key``
-    groups of about ``rows`` rows (more when one group alone is larger)."""
+def user_chunks(batches: Iterable, key: str | Sequence[str] = "unit", rows: int = CHUNK_ROWS) -> Iterator[pl.DataFrame]:
+    """Regroup Arrow batches (or polars frames) sorted by ``key`` (a column, or several) into frames
+    of whole ``key`` groups of about ``rows`` rows (more when one group alone is larger)."""
+    keys = [key] if isinstance(key, str) else list(key)
     pending: list[pl.DataFrame] = []
     size = 0
     for batch in batches:
@@ -48,8 +49,9 @@ def user_chunks(batches: Iterable, key: str = "unit", rows: int = CHUNK_ROWS) ->
         if size < rows:
             continue
         whole = pl.concat(pending, how="vertical_relaxed")
-        last = whole.get_column(key)[-1]
-        cut = whole.height - int(whole.get_column(key).eq(last).sum())  # the last group may go on
+        last = whole.row(whole.height - 1, named=True)
+        same = pl.all_horizontal(pl.col(k).eq_missing(last[k]) for k in keys)
+        cut = whole.height - int(whole.select(same.sum()).item())  # the last group may go on
         if cut > 0:
             yield whole.slice(0, cut)
             pending, size = [whole.slice(cut)], whole.height - cut

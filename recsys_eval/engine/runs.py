@@ -37,7 +37,8 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from recsys_eval.core.results import MANIFEST, PER_UNIT, PER_UNIT_SCHEMA, SUMMARY, Manifest
-from recsys_eval.data.runs import read_table
+from recsys_eval.data.runs import GRADED_FORMATS, read_table
+from recsys_eval.engine.formats import LINE_FORMATS, SPARK_FORMATS, read_lines, spark_format
 from recsys_eval.engine.partitions import (
     RUN,
     SUMS,
@@ -92,6 +93,7 @@ class _File:
     name: str
     kind: int
     values: tuple[str, ...]
+    format: str
 
 
 def evaluate_spark(
@@ -111,11 +113,16 @@ def evaluate_spark(
     force: bool = False,
     system: str | None = None,
     params: dict[str, float] | None = None,
+    run_format: str | None = None,
+    test_format: str | None = None,
 ) -> SparkRunResult:
     """Score a run against test interactions on Spark; write ``per_unit.parquet/`` (a folder of
     Parquet files) and ``summary.csv`` into the folder ``out`` (any Hadoop URI), and return the
     summary. ``partitions``: user partitions (default: Spark's default parallelism x 4);
-    ``params``: metric parameters (``rbp_persistence``), their defaults where absent.
+    ``params``: metric parameters (``rbp_persistence``), their defaults where absent;
+    ``run_format`` and ``test_format`` (TEST and TRAIN): the files' formats, default from their
+    extensions (:mod:`recsys_eval.engine.formats`). TREC qrels without a threshold count grades
+    >= 1 as relevant, as trec_eval and the local reader do.
 
     Ranking metrics only (per unit, the values are the local engine's to the last bit); the
     whole-run beyond-accuracy metrics and rating metrics are for the local engine.
@@ -130,13 +137,18 @@ def evaluate_spark(
     fs = HadoopFolder(spark, out)
     if fs.exists() and not force:
         raise ConfigError(f"output folder {out!r} exists; choose another or pass --force to replace it")
-    files = [_read(spark, test, TEST, f"TEST {test}"), _read(spark, run, RUN, f"RUN {run}")]
+    files = [_read(spark, test, TEST, f"TEST {test}", test_format), _read(spark, run, RUN, f"RUN {run}", run_format)]
     if train is not None:
-        files.append(_read(spark, train, TRAIN, f"TRAIN {train}"))
+        files.append(_read(spark, train, TRAIN, f"TRAIN {train}", test_format))
     text_ids = _common_types(files)
     test_f, run_f = files[0], files[1]
+    graded = threshold is None and test_f.format in GRADED_FORMATS and "rating" in test_f.values
+    if graded:
+        threshold = 1.0
     _check_relevant(test_f, threshold)
     long, n_users, n_items, notes = _long_table(spark, files)
+    if graded:
+        notes.insert(0, f"{test_f.name}: relevant rows are those with grade >= 1 (as trec_eval counts them)")
     spec = RunMeasure(
         n_items=n_items, options=MeasureOptions(tuple(names), (), tuple(cutoffs), gain, ties, params=metric_params(params or {})),
         system=system or _stem(run), test_name=test_f.name, run_name=run_f.name,
@@ -169,27 +181,37 @@ def per_unit_schema(text_users: bool):
     return T.StructType(fields)
 
 
-def _read(spark: SparkSession, path: str, kind: int, name: str) -> _File:
-    """A file read by Spark: Parquet (``.parquet``/``.pq`` or a folder), ``.tsv``, else CSV with a
-    header (types inferred from every row, as the local reader); its first rows checked by the
-    local reader (columns present, ids and numbers readable, not empty)."""
+def _read(spark: SparkSession, path: str, kind: int, name: str, given: str | None = None) -> _File:
+    """A file read by Spark in its format (``given``, else its extension's:
+    :func:`~recsys_eval.engine.formats.spark_format`; a folder without one is Parquet): a table
+    with a header (CSV types inferred from every row, as the local reader) or header-less TREC or
+    Elliot lines; its first rows checked by the local reader (columns present, ids and numbers
+    readable, not empty)."""
     from pyspark.errors import AnalysisException
 
-    lower = path.lower().rstrip("/")
+    role = "run" if kind == RUN else "judgments"
+    fmt = spark_format(path, given, role, name)
     try:
-        if lower.endswith((".parquet", ".pq")) or _is_folder(spark, path):
-            frame = spark.read.parquet(path)
+        if fmt == "parquet" or (given is None and _is_folder(spark, path)):
+            fmt, frame = "parquet", spark.read.parquet(path)
+        elif fmt in LINE_FORMATS:
+            frame = read_lines(spark, path, fmt, role, name)
         else:
-            frame = spark.read.csv(path, header=True, inferSchema=True, sep="\t" if lower.endswith(".tsv") else ",")
+            frame = spark.read.csv(path, header=True, inferSchema=True, sep="\t" if fmt == "tsv" else ",")
     except AnalysisException as exc:
         if "PATH_NOT_FOUND" in str(exc) or "does not exist" in str(exc):
             raise DataError(f"{name}: no such file") from None
         raise DataError(f"{name}: could not be read ({str(exc).splitlines()[0]})") from None
-    role = "run" if kind == RUN else "judgments"
     sample = pl.from_arrow(frame.limit(SAMPLE_ROWS).toArrow())
-    read_table(sample, role, name=name)
+    try:
+        read_table(sample, role, name=name)
+    except DataError as exc:
+        if given is None and fmt in ("csv", "tsv") and "missing column" in str(exc):
+            raise DataError(f"{exc}; Spark reads a file as {fmt.upper()} with a header unless --format or its "
+                            f"extension tells another format ({', '.join(SPARK_FORMATS)})") from None
+        raise
     values = tuple(c for c in (("score", "rank") if kind == RUN else ("rating",)) if c in frame.columns)
-    return _File(frame.select("user", "item", *values), name, kind, values)
+    return _File(frame.select("user", "item", *values), name, kind, values, fmt)
 
 
 def _is_folder(spark: SparkSession, path: str) -> bool:

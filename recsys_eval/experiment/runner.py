@@ -5,7 +5,7 @@ process, or Spark) and mark the fold done; combine the folds into the summary; a
 What a fold is and how it runs lives in :mod:`recsys_eval.pipeline`; every file is written by its
 :class:`~recsys_eval.pipeline.sink.RunSink`. A fold is marked complete only after its partitions and
 its split are written, so ``--resume`` reuses it whole; in a fold not complete, it reuses each
-(system, protocol) partition marked done and redoes the others.
+(system, protocol) partition marked done, and each chunk of users of the others, and redoes the rest.
 """
 
 from __future__ import annotations
@@ -77,8 +77,7 @@ def run_experiment(
             folds = []
             for split in splits:
                 folds.append(run_fold(config, options, data, split, len(splits), sink, progress, timings))
-                reused = f", {folds[-1].reused} (system, protocol) reused from an earlier attempt" if folds[-1].reused else ""
-                log.append(f"fold {split.name}: {len(folds[-1].partitions)} per-unit partitions{reused}")
+                log.append(f"fold {split.name}: {len(folds[-1].partitions)} per-unit partitions{reuse_note(folds[-1])}")
             if config.learning_curve is not None:
                 from recsys_eval.pipeline.curve import learning_curve_rows
 
@@ -123,6 +122,14 @@ def run_experiment(
     return outcome
 
 
+def reuse_note(fold: FoldSummary) -> str:
+    """What a fold reused from an earlier attempt, for the log: ``, 2 (system, protocol) reused
+    from an earlier attempt, 3 chunks of users reused from an earlier attempt``."""
+    counts = ((fold.reused, "(system, protocol)"),
+              (fold.reused_chunks, "chunk of users" if fold.reused_chunks == 1 else "chunks of users"))
+    return "".join(f", {n} {what} reused from an earlier attempt" for n, what in counts if n)
+
+
 def load_and_split(config: ExperimentConfig, progress: Progress,
                    timings: Timings) -> tuple[Interactions, list[Split], list[dict]]:
     """The dataset, prepared, and its folds; with what each preparation step removed."""
@@ -150,23 +157,24 @@ def config_splits(config: ExperimentConfig, data: Interactions) -> list[Split]:
 def run_fold(config: ExperimentConfig, options: RunOptions, data: Interactions, split: Split, n_folds: int,
              sink: RunSink, progress: Progress, timings: Timings) -> FoldSummary:
     """One fold: reused when an earlier attempt completed it; else tuned, planned, executed on the
-    configured engine (the local one reusing the partitions an earlier attempt finished), its split
-    saved, and marked done."""
+    configured engine (the local one reusing the partitions and chunks an earlier attempt finished;
+    Spark redoing the fold whole), its split saved, and marked done."""
     from recsys_eval.tune import tune_fold
 
     done = sink.completed(split.name)
     if done is not None:
         progress.log(f"[{split.name}] done in an earlier attempt: reused", markup=False)
         return reuse_fold(options.summarising, done)
-    reused = sink.finished_partitions(split.name)
-    if reused:
-        progress.log(f"[{split.name}] {len(reused)} (system, protocol) partitions done in an earlier attempt: "
-                     "reused", markup=False)
+    spark = config.engine.name == "spark"
+    # the Spark engine redoes a fold whole: what a local attempt left of it would only be stray files
+    earlier = sink.unfinished_fold(split.name, reuse=not spark)
+    if earlier.partitions or earlier.chunks:
+        progress.log(f"[{split.name}] {len(earlier.partitions)} (system, protocol) partitions and {earlier.n_chunks} "
+                     "chunks of users of the others done in an earlier attempt: reused", markup=False)
     start = time.perf_counter()
     tuned = tune_fold(config, data, split, sink.tuning_log, progress)
     if tuned:
         timings.add(split.name, "", "tune", start)
-    spark = config.engine.name == "spark"
     plan = FoldPlan.build(options, data, split, n_folds=n_folds, tuned=tuned, progress=progress, timings=timings,
                           targets=not spark)
     if spark:
@@ -176,7 +184,7 @@ def run_fold(config: ExperimentConfig, options: RunOptions, data: Interactions, 
     else:
         from recsys_eval.pipeline.local import LocalFold
 
-        fold = LocalFold(plan, sink, progress, timings, reused).run()
+        fold = LocalFold(plan, sink, progress, timings, earlier).run()
     if config.output.save_splits:
         start = time.perf_counter()
         sink.save_split(split)

@@ -172,13 +172,6 @@ class PartitionState:
             labels,
         )
 
-    def in_user_order(self) -> PartitionState:
-        """The state with its users in user order (as the local engine's chunks come), whatever
-        order its parts were merged in: what a bootstrap of the users' values resamples."""
-        labels = [c for c in _LABELS if c in self.users.columns]  # absent: held once
-        self.users = self.users.sort([*labels, "metric", "k", "user"], nulls_last=False, maintain_order=True)
-        return self
-
     def user_values(self) -> pl.DataFrame:
         """The per-user frame with its ``system, protocol, fold`` columns."""
         return self._labelled(self.users)

@@ -35,8 +35,7 @@ from recsys_eval.core.interactions import Interactions
 from recsys_eval.core.results import PER_UNIT_SCHEMA
 from recsys_eval.core.units import Rankings, Targets
 from recsys_eval.errors import ConfigError, DataError
-from recsys_eval.measure import popularity
-from recsys_eval.measure.diversity import ild_values
+from recsys_eval.measure import listpass, popularity
 from recsys_eval.measure.frames import concat_per_unit, long_frame
 from recsys_eval.measure.lists import is_sparse, per_train, train_pairs
 from recsys_eval.measure.metrics import BEYOND_METRICS, METRICS, check_cutoffs, check_metrics, metric_params
@@ -77,31 +76,32 @@ def beyond_accuracy(
         raise DataError(f"rankings: item index {int(rankings.items.max())} >= n_items {n_items}")
     labels = {"system": system, "protocol": protocol, "fold": str(fold)}
 
-    columns: dict[str, np.ndarray] = {}  # per-unit metric -> units x (cutoffs, or one column)
+    per_unit = [name for name in names if name not in RUN_METRICS]
+    widths = [len(_cutoffs_of(name, cutoffs)) for name in per_unit]
+    at = dict(zip(per_unit, np.cumsum([0, *widths]).tolist(), strict=False))  # first rows, metric-major
+    values = np.empty((sum(widths), rankings.n_units))  # every row is written
     if "user_coverage" in names:
-        columns["user_coverage"] = (rankings.lengths > 0).astype(np.float64)[:, None]
-    if "ild" in names:
-        columns["ild"] = ild_values(rankings, cutoffs, genre_bool_matrix(genres, n_items))
-    sums = None  # the list sums that the popularity metrics of lists, calibration and PopRSP/PopREO share
-    if any(name in LIST_SUMS_METRICS for name in names):
-        sums = _list_sums(names, rankings, cutoffs, train, genres, targets, n_items, params)
-        columns.update({name: sums.metric(name) for name in names if name in popularity.LIST_METRICS})
-        if "calibration" in names:
-            columns["calibration"] = sums.calibration
+        values[at["user_coverage"]] = rankings.lengths > 0
+    totals = None  # the head/tail counts of PopRSP and PopREO, when the pass makes them
+    if any(name in listpass.PASS_METRICS or name in popularity.PARITY_METRICS for name in names):
+        totals = _list_pass(names, rankings, cutoffs, train, genres, targets, n_items, params, values,
+                            {name: row for name, row in at.items() if name in listpass.PASS_METRICS})
     frames = []
-    if columns:
-        order = [name for name in names if name in columns]
-        frames.append(long_frame(np.hstack([columns[name] for name in order]),
-                                 [name for name in order for _ in range(columns[name].shape[1])],
-                                 [None if columns[name].shape[1] == 1 and not METRICS[name].cutoff else cut
-                                  for name in order for cut in cutoffs[: columns[name].shape[1]]],
+    if per_unit:
+        frames.append(long_frame(values.T, [name for name in per_unit for _ in _cutoffs_of(name, cutoffs)],
+                                 [cut for name in per_unit for cut in _cutoffs_of(name, cutoffs)],
                                  rankings.unit_user, user_ids, labels))
     if any(name in RUN_METRICS for name in names):
         exposure = run_exposure(n_items, cutoffs, train, names, params)
-        exposure.add(rankings, targets, sums)
+        exposure.add(rankings, targets, totals)
         user_type = frames[0].schema["user"] if frames else PER_UNIT_SCHEMA["user"]
         frames.append(run_frame(exposure.values(names), labels, user_type))
     return concat_per_unit(frames)
+
+
+def _cutoffs_of(name: str, cutoffs: list[int]) -> list[int | None]:
+    """The k of each of a per-unit metric's columns: every cutoff, or None without one."""
+    return cutoffs if METRICS[name].cutoff else [None]
 
 
 def _beyond_names(metrics, train, genres, targets) -> list[str]:
@@ -118,8 +118,6 @@ def _beyond_names(metrics, train, genres, targets) -> list[str]:
     return names
 
 
-#: The metrics computed from the list sums (:func:`recsys_eval.measure.popularity.list_sums`).
-LIST_SUMS_METRICS = (*popularity.LIST_METRICS, "calibration", *popularity.PARITY_METRICS)
 #: What each beyond-accuracy metric reads besides the lists (``train``, ``genres``, ``targets``).
 BEYOND_INPUTS = {
     **{name: ("train",) for name in ("novelty", "arp", "aplt", "aclt", "surprisal", "unexpectedness", "pop_rsp")},
@@ -134,24 +132,24 @@ _INPUTS = {
 }
 
 
-def _list_sums(names: list[str], rankings: Rankings, cutoffs: list[int], train, genres, targets, n_items: int,
-               params: Mapping[str, float]) -> popularity.ListSums:
-    """The sums of every unit's top k that the popularity metrics among ``names`` (of lists, and
-    PopRSP/PopREO) are ratios of, and calibration when asked, from one pass over the lists
-    (:func:`recsys_eval.measure.popularity.list_sums`), reading relevance, MostPop and genres only
-    when asked."""
-    item_pop = popularity.item_popularity(train, n_items)
+def _list_pass(names: list[str], rankings: Rankings, cutoffs: list[int], train, genres, targets, n_items: int,
+               params: Mapping[str, float], values: np.ndarray, rows: dict[str, int]) -> np.ndarray | None:
+    """The list pass (:func:`recsys_eval.measure.listpass.list_pass`) for the metrics of ``rows``
+    among ``names`` (into ``values``), and PopRSP's and PopREO's head/tail counts, reading
+    popularity, relevance, MostPop and genres only when a metric asks."""
     wanted = set(names)
-    return popularity.list_sums(rankings, cutoffs, item_pop, item_pop.head(params["head_share"]),
-                                targets=targets if wanted & set(popularity.RELEVANCE_METRICS) else None,
-                                train=train, most_popular=bool(wanted & {"unexpectedness", "serendipity"}),
-                                surprisal="surprisal" in wanted,
-                                genres=genre_bool_matrix(genres, n_items) if "calibration" in wanted else None,
-                                alpha=params["calibration_alpha"])
+    records = (popularity.item_records(train, n_items, params["head_share"], surprisal="surprisal" in wanted)
+               if wanted & {*listpass.POPULARITY_METRICS, *popularity.PARITY_METRICS} else None)
+    return listpass.list_pass(rankings, cutoffs, values, rows, records=records,
+                              targets=targets if wanted & set(popularity.RELEVANCE_METRICS) else None, train=train,
+                              genres=genre_bool_matrix(genres, n_items) if wanted & {"calibration", "ild"} else None,
+                              alpha=params["calibration_alpha"])
 
 
-#: The beyond-accuracy metrics of a whole run, functions of the exposure counts of its lists.
-RUN_METRICS = ("catalog_coverage", "prediction_coverage", "gini", "entropy", *popularity.PARITY_METRICS)
+#: The beyond-accuracy metrics of a whole run: functions of the exposure counts of its lists, and
+#: the head/tail parity pair.
+EXPOSURE_METRICS = ("catalog_coverage", "prediction_coverage", "gini", "entropy")
+RUN_METRICS = (*EXPOSURE_METRICS, *popularity.PARITY_METRICS)
 
 
 def run_exposure(n_items: int, cutoffs: list[int], train, names: Sequence[str],
@@ -163,7 +161,8 @@ def run_exposure(n_items: int, cutoffs: list[int], train, names: Sequence[str],
         if train is None:
             raise ConfigError(f"pop_rsp and pop_reo need {_INPUTS['train']}")
         parity = popularity.PopularityParity(train, n_items, cutoffs, params["head_share"])
-    return RunExposure(n_items, cutoffs, catalogue_of(train, n_items), parity)
+    counted = any(name in EXPOSURE_METRICS for name in names)
+    return RunExposure(n_items, cutoffs, catalogue_of(train, n_items), parity, counted=counted)
 
 
 class RunExposure:
@@ -173,32 +172,47 @@ class RunExposure:
     chunks of users gets the same values as one measured whole."""
 
     def __init__(self, n_items: int, cutoffs: list[int], catalogue: np.ndarray,
-                 parity: popularity.PopularityParity | None = None) -> None:
+                 parity: popularity.PopularityParity | None = None, *, counted: bool = True) -> None:
         self.cutoffs = sorted(cutoffs)
         self.catalogue = catalogue
-        self.counts = np.zeros((len(cutoffs), n_items), dtype=np.int64)
+        self.counted = counted  # False: only the parity counts are asked, not the exposure metrics
+        self.counts = np.zeros((len(cutoffs) if counted else 0, n_items), dtype=np.int64)
         self.ranked = np.zeros(n_items, dtype=bool)
         self.parity = parity
 
-    def add(self, rankings: Rankings, targets: Targets | None = None,
-            sums: popularity.ListSums | None = None) -> None:
+    def add(self, rankings: Rankings, targets: Targets | None = None, totals: np.ndarray | None = None) -> None:
         """One pass over the lists: each entry counted in its band of cutoffs, then the bands
         summed (an item in the top 5 is in the top 10 too); with PopRSP/PopREO's counts, the
         lists' head and tail counts too (``targets``: the rankings' own, which PopREO needs;
-        ``sums``: their list sums when already made with the same head and relevance)."""
+        ``totals``: their head/tail counts when the list pass already made them with the same
+        head and relevance)."""
         if self.parity is not None:
-            self.parity.add(rankings, targets, sums)
+            self.parity.add(rankings, targets, totals)
+        if not self.counted:
+            return
         by_band = np.zeros_like(self.counts)
         band_of_rank = np.searchsorted(np.asarray(self.cutoffs), np.arange(self.cutoffs[-1]), side="right")
         _band_counts(rankings.offsets, rankings.items, band_of_rank, by_band, self.ranked)
         self.counts += np.cumsum(by_band, axis=0)
+
+    def saved(self) -> dict[str, np.ndarray]:
+        """A copy of the counts added so far, by name: what :meth:`restore` takes back, so that a
+        run measured in chunks of users can stop after a chunk and go on with the same sums."""
+        state = {"counts": self.counts.copy(), "ranked": self.ranked.copy()}
+        return state | (self.parity.saved() if self.parity is not None else {})
+
+    def restore(self, saved: dict[str, np.ndarray]) -> None:
+        """The counts as :meth:`saved` copied them."""
+        self.counts[...], self.ranked[...] = saved["counts"], saved["ranked"]
+        if self.parity is not None:
+            self.parity.restore(saved)
 
     def values(self, names: Sequence[str]) -> list[tuple[str, int | None, float]]:
         """(metric, k, value) of every run-level metric in ``names``, in their order, k ascending."""
         rows = []
         if "prediction_coverage" in names:
             rows.append(("prediction_coverage", None, float(self.ranked.mean())))
-        for c, cut in enumerate(self.cutoffs):
+        for c, cut in enumerate(self.cutoffs if self.counted else []):
             counts = self.counts[c][self.catalogue]
             if "catalog_coverage" in names:
                 rows.append(("catalog_coverage", cut, float((counts > 0).mean()) if len(counts) else np.nan))

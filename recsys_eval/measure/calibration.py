@@ -10,8 +10,8 @@ genres), H the user's train items with genres and L the listed top-k items with 
 with uniform weights (Steck's w_{u,i} = w_r(i) = 1) and alpha = ``calibration_alpha`` (0.01). NaN
 when H or L is empty: no genre data in the user's profile, or in the list.
 
-The popularity metrics' pass over every unit's train items and list computes it
-(:func:`recsys_eval.measure.popularity.list_sums`, with these functions): both walk the same items.
+The one pass over every unit's train items and list computes it
+(:func:`recsys_eval.measure.listpass.list_pass`, with these functions): both walk the same items.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-
+from recsys_eval.core.chunks import chunk_bounds, run_chunks
 
 def genre_rows(genres: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """An items x genres bool matrix as one row per item: its genre count, then its genres
@@ -39,7 +39,7 @@ def genre_rows(genres: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return rows, weight
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def add_item(item, g_rows, g_weight, into):
     """Add p(.|item) to ``into``; 1 if the item has genres, else 0."""
     n = g_rows[item, 0]
@@ -48,11 +48,48 @@ def add_item(item, g_rows, g_weight, into):
     return 1 if n > 0 else 0
 
 
+def profiles(indptr: np.ndarray, indices: np.ndarray, g_rows: np.ndarray, g_weight: np.ndarray,
+             n_genres: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every train user's genre profile p(.|u) from its train row (CSR ``indptr``, ``indices``), as
+    its non-zero entries (genre, p) in genre order: row offsets (each user's room is min(genres,
+    sum of its items' genre counts)), the entries (entries x 2: genre, p) and per user its entry
+    count and |H|, the train items with genres (users x 2). A user's profile depends on its train
+    items alone, so that every list of the user, of any system, reads it instead of its train row."""
+    n_users = len(indptr) - 1
+    row = np.repeat(np.arange(n_users), np.diff(indptr))
+    room = np.minimum(np.bincount(row, weights=g_rows[indices, 0], minlength=n_users), n_genres).astype(np.int64)
+    offsets = np.concatenate([[0], np.cumsum(room)]).astype(np.int64)
+    entries, counts = np.zeros((offsets[-1], 2)), np.zeros((n_users, 2), dtype=np.int64)
+    run_chunks(_profiles_chunk, chunk_bounds(n_users), indptr, indices, g_rows, g_weight, n_genres, offsets, entries,
+               counts)
+    return offsets, entries, counts
+
+
 @njit(cache=True, nogil=True)
-def miscalibration(p, q, n_listed, alpha):
-    """C_KL of profile ``p`` (normalised) and the genre sums ``q`` of ``n_listed`` items with genres."""
+def _profiles_chunk(lo, hi, indptr, indices, g_rows, g_weight, n_genres, offsets, entries, counts):
+    """:func:`profiles` of users lo:hi: p(g|u) = sum_{i in H} p(g|i) / |H|, summed in train order."""
+    profile = np.zeros(n_genres)
+    for user in range(lo, hi):
+        n_profile = 0
+        for j in range(indptr[user], indptr[user + 1]):
+            n_profile += add_item(indices[j], g_rows, g_weight, profile)
+        e = offsets[user]
+        for g in range(n_genres):
+            if profile[g] > 0:
+                entries[e, 0] = g
+                entries[e, 1] = profile[g] / max(n_profile, 1)
+                e += 1
+            profile[g] = 0.0
+        counts[user, 0] = e - offsets[user]
+        counts[user, 1] = n_profile
+
+
+@njit(cache=True, nogil=True, inline="always")
+def miscalibration(entries, start, stop, q, n_listed, alpha):
+    """C_KL of the profile entries start:stop (genre, p(g|u) > 0) and the genre sums ``q`` of
+    ``n_listed`` items with genres."""
     total = 0.0
-    for g in range(len(p)):
-        if p[g] > 0:
-            total += p[g] * np.log(p[g] / ((1.0 - alpha) * q[g] / n_listed + alpha * p[g]))
+    for e in range(start, stop):
+        p = entries[e, 1]
+        total += p * np.log(p / ((1.0 - alpha) * q[np.int64(entries[e, 0])] / n_listed + alpha * p))
     return total

@@ -2,7 +2,8 @@
 distance d(A, B) = 1 - |A & B| / |A | B| between the genre sets of every pair of a unit's top-k items
 (0 for two items without genres), NaN below 2 items.
 
-Every cutoff comes from one pass over the list: the distances of each new item to those above it
+The one pass over the lists (:func:`recsys_eval.measure.listpass.list_pass`) reads every cutoff
+from one walk of a list: the distances of each new item to those above it
 are added to a running total, read at each cutoff (the k(k-1)/2 pairs of the top k, not of every
 cutoff). d depends on a pair only through the overlap t = |A & B| and the size sum s = |A| + |B|
 (the union is s - t), so it is read from a table by (t, s); with at most :data:`PACKED_GENRES`
@@ -10,6 +11,9 @@ genres an item's genre bits and its genre count share one 64-bit word, the overl
 two words, and the pairs of a new item are summed in four running sums (the loop's cost is then
 the pairs' work, not the latency of one sum). Wider genre sets take several words a pair.
 
+The sum over pairs stays pairwise, O(k^2): under cosine similarity of genre vectors it would be
+linear in k, sum_{i<j} cos(g_i, g_j) = (||sum_i u_i||^2 - sum_i ||u_i||^2) / 2 with u_i = g_i/||g_i||,
+but Jaccard's denominator |A | B| depends on the pair, so no sum of per-item vectors gives it.
 Counting the items above by size and genre (so that a new item's distances follow from its genres'
 counts, O(genres) instead of O(k)) was measured slower at k = 100: with one to three genres an
 item, the counts' short loops of varying length cost more than the 100 popcounts they replace.
@@ -17,11 +21,11 @@ item, the counts' short loops of varying length cost more than the 100 popcounts
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from numba import njit
 
-from recsys_eval.core.chunks import chunk_bounds, run_chunks
-from recsys_eval.core.units import Rankings
 
 #: Genre sets of at most this many genres are packed with their size in one 64-bit word.
 PACKED_GENRES = 57
@@ -29,21 +33,29 @@ _SIZE_SHIFT = 58  # the size in the top 6 bits (at most 57 genres, so a size fit
 _SUM_STRIDE = 128  # the table's row length, above the largest size sum 2 x 57
 
 
-def ild_values(rankings: Rankings, cutoffs: list[int], genres: np.ndarray) -> np.ndarray:
-    """units x cutoffs: ILD of every unit's top k (``genres``: items x genres bool matrix)."""
-    masks, sizes = genre_masks(genres)
-    out = np.full((rankings.n_units, len(cutoffs)), np.nan)
-    arrays = (rankings.offsets, rankings.items)  # as they are: a copy per call costs as much as the walk
-    cuts = np.asarray(cutoffs, dtype=np.int64)
-    distance = distance_table(int(sizes.max(initial=0)))
-    if genres.shape[1] <= PACKED_GENRES:
+@dataclass(frozen=True)
+class GenreSets:
+    """Every item's genre set as the ILD kernels read it: with at most :data:`PACKED_GENRES` genres
+    (``packed``), one 64-bit ``words`` entry an item (its genre bits, its genre count in the top
+    bits); else ``masks`` (items x 64-bit words) and ``sizes``. ``distance``: :func:`distance_table`
+    flattened, rows ``stride`` long."""
+
+    packed: bool
+    words: np.ndarray
+    masks: np.ndarray
+    sizes: np.ndarray
+    distance: np.ndarray
+    stride: int
+
+    @classmethod
+    def of(cls, genres: np.ndarray) -> GenreSets:
+        """The sets of an items x genres bool matrix."""
+        masks, sizes = genre_masks(genres)
+        distance = distance_table(int(sizes.max(initial=0)))
+        if genres.shape[1] > PACKED_GENRES:
+            return cls(False, np.zeros(0, dtype=np.uint64), masks, sizes, distance.ravel(), distance.shape[1])
         words = masks[:, 0] | (sizes.astype(np.uint64) << np.uint64(_SIZE_SHIFT))
-        masks, sizes = np.zeros((0, 0), dtype=np.uint64), sizes[:0]
-    else:
-        words = np.zeros(0, dtype=np.uint64)
-    run_chunks(_ild_chunk, chunk_bounds(rankings.n_units), *arrays, words, masks, sizes, distance.ravel(),
-               distance.shape[1], cuts, out)
-    return out
+        return cls(True, words, np.zeros((0, 0), dtype=np.uint64), sizes[:0], distance.ravel(), distance.shape[1])
 
 
 def distance_table(most: int) -> np.ndarray:
@@ -83,39 +95,7 @@ def _distance(x, bits, size, distance):
 
 
 @njit(cache=True, nogil=True)
-def _ild_chunk(lo, hi, offsets, items, words, masks, sizes, distance, stride, cutoffs, out):
-    """ILD of units lo:hi. Packed genre sets: ``words``, each item's genre bits and, in the top
-    bits, its genre count (``masks`` empty); else ``masks`` (items x words) and ``sizes``.
-    ``distance``: :func:`distance_table` flattened, rows ``stride`` long."""
-    n_words = masks.shape[1]
-    kmax = cutoffs[len(cutoffs) - 1]
-    listed = np.zeros(kmax, dtype=np.uint64)  # the packed words of the top k, contiguous
-    listed_masks = np.zeros((kmax, n_words), dtype=np.uint64)  # or their genre bits, and sizes
-    listed_size = np.zeros(kmax, dtype=np.int64)
-    for u in range(lo, hi):
-        first, length = offsets[u], min(offsets[u + 1] - offsets[u], kmax)
-        total = 0.0
-        c = 0
-        for b in range(length + 1):
-            while c < len(cutoffs) and (b == cutoffs[c] or b == length):
-                if b >= 2:
-                    out[u, c] = total / (b * (b - 1) / 2.0)
-                c += 1
-            if b == length:
-                break
-            item = items[first + b]
-            if n_words == 0:
-                listed[b] = words[item]
-                total += _packed_distances(listed, b, distance)
-            else:
-                for w in range(n_words):
-                    listed_masks[b, w] = masks[item, w]
-                listed_size[b] = sizes[item]
-                total += _wide_distances(listed_masks, listed_size, b, distance, stride)
-
-
-@njit(cache=True, nogil=True)
-def _packed_distances(listed, b, distance):
+def packed_distances(listed, b, distance):
     """The sum of d between packed item b and each item above it, in four running sums."""
     word = listed[b]
     bits, size = word & np.uint64((1 << _SIZE_SHIFT) - 1), word >> np.uint64(_SIZE_SHIFT)
@@ -134,7 +114,7 @@ def _packed_distances(listed, b, distance):
 
 
 @njit(cache=True, nogil=True)
-def _wide_distances(listed_masks, listed_size, b, distance, stride):
+def wide_distances(listed_masks, listed_size, b, distance, stride):
     """The sum of d between item b and each item above it, genre sets of several words."""
     total = 0.0
     for a in range(b):

@@ -13,13 +13,14 @@ from recsys_eval.errors import DataError
 
 
 def per_train(train, key: tuple, compute) -> np.ndarray:
-    """``compute()``, kept in an Interactions' cache under ``key`` (other inputs: computed each
-    time), read-only."""
+    """``compute()`` (an array or a tuple of arrays), kept in an Interactions' cache under ``key``
+    (other inputs: computed each time), read-only."""
     if not isinstance(train, Interactions):
         return compute()
     if key not in train._cache:
         value = compute()
-        value.flags.writeable = False
+        for array in value if isinstance(value, tuple) else (value,):
+            array.flags.writeable = False
         train._cache[key] = value
     return train._cache[key]
 
@@ -47,3 +48,20 @@ def train_pairs(train, n_items: int) -> tuple[np.ndarray, np.ndarray]:
     if len(items) and (items.min() < 0 or items.max() >= n_items):
         raise DataError(f"train: item index outside 0..{n_items - 1}")
     return np.asarray(users, dtype=np.int64), items
+
+
+def train_rows(train, n_items: int, n_users: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """The train items of every user index as CSR (``indptr``, ``indices``), each pair once
+    (an Interactions' cached matrix; other inputs made unique), with rows for at least ``n_users``
+    users (a user without train items has an empty row)."""
+    if isinstance(train, Interactions):
+        csr = train.csr()
+        indptr, indices = csr.indptr, csr.indices
+    else:
+        users, items = train_pairs(train, n_items)
+        pairs = np.unique(users * n_items + items)
+        indptr = np.concatenate([[0], np.cumsum(np.bincount(pairs // n_items))]).astype(np.int64)
+        indices = pairs % n_items
+    if len(indptr) < n_users + 1:
+        indptr = np.concatenate([indptr, np.full(n_users + 1 - len(indptr), indptr[-1])])
+    return indptr, indices

@@ -11,9 +11,13 @@ their own file and reduced to per-user values; a partition is summarised from it
 chunks are done, so the whole per-unit table is never held. Outputs are in target-set order,
 whatever the ranges.
 
-A (system, protocol) partition is marked done as soon as its files are written
-(:meth:`~recsys_eval.pipeline.sink.RunSink.finish_partition`), so that a resumed run redoes only the
-partitions of an unfinished fold that its interrupted attempt had not finished.
+A chunk of users of a (system, protocol) partition is marked done as soon as its files are written
+(:meth:`~recsys_eval.pipeline.sink.RunSink.finish_chunk`), and the partition once its last chunk and
+run-level rows are (:meth:`~recsys_eval.pipeline.sink.RunSink.finish_partition`), so that a resumed
+run redoes only what its interrupted attempt had not finished of an unfinished fold: it cuts the
+fold into the ranges of users the attempt recorded (:meth:`~recsys_eval.pipeline.sink.RunSink.record_ranges`),
+reads back the partitions and the chunks it finished, and measures the rest, with the same files
+and results as a run never interrupted.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ import numpy as np
 import polars as pl
 
 from recsys_eval.core.memory import format_size, resident_bytes
-from recsys_eval.core.results import AUC_SCORES, CURVE_CHUNKS, EXPOSURE_COUNTS, FinishedPartition
+from recsys_eval.core.results import AUC_SCORES, CURVE_CHUNKS, EXPOSURE_COUNTS, UnfinishedFold, read_counts
 from recsys_eval.errors import ConfigError
 from recsys_eval.measure.aggregate import PartitionState
 from recsys_eval.pipeline import jobs
@@ -52,36 +56,44 @@ class PartitionKeeper:
     """The per-unit rows of a fold, from measured chunk to summary, on the keeper thread.
 
     Each chunk's rows are written as their partition file and reduced to per-user values
-    (:class:`~recsys_eval.measure.aggregate.PartitionState`); once a (target set, recommender) has
-    its last chunk, its run-level rows (coverage, Gini, entropy, from the exposure counts summed
-    over its chunks) are written, it is summarised, its chunks' scratch tables are written and it is
-    marked done (:meth:`RunSink.finish_partition`), and its users are let go. A pair an earlier
-    attempt marked done (``reused``) is summarised from its files and not measured again. Tasks run
-    in submission order while the main thread ranks and measures the next chunk (polars and the
-    Parquet writer release the GIL); a task waits for the one before it, so at most one chunk's rows
-    are held beside the chunk being measured."""
+    (:class:`~recsys_eval.measure.aggregate.PartitionState`), its scratch tables and the run-level
+    counts so far written, and it is marked done (:meth:`RunSink.finish_chunk`); once a (target
+    set, recommender) has its last chunk, its run-level rows (coverage, Gini, entropy, from the
+    exposure counts summed over its chunks) are written, it is summarised and marked done
+    (:meth:`RunSink.finish_partition`), and its users are let go. What an earlier attempt finished
+    (``earlier``) is read back, not measured again: a pair it marked done is summarised from its
+    files; a pair of which it finished the first chunks goes on from them, their per-user values
+    read back from their files and the counts from the last one's. Tasks run in submission order
+    while the main thread ranks and measures the next chunk (polars and the Parquet writer release
+    the GIL); a task waits for the one before it, so at most one chunk's rows are held beside the
+    chunk being measured."""
 
-    def __init__(self, plan: FoldPlan, sink: RunSink, timings: Timings,
-                 reused: dict[tuple[str, str], FinishedPartition]) -> None:
+    def __init__(self, plan: FoldPlan, sink: RunSink, timings: Timings, earlier: UnfinishedFold) -> None:
         from recsys_eval.measure.beyond import run_exposure
 
         self.plan, self.sink, self.timings = plan, sink, timings
         options = plan.options
-        pairs = [(s, r) for s in range(len(plan.sets)) for r in range(len(plan.models))]
+        keys = {(s, r): (plan.models[r].system, plan.sets[s].label)
+                for s in range(len(plan.sets)) for r in range(len(plan.models))}
         #: Every finished pair's files, those of an earlier attempt (:attr:`reused`) included.
-        self.finished = {(s, r): reused[plan.models[r].system, plan.sets[s].label] for s, r in pairs
-                         if (plan.models[r].system, plan.sets[s].label) in reused}
+        self.finished = {pair: earlier.partitions[key] for pair, key in keys.items() if key in earlier.partitions}
         self.reused = set(self.finished)
         self.summaries: dict[tuple[int, int], tuple[pl.DataFrame, pl.DataFrame | None]] = {
             pair: reuse_partition(options.summarising, done.per_unit) for pair, done in self.finished.items()}
-        todo = [pair for pair in pairs if pair not in self.reused]
-        self.states: dict[tuple[int, int], list[PartitionState]] = {pair: [] for pair in todo}
+        todo = [pair for pair in keys if pair not in self.reused]
+        #: Each unfinished pair's chunks done, those of an earlier attempt first.
+        self.chunks = {pair: list(earlier.chunks.get(keys[pair], [])) for pair in todo}
+        #: How many chunks of each unfinished pair an earlier attempt finished.
+        self.reused_chunks = {pair: len(chunks) for pair, chunks in self.chunks.items() if chunks}
+        self.states: dict[tuple[int, int], list[PartitionState]] = {pair: [
+            PartitionState.of(pl.read_parquet(chunk.per_unit), undefined=options.measure.undefined)
+            for chunk in self.chunks[pair]] for pair in todo}
         #: Run-level metrics from exposure counts summed over the chunks of each (set, recommender).
         self.exposure = {(s, r): run_exposure(plan.data.n_items, list(options.measure.k), plan.sets[s].train,
                                               options.measure.run_level, options.measure.params) for s, r in todo}
-        #: Each pair's per-unit files so far, and its chunks' scratch tables by kind.
-        self.files: dict[tuple[int, int], list[Path]] = {pair: [] for pair in todo}
-        self.scratch: dict[tuple[int, int], dict[str, list[pl.DataFrame]]] = {pair: {} for pair in todo}
+        for pair, chunks in self.chunks.items():
+            if chunks and chunks[-1].counts is not None:
+                self.exposure[pair].restore(read_counts(chunks[-1].counts))
         self.kept: list[Future] = []
         self.waited = 0.0  # the main thread's time spent waiting for the keeper
 
@@ -102,44 +114,46 @@ class PartitionKeeper:
         wait(self.kept)
 
     def keep(self, at: tuple[int, int, int], frame: pl.DataFrame, offset: int, label: str, last: bool,
-             scratch: dict[str, pl.DataFrame]) -> None:
+             scratch: dict[str, pl.DataFrame], counts: dict[str, np.ndarray] | None) -> None:
         """A chunk's rows (``at``: set, part, recommender) written as their partition, their unit
-        numbers shifted by ``offset``, and reduced, its ``scratch`` tables kept; the pair
-        summarised if that was its last chunk."""
-        start, (s, part, r) = time.perf_counter(), at
+        numbers shifted by ``offset``, and reduced; the chunk marked done with its ``scratch``
+        tables and the pair's run-level ``counts`` so far; the pair summarised if that was its last
+        chunk."""
+        start, (s, part, r), plan = time.perf_counter(), at, self.plan
         if offset:
             frame = frame.with_columns(pl.col("unit") + offset)
-        self.files[s, r].append(self.sink.write_partition(frame, part=part))
-        self.states[s, r].append(PartitionState.of(frame, undefined=self.plan.options.measure.undefined))
+        per_unit = self.sink.write_partition(frame, part=part)
+        self.states[s, r].append(PartitionState.of(frame, undefined=plan.options.measure.undefined))
         del frame
-        for kind, table in scratch.items():
-            self.scratch[s, r].setdefault(kind, []).append(table)
-        self.timings.add(self.plan.fold, self.plan.models[r].system, f"write {label}", start)
+        self.chunks[s, r].append(self.sink.finish_chunk(plan.fold, plan.models[r].system, plan.sets[s].label, part,
+                                                        per_unit, scratch, counts))
+        self.timings.add(plan.fold, plan.models[r].system, f"write {label}", start)
         if last:
-            self.summarise(s, r, part + 1)
+            self.summarise(s, r)
 
-    def summarise(self, s: int, r: int, part: int) -> None:
-        """(set, recommender) done: its run-level rows as partition ``part``, its summary, then its
-        scratch tables and the note that marks it done."""
+    def summarise(self, s: int, r: int) -> None:
+        """(set, recommender) done: its run-level rows as the partition after its chunks, its
+        summary, then the note that marks it done."""
         from recsys_eval.measure.beyond import run_frame
 
         plan, start = self.plan, time.perf_counter()
         system, names = plan.models[r].system, plan.options.measure.run_level
+        chunks = self.chunks.pop((s, r))
+        files = [chunk.per_unit for chunk in chunks]
         if names:
             labels = {"system": system, "protocol": plan.sets[s].label, "fold": plan.fold}
             user_type = pl.Int64 if plan.data.user_ids.dtype.is_integer() else pl.String
             frame = run_frame(self.exposure.pop((s, r)).values(names), labels, user_type)
-            self.files[s, r].append(self.sink.write_partition(frame, part=part))
+            files.append(self.sink.write_partition(frame, part=len(chunks)))
             self.states[s, r].append(PartitionState.of(frame, undefined=plan.options.measure.undefined))
         self.summaries[s, r] = partition_rows(plan.options.summarising, PartitionState.merge(self.states.pop((s, r))))
-        self.finished[s, r] = self.sink.finish_partition(plan.fold, system, plan.sets[s].label, self.files.pop((s, r)),
-                                                         self.scratch.pop((s, r)))
+        self.finished[s, r] = self.sink.finish_partition(plan.fold, system, plan.sets[s].label, files, chunks)
         self.timings.add(plan.fold, system, f"summarise {plan.sets[s].label}", start)
 
     def fold_summary(self) -> FoldSummary:
         """Every pair's files and summary, in target-set order, then recommender order (a pair's
         files: its chunks in user order, then its run-level rows)."""
-        out = FoldSummary(reused=len(self.reused))
+        out = FoldSummary(reused=len(self.reused), reused_chunks=sum(self.reused_chunks.values()))
         for s in range(len(self.plan.sets)):
             for r in range(len(self.plan.models)):
                 out.partitions += self.finished[s, r].per_unit
@@ -147,28 +161,39 @@ class PartitionKeeper:
         return out
 
     def pending(self, r: int) -> list[int]:
-        """The target sets that recommender ``r`` has still to measure (not reused)."""
+        """The target sets that recommender ``r`` has still to measure or summarise (not reused)."""
         return [s for s in range(len(self.plan.sets)) if (s, r) not in self.reused]
+
+    def chunk_done(self, s: int, r: int, part: int) -> bool:
+        """Whether an earlier attempt finished the ``part``-th chunk of (set, recommender)."""
+        return part < self.reused_chunks.get((s, r), 0)
+
+    def to_measure(self, r: int, n_chunks: list[int] | None) -> list[int]:
+        """The target sets of which recommender ``r`` has chunks to measure, given each set's
+        number of chunks (None: not known, every set :meth:`pending`)."""
+        return [s for s in self.pending(r) if n_chunks is None or not self.chunk_done(s, r, n_chunks[s] - 1)]
 
 
 class LocalFold:
-    """A fold's plan executed in this process (see the module); the (system, protocol) partitions
-    an earlier attempt finished (``reused``, :meth:`RunSink.finished_partitions`) are read back, not
-    measured again, and a recommender none of whose partitions is left is not fitted."""
+    """A fold's plan executed in this process (see the module); what an earlier attempt finished of
+    it (``earlier``, :meth:`RunSink.unfinished_fold`: (system, protocol) partitions, chunks of users
+    of the others) is read back, not measured again, in the ranges of users that attempt used, and
+    a recommender with nothing left to measure is not fitted."""
 
     def __init__(self, plan: FoldPlan, sink: RunSink, progress: Progress, timings: Timings,
-                 reused: dict[tuple[str, str], FinishedPartition] | None = None) -> None:
+                 earlier: UnfinishedFold | None = None) -> None:
         self.plan, self.sink, self.progress, self.timings = plan, sink, progress, timings
-        self.reused = reused or {}
+        self.earlier = earlier or UnfinishedFold()
 
     def run(self) -> FoldSummary:
         """Fit, then rank and measure every range of users; the fold's summary and files."""
-        plan = self.plan
+        plan, recorded = self.plan, self.earlier.users_per_range
         trains = {id(t.train): t.train for t in plan.sets}  # uniform test moves ratings into train
-        keeper = PartitionKeeper(plan, self.sink, self.timings, self.reused)
-        ratings = [(job.system, RATINGS) not in self.reused for job in plan.models] if plan.options.measure.rating \
-            else [False] * len(plan.models)
-        needed = [job for r, job in enumerate(plan.models) if keeper.pending(r) or ratings[r]]
+        keeper = PartitionKeeper(plan, self.sink, self.timings, self.earlier)
+        ratings = [(job.system, RATINGS) not in self.earlier.partitions for job in plan.models] \
+            if plan.options.measure.rating else [False] * len(plan.models)
+        n_chunks = None if recorded is None else chunk_counts(plan, recorded)[1]
+        needed = [job for r, job in enumerate(plan.models) if keeper.to_measure(r, n_chunks) or ratings[r]]
         fitted = fit_models(dataclasses.replace(plan, models=needed), trains, self.progress, self.timings)
         try:
             self._ranges(fitted, trains, keeper)
@@ -184,15 +209,17 @@ class LocalFold:
 
     def _ranges(self, fitted: FittedModels, trains: dict, keeper: PartitionKeeper) -> None:
         """Every range of users: its units of every target set built once, then ranked and measured
-        by each recommender (those fitted in the background last), but for the pairs reused."""
+        by each recommender (those fitted in the background last), but for the pairs and chunks
+        reused; the users per range recorded first, unless an earlier attempt recorded them."""
         from recsys_eval.recommend.base import SharedBlock
 
         plan, sets, n_users = self.plan, self.plan.sets, self.plan.split.train.n_users
-        shares = any(SharedBlock.shares(m) for m in fitted.models.values())
-        per_range = range_users(plan, n_users, plan.split.train.n_items if shares else 0)
-        starts = np.arange(0, max(n_users, 1), per_range)
-        # per set: the ranges holding its users (a set without users is evaluated once, empty)
-        n_chunks = [max(len(np.unique(np.searchsorted(starts, s.plan.users, side="right"))), 1) for s in sets]
+        per_range = self.earlier.users_per_range
+        if per_range is None:
+            shares = any(SharedBlock.shares(m) for m in fitted.models.values())
+            per_range = range_users(plan, n_users, plan.split.train.n_items if shares else 0)
+            self.sink.record_ranges(plan.fold, per_range)
+        starts, n_chunks = chunk_counts(plan, per_range)
         # the sets of each train together, so that one shared block is alive at a time
         by_train = sorted(range(len(sets)), key=lambda s: list(trains).index(id(sets[s].train)))
         order = sorted(range(len(plan.models)), key=lambda r: plan.models[r].system in fitted.background)
@@ -211,7 +238,7 @@ class LocalFold:
                     parts[s] += 1
                 for r in order:
                     pending = keeper.pending(r)
-                    measured = [s for s in todo if s in pending]
+                    measured = [s for s in todo if s in pending and not keeper.chunk_done(s, r, part[s])]
                     if measured:
                         fitted.wait_for(plan.models[r].system, plan.fold, self.timings)
                     blocks: dict[int, object] = {}
@@ -226,9 +253,9 @@ class LocalFold:
                         advance()
                     advance(len(sets) - len(measured))
                     blocks.clear()
-                    if stop == n_users:  # the sets without users in the last range
-                        for s in sorted(set(pending) - set(todo)):
-                            keeper.submit(keeper.summarise, s, r, parts[s])
+                    if stop == n_users:  # the sets without users in the last range, or whose last chunk is reused
+                        for s in sorted(set(pending) - set(measured)):
+                            keeper.submit(keeper.summarise, s, r)
 
     def _measure(self, model, chunk: ProtocolTargets, at: tuple[int, int, int], offset: int, last: bool,
                  n_chunks: int, keeper: PartitionKeeper) -> None:
@@ -243,8 +270,10 @@ class LocalFold:
         self.timings.add(fold, job.system, f"rank {chunk.label}", start)
         start, waited_before = time.perf_counter(), keeper.waited
         frame = jobs.measure_ranking(options.measure, plan.data, rankings, chunk, job.system, fold, run_level=False)
+        counts = None
         if options.measure.run_level:  # before the keeper may summarise (s, r), which reads them
             jobs.add_exposure(options.measure, keeper.exposure[s, r], rankings, chunk.targets)
+            counts = keeper.exposure[s, r].saved()  # as they are now: the next chunk adds to them
         scratch = {CURVE_CHUNKS: curve_rows(rankings, chunk.targets, system=job.system, protocol=chunk.label, fold=fold)}
         if chunk.targets.all_candidates and not chunk.targets.one_relevant:
             scratch[EXPOSURE_COUNTS] = jobs.exposure_rows(rankings, chunk, job.system, fold, bins=options.exposure_bins,
@@ -253,7 +282,7 @@ class LocalFold:
             seed = options.seeds.auc_pool(fold, job.configured.definition, chunk.definition, jobs.first_user(chunk))
             scratch[AUC_SCORES] = jobs.scored_rows(rankings, chunk, job.system, fold, seed=seed, n_chunks=n_chunks)
         del rankings
-        keeper.submit(keeper.keep, at, frame, offset, chunk.label, last, scratch)
+        keeper.submit(keeper.keep, at, frame, offset, chunk.label, last, scratch, counts)
         del frame
         # the step's own time: its wait for the keeper's previous chunk is counted once, under
         # "wait for writes"
@@ -267,7 +296,7 @@ class LocalFold:
         if not plan.options.measure.rating:
             return
         for job in plan.models:
-            done = self.reused.get((job.system, RATINGS))
+            done = self.earlier.partitions.get((job.system, RATINGS))
             if done is not None:
                 if done.per_unit:
                     out.add(reuse_partition(plan.options.summarising, done.per_unit))
@@ -280,7 +309,7 @@ class LocalFold:
             files = [] if rating is None else [self.sink.write_partition(rating)]
             if rating is not None:
                 out.add(summarise_frames(plan.options.summarising, [rating]))
-            out.partitions += self.sink.finish_partition(plan.fold, job.system, RATINGS, files, {}).per_unit
+            out.partitions += self.sink.finish_partition(plan.fold, job.system, RATINGS, files).per_unit
 
 
 @functools.cache
@@ -289,6 +318,13 @@ def _keeper() -> ThreadPoolExecutor:
     process: a new thread per fold would take a new malloc arena each time, and the process would
     grow by ~150 MB a fold at ML-1M size."""
     return ThreadPoolExecutor(max_workers=1, thread_name_prefix="recsys-keep")
+
+
+def chunk_counts(plan: FoldPlan, per_range: int) -> tuple[np.ndarray, list[int]]:
+    """The first users of a fold's ranges of ``per_range`` users, and each target set's number of
+    chunks: the ranges holding its users (a set without users is evaluated once, empty)."""
+    starts = np.arange(0, max(plan.split.train.n_users, 1), per_range)
+    return starts, [max(len(np.unique(np.searchsorted(starts, s.plan.users, side="right"))), 1) for s in plan.sets]
 
 
 def range_users(plan: FoldPlan, n_users: int, block_items: int) -> int:

@@ -21,6 +21,8 @@ from recsys_eval.pipeline.seeds import Seeds
 from recsys_eval.pipeline.summary import Summarising
 from recsys_eval.pipeline.targets import TargetSet, label_definitions, protocol_labels, target_sets
 from recsys_eval.pipeline.timings import Timings
+from recsys_eval.targets.negatives import Negatives
+from recsys_eval.targets.totals import ItemTotals
 
 #: The protocol label of rating-prediction rows.
 RATINGS = "ratings"
@@ -99,12 +101,22 @@ class RunOptions:
         counts = qrels(split, self.measure.relevance_threshold).relevant_counts()
         return self.rank.deep_enough(self.measure, int(counts.max()) if len(counts) else 0)
 
-    def target_sets(self, protocol: ProtocolConfig, split: Split) -> list[TargetSet]:
-        """The target sets of one protocol entry on ``split``, seeded by its definition."""
-        negatives = None if protocol.negatives is None else Path(self.config_dir) / protocol.negatives
-        return target_sets(protocol, split, seed=self.seeds.targets(split.name, protocol.definition),
+    def target_sets(self, protocol: ProtocolConfig, split: Split, totals: ItemTotals | None = None,
+                    designed: bool = False, fixed: Negatives | None = None) -> list[TargetSet]:
+        """The target sets of one protocol entry on ``split``, seeded by its definition; ``totals``,
+        ``designed`` and ``fixed`` (negatives read already) for a ``split`` of some of the fold's
+        users (:func:`~recsys_eval.pipeline.targets.target_sets`)."""
+        return target_sets(protocol, split, seed=self.target_seed(split.name, protocol),
                            threshold=self.measure.relevance_threshold, chunk_size=self.rank.chunk_size,
-                           negatives=negatives)
+                           negatives=self.negatives_file(protocol), totals=totals, designed=designed, fixed=fixed)
+
+    def negatives_file(self, protocol: ProtocolConfig) -> Path | None:
+        """The file of a protocol entry's fixed negatives (relative to the config's folder), if any."""
+        return None if protocol.negatives is None else Path(self.config_dir) / protocol.negatives
+
+    def target_seed(self, fold: str, protocol: ProtocolConfig) -> int:
+        """The seed of a protocol entry's samples (and uniform-test choice) on ``fold``."""
+        return self.seeds.targets(fold, protocol.definition)
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,8 @@
 :class:`~recsys_eval.core.results.ResultsFolder` (which owns the file names and the layout).
 
 Everything a run writes goes through it, in the order a run makes it: the config as run, the
-partition layout, each chunk's per-unit rows, each fold's scratch tables and its completion mark,
+partition layout, each fold's ranges of users, each chunk's per-unit rows, scratch tables and
+note, each partition's note, each fold's scratch tables and its completion mark,
 its split and sampled negatives, the tuning log, the learning curve, the side tables made from the scratch, the summary,
 the data statistics, the timings and log, the manifest, the analysis and report, and the rename
 that makes the folder complete. ``recsys-eval evaluate`` writes through the same sink, as a run of
@@ -39,9 +40,11 @@ from recsys_eval.core.results import (
     TUNING_BUDGET,
     UNIT_SLICES,
     USER_SLICES,
+    FinishedChunk,
     FinishedPartition,
     Manifest,
     ResultsFolder,
+    UnfinishedFold,
 )
 from recsys_eval.pipeline.config import ExperimentConfig, identity_hash, resolved_text
 
@@ -101,24 +104,43 @@ class RunSink:
             if frames:
                 self.folder.write_scratch(kind, fold, pl.concat(frames))
 
-    def finished_partitions(self, fold: str) -> dict[tuple[str, str], FinishedPartition]:
-        """The (system, protocol) partitions of ``fold`` an earlier attempt completed; the files of
-        those it left unfinished are deleted (:meth:`ResultsFolder.finished_partitions`)."""
-        return self.folder.finished_partitions(fold)
+    def unfinished_fold(self, fold: str, *, reuse: bool = True) -> UnfinishedFold:
+        """The (system, protocol) partitions of ``fold`` an earlier attempt completed, the first
+        chunks of users it completed of the others, and its ranges of users; the files of what it
+        left unfinished (without ``reuse``: of all it did) are deleted (:meth:`ResultsFolder.unfinished_fold`)."""
+        return self.folder.unfinished_fold(fold, reuse=reuse)
+
+    def record_ranges(self, fold: str, users_per_range: int) -> None:
+        """The users per range of users ``fold`` is measured in, which a resume then keeps."""
+        self.folder.record_ranges(fold, users_per_range)
+
+    def finish_chunk(self, fold: str, system: str, protocol: str, chunk: int, per_unit: Path,
+                     scratch: dict[str, pl.DataFrame], counts: dict[str, np.ndarray] | None) -> FinishedChunk:
+        """A chunk of users of a partition complete: its scratch tables and the partition's
+        run-level ``counts`` so far written, then the note that marks it done, listing them and
+        its ``per_unit`` file (written before)."""
+        done = FinishedChunk(
+            per_unit,
+            {kind: self.folder.write_partition_scratch(fold, system, protocol, chunk, kind, frame)
+             for kind, frame in scratch.items()},
+            None if counts is None else self.folder.write_chunk_counts(fold, system, protocol, chunk, counts))
+        self.folder.mark_chunk_done(fold, system, protocol, chunk, done)
+        return done
 
     def finish_partition(self, fold: str, system: str, protocol: str, per_unit: list[Path],
-                         scratch: dict[str, list[pl.DataFrame]]) -> FinishedPartition:
-        """A partition complete: its scratch tables (kind: its chunks' frames) written, then the
-        note that marks it done, listing its ``per_unit`` files (written before)."""
-        done = FinishedPartition(per_unit, {
-            kind: self.folder.write_partition_scratch(fold, system, protocol, kind, pl.concat(frames))
-            for kind, frames in scratch.items() if frames})
+                         chunks: Sequence[FinishedChunk] = ()) -> FinishedPartition:
+        """A partition complete: the note that marks it done, listing its ``per_unit`` files
+        (its chunks' and its run-level rows', written before) and its ``chunks``' scratch tables."""
+        kinds = dict.fromkeys(kind for chunk in chunks for kind in chunk.scratch)
+        done = FinishedPartition(per_unit, {kind: [c.scratch[kind] for c in chunks if kind in c.scratch]
+                                            for kind in kinds})
         self.folder.mark_partition_done(fold, system, protocol, done)
         return done
 
     def write_fold_scratch_of(self, fold: str, partitions: list[FinishedPartition]) -> None:
-        """A fold's scratch tables (:meth:`write_fold_scratch`) from its partitions', in the order given."""
-        self.write_fold_scratch(fold, *([pl.read_parquet(p.scratch[kind]) for p in partitions if kind in p.scratch]
+        """A fold's scratch tables (:meth:`write_fold_scratch`) from its partitions' chunks', in the
+        order given."""
+        self.write_fold_scratch(fold, *([pl.read_parquet(path) for p in partitions for path in p.scratch.get(kind, [])]
                                         for kind in (EXPOSURE_COUNTS, AUC_SCORES, CURVE_CHUNKS)))
 
     def save_split(self, split: Split) -> None:

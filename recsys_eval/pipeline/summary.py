@@ -38,6 +38,8 @@ class FoldSummary:
     partitions: list[Path] = field(default_factory=list)
     #: How many of its (system, protocol) partitions an earlier attempt of the run completed.
     reused: int = 0
+    #: How many chunks of users of its other partitions an earlier attempt completed.
+    reused_chunks: int = 0
 
     def add(self, summarised: tuple[pl.DataFrame, pl.DataFrame | None]) -> None:
         """One partition's rows and F counts (:func:`partition_rows`)."""
@@ -47,11 +49,14 @@ class FoldSummary:
             self.f_sums.append(sums)
 
 
-def partition_rows(options: Summarising, state: PartitionState | SummaryState) -> tuple[pl.DataFrame, pl.DataFrame | None]:
+def partition_rows(options: Summarising, state: PartitionState | SummaryState,
+                   intervals: pl.DataFrame | None = None) -> tuple[pl.DataFrame, pl.DataFrame | None]:
     """One partition's fold rows (mean over users with its interval, micro mean, users counted and
     left out, the rule) and its summed F-measure counts when ``f1`` is measured. A t-interval needs
     the users' sums alone (a :class:`SummaryState`, as a Spark job merges them); a bootstrap needs
-    each user's value (a :class:`PartitionState`)."""
+    each user's value (a :class:`PartitionState`), unless its ``intervals`` (rows per system,
+    protocol, fold, metric and k with ``lower`` and ``upper``) were computed elsewhere (a Spark job:
+    :func:`recsys_eval.engine.stats.bootstrap_intervals`)."""
     from recsys_eval.compare import confidence_intervals
     from recsys_eval.compare.intervals import with_t_bounds
 
@@ -59,6 +64,8 @@ def partition_rows(options: Summarising, state: PartitionState | SummaryState) -
     rows = sums.summary(options.undefined)
     if sums.groups and options.interval == "t":
         ci = with_t_bounds(sums.moments())
+    elif sums.groups and intervals is not None:
+        ci = intervals
     elif sums.groups:
         users = state.user_values()
         first = users.row(0, named=True)

@@ -1,6 +1,8 @@
 """The target sets of a fold: one per protocol entry of the config, or one per popularity bin of a
 percentile design, each filled a chunk of users at a time from its plan (bounded memory; the same
-units in any chunking)."""
+units in any chunking). An engine that holds some of the fold's users builds their target sets from
+their rows and the fold's item totals (:class:`~recsys_eval.targets.totals.ItemTotals`): the same
+units as the whole fold's, for those users (recsys_eval.engine.targets)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,8 @@ import numpy as np
 from recsys_eval.core import Interactions, Split, Targets
 from recsys_eval.pipeline.config import ProtocolConfig
 from recsys_eval.targets.build import UnitPlan
+from recsys_eval.targets.negatives import Negatives
+from recsys_eval.targets.totals import ItemTotals
 
 
 @dataclass
@@ -82,49 +86,57 @@ def label_definitions(protocols: list[ProtocolConfig] | tuple[ProtocolConfig, ..
             for p in protocols for b, label in enumerate(protocol_labels(p), start=1)}
 
 
-def candidate_counts(split: Split, candidates: str) -> np.ndarray:
+def candidate_counts(split: Split, candidates: str, totals: ItemTotals | None = None) -> np.ndarray:
     """|C(u)| per user index: AI, every item not in the user's train; TI, the items with a test
-    interaction not in the user's train; UT, the user's own test items."""
+    interaction (of any user of the fold: ``totals``, default ``split``'s) not in the user's train;
+    UT, the user's own test items."""
     train, test = split.train, split.test
     if candidates == "UT":
         return test.user_counts().astype(np.int64)
     pool = np.ones(train.n_items, dtype=bool)
     if candidates == "TI":
-        pool = np.zeros(train.n_items, dtype=bool)
-        pool[test.items] = True
+        pool = (ItemTotals.of(split) if totals is None else totals).in_test
     in_pool = np.bincount(train.users, weights=pool[train.items], minlength=train.n_users)
     return (int(pool.sum()) - in_pool).astype(np.int64)
 
 
 def target_sets(protocol: ProtocolConfig, split: Split, *, seed: int, threshold: float | None,
-                chunk_size: int, negatives: Path | None = None) -> list[TargetSet]:
+                chunk_size: int, negatives: Path | None = None, totals: ItemTotals | None = None,
+                designed: bool = False, fixed: Negatives | None = None) -> list[TargetSet]:
     """The target sets of one protocol entry on one fold (one per bin for a percentile design);
     ``seed`` draws its samples, ``threshold`` makes a test rating relevant, a ``negatives`` file
-    replaces the samples (a standard design)."""
+    replaces the samples (a standard design), or those ``fixed`` negatives, read already. An engine
+    holding some of the fold's users gives the whole fold's ``totals``
+    (:class:`~recsys_eval.targets.totals.ItemTotals`, default ``split``'s), its users' ``fixed``
+    negatives and, ``designed``, its users' side of the split the design made (a uniform test's
+    moves are chosen over every user: :func:`~recsys_eval.targets.designs.uniform_test_rows`)."""
     import recsys_eval.targets as targets_module
     from recsys_eval.targets import Protocol, read_negatives, uniform_test
 
     parsed = Protocol.parse(protocol.name)
+    source, info = split, {}
+    if protocol.design == "uniform_test" and not designed:
+        source, report = uniform_test(split, protocol.per_item, threshold=threshold, seed=seed)
+        info = {"uniform_test": report}
+    totals = ItemTotals.of(source) if totals is None else totals
     # 1R units in their one-relevant form: a unit differs from its user's others by one item, so
     # its non-relevant targets are held once per user and no unit is ranked on its own
     options = dict(threshold=threshold, seed=seed, fresh_negatives=protocol.fresh_negatives,
-                   sampling=protocol.sampling, one_relevant=parsed.relevant == "1R", chunk_size=chunk_size)
+                   sampling=protocol.sampling, one_relevant=parsed.relevant == "1R", chunk_size=chunk_size,
+                   totals=totals)
 
-    def target_set(source: Split, plan: UnitPlan, label: str, info: dict, definition: dict) -> TargetSet:
+    def target_set(plan: UnitPlan, label: str, info: dict, definition: dict) -> TargetSet:
         units, listed = _planning_means(protocol, parsed, plan, source)
         return TargetSet(label, source.train, definition, plan, units, listed, info,
-                         candidate_counts(source, parsed.candidates))
+                         candidate_counts(source, parsed.candidates, totals))
 
-    if protocol.design == "standard":
-        fixed = None if negatives is None else read_negatives(negatives, split.train)
-        return [target_set(split, targets_module.plan_targets(split, parsed, **options, negatives=fixed),
-                           protocol.display, {}, protocol.definition)]
-    if protocol.design == "uniform_test":
-        moved, report = uniform_test(split, protocol.per_item, threshold=threshold, seed=seed)
-        return [target_set(moved, targets_module.plan_targets(moved, parsed, **options), protocol.display,
-                           {"uniform_test": report}, protocol.definition)]
+    if protocol.design != "percentiles":
+        if fixed is None and negatives is not None:
+            fixed = read_negatives(negatives, split.train)
+        return [target_set(targets_module.plan_targets(source, parsed, **options, negatives=fixed),
+                           protocol.display, info, protocol.definition)]
     labels = protocol_labels(protocol)
-    return [target_set(split, plan, labels[info["bin"] - 1], {"bin": info}, {**protocol.definition, "bin": info["bin"]})
+    return [target_set(plan, labels[info["bin"] - 1], {"bin": info}, {**protocol.definition, "bin": info["bin"]})
             for info, plan in targets_module.popularity_bin_plans(split, protocol.bins, parsed, **options)]
 
 

@@ -43,6 +43,7 @@ from recsys_eval.targets.relevance import (
     train_rows,
 )
 from recsys_eval.targets.sampling import Design, Plan, Pool, UserItems, alias_table, fill_units
+from recsys_eval.targets.totals import ItemTotals
 
 SAMPLING = ("uniform", "popularity")
 DEFAULT_CHUNK_SIZE = 16_384
@@ -106,11 +107,13 @@ def plan_targets(
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     one_relevant: bool = False,
     negatives: Negatives | None = None,
+    totals: ItemTotals | None = None,
 ) -> UnitPlan:
     """What :func:`build_targets` fills units from, without filling any: ``plan.users`` (the
     users with units, ascending user indices) and ``plan.targets(lo, hi)``, the units of
     ``users[lo:hi]``, for a caller that picks its own chunks (e.g. the same user range across
-    several protocols)."""
+    several protocols). ``totals``: the item totals of the whole fold when ``split`` holds only
+    some of its users (:class:`~recsys_eval.targets.totals.ItemTotals`; default: ``split``'s)."""
     protocol = Protocol.parse(protocol)
     check_options(protocol, fresh_negatives, sampling, chunk_size, negatives is not None)
     judged = qrels(split, threshold)
@@ -120,7 +123,7 @@ def plan_targets(
             f"reaches the threshold {threshold}"
         )
     return plan_units(split, protocol, judged, seed, fresh_negatives, sampling, chunk_size, one_relevant=one_relevant,
-                      negatives=negatives)
+                      negatives=negatives, totals=totals)
 
 
 def check_options(protocol: Protocol, fresh_negatives: bool, sampling: str, chunk_size: int,
@@ -163,11 +166,14 @@ def plan_units(
     *,
     one_relevant: bool = False,
     negatives: Negatives | None = None,
+    totals: ItemTotals | None = None,
 ) -> UnitPlan:
     """Units, sizes and sampling inputs of a protocol; ``item_pool`` (a bool mask over items)
     restricts candidates and test items to a subset (a popularity bin); ``one_relevant``: 1R
-    targets in their compact form."""
+    targets in their compact form; ``totals``: the whole fold's test items (TI) and train counts
+    (popularity sampling), default ``split``'s."""
     n_items = split.n_items
+    totals = ItemTotals.of(split) if totals is None else totals
     tr_ptr, tr_idx = train_rows(split.train)
     check_disjoint(split, tr_ptr, tr_idx, judged)
     if item_pool is not None:
@@ -181,8 +187,7 @@ def plan_units(
 
     candidates = None  # the global candidate pool, None = every item
     if protocol.candidates == "TI":
-        candidates = np.zeros(n_items, dtype=bool)
-        candidates[split.test.items] = True
+        candidates = totals.in_test
     if item_pool is not None:
         candidates = item_pool if candidates is None else candidates & item_pool
     pool = np.ones(n_items, dtype=bool) if candidates is None else candidates
@@ -195,7 +200,7 @@ def plan_units(
         )
 
     weighted = sampling == "popularity"
-    weight = split.train.item_counts().astype(np.float64) if weighted else np.ones(n_items)
+    weight = totals.train_counts.astype(np.float64) if weighted else np.ones(n_items)
     if weighted:
         pool = pool & (weight > 0)
     if protocol.candidates == "UT":

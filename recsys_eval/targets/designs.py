@@ -19,6 +19,7 @@ from recsys_eval.errors import ConfigError, DataError
 from recsys_eval.targets.build import DEFAULT_CHUNK_SIZE, UnitPlan, check_options, plan_units
 from recsys_eval.targets.protocol import Protocol
 from recsys_eval.targets.relevance import qrels, test_gains
+from recsys_eval.targets.totals import ItemTotals
 
 #: One line per design (the protocol's ``design`` in configs), for listings and glossaries.
 DESIGNS = {
@@ -39,6 +40,17 @@ def uniform_test(
     (and their non-relevant test ratings); their other relevant test ratings move to train. Items
     with fewer are left out of test: all their test ratings move to train. Nothing is discarded.
     """
+    stay, report = uniform_test_rows(split, n_per_item, threshold=threshold, seed=seed)
+    return move_to_train(split, stay, report), report
+
+
+def uniform_test_rows(
+    split: Split, n_per_item: int, *, threshold: float | None = None, seed: int = 0
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """Which test rows of ``split`` stay in test under :func:`uniform_test` (a bool per row, in the
+    test side's row order), and the design's report. The choice is per item, among every user's
+    relevant test ratings of the item: an engine that holds some users only takes these flags
+    from where the whole test side is."""
     if isinstance(n_per_item, bool) or not isinstance(n_per_item, int) or n_per_item < 1:
         raise ConfigError(f"uniform test: n_per_item must be an integer >= 1, got {n_per_item!r}")
     gain = test_gains(split, threshold)
@@ -60,10 +72,6 @@ def uniform_test(
     chosen = np.zeros(len(test), dtype=bool)
     chosen[order[np.arange(len(order)) - group_start < n_per_item]] = True
     stay = chosen | (~relevant & kept_items[items])
-    stay_series = pl.Series(stay)
-    moved = test.frame.filter(~stay_series)
-    train_frame = pl.concat([split.train.frame, moved.select(split.train.frame.columns)])
-    new_test = test.with_frame(test.frame.filter(stay_series))
     report = {
         "design": "uniform_test",
         "n_per_item": n_per_item,
@@ -76,8 +84,18 @@ def uniform_test(
         "test_rows_before": len(test),
         "test_rows_after": int(stay.sum()),
     }
+    return stay, report
+
+
+def move_to_train(split: Split, stay: np.ndarray, report: dict[str, Any]) -> Split:
+    """``split`` with the test rows not flagged in ``stay`` moved to the end of its train side
+    (:func:`uniform_test_rows`), the design's ``report`` in its info."""
+    stay_series = pl.Series(stay)
+    test = split.test
+    moved = test.frame.filter(~stay_series)
+    train_frame = pl.concat([split.train.frame, moved.select(split.train.frame.columns)])
     info = {**split.info, "uniform_test": report}
-    return Split(split.train.with_frame(train_frame), new_test, split.name, info), report
+    return Split(split.train.with_frame(train_frame), test.with_frame(test.frame.filter(stay_series)), split.name, info)
 
 
 def popularity_bins(
@@ -117,20 +135,17 @@ def popularity_bin_plans(
     sampling: str = "uniform",
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     one_relevant: bool = False,
+    totals: ItemTotals | None = None,
 ) -> list[tuple[dict[str, Any], UnitPlan]]:
     """:func:`popularity_bins` as plans (:func:`~recsys_eval.targets.build.plan_targets`): each
-    bin's units filled a chunk of users at a time by the caller."""
+    bin's units filled a chunk of users at a time by the caller. ``totals``: the whole fold's
+    item totals when ``split`` holds only some of its users (the bins are the fold's)."""
     protocol = Protocol.parse(protocol)
     check_options(protocol, fresh_negatives, sampling, chunk_size)
     n_items = split.n_items
-    if isinstance(m, bool) or not isinstance(m, int) or not 2 <= m <= n_items:
-        raise ConfigError(
-            f"popularity percentiles: the number of bins must be an integer from 2 to the number of "
-            f"items ({n_items:,}), got {m!r}"
-        )
-    counts = split.train.item_counts()
-    if counts.sum() == 0:
-        raise DataError(f"split {split.name!r}: the train side is empty; items have no popularity")
+    totals = ItemTotals.of(split) if totals is None else totals
+    counts = totals.train_counts
+    check_bins(split.name, m, counts)
     judged = qrels(split, threshold)
     if protocol.relevant == "1R" and not (judged.gain > 0).any():
         raise DataError(f"split {split.name!r}: protocol {protocol.name} needs relevant test items")
@@ -142,7 +157,7 @@ def popularity_bin_plans(
         pool[members] = True
         bin_seed = int(np.random.SeedSequence([seed, b]).generate_state(1, np.uint64)[0])
         plan = plan_units(split, protocol, judged, bin_seed, fresh_negatives, sampling, chunk_size, pool,
-                          one_relevant=one_relevant)
+                          one_relevant=one_relevant, totals=totals)
         info = {
             "bin": b + 1,
             "bins": m,
@@ -154,6 +169,17 @@ def popularity_bin_plans(
         }
         out.append((info, plan))
     return out
+
+
+def check_bins(split_name: str, m: int, counts: np.ndarray) -> None:
+    """Raise for a number of bins ``m`` the fold's train ``counts`` per item cannot be cut into."""
+    if isinstance(m, bool) or not isinstance(m, int) or not 2 <= m <= len(counts):
+        raise ConfigError(
+            f"popularity percentiles: the number of bins must be an integer from 2 to the number of "
+            f"items ({len(counts):,}), got {m!r}"
+        )
+    if counts.sum() == 0:
+        raise DataError(f"split {split_name!r}: the train side is empty; items have no popularity")
 
 
 def item_popularity_bins(counts: np.ndarray, m: int) -> np.ndarray:

@@ -67,16 +67,43 @@ print(json.dumps({"values": values,
 '''
 
 
-def start(folder: Path, dtypes: tuple[str, ...], **env: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, str(folder / "child.py"), str(folder / "go"), *dtypes],
-                            cwd=folder, stdout=subprocess.PIPE, text=True,
-                            env={**os.environ, "NUMBA_CACHE_DIR": str(folder / "cache"), **env})
+def start(folder: Path, name: str, dtypes: tuple[str, ...], **env: str) -> subprocess.Popen:
+    """The child script as process ``name``, its standard output and error going to the files
+    ``<name>.out`` and ``<name>.err``: files, not pipes, so that no line can be lost in a reader's
+    buffer (a ``readline`` on a pipe may buffer the next line too, which ``communicate`` then never
+    sees: the cause of an IndexError on an empty output when a child answered quickly)."""
+    with open(folder / f"{name}.out", "w") as out, open(folder / f"{name}.err", "w") as err:
+        return subprocess.Popen([sys.executable, str(folder / "child.py"), str(folder / "go"), *dtypes],
+                                cwd=folder, stdout=out, stderr=err,
+                                env={**os.environ, "NUMBA_CACHE_DIR": str(folder / "cache"), **env})
 
 
-def outcome(child: subprocess.Popen) -> dict:
-    out, _ = child.communicate(timeout=600)
-    assert child.returncode == 0, out
-    return json.loads(out.splitlines()[-1])
+def lines(folder: Path, name: str) -> list[str]:
+    return (folder / f"{name}.out").read_text().splitlines()
+
+
+def described(folder: Path, name: str, child: subprocess.Popen) -> str:
+    """What a child that failed said, for the assertion's message."""
+    return (f"child {name} (exit {child.poll()}): stdout {lines(folder, name)!r}, "
+            f"stderr {(folder / f'{name}.err').read_text()[-3000:]}")
+
+
+def wait_until_ready(folder: Path, children: dict[str, subprocess.Popen]) -> None:
+    """Wait for every child to say ``ready`` (all imports done); fail naming one that died first."""
+    deadline = time.monotonic() + 600
+    for name, child in children.items():
+        while lines(folder, name)[:1] != ["ready"]:
+            assert child.poll() is None and time.monotonic() < deadline, described(folder, name, child)
+            time.sleep(0.02)
+
+
+def outcome(folder: Path, name: str, child: subprocess.Popen, *, crash: bool = False) -> dict | None:
+    """The JSON line the child printed last; with ``crash``, None if it failed."""
+    child.wait(timeout=600)
+    if crash and child.returncode != 0:
+        return None
+    assert child.returncode == 0, described(folder, name, child)
+    return json.loads(lines(folder, name)[-1])
 
 
 def cold_then_warm(folder: Path, **env: str) -> tuple[list[dict], dict | None]:
@@ -84,24 +111,16 @@ def cold_then_warm(folder: Path, **env: str) -> tuple[list[dict], dict | None]:
     it crashed, which only a cache without the lock can make it do)."""
     (folder / "kernel.py").write_text(KERNEL)
     (folder / "child.py").write_text(CHILD)
-    cold = [start(folder, (dtype,), **env) for dtype in DTYPES]
-    for child in cold:  # every one has imported everything: the compilations start together
-        assert child.stdout.readline().strip() == "ready"
+    cold = {dtype: start(folder, dtype, (dtype,), **env) for dtype in DTYPES}
+    wait_until_ready(folder, cold)  # every one has imported everything: the compilations start together
     (folder / "go").touch()
-    first = [outcome(child) for child in cold]
-    later = start(folder, DTYPES)
-    return first, outcome(later) if env.get("UNLOCKED") is None else outcome_or_crash(later)
-
-
-def outcome_or_crash(child: subprocess.Popen) -> dict | None:
-    out, _ = child.communicate(timeout=600)
-    return json.loads(out.splitlines()[-1]) if child.returncode == 0 else None
+    first = [outcome(folder, dtype, child) for dtype, child in cold.items()]
+    later = start(folder, "later", DTYPES)
+    return first, outcome(folder, "later", later, crash=env.get("UNLOCKED") is not None)
 
 
 def plain_python(folder: Path) -> dict:
-    # no readline first: it may buffer the JSON line too, which communicate() (reading the pipe
-    # itself when given a timeout) would then never see
-    return outcome(start(folder, DTYPES, NUMBA_DISABLE_JIT="1"))["values"]
+    return outcome(folder, "plain", start(folder, "plain", DTYPES, NUMBA_DISABLE_JIT="1"))["values"]
 
 
 def test_four_cold_processes_then_a_fifth_loads_every_signature(tmp_path):

@@ -10,11 +10,22 @@ import re
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pytest
 
 from recsys_eval.core.atomic import scratch_path
-from recsys_eval.core.results import FORMAT_VERSION, PER_UNIT_COLUMNS, PER_UNIT_SCHEMA, Manifest, ResultsFolder
+from recsys_eval.core.results import (
+    FORMAT_VERSION,
+    PER_UNIT_COLUMNS,
+    PER_UNIT_SCHEMA,
+    FinishedChunk,
+    FinishedPartition,
+    Manifest,
+    ResultsFolder,
+    UnfinishedFold,
+    read_counts,
+)
 from recsys_eval.errors import ConfigError, DataError
 
 LAYOUT = (["f1", "f2"], ["popular", "random"], ["AI+AR+AN"])
@@ -140,6 +151,50 @@ def test_a_fold_marked_done_lists_its_partitions_also_after_a_resume(work, tmp_p
     resumed.set_layout(*LAYOUT)
     assert resumed.path == work.path and resumed.fold_done("f1") and resumed.fold_partitions("f1") == parts
     resumed.lock.release()
+
+
+def chunk_done(work: ResultsFolder, system: str, chunk: int, *, noted: bool = True) -> FinishedChunk:
+    """Chunk ``chunk`` of users of fold f1's (system, AI+AR+AN) written, with a scratch table and
+    counts, and (``noted``) marked done."""
+    protocol = LAYOUT[2][0]
+    done = FinishedChunk(work.write_partition(rows("f1", system, users=range(3 * chunk, 3 * chunk + 3)), part=chunk),
+                         {"curve_chunks": work.write_partition_scratch("f1", system, protocol, chunk, "curve_chunks",
+                                                                       pl.DataFrame({"chunk": [chunk]}))},
+                         work.write_chunk_counts("f1", system, protocol, chunk, {"counts": np.arange(3) + chunk}))
+    if noted:
+        work.mark_chunk_done("f1", system, protocol, chunk, done)
+    return done
+
+
+def test_a_resume_reads_back_the_chunks_done_from_the_first_and_deletes_what_else_was_written(work):
+    work.record_ranges("f1", 3)
+    popular = [chunk_done(work, "popular", c) for c in range(2)]
+    unnoted = chunk_done(work, "popular", 2, noted=False)  # killed before its note
+    random = chunk_done(work, "random", 0)
+    after_a_gap = chunk_done(work, "random", 2)
+    earlier = work.unfinished_fold("f1")
+    assert earlier.users_per_range == 3 and earlier.partitions == {}
+    assert earlier.chunks == {("popular", "AI+AR+AN"): popular, ("random", "AI+AR+AN"): [random]}
+    assert read_counts(popular[-1].counts)["counts"].tolist() == [1, 2, 3]  # the last chunk's counts only
+    assert not popular[0].counts.exists()
+    assert all(p.is_file() for c in [*popular, random] for p in (c.per_unit, *c.scratch.values()))
+    gone = [p for c in (unnoted, after_a_gap) for p in (c.per_unit, *c.scratch.values(), c.counts)]
+    assert not any(p.exists() for p in gone)
+    assert sorted(p.name for p in (work.path / "partitions" / "f0").glob("*.json")) == [
+        "ranges.json", "s0-p0-c00000.json", "s0-p0-c00001.json", "s1-p0-c00000.json"]
+    # the partition done: its note, not its chunks', is read; no counts are kept for it
+    files = [c.per_unit for c in popular] + [work.write_partition(rows("f1", "popular", users=range(9, 10)), part=2)]
+    work.mark_partition_done("f1", "popular", "AI+AR+AN", FinishedPartition(
+        files, {"curve_chunks": [p for c in popular for p in c.scratch.values()]}))
+    again = work.unfinished_fold("f1")
+    assert again.partitions == {("popular", "AI+AR+AN"): FinishedPartition(
+        files, {"curve_chunks": [p for c in popular for p in c.scratch.values()]})}
+    assert again.chunks == {("random", "AI+AR+AN"): [random]} and again.n_chunks == 1
+    assert all(p.is_file() for p in files) and not popular[-1].counts.exists()
+    # an engine that redoes the fold whole (Spark) keeps nothing of it but its ranges
+    assert work.unfinished_fold("f1", reuse=False) == UnfinishedFold(users_per_range=3)
+    assert [p.name for p in (work.path / "partitions" / "f0").iterdir()] == ["ranges.json"]
+    assert list((work.path / "per_unit" / "f0").iterdir()) == []
 
 
 # -- finish ---------------------------------------------------------------------------------------

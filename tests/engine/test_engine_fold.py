@@ -12,7 +12,7 @@ import pytest
 from config_text import HOLDOUT, config_text, ratings_file, split_table
 from recsys_eval.cli import main
 from recsys_eval.core.results import ResultsFolder
-from recsys_eval.engine.fold import broadcastable, check_spark_protocol, check_spark_support
+from recsys_eval.engine.fold import broadcastable, check_spark_support
 from recsys_eval.errors import ConfigError
 from recsys_eval.experiment.checks import check_names
 from recsys_eval.pipeline.config import load_config
@@ -98,17 +98,6 @@ def test_recommenders_that_cannot_broadcast(name, message):
         check_spark_support(name)
     for ok in ("random", "popular", "als", "bpr", "lmf", "item_knn", "spark_als"):
         check_spark_support(ok)
-
-
-@pytest.mark.parametrize(("name", "design", "sampling", "message"), [
-    ("TI+AR+AN", "standard", "uniform", "TI candidates"),
-    ("AI+1R+NN50", "standard", "popularity", "popularity sampling"),
-    ("AI+AR+AN", "percentiles", "uniform", "percentiles design"),
-])
-def test_protocols_that_need_other_users(name, design, sampling, message):
-    with pytest.raises(ConfigError, match=message):
-        check_spark_protocol(name, design, sampling)
-    check_spark_protocol("UT+AR+AN")
 
 
 def test_broadcast_models_drop_the_library_and_the_train_matrix(synthetic_ratings):

@@ -1,4 +1,4 @@
-"""ILD@k (recsys_eval.measure.diversity) equals its pairwise definition, the mean Jaccard distance
+"""ILD@k (recsys_eval.measure.listpass, the distances of recsys_eval.measure.diversity) equals its pairwise definition, the mean Jaccard distance
 over every pair of a unit's top k, computed here one pair of Python sets at a time; for genre sets
 packed in one word with their size (at most 57 genres) and for wider ones (several words)."""
 
@@ -11,12 +11,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from measure_build import rankings_of
 
-from recsys_eval.measure.diversity import PACKED_GENRES, ild_values
+from recsys_eval.measure.diversity import PACKED_GENRES
+from recsys_eval.measure.listpass import list_pass
 
 
 def jaccard_distance(a: set, b: set) -> float:
     union = a | b
     return 1.0 - len(a & b) / len(union) if union else 0.0
+
+
+def ild_values(rankings, cutoffs: list[int], genres: np.ndarray) -> np.ndarray:
+    """units x cutoffs: ILD of the one list pass, asked for ILD alone."""
+    values = np.full((len(cutoffs), rankings.n_units), -1.0)
+    list_pass(rankings, cutoffs, values, {"ild": 0}, genres=genres)
+    return values.T
 
 
 def pairwise_ild(top: list[int], genres: list[set]) -> float:

@@ -30,3 +30,48 @@ def test_exposure_counts_equal_the_top_k_appearances(lists, cutoffs):
         if part:
             chunked.add(rankings_of(part))
     assert np.array_equal(chunked.counts, whole.counts) and np.array_equal(chunked.ranked, whole.ranked)
+
+
+RUN_LEVEL = ["prediction_coverage", "catalog_coverage", "gini", "entropy", "pop_rsp", "pop_reo"]
+
+
+def test_counts_saved_after_a_chunk_and_restored_go_on_to_the_values_of_a_run_never_stopped():
+    """A resumed fold restores a partition's counts as its last finished chunk saved them, then
+    adds the chunks left: every run-level value (PopRSP and PopREO's float sums included) equals,
+    bit for bit, that of the run that added every chunk at once, whichever chunk it stopped after;
+    the saved counts are a copy, which the chunks added after saving leave as they were."""
+    import polars as pl
+
+    from recsys_eval.core.interactions import Interactions
+    from recsys_eval.measure.beyond import run_exposure
+    from measure_build import targets_of
+
+    rng = np.random.default_rng(5)
+    train = Interactions.from_frame(pl.DataFrame({"user": rng.integers(0, 9, 80), "item": rng.integers(0, 14, 80)})
+                                    .unique())
+    chunks = [(rankings_of([list(rng.permutation(train.n_items)[:6]) for _ in range(size)]),
+               targets_of([{int(i): 1.0 for i in rng.choice(train.n_items, 3, replace=False)} for _ in range(size)],
+                          train.n_items)) for size in (3, 4, 2)]
+
+    def exposure():
+        return run_exposure(train.n_items, [2, 5], train, RUN_LEVEL, {"head_share": 0.3})
+
+    def exact(run) -> list[tuple[str, int | None, str]]:  # repr: NaN equals NaN, and every bit counts
+        return [(name, k, repr(value)) for name, k, value in run.values(RUN_LEVEL)]
+
+    whole = exposure()
+    for chunk in chunks:
+        whole.add(*chunk)
+    for stop in range(1, len(chunks)):
+        stopped = exposure()
+        for chunk in chunks[:stop]:
+            stopped.add(*chunk)
+        saved = stopped.saved()
+        for chunk in chunks[stop:]:  # the run goes on after saving: the copy must not move
+            stopped.add(*chunk)
+        resumed = exposure()
+        resumed.restore(saved)
+        for chunk in chunks[stop:]:
+            resumed.add(*chunk)
+        assert exact(resumed) == exact(whole) == exact(stopped), stop
+    assert exact(exposure()) != exact(whole)  # the counts do move the values

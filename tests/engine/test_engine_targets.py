@@ -1,0 +1,185 @@
+"""Target sets built per user partition (recsys_eval.engine.targets) are the whole fold's, for the
+protocols whose targets read other users' data: TI candidates, popularity sampling, the uniform-test
+and percentile designs, and negatives read from a file (an NCF file: its held-out pairs are checked
+against the whole fold).
+
+Without Spark: the fold's rows are cut into random groups of users (rows shuffled within each
+user), each group's target sets are built as a Spark task builds them, and every unit, with the
+number the driver gives it, must be the unit of the same number in the local engine's target sets
+of the whole fold (its user, listed items and gains, candidate count, shared negatives). With
+Spark: a run gives the local engine's per-unit values and summary.csv byte for byte, on 1, 3 and 7
+partitions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from config_text import HOLDOUT, config_text, ratings_file
+from recsys_eval.core.results import ResultsFolder
+from recsys_eval.engine.targets import FoldTargets, partition_target_sets
+from recsys_eval.errors import ConfigError
+from recsys_eval.experiment.checks import check_names
+from recsys_eval.experiment.runner import config_splits, run_experiment
+from recsys_eval.pipeline.config import load_config
+from recsys_eval.pipeline.plan import RunOptions
+
+PROTOCOLS = [
+    "TI+AR+AN",
+    "TI+1R+NN20",
+    {"name": "AI+AR+NN30", "sampling": "popularity"},
+    {"name": "AI+1R+NN15", "sampling": "popularity", "fresh_negatives": True},
+    {"name": "UT+AR+NN3", "sampling": "popularity"},
+    {"name": "AI+AR+AN", "design": "uniform_test", "per_item": 2},
+    {"name": "TI+1R+NN10", "design": "uniform_test", "per_item": 3},
+    {"name": "AI+AR+AN", "design": "percentiles", "bins": 3},
+    {"name": "TI+1R+NN20", "design": "percentiles", "bins": 4, "sampling": "popularity"},
+    {"name": "AI+1R+NN10", "negatives": "negatives.ncf"},
+]
+DRAWN = {"name": "AI+1R+NN10"}  # whose samples the negatives file holds
+RECS = ["popular", {"name": "item_knn", "params": {"k": 20}}]
+KEYS = ["system", "protocol", "fold", "user", "unit", "metric", "k"]
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _config_path(directory: Path, data: Path, engine: str, partitions: int = 3, protocols=PROTOCOLS) -> Path:
+    """The config of a run of ``protocols``, with the negatives file they may read beside it."""
+    path = directory / f"{engine}-{partitions}.toml"
+    if protocols is PROTOCOLS and not (directory / "negatives.ncf").exists():
+        _write_negatives(directory, data)
+    path.write_text(config_text(
+        "targets", seed=11, dataset=ratings_file(data), split=HOLDOUT, protocols=protocols, recommenders=RECS,
+        metrics={"names": ["precision", "recall", "ndcg", "ap", "rr", "auc"], "k": [1, 5, 10],
+                 "relevance_threshold": 4},
+        output={"report": False, "save_splits": False}, engine={"name": engine, "partitions": partitions}))
+    return path
+
+
+def _fold(directory: Path, data: Path, protocols):
+    from recsys_eval.data import load_file
+
+    config = load_config(_config_path(directory, data, "spark", protocols=protocols))
+    dataset = load_file(data, {"user": "userId", "item": "movieId", "rating": "rating"})
+    return config, dataset, config_splits(config, dataset)[0]
+
+
+def _write_negatives(directory: Path, data: Path) -> None:
+    """The fold's samples of :data:`DRAWN` as an NCF negatives file, one line per relevant test pair."""
+    from recsys_eval.targets import negatives_of, write_negatives
+    from recsys_eval.targets.relevance import qrels
+
+    config, dataset, split = _fold(directory, data, [DRAWN])
+    options = RunOptions.from_config(config)
+    users, items = negatives_of(options.target_sets(config.protocols[0], split)[0].whole().targets)
+    judged = qrels(split, options.measure.relevance_threshold)
+    relevant = judged.gain > 0
+    held_out = (np.repeat(np.arange(judged.n_users), np.diff(judged.indptr))[relevant], judged.items[relevant])
+    write_negatives(users, items, held_out, split.train, directory / "negatives.parquet", directory / "negatives.ncf")
+
+
+def _units(targets) -> list[tuple]:
+    """Every unit of ``targets`` as plain values: user, listed items and gains, candidate count,
+    and (compact 1R) its non-relevant items."""
+    out = []
+    for i in range(targets.n_units):
+        lo, hi = targets.offsets[i], targets.offsets[i + 1]
+        unit = [int(targets.unit_user[i]), targets.items[lo:hi].tolist(), targets.gain[lo:hi].tolist()]
+        if targets.n_candidates is not None:
+            unit.append(int(targets.n_candidates[i]))
+        if targets.negatives is not None:
+            group = targets.unit_group[i]
+            unit.append(targets.negatives[targets.negative_offsets[group]:targets.negative_offsets[group + 1]].tolist())
+        out.append(tuple(unit))
+    return out
+
+
+def test_partition_target_sets_are_the_whole_folds(tmp_path, synthetic_ratings):
+    config, data, split = _fold(tmp_path, synthetic_ratings, PROTOCOLS)
+    options = RunOptions.from_config(config)
+    whole = {ts.label: ts for p in options.protocols for ts in options.target_sets(p, split)}
+    assert len(whole) == 5 + 2 + 3 + 4 + 1 and all(ts.users for ts in whole.values())
+
+    fold = FoldTargets.of(options, split)
+    shipped = fold.shipped
+    rows = fold.rows(split).sample(fraction=1.0, shuffle=True, seed=3)  # rows of a user in any order
+    group = np.random.default_rng(4).integers(0, 3, split.n_users)
+    template = data.with_frame(data.frame.clear())
+    numbered: dict[str, dict[int, tuple]] = {label: {} for label in whole}
+    for g in range(3):
+        chunk = rows.filter(pl.Series(group[rows.get_column("user").to_numpy()] == g)).sort("user", maintain_order=True)
+        for p, part_split, target_set in partition_target_sets(options, shipped, chunk, template, split.name):
+            targets = target_set.whole().targets
+            users = targets.unit_user.astype(np.int64)
+            assert set(users) <= set(np.flatnonzero(group == g))
+            local = whole[target_set.label]
+            if targets.all_candidates and local.plan.candidates is not None:  # TI: the fold's test items
+                assert np.array_equal(targets.candidates, local.plan.candidates)
+            # the exposure's popularity bins and the item kNN rows: the fold's train side of this entry
+            assert np.array_equal(shipped.totals[p].train_counts, local.train.item_counts())
+            assert fold.trains[shipped.trains[p]].frame.sort("user", "item").equals(local.train.frame.sort("user", "item"))
+            assert np.array_equal(target_set.candidates[users], local.candidates[users])
+            first = shipped.first_unit[target_set.label]
+            seen: dict[int, int] = {}
+            for unit in _units(targets):
+                user = unit[0]
+                numbered[target_set.label][int(first[user]) + seen.get(user, 0)] = unit
+                seen[user] = seen.get(user, 0) + 1
+    for label, target_set in whole.items():
+        units = _units(target_set.whole().targets)
+        assert sorted(numbered[label]) == list(range(len(units))), label
+        assert [numbered[label][i] for i in range(len(units))] == units, label
+
+
+@pytest.mark.parametrize(("protocol", "message"), [
+    ({"name": "AI+AR+AN", "design": "uniform_test", "per_item": 10_000}, "leaves no item in test"),
+    ({"name": "AI+AR+AN", "design": "percentiles", "bins": 10_000}, "number of bins must be an integer from 2"),
+    ({"name": "AI+1R+NN5", "negatives": "negatives.ncf"}, "more than n = 5 negatives"),
+])
+def test_what_the_fold_cannot_take_is_refused_on_the_driver(tmp_path, synthetic_ratings, protocol, message):
+    from recsys_eval.errors import DataError
+
+    _write_negatives(tmp_path, synthetic_ratings)
+    config, _, split = _fold(tmp_path, synthetic_ratings, [protocol])
+    with pytest.raises((DataError, ConfigError), match=message):
+        FoldTargets.of(RunOptions.from_config(config), split)
+
+
+def test_the_protocol_study_validates_on_spark_but_for_what_stays_local():
+    config = load_config(ROOT / "experiments" / "ml100k-protocols.toml", ["engine.name=spark"])
+    with pytest.raises(ConfigError) as refused:
+        check_names(config)
+    message = str(refused.value)
+    assert "protocols[" not in message and "TI candidates" not in message and "design" not in message
+    assert "user_knn" in message  # what stays local is still named
+    # its protocols alone run on Spark: the recommenders and metrics that stay local dropped
+    kept = load_config(ROOT / "experiments" / "ml100k-protocols.toml", [
+        "engine.name=spark", 'recommenders=[{name = "popular"}, {name = "als"}]',
+        'metrics.names=["precision", "ndcg"]'])
+    check_names(kept)
+
+
+@pytest.fixture(scope="module")
+def local_run(tmp_path_factory, synthetic_ratings) -> Path:
+    directory = tmp_path_factory.mktemp("local")
+    path = _config_path(directory, synthetic_ratings, "local")
+    return run_experiment(load_config(path), path.read_text(), out_root=directory / "out", quiet=True).folder
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("partitions", [1, 3, 7])
+def test_spark_run_equals_local(spark, tmp_path, synthetic_ratings, local_run, partitions):
+    path = _config_path(tmp_path, synthetic_ratings, "spark", partitions)
+    folder = run_experiment(load_config(path), path.read_text(), out_root=tmp_path / "out", quiet=True).folder
+    local, remote = ResultsFolder.open(local_run), ResultsFolder.open(folder)
+    a, b = local.scan_per_unit().collect(), remote.scan_per_unit().collect()
+    assert a.height == b.height and set(a.get_column("protocol")) == set(b.get_column("protocol"))
+    assert a.get_column("protocol").n_unique() == 5 + 2 + 3 + 4 + 1
+    joined = a.join(b, on=KEYS, how="full", nulls_equal=True, suffix="_spark")
+    x, y = joined.get_column("value").to_numpy(), joined.get_column("value_spark").to_numpy()
+    assert not np.isnan(x).all() and np.array_equal(np.isnan(x), np.isnan(y))
+    np.testing.assert_allclose(y[~np.isnan(y)], x[~np.isnan(x)], rtol=0, atol=1e-12)
+    assert (local.path / "summary.csv").read_bytes() == (remote.path / "summary.csv").read_bytes()
+    assert local.table("exposure_bins").equals(remote.table("exposure_bins"))
