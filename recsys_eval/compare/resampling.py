@@ -1,9 +1,13 @@
-"""Resampling: sign-flip (paired permutation) null distributions, and bootstrap intervals from a
-bootstrap distribution (the distribution itself: recsys_eval.compare.bootstrap).
+"""Resampling: sign-flip (paired permutation) null distributions, the bootstrap means of the paired
+tests' relative difference, and bootstrap intervals from a bootstrap distribution. (The summary's
+bootstrap distribution, which must merge across Spark partitions, is drawn by
+recsys_eval.compare.bootstrap; the paired tests run on one machine and draw here, one matrix product
+per chunk of resamples: docs/CONVENTIONS.md#effect-sizes.)
 
 Users, the unit the summaries average over, are resampled jointly across the columns of a users x
 columns matrix, so one set of draws serves every system, metric and cutoff measured on those users.
-Sign flips come from a numpy ``Generator``; the same generator state gives the same result.
+Sign flips and these bootstrap draws come from a numpy ``Generator``; the same generator state gives
+the same result.
 """
 
 from __future__ import annotations
