@@ -38,7 +38,7 @@ from recsys_eval.errors import ConfigError, DataError
 from recsys_eval.measure import popularity
 from recsys_eval.measure.diversity import ild_values
 from recsys_eval.measure.frames import concat_per_unit, long_frame
-from recsys_eval.measure.lists import is_sparse, per_train, train_pairs
+from recsys_eval.measure.lists import is_sparse, item_side, per_train, train_pairs
 from recsys_eval.measure.metrics import BEYOND_METRICS, METRICS, check_cutoffs, check_metrics, metric_params
 
 if TYPE_CHECKING:
@@ -193,6 +193,21 @@ class RunExposure:
         _band_counts(rankings.offsets, rankings.items, band_of_rank, by_band, self.ranked)
         self.counts += np.cumsum(by_band, axis=0)
 
+    def state(self) -> tuple:
+        """The counts added so far: exposure per cutoff and item, the items ranked, the parity's
+        counts (:meth:`~recsys_eval.measure.popularity.PopularityParity.state`). Arrays over items
+        and groups, whose sums over disjoint users are exact in any order (:meth:`add_state`)."""
+        return self.counts, self.ranked, None if self.parity is None else self.parity.state()
+
+    def add_state(self, state: tuple) -> None:
+        """Add the counts of other users' lists (another exposure's :meth:`state`, of the same
+        cutoffs and metrics)."""
+        counts, ranked, parity = state
+        self.counts += counts
+        self.ranked |= ranked
+        if self.parity is not None:
+            self.parity.add_state(parity)
+
     def values(self, names: Sequence[str]) -> list[tuple[str, int | None, float]]:
         """(metric, k, value) of every run-level metric in ``names``, in their order, k ascending."""
         rows = []
@@ -239,6 +254,16 @@ def catalogue_of(train, n_items: int) -> np.ndarray:
     if train is None:
         return np.ones(n_items, dtype=bool)
     return per_train(train, ("catalogue", n_items), lambda: _catalogue(train, n_items))
+
+
+def whole_item_side(train: Interactions, n_items: int) -> dict[tuple, np.ndarray]:
+    """Every item-side value the beyond-accuracy metrics read of ``train`` (its items' popularity,
+    most-popular order and catalogue, :func:`~recsys_eval.measure.lists.item_side`): what a chunk
+    of its users measured apart from the others is given
+    (:func:`~recsys_eval.measure.lists.with_item_side`), a few arrays over items."""
+    popularity.item_popularity(train, n_items)
+    catalogue_of(train, n_items)
+    return item_side(train)
 
 
 def _catalogue(train, n_items: int) -> np.ndarray:

@@ -321,9 +321,8 @@ class PopularityParity:
         self.cutoffs = sorted(cutoffs)
         self.popularity = item_popularity(train, n_items)
         self.head = self.popularity.head(head_share)
-        #: per user index: train items in the head, and in all
-        self.train_head, self.train_size = per_train(train, ("train_head", n_items, head_share),
-                                                     lambda: _train_head_counts(train, n_items, self.head))
+        self._train, self._head_key = train, ("train_head", n_items, head_share)
+        self._user_counts: tuple[np.ndarray, np.ndarray] | None = None
         self.listed = np.zeros((len(self.cutoffs), 2))
         self.listed_relevant = np.zeros((len(self.cutoffs), 2))
         self.candidates = np.zeros(2)
@@ -338,12 +337,33 @@ class PopularityParity:
         sums = sums.sums.sum(axis=0)
         self.listed += np.column_stack([sums[:, LISTED] - sums[:, TAIL], sums[:, TAIL]])
         self.listed_relevant += np.column_stack([sums[:, RELEVANT] - sums[:, RELEVANT_TAIL], sums[:, RELEVANT_TAIL]])
-        seen_head, seen_all = (_of_users(counts, rankings.unit_user) for counts in (self.train_head, self.train_size))
+        seen_head, seen_all = (_of_users(counts, rankings.unit_user) for counts in self.user_counts())
         n_head = float(self.head.sum())
         self.candidates += [(n_head - seen_head).sum(), (len(self.head) - n_head - (seen_all - seen_head)).sum()]
         if targets is not None:
             rel_head = self.head[targets.items[targets.gain > 0]]
             self.relevant += [rel_head.sum(), (~rel_head).sum()]
+
+    def user_counts(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per user index, its train items in the head, and in all: read when lists are first added,
+        so that a parity made only to merge others' counts (:meth:`add_state`) reads no user."""
+        if self._user_counts is None:
+            train, n_items = self._train, self._head_key[1]
+            self._user_counts = per_train(train, self._head_key, lambda: _train_head_counts(train, n_items, self.head))
+        return self._user_counts
+
+    #: The counts :meth:`values` is made of, per cutoff and group or per group.
+    STATE = ("listed", "listed_relevant", "candidates", "relevant")
+
+    def state(self) -> tuple[np.ndarray, ...]:
+        """The counts added so far (:data:`STATE`): integers held in floats, exact, so that the
+        states of disjoint users add up to the same values in any order."""
+        return tuple(getattr(self, name) for name in self.STATE)
+
+    def add_state(self, state: tuple[np.ndarray, ...]) -> None:
+        """Add the counts of other users' lists (another parity's :meth:`state`)."""
+        for name, counts in zip(self.STATE, state, strict=True):
+            setattr(self, name, getattr(self, name) + counts)
 
     def values(self, names: Sequence[str]) -> list[tuple[str, int, float]]:
         """(metric, k, value) of ``pop_rsp`` and ``pop_reo`` among ``names``, at every cutoff."""
