@@ -17,15 +17,18 @@ chunk of users, ``per_unit/f<i>/s<j>-p<k>-<first user>.parquet``; the executors 
 results folder's file system, as they do on a local master or a shared file system) and hands
 back the file's name and its users' exact sums
 (:class:`recsys_eval.measure.aggregate.SummaryState`), which the driver merges into the local
-engine's summary bit for bit. A bootstrap interval, which resamples each user's value, reads the
+engine's summary bit for bit. Beyond-accuracy and rating metrics are measured per user in the tasks
+with the whole train's item side broadcast, and the run-level ones (coverage, Gini, entropy,
+PopRSP/PopREO, micro MAE/RMSE) made on the driver from the tasks' summed counts
+(:mod:`recsys_eval.engine.beyond`). A bootstrap interval, which resamples each user's value, reads the
 written files back one (system, protocol) at a time. The exposure counts per popularity bin add up
 to the local ones; the pooled-AUC sample is drawn per Spark partition (another sample of the same
 scores).
 
 What runs here (checked when the config is validated, :func:`check_spark_config`): recommenders
 whose fitted model can be broadcast (random, popular, ALS/BPR/LMF factors, item kNN neighbourhoods,
-spark_als), standard-design protocols with AI or UT candidates and uniform sampling (their targets
-depend on the user's own rows only), and ranking metrics.
+spark_als, the bias predictor's biases), standard-design protocols with AI or UT candidates and
+uniform sampling (their targets depend on the user's own rows only), and every metric.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from recsys_eval.pipeline.summary import FoldSummary, partition_rows
 
 if TYPE_CHECKING:
     from recsys_eval.core import Interactions, Split
+    from recsys_eval.engine.beyond import RunLevel
     from recsys_eval.pipeline.config import EngineConfig, ExperimentConfig
     from recsys_eval.pipeline.plan import FoldPlan, RunOptions
     from recsys_eval.pipeline.progress import Progress
@@ -55,10 +59,9 @@ if TYPE_CHECKING:
 
 # Recommenders whose fitted model is small enough to broadcast to every executor: item scores, a
 # seed, factors, item neighbourhoods. Why the others cannot: what each needs at scoring time.
-BROADCASTABLE = ("random", "popular", "als", "bpr", "lmf", "item_knn", "spark_als")
+BROADCASTABLE = ("random", "popular", "als", "bpr", "lmf", "item_knn", "spark_als", "bias")
 _NOT_BROADCASTABLE = {
     "user_knn": "it scores a user from its neighbours' train rows, i.e. the whole train matrix",
-    "bias": "it predicts ratings (rating metrics are computed by the local engine)",
     "user_knn_rating": "it predicts ratings from its neighbours' train rows (local engine only)",
 }
 #: The kinds of tables a task makes, and hands back to the driver but the per-unit rows (WRITTEN:
@@ -106,23 +109,6 @@ def check_spark_protocol(name: str, design: str = "standard", sampling: str = "u
         )
 
 
-def check_spark_metrics(names: list[str]) -> None:
-    """Ranking metrics only: beyond-accuracy metrics need every user's rankings (coverage, PopRSP)
-    or item counts and profiles over all train users (novelty, ARP, calibration, serendipity...),
-    rating metrics a rating predictor on the driver."""
-    from recsys_eval.measure.metrics import BEYOND_METRICS, RANKING_METRICS
-
-    beyond = [n for n in names if n in BEYOND_METRICS]
-    if beyond:
-        raise ConfigError(f"beyond-accuracy metrics {beyond} cannot run on the Spark engine yet: they read every "
-                          "train user's item counts or profile, which its user partitions do not hold; use the "
-                          "local engine for them")
-    other = [n for n in names if n not in RANKING_METRICS]
-    if other:
-        raise ConfigError(f"metrics {other} cannot run on the Spark engine (ranking metrics only: "
-                          f"{', '.join(RANKING_METRICS)}); use the local engine")
-
-
 def check_spark_config(config: ExperimentConfig, at) -> None:
     """Every check above on a config; ``at(path, check, *args)`` names the key path at fault. Every
     part that stays with the local engine is named at once, each with its reason, so that a user
@@ -140,7 +126,6 @@ def check_spark_config(config: ExperimentConfig, at) -> None:
                 "path" if rec.path else rec.name)
     for i, p in enumerate(config.protocols):
         collect(f"protocols[{i}]", check_spark_protocol, p.name, p.design, p.sampling)
-    collect("metrics.names", check_spark_metrics, config.metrics.names)
     if len(problems) == 1:
         raise ConfigError(problems[0])
     if problems:
@@ -155,8 +140,9 @@ def broadcastable(model: Any) -> Any:
     users' rows from its own partition, :func:`local_model`)."""
     from recsys_eval.recommend.baselines import PopularRecommender, RandomRecommender
     from recsys_eval.recommend.implicit_models import FactorModel, ItemKNN
+    from recsys_eval.recommend.rating import BiasPredictor
 
-    if isinstance(model, RandomRecommender | PopularRecommender):
+    if isinstance(model, RandomRecommender | PopularRecommender | BiasPredictor):
         return model
     if isinstance(model, FactorModel | ItemKNN):
         light = copy.copy(model)
@@ -191,7 +177,9 @@ class FoldTask:
     whether scored targets are sampled for the pooled AUC, from ``n_parts`` partitions;
     ``item_counts`` (broadcast) the fold's train counts per item, over every user (the exposure's
     popularity bins); ``files``: where the per-unit partitions go; ``summed``: whether the
-    summary takes the users' sums (t-intervals) rather than each user's value (a bootstrap)."""
+    summary takes the users' sums (t-intervals) rather than each user's value (a bootstrap);
+    ``item_side`` (broadcast) the fold's whole train's item side, which the beyond-accuracy metrics
+    read (:mod:`recsys_eval.engine.beyond`)."""
 
     options: Any
     jobs: Any
@@ -205,12 +193,16 @@ class FoldTask:
     item_counts: Any
     files: Any
     summed: bool
+    item_side: Any = None
 
     def __call__(self, chunk: pl.DataFrame) -> pl.DataFrame:
         """The chunk's tables as ``kind, table`` rows (each table in Arrow IPC bytes, sums pickled),
         its per-unit rows written (named by the chunk's first user: chunks hold disjoint users)."""
         tables = []
         for kind, frame in fold_chunk_tables(chunk, self):
+            if isinstance(frame, bytes):  # run-level counts, pickled
+                tables.append((kind, frame))
+                continue
             if not frame.height:
                 continue
             if kind != PER_UNIT:
@@ -227,9 +219,13 @@ class FoldTask:
 
 def fold_chunk_tables(chunk: pl.DataFrame, task: FoldTask):
     """``(kind, table)`` pairs of one chunk: per (protocol, system) its per-unit rows with the
-    fold's unit numbers, the exposure counts of full rankings, and the sampled scored targets."""
+    fold's unit numbers, the exposure counts of full rankings, the sampled scored targets and the
+    run-level counts; per system its rating rows and their error sums."""
     from recsys_eval.core import Split
+    from recsys_eval.engine.beyond import RUN_COUNTS, rating_tables, run_counts
+    from recsys_eval.measure.lists import with_item_side
     from recsys_eval.pipeline import jobs
+    from recsys_eval.pipeline.plan import RATINGS
     from recsys_eval.targets import Protocol
     from recsys_eval.targets.relevance import qrels
 
@@ -238,6 +234,8 @@ def fold_chunk_tables(chunk: pl.DataFrame, task: FoldTask):
     first_unit = getattr(task.first_unit, "value", task.first_unit)
     sides = [chunk.filter(pl.col("test") == side).drop("test") for side in (False, True)]
     split = Split(*(task.template.with_frame(side) for side in sides), name=task.fold)
+    if task.item_side is not None:
+        with_item_side(split.train, getattr(task.item_side, "value", task.item_side))
     judged = qrels(split, options.measure.relevance_threshold)
     for protocol in options.protocols:
         if Protocol.parse(protocol.name).relevant == "1R" and not (judged.gain > 0).any():
@@ -255,6 +253,8 @@ def fold_chunk_tables(chunk: pl.DataFrame, task: FoldTask):
                                              run_level=False)
                 mapped = pl.Series("unit", global_unit, dtype=pl.Int64).gather(frame.get_column("unit"))
                 yield PER_UNIT, frame.with_columns(mapped)
+                if options.measure.run_level:
+                    yield RUN_COUNTS, run_counts(options.measure, task.template.n_items, rankings, target, job.system)
                 if target.targets.all_candidates and not target.targets.one_relevant:
                     yield EXPOSURE, jobs.exposure_rows(rankings, target, job.system, task.fold,
                                                        bins=options.exposure_bins, k=options.measure.kmax,
@@ -264,6 +264,9 @@ def fold_chunk_tables(chunk: pl.DataFrame, task: FoldTask):
                                                   jobs.first_user(target))
                     yield SCORED, jobs.scored_rows(rankings, target, job.system, task.fold, seed=seed,
                                                    n_chunks=task.n_parts)
+    if options.measure.rating:
+        ready = {job.system: local_model(models[job.system], split.train) for job in task.jobs}
+        yield from rating_tables(options.measure, split, ready, task.template, task.fold, first_unit[RATINGS])
 
 
 def _ipc(frame: pl.DataFrame) -> bytes:
@@ -275,8 +278,11 @@ def _ipc(frame: pl.DataFrame) -> bytes:
 def first_units(options: RunOptions, split: Split) -> dict[str, np.ndarray]:
     """Per target set label, each user index's first unit number in the fold: units are numbered
     in user-index order, one per user with a judged test item (AR) or one per relevant test item
-    (1R), as :func:`recsys_eval.targets.iter_targets` makes them."""
+    (1R), as :func:`recsys_eval.targets.iter_targets` makes them; and with rating metrics, per user
+    its unit among the rating rows (``ratings``)."""
+    from recsys_eval.engine.beyond import rating_units
     from recsys_eval.errors import DataError
+    from recsys_eval.pipeline.plan import RATINGS
     from recsys_eval.pipeline.targets import protocol_labels
     from recsys_eval.targets import Protocol
     from recsys_eval.targets.relevance import qrels
@@ -295,6 +301,8 @@ def first_units(options: RunOptions, split: Split) -> dict[str, np.ndarray]:
             units = (judged.counts() > 0).astype(np.int64)
         for label in protocol_labels(protocol):
             out[label] = np.r_[0, np.cumsum(units)[:-1]].astype(np.int64)
+    if options.measure.rating:
+        out[RATINGS] = rating_units(split)
     return out
 
 
@@ -310,6 +318,10 @@ class SparkFold:
 
     def run(self) -> FoldSummary:
         from recsys_eval.core.spark import spark_session
+        from recsys_eval.engine.beyond import RunLevel
+        from recsys_eval.measure.beyond import whole_item_side
+        from recsys_eval.measure.lists import with_item_side
+        from recsys_eval.measure.metrics import BEYOND_METRICS
         from recsys_eval.pipeline.fit import fit_models
 
         plan, split = self.plan, self.plan.split
@@ -318,15 +330,21 @@ class SparkFold:
         models = fit_models(plan, {id(split.train): split.train}, self.progress, self.timings).all(
             plan.fold, self.timings)
         n_parts = self.engine.partitions or 4 * context.defaultParallelism
+        beyond = any(name in BEYOND_METRICS for name in plan.options.measure.ranking)
+        item_side = whole_item_side(split.train, split.train.n_items) if beyond else None
         task = FoldTask(
             options=plan.options, jobs=plan.models, rank=plan.rank, template=plan.data.with_frame(plan.data.frame.clear()),
             fold=plan.fold, first_unit=context.broadcast(first_units(plan.options, split)),
             models=context.broadcast({name: broadcastable(m) for (name, _), m in models.items()}),
             pool_auc=plan.pool_auc, n_parts=n_parts, item_counts=context.broadcast(split.train.item_counts()),
             files=self.sink.folder.partition_files(), summed=plan.options.summarising.interval == "t",
+            item_side=None if item_side is None else context.broadcast(item_side),
         )
         start = time.perf_counter()
-        out, exposure, scored = self._collect(spark, task, n_parts)
+        # the driver's run-level counts read the whole train's item side alone, no user's rows
+        run_level = RunLevel(plan.options.measure, with_item_side(plan.data.with_frame(plan.data.frame.clear()),
+                                                                  item_side or {}))
+        out, exposure, scored = self._collect(spark, task, n_parts, run_level)
         self.timings.add(plan.fold, "", "rank and measure on Spark", start)
         if exposure:
             # in the local fold's order: protocols, then systems, as the config lists them
@@ -337,12 +355,14 @@ class SparkFold:
         self.sink.write_fold_scratch(plan.fold, exposure, scored, [])
         return out
 
-    def _collect(self, spark, task: FoldTask, n_parts: int) -> tuple[FoldSummary, list, list]:
+    def _collect(self, spark, task: FoldTask, n_parts: int, run_level: RunLevel) -> tuple[FoldSummary, list, list]:
         """Every partition's tables as they come back (its per-unit files' names and sums, exposure
-        and scored rows); then each (protocol, system) summarised, in config order."""
+        and scored rows, run-level counts summed into ``run_level``); then each (protocol, system)
+        summarised, in config order, its run-level rows written as its last file."""
         from pyspark.sql import types as T
 
         from recsys_eval.core.spark import spark_failures, task_threads
+        from recsys_eval.engine.beyond import RUN_COUNTS
         from recsys_eval.engine.partitions import arrow_task
         from recsys_eval.engine.runs import job_error
 
@@ -361,6 +381,9 @@ class SparkFold:
                     system, protocol, state = pickle.loads(row["table"])
                     sums.setdefault((system, protocol), []).append(state)
                     continue
+                if row["kind"] == RUN_COUNTS:
+                    run_level.add(row["table"])
+                    continue
                 frame = pl.read_ipc(io.BytesIO(row["table"]))
                 if row["kind"] == WRITTEN:
                     out.partitions.append(Path(frame.item()))
@@ -369,20 +392,28 @@ class SparkFold:
         except spark_failures() as exc:
             raise job_error(exc) from None
         out.partitions.sort()
+        chunks = list(out.partitions)
         for label in plan.options.labels:
             for system in plan.options.systems:
-                state = self._summed(sums.pop((system, label), []), out.partitions, system, label, task.summed)
+                run = run_level.frame(system, label, plan.fold)
+                if run is not None:  # after every chunk, as the local fold writes it
+                    out.partitions.append(self.sink.write_partition(run, part=task.template.n_users))
+                state = self._summed(sums.pop((system, label), []), chunks, system, label, task.summed, run)
                 if state is not None:
                     out.add(partition_rows(plan.options.summarising, state))
         return out, exposure, scored
 
-    def _summed(self, sums: list[SummaryState], written: list[Path], system: str, label: str, summed: bool):
+    def _summed(self, sums: list[SummaryState], written: list[Path], system: str, label: str, summed: bool,
+                run: pl.DataFrame | None):
         """The state a (system, protocol) is summarised from: its partitions' merged sums, or (a
-        bootstrap) its users' values read back from its files; None when it has no unit."""
+        bootstrap) its users' values read back from its files, then its ``run``-level rows; None
+        when it has neither."""
+        undefined = self.plan.options.measure.undefined
+        last = [] if run is None else [PartitionState.of(run, undefined=undefined)]
         if summed:
-            return SummaryState.merge(sums) if sums else None
+            states = sums + [state.reduced() for state in last]
+            return SummaryState.merge(states) if states else None
         prefix = self.sink.folder.partition_file(self.plan.fold, system, label, 0).name.rsplit("-", 1)[0] + "-"
         files = [p for p in written if p.name.startswith(prefix)]
-        undefined = self.plan.options.measure.undefined
-        states = [PartitionState.of(pl.read_parquet(p), undefined=undefined) for p in files]
+        states = [PartitionState.of(pl.read_parquet(p), undefined=undefined) for p in files] + last
         return PartitionState.merge(states).in_user_order() if states else None
