@@ -128,7 +128,7 @@ def _evaluate_spark(test, run, out, train, threshold, names, cutoffs, gain, ties
     given = [option for option, value in zip(options, local_only, strict=True) if value is not None]
     if given:
         raise ConfigError(f"{', '.join(given)}: the Spark engine reads CSV, TSV and Parquet files with a "
-                          "header and ranking metrics; use the local engine for these options")
+                          "header, and measures no beyond-accuracy metric; use the local engine for these options")
     result = evaluate_spark(
         spark_session(master), uri(test), uri(run), uri(out), train=None if train is None else uri(train),
         threshold=threshold, metrics=names, k=cutoffs, gain=gain, ties=ties, undefined=undefined,
