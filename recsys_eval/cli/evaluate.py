@@ -130,7 +130,8 @@ def _evaluate_spark(test, run, out, train, threshold, names, cutoffs, gain, ties
     given = [option for option, value in zip(options, (columns, test_columns, genres), strict=True) if value is not None]
     if given:
         raise ConfigError(f"{', '.join(given)}: the Spark engine reads files whose fields its format names "
-                          f"({', '.join(SPARK_FORMATS)}) and ranking metrics; use the local engine for these options")
+                          f"({', '.join(SPARK_FORMATS)}) and measures no beyond-accuracy metric; use the local "
+                          "engine for these options")
     result = evaluate_spark(
         spark_session(master), uri(test), uri(run), uri(out), train=None if train is None else uri(train),
         threshold=threshold, metrics=names, k=cutoffs, gain=gain, ties=ties, undefined=undefined,

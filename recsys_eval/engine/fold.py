@@ -18,16 +18,19 @@ chunk of users, ``per_unit/f<i>/s<j>-p<k>-<first user>.parquet``; the executors 
 results folder's file system, as they do on a local master or a shared file system) and hands
 back the file's name and its users' exact sums
 (:class:`recsys_eval.measure.aggregate.SummaryState`), which the driver merges into the local
-engine's summary bit for bit. Bootstrap intervals, which resample users, are Spark jobs over the
-written files (:func:`recsys_eval.engine.stats.bootstrap_intervals`) whose replicates' sums come back
-to the driver, never a user's value. The exposure counts per popularity bin add up
+engine's summary bit for bit. Beyond-accuracy and rating metrics are measured per user in the tasks
+with the whole train's item side broadcast (of each train side a target set is drawn on), and the
+run-level ones (coverage, Gini, entropy, PopRSP/PopREO, micro MAE/RMSE) made on the driver from the
+tasks' summed counts (:mod:`recsys_eval.engine.beyond`). Bootstrap intervals, which resample users,
+are Spark jobs over the written files (:func:`recsys_eval.engine.stats.bootstrap_intervals`) whose
+replicates' sums come back to the driver, never a user's value. The exposure counts per popularity bin add up
 to the local ones; the pooled-AUC sample is drawn per Spark partition (another sample of the same
 scores).
 
 What runs here (checked when the config is validated, :func:`check_spark_config`): recommenders
 whose fitted model can be broadcast (random, popular, ALS/BPR/LMF factors, item kNN neighbourhoods,
-spark_als) and ranking metrics; every protocol and design runs here (what a target set needs of
-other users is item-side or the user's own: :mod:`recsys_eval.engine.targets`).
+spark_als, the bias predictor's biases) and every metric; every protocol and design runs here
+(what a target set needs of other users is item-side or the user's own: :mod:`recsys_eval.engine.targets`).
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ from recsys_eval.pipeline.summary import FoldSummary, partition_rows
 
 if TYPE_CHECKING:
     from recsys_eval.core import Interactions
+    from recsys_eval.engine.beyond import RunLevel
     from recsys_eval.pipeline.config import EngineConfig, ExperimentConfig
     from recsys_eval.pipeline.plan import FoldPlan
     from recsys_eval.pipeline.progress import Progress
@@ -57,10 +61,9 @@ if TYPE_CHECKING:
 
 # Recommenders whose fitted model is small enough to broadcast to every executor: item scores, a
 # seed, factors, item neighbourhoods. Why the others cannot: what each needs at scoring time.
-BROADCASTABLE = ("random", "popular", "als", "bpr", "lmf", "item_knn", "spark_als")
+BROADCASTABLE = ("random", "popular", "als", "bpr", "lmf", "item_knn", "spark_als", "bias")
 _NOT_BROADCASTABLE = {
     "user_knn": "it scores a user from its neighbours' train rows, i.e. the whole train matrix",
-    "bias": "it predicts ratings (rating metrics are computed by the local engine)",
     "user_knn_rating": "it predicts ratings from its neighbours' train rows (local engine only)",
 }
 #: The kinds of tables a task makes, and hands back to the driver but the per-unit rows (WRITTEN:
@@ -86,21 +89,6 @@ def check_spark_support(name: str) -> None:
     )
 
 
-def check_spark_metrics(names: list[str]) -> None:
-    """Ranking metrics only: beyond-accuracy metrics need every user's rankings (coverage, PopRSP)
-    or item counts and profiles over all train users (novelty, ARP, calibration, serendipity...),
-    rating metrics a rating predictor on the driver."""
-    from recsys_eval.measure.metrics import BEYOND_METRICS, RANKING_METRICS
-
-    beyond = [n for n in names if n in BEYOND_METRICS]
-    if beyond:
-        raise ConfigError(f"beyond-accuracy metrics {beyond} cannot run on the Spark engine yet: they read every "
-                          "train user's item counts or profile, which its user partitions do not hold; use the "
-                          "local engine for them")
-    other = [n for n in names if n not in RANKING_METRICS]
-    if other:
-        raise ConfigError(f"metrics {other} cannot run on the Spark engine (ranking metrics only: "
-                          f"{', '.join(RANKING_METRICS)}); use the local engine")
 
 
 def check_spark_config(config: ExperimentConfig, at) -> None:
@@ -118,7 +106,6 @@ def check_spark_config(config: ExperimentConfig, at) -> None:
     for i, rec in enumerate(config.recommenders):
         collect(f"recommenders[{i}]." + ("path" if rec.path else "name"), check_spark_support,
                 "path" if rec.path else rec.name)
-    collect("metrics.names", check_spark_metrics, config.metrics.names)
     if len(problems) == 1:
         raise ConfigError(problems[0])
     if problems:
@@ -133,8 +120,9 @@ def broadcastable(model: Any) -> Any:
     users' rows from its own partition, :func:`local_model`)."""
     from recsys_eval.recommend.baselines import PopularRecommender, RandomRecommender
     from recsys_eval.recommend.implicit_models import FactorModel, ItemKNN
+    from recsys_eval.recommend.rating import BiasPredictor
 
-    if isinstance(model, RandomRecommender | PopularRecommender):
+    if isinstance(model, RandomRecommender | PopularRecommender | BiasPredictor):
         return model
     if isinstance(model, FactorModel | ItemKNN):
         light = copy.copy(model)
@@ -168,9 +156,11 @@ class FoldTask:
     metadata); ``targets`` (broadcast, :class:`~recsys_eval.engine.targets.SparkTargets`) what the
     target sets need of every user: each protocol entry's item totals (its candidates, sampling
     weights, popularity bins and the exposure's bins) and train side, each target set's first unit
-    number per user; ``models`` (broadcast) maps (system, train side) to its fitted, broadcastable
-    model; ``pool_auc``: whether scored targets are sampled for the pooled AUC, from ``n_parts``
-    partitions; ``files``: where the per-unit partitions go."""
+    number per user (and each user's unit among the rating rows); ``models`` (broadcast) maps
+    (system, train side) to its fitted, broadcastable model; ``pool_auc``: whether scored targets
+    are sampled for the pooled AUC, from ``n_parts`` partitions; ``files``: where the per-unit
+    partitions go; ``item_sides`` (broadcast) per train side, its whole train's item side, which
+    the beyond-accuracy metrics read (:mod:`recsys_eval.engine.beyond`)."""
 
     options: Any
     jobs: Any
@@ -182,12 +172,16 @@ class FoldTask:
     pool_auc: bool
     n_parts: int
     files: Any
+    item_sides: Any = None
 
     def __call__(self, chunk: pl.DataFrame) -> pl.DataFrame:
         """The chunk's tables as ``kind, table`` rows (each table in Arrow IPC bytes, sums pickled),
         its per-unit rows written (named by the chunk's first user: chunks hold disjoint users)."""
         tables = []
         for kind, frame in fold_chunk_tables(chunk, self):
+            if isinstance(frame, bytes):  # run-level counts, pickled
+                tables.append((kind, frame))
+                continue
             if not frame.height:
                 continue
             if kind != PER_UNIT:
@@ -203,14 +197,21 @@ class FoldTask:
 
 def fold_chunk_tables(chunk: pl.DataFrame, task: FoldTask):
     """``(kind, table)`` pairs of one chunk: per (protocol, system) its per-unit rows with the
-    fold's unit numbers, the exposure counts of full rankings, and the sampled scored targets."""
-    from recsys_eval.engine.targets import partition_target_sets
+    fold's unit numbers, the exposure counts of full rankings, the sampled scored targets and the
+    run-level counts; per system its rating rows and their error sums."""
+    from recsys_eval.engine.beyond import RUN_COUNTS, rating_tables, run_counts
+    from recsys_eval.engine.targets import TEST, chunk_split, partition_target_sets
+    from recsys_eval.measure.lists import with_item_side
     from recsys_eval.pipeline import jobs
+    from recsys_eval.pipeline.plan import RATINGS
 
     options = task.options
     models = getattr(task.models, "value", task.models)
     targets = getattr(task.targets, "value", task.targets)
+    item_sides = getattr(task.item_sides, "value", task.item_sides)
     for p, split, target_set in partition_target_sets(options, targets, chunk, task.template, task.fold):
+        if item_sides is not None:
+            with_item_side(split.train, item_sides[targets.trains[p]])
         target = target_set.whole()
         users = target.targets.unit_user.astype(np.int64)
         starts = np.flatnonzero(np.r_[True, users[1:] != users[:-1]]) if len(users) else users
@@ -223,6 +224,8 @@ def fold_chunk_tables(chunk: pl.DataFrame, task: FoldTask):
                                          run_level=False)
             mapped = pl.Series("unit", global_unit, dtype=pl.Int64).gather(frame.get_column("unit"))
             yield PER_UNIT, frame.with_columns(mapped)
+            if options.measure.run_level:
+                yield RUN_COUNTS, run_counts(options.measure, task.template.n_items, rankings, target, job.system)
             if target.targets.all_candidates and not target.targets.one_relevant:
                 yield EXPOSURE, jobs.exposure_rows(rankings, target, job.system, task.fold,
                                                    bins=options.exposure_bins, k=options.measure.kmax,
@@ -232,6 +235,11 @@ def fold_chunk_tables(chunk: pl.DataFrame, task: FoldTask):
                                               jobs.first_user(target))
                 yield SCORED, jobs.scored_rows(rankings, target, job.system, task.fold, seed=seed,
                                                n_chunks=task.n_parts)
+    if options.measure.rating:  # on the fold's split, by the recommenders fitted on its train (side 0)
+        split = chunk_split(chunk, TEST, task.template, task.fold)
+        ready = {job.system: local_model(models[job.system, 0], split.train) for job in task.jobs}
+        yield from rating_tables(options.measure, split, ready, task.template, task.fold,
+                                 targets.first_unit[RATINGS])
 
 
 def _ipc(frame: pl.DataFrame) -> bytes:
@@ -252,8 +260,13 @@ class SparkFold:
 
     def run(self) -> FoldSummary:
         from recsys_eval.core.spark import spark_session
+        from recsys_eval.engine.beyond import RunLevel
         from recsys_eval.engine.targets import FoldTargets
+        from recsys_eval.measure.beyond import whole_item_side
+        from recsys_eval.measure.lists import with_item_side
+        from recsys_eval.measure.metrics import BEYOND_METRICS
         from recsys_eval.pipeline.fit import fit_models
+        from recsys_eval.pipeline.targets import protocol_labels
 
         plan, split = self.plan, self.plan.split
         spark = spark_session(self.engine.master)  # first: no PySpark or Java is one message naming the extra
@@ -261,20 +274,32 @@ class SparkFold:
         start = time.perf_counter()
         targets = FoldTargets.of(plan.options, split)
         self.timings.add(plan.fold, "", "plan targets", start)
-        # each train side a target set is drawn on (a uniform test moves ratings into train)
-        trains = {id(targets.trains[i]): targets.trains[i] for i in sorted(set(targets.shipped.trains))}
+        # each train side a target set is drawn on (a uniform test moves ratings into train); the
+        # fold's own for the rating metrics, measured on the fold's split
+        fitted = set(targets.shipped.trains) | ({0} if plan.options.measure.rating else set())
+        trains = {id(targets.trains[i]): targets.trains[i] for i in sorted(fitted)}
         side = {id(train): i for i, train in enumerate(targets.trains)}
         models = fit_models(plan, trains, self.progress, self.timings).all(plan.fold, self.timings)
         n_parts = self.engine.partitions or 4 * context.defaultParallelism
+        measure = plan.options.measure
+        # per train side, what its beyond-accuracy metrics read of every train user
+        item_sides = tuple(whole_item_side(train, train.n_items, measure.ranking, measure.params)
+                           for train in targets.trains) if any(n in BEYOND_METRICS for n in measure.ranking) else None
         task = FoldTask(
             options=plan.options, jobs=plan.models, rank=plan.rank, template=plan.data.with_frame(plan.data.frame.clear()),
             fold=plan.fold, targets=context.broadcast(targets.shipped),
             models=context.broadcast({(name, side[key]): broadcastable(m) for (name, key), m in models.items()}),
             pool_auc=plan.pool_auc, n_parts=n_parts,
             files=self.sink.folder.partition_files(),
+            item_sides=None if item_sides is None else context.broadcast(item_sides),
         )
         start = time.perf_counter()
-        out, exposure, scored = self._collect(spark, task, n_parts, targets.rows(split))
+        # the driver's run-level counts read the whole train sides' item side alone, no user's rows
+        run_level = RunLevel(measure, task.template, {
+            label: with_item_side(plan.data.with_frame(plan.data.frame.clear()), item_sides[targets.shipped.trains[p]])
+            for p, protocol in enumerate(plan.options.protocols) for label in protocol_labels(protocol)}
+                             if item_sides is not None else {})
+        out, exposure, scored = self._collect(spark, task, n_parts, targets.rows(split), run_level)
         self.timings.add(plan.fold, "", "rank and measure on Spark", start)
         if exposure:
             # in the local fold's order: protocols, then systems, as the config lists them
@@ -285,13 +310,16 @@ class SparkFold:
         self.sink.write_fold_scratch(plan.fold, exposure, scored, [])
         return out
 
-    def _collect(self, spark, task: FoldTask, n_parts: int, rows: pl.DataFrame) -> tuple[FoldSummary, list, list]:
+    def _collect(self, spark, task: FoldTask, n_parts: int, rows: pl.DataFrame,
+                 run_level: RunLevel) -> tuple[FoldSummary, list, list]:
         """Every partition's tables from the fold's ``rows`` as they come back (its per-unit files'
-        names and sums, exposure and scored rows); then each (protocol, system) summarised, in
-        config order."""
+        names and sums, exposure and scored rows, run-level counts summed into ``run_level``); then
+        each (protocol, system) summarised, in config order, its run-level rows written as its last
+        file."""
         from pyspark.sql import types as T
 
         from recsys_eval.core.spark import spark_failures, task_threads
+        from recsys_eval.engine.beyond import RUN_COUNTS
         from recsys_eval.engine.partitions import arrow_task
         from recsys_eval.engine.runs import job_error
 
@@ -307,6 +335,9 @@ class SparkFold:
                     system, protocol, state = pickle.loads(row["table"])
                     sums.setdefault((system, protocol), []).append(state)
                     continue
+                if row["kind"] == RUN_COUNTS:
+                    run_level.add(row["table"])
+                    continue
                 frame = pl.read_ipc(io.BytesIO(row["table"]))
                 if row["kind"] == WRITTEN:
                     out.partitions.append(Path(frame.item()))
@@ -315,10 +346,15 @@ class SparkFold:
         except spark_failures() as exc:
             raise job_error(exc) from None
         out.partitions.sort()
-        intervals = self._bootstrap(spark, out.partitions, n_parts)
+        intervals = self._bootstrap(spark, out.partitions, n_parts)  # of the users' files alone
+        undefined = plan.options.measure.undefined
         for label in plan.options.labels:
             for system in plan.options.systems:
                 states = sums.pop((system, label), [])
+                run = run_level.frame(system, label, plan.fold)
+                if run is not None:  # after every chunk, as the local fold writes it
+                    out.partitions.append(self.sink.write_partition(run, part=task.template.n_users))
+                    states.append(PartitionState.of(run, undefined=undefined).reduced())
                 if states:
                     key = (pl.col("system") == system) & (pl.col("protocol") == label)
                     out.add(partition_rows(plan.options.summarising, SummaryState.merge(states),

@@ -12,6 +12,11 @@ items in sorted raw-id order, so any order-preserving numbering of a chunk's ite
 the chunk's sorted raw ids) orders ties the same way. The catalogue size enters only through the
 full-ranking target set ``n_candidates = n_items - |Tr(u) \\ (Te(u) u Run(u))|``, and the global
 ``n_items`` is passed in.
+
+Rating metrics are measured per user on the judged pairs the run scores, each user numbered by its
+rank among the users with such a pair (``rating_unit``, computed by Spark), as the local engine
+numbers them; the micro MAE and RMSE of the whole run come from the chunks' exact error sums
+(:class:`~recsys_eval.measure.rating.ErrorSums`), which reach the driver with the summary's sums.
 """
 
 from __future__ import annotations
@@ -25,8 +30,10 @@ import polars as pl
 from recsys_eval.core.results import PER_UNIT_COLUMNS
 from recsys_eval.data.delimited import Table
 from recsys_eval.data.runs import read_table, run_input
-from recsys_eval.measure import measure
+from recsys_eval.measure import measure, rating_metrics
 from recsys_eval.measure.aggregate import PartitionState, SummaryState
+from recsys_eval.measure.frames import concat_per_unit
+from recsys_eval.measure.rating import ErrorSums
 from recsys_eval.pipeline.options import MeasureOptions
 
 # Rows of a partition measured at once: bounds a task's memory whatever the partition's size.
@@ -79,14 +86,28 @@ class RunMeasure:
     text_ids: tuple[bool, bool]  # user, item
     threshold: float | None
 
-    def __call__(self, chunk: pl.DataFrame) -> pl.DataFrame:
+    def __call__(self, chunk: pl.DataFrame) -> pl.DataFrame | tuple[pl.DataFrame, RatingErrors]:
         return measure_run_chunk(chunk, self)
 
 
-def measure_run_chunk(chunk: pl.DataFrame, spec: RunMeasure) -> pl.DataFrame:
+@dataclass(frozen=True)
+class RatingErrors:
+    """A chunk's rating error sums, with what the run-level rows they make are labelled with."""
+
+    protocol: str
+    names: tuple[str, ...]
+    sums: ErrorSums
+
+    @classmethod
+    def merge(cls, parts: list[RatingErrors]) -> RatingErrors | None:
+        return cls(parts[0].protocol, parts[0].names, ErrorSums.merge(p.sums for p in parts)) if parts else None
+
+
+def measure_run_chunk(chunk: pl.DataFrame, spec: RunMeasure) -> pl.DataFrame | tuple[pl.DataFrame, RatingErrors]:
     """Per-unit values of the users of one chunk of the long table (columns ``user, unit, kind,
-    item, rating, score, rank``; ``unit`` is the user's index among the sorted TEST users; RUN and
-    TRAIN rows of TEST users only).
+    item, rating, score, rank``, and ``rating_unit`` with rating metrics; ``unit`` is the user's
+    index among the sorted TEST users; RUN and TRAIN rows of TEST users only); with rating metrics,
+    also the chunk's :class:`RatingErrors`.
 
     The chunk's TEST, RUN and TRAIN rows are read and checked by the local reader
     (:func:`recsys_eval.data.runs.read_table` and :func:`recsys_eval.data.runs.run_input`, given the
@@ -108,13 +129,36 @@ def measure_run_chunk(chunk: pl.DataFrame, spec: RunMeasure) -> pl.DataFrame:
             tables[kind] = _no_rows(name, values)
     data = run_input(tables[TEST], tables[RUN], tables[TRAIN], threshold=spec.threshold,
                      catalogue=spec.n_items)
-    units = chunk.filter(pl.col("kind") == TEST).select("user", "unit").unique("user")
-    ids = data.user_ids.to_frame("user")
-    global_unit = ids.join(units.with_columns(pl.col("user").cast(ids.schema["user"])), on="user",
-                           how="left", maintain_order="left").get_column("unit").to_numpy()
     frame = measure(data.rankings, data.targets, **spec.options.kwargs(), system=spec.system,
                     user_ids=data.user_ids)
-    return with_global_units(frame, global_unit)
+    frame = with_global_units(frame, _of_users(chunk, data.user_ids, "unit"))
+    if not spec.options.rating:
+        return frame
+    rows, errors = _rating_rows(chunk, data.predictions, spec, data.targets.protocol)
+    return concat_per_unit([frame, rows]), errors
+
+
+def _of_users(chunk: pl.DataFrame, user_ids: pl.Series, column: str) -> np.ndarray:
+    """Per raw id of ``user_ids``, its ``column`` in the chunk's TEST rows (a global number)."""
+    units = chunk.filter(pl.col("kind") == TEST).select("user", column).unique("user")
+    ids = user_ids.to_frame("user")
+    return ids.join(units.with_columns(pl.col("user").cast(ids.schema["user"])), on="user", how="left",
+                    maintain_order="left").get_column(column).to_numpy()
+
+
+def _rating_rows(chunk: pl.DataFrame, predictions: pl.DataFrame | None, spec: RunMeasure,
+                 protocol: str) -> tuple[pl.DataFrame, RatingErrors]:
+    """The chunk's rating rows per user (its run-level rows left to the driver), numbered by each
+    user's ``rating_unit``, and their error sums."""
+    names = list(spec.options.rating)
+    if predictions is None or not predictions.height:  # these users have no scored judged pair
+        return concat_per_unit([]), RatingErrors(protocol, tuple(names), ErrorSums(0, 0, 0))
+    rows = rating_metrics(predictions, metrics=names, system=spec.system, protocol=protocol)
+    rows = rows.filter(pl.col("user").is_not_null())
+    users = rows.get_column("user").unique(maintain_order=True)
+    rows = with_global_units(rows, _of_users(chunk, users, "rating_unit"))
+    error = predictions.get_column("prediction").cast(pl.Float64) - predictions.get_column("rating").cast(pl.Float64)
+    return rows, RatingErrors(protocol, tuple(names), ErrorSums.of(error.to_numpy()))
 
 
 def _no_rows(name: str, values: tuple[str, ...]) -> Table:
@@ -153,16 +197,20 @@ def arrow_task(measure_chunk: Callable[[pl.DataFrame], pl.DataFrame], threads: i
         import numba
 
         numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
-        states = []
+        states, errors = [], []
         for chunk in user_chunks(batches, key, rows):
             frame = measure_chunk(chunk)
+            if isinstance(frame, tuple):  # with the chunk's rating error sums
+                frame, chunk_errors = frame
+                errors.append(chunk_errors)
             if sums is not None and frame.height:
                 states.append(PartitionState.of(frame, undefined=undefined).reduced())
             yield from frame.to_arrow().to_batches()
         if sums is not None:
             from pyspark import TaskContext
 
-            sums.add(SummedPartitions({TaskContext.get().partitionId()}, SummaryState.merge(states)))
+            sums.add(SummedPartitions({TaskContext.get().partitionId()}, SummaryState.merge(states),
+                                      RatingErrors.merge(errors)))
 
     return task
 
@@ -176,6 +224,8 @@ class SummedPartitions:
 
     partitions: set[int] = field(default_factory=set)
     state: SummaryState = field(default_factory=lambda: SummaryState.merge([]))
+    #: The rating error sums of the micro MAE and RMSE, when rating metrics are measured.
+    errors: RatingErrors | None = None
 
     def add(self, other: SummedPartitions) -> SummedPartitions:
         if not other.partitions or other.partitions <= self.partitions:
@@ -184,6 +234,7 @@ class SummedPartitions:
             raise ValueError(f"partitions {sorted(other.partitions & self.partitions)} reported twice with others")
         self.partitions |= other.partitions
         self.state = SummaryState.merge([self.state, other.state])
+        self.errors = RatingErrors.merge([e for e in (self.errors, other.errors) if e is not None])
         return self
 
 

@@ -21,6 +21,12 @@ summary is the local engine's to the last bit. ``summary.csv``/``.parquet`` and 
 written beside them, in a temporary sibling of the output folder renamed into place only once
 everything is written: a failed job never leaves results looking complete, and the folder opens
 with ``recsys-eval report`` and ``compare`` like the local engine's.
+
+Rating metrics are measured per user on the judged pairs RUN scores (TEST needs ratings and RUN
+scores), each user numbered by its rank among the users with such a pair (a Spark job, as the units);
+the micro MAE and RMSE, values of the whole run, are made on the driver from the partitions' exact
+error sums and written as the last per-unit file (``s0-p0-<partitions>.parquet``). Beyond-accuracy
+metrics are refused here (:func:`check_spark_evaluate_metrics`).
 """
 
 from __future__ import annotations
@@ -52,9 +58,11 @@ from recsys_eval.pipeline.options import MeasureOptions
 from recsys_eval.core.spark import SparkError, spark_failures, task_threads
 from recsys_eval.errors import ConfigError, DataError, RecsysEvalError, check_choice
 from recsys_eval.measure.metrics import (
+    ALL_METRICS,
+    BEYOND_METRICS,
     GAINS,
     N_RELEVANT,
-    RANKING_METRICS,
+    RATING_METRICS,
     TIES,
     UNDEFINED_POLICIES,
     check_cutoffs,
@@ -124,10 +132,13 @@ def evaluate_spark(
     extensions (:mod:`recsys_eval.engine.formats`). TREC qrels without a threshold count grades
     >= 1 as relevant, as trec_eval and the local reader do.
 
-    Ranking metrics only (per unit, the values are the local engine's to the last bit); the
-    whole-run beyond-accuracy metrics and rating metrics are for the local engine.
+    Ranking and rating metrics (per unit, the values are the local engine's to the last bit); the
+    beyond-accuracy metrics are for the local engine (:func:`check_spark_evaluate_metrics`).
     """
-    names = check_metrics(list(metrics), RANKING_METRICS + (N_RELEVANT,))
+    names = check_metrics(list(metrics), ALL_METRICS + (N_RELEVANT,))
+    check_spark_evaluate_metrics(names)
+    rating = tuple(n for n in names if n in RATING_METRICS)
+    names = [n for n in names if n not in rating] + list(rating)  # the local engine's order
     cutoffs = check_cutoffs(list(k))
     check_choice("gain", gain, GAINS)
     check_choice("ties policy", ties, TIES)
@@ -146,11 +157,14 @@ def evaluate_spark(
     if graded:
         threshold = 1.0
     _check_relevant(test_f, threshold)
-    long, n_users, n_items, notes = _long_table(spark, files)
+    if rating and not ("rating" in test_f.values and run_f.values == ("score",)):  # as the local reader
+        raise DataError("rating metrics need a 'rating' column in TEST and a 'score' column in RUN")
+    long, n_users, n_items, notes = _long_table(spark, files, rating=bool(rating))
     if graded:
         notes.insert(0, f"{test_f.name}: relevant rows are those with grade >= 1 (as trec_eval counts them)")
+    ranking = tuple(n for n in names if n not in rating)
     spec = RunMeasure(
-        n_items=n_items, options=MeasureOptions(tuple(names), (), tuple(cutoffs), gain, ties, params=metric_params(params or {})),
+        n_items=n_items, options=MeasureOptions(ranking, rating, tuple(cutoffs), gain, ties, params=metric_params(params or {})),
         system=system or _stem(run), test_name=test_f.name, run_name=run_f.name,
         train_name=files[2].name if train is not None else None, run_values=run_f.values,
         test_rating="rating" in test_f.values, train_rating=train is not None and "rating" in files[2].values,
@@ -166,8 +180,20 @@ def evaluate_spark(
         engine={"name": "spark", "master": spark.sparkContext.master, "partitions": n_parts},
         dataset=test, users=n_users, items=n_items, folds=["0"], systems=[spec.system], metrics=names, k=cutoffs,
         metric_params=spec.options.params, relevance_threshold=threshold, undefined=undefined, tests=[])
-    summary = write_atomically(fs, per_unit, sums, manifest, force)
+    summary = write_atomically(fs, per_unit, sums, manifest, force, text_ids[0])
     return SparkRunResult(out, summary, notes)
+
+
+def check_spark_evaluate_metrics(names: list[str]) -> None:
+    """The beyond-accuracy metrics stay with the local engine's evaluate: they read the popularity
+    of items over every TRAIN user and the whole catalogue's order (MostPop), which a partition's
+    chunk-local item index does not hold."""
+    beyond = [n for n in names if n in BEYOND_METRICS]
+    if beyond:
+        raise ConfigError(f"beyond-accuracy metrics {beyond} cannot run on evaluate --engine spark: they read "
+                          "item popularity over every TRAIN user and the whole catalogue's order, and each "
+                          "partition indexes only its own items; use the local engine for them (`run` with "
+                          "[engine] name = \"spark\" measures them on Spark)")
 
 
 def per_unit_schema(text_users: bool):
@@ -265,9 +291,10 @@ def _check_relevant(test: _File, threshold: float | None) -> None:
         raise DataError(f"{test.name}: no relevant row (rating >= {threshold}): nothing to evaluate")
 
 
-def _long_table(spark: SparkSession, files: list[_File]) -> tuple[DataFrame, int, int, list[str]]:
+def _long_table(spark: SparkSession, files: list[_File], *, rating: bool = False) -> tuple[DataFrame, int, int, list[str]]:
     """One table of TEST, RUN (of TEST users) and TRAIN (of TEST users) rows with each user's unit
-    (its rank among the sorted TEST user ids); the TEST users; the catalogue size; notes on
+    (its rank among the sorted TEST user ids), and with ``rating`` its ``rating_unit`` (its rank
+    among the users with a TEST row that RUN scores); the TEST users; the catalogue size; notes on
     ignored users."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
@@ -307,7 +334,27 @@ def _long_table(spark: SparkSession, files: list[_File]) -> tuple[DataFrame, int
         long = part if long is None else long.unionByName(part)
     n_items = long.select("item").distinct().count()
     long = long.join(units, "user", "inner")
-    return long.select("user", "unit", "kind", "item", "rating", "score", "rank"), n_users, n_items, notes
+    columns = ["user", "unit", "kind", "item", "rating", "score", "rank"]
+    if rating:
+        long = long.join(_rating_units(spark, test, run), "user", "left")
+        columns.append("rating_unit")
+    return long.select(*columns), n_users, n_items, notes
+
+
+def _rating_units(spark: SparkSession, test: _File, run: _File) -> DataFrame:
+    """Per user with a TEST row that RUN scores (the pairs the rating metrics measure), its rank
+    among those users' sorted ids, as the local engine numbers the users of its rating rows."""
+    from pyspark.sql import types as T
+
+    scored = test.frame.select("user", "item").join(run.frame.select("user", "item"), ["user", "item"])
+    users = scored.select("user").distinct().orderBy("user")
+    ranked = users.rdd.zipWithIndex().map(lambda pair: (pair[0][0], pair[1]))
+    schema = T.StructType([T.StructField("user", test.frame.schema["user"].dataType, True),
+                           T.StructField("rating_unit", T.LongType(), False)])
+    units = spark.createDataFrame(ranked, schema).cache()
+    if units.count() == 0:
+        raise DataError("rating metrics: RUN scores none of the (user, item) pairs of TEST")
+    return units
 
 
 def uri(path: str | Path) -> str:
@@ -391,13 +438,16 @@ class HadoopFolder:
         return sorted(parts)
 
 
-def write_atomically(out: HadoopFolder, per_unit: DataFrame, sums, manifest: Manifest, force: bool) -> pl.DataFrame:
+def write_atomically(out: HadoopFolder, per_unit: DataFrame, sums, manifest: Manifest, force: bool,
+                     text_users: bool = False) -> pl.DataFrame:
     """Run the job into a temporary sibling of ``out``; name its parts as the local engine does;
-    summarise the partitions' summed states (``sums``, an accumulator of
-    :class:`~recsys_eval.engine.partitions.SummedPartitions` the job fills); write the summary and
-    ``manifest``; then move the folder into place. On any failure the temporary folder is removed
-    and ``out`` is left as it was."""
-    from recsys_eval.pipeline.evaluate import summary_of
+    write the run-level rows of the partitions' rating error sums as the last part; summarise the
+    partitions' summed states (``sums``, an accumulator of
+    :class:`~recsys_eval.engine.partitions.SummedPartitions` the job fills) with them; write the
+    summary and ``manifest``; then move the folder into place. On any failure the temporary folder
+    is removed and ``out`` is left as it was. ``text_users``: whether user ids are text."""
+    from recsys_eval.measure.aggregate import PartitionState, SummaryState
+    from recsys_eval.pipeline.evaluate import FOLD, summary_of
 
     temp = out.sibling("tmp")
     try:
@@ -406,7 +456,14 @@ def write_atomically(out: HadoopFolder, per_unit: DataFrame, sums, manifest: Man
         except spark_failures() as exc:
             raise job_error(exc) from None
         parts = temp.name_parts(PARTS, "s0-p0-")
-        summary = summary_of(sums.value.state, manifest.undefined)
+        state, errors = sums.value.state, sums.value.errors
+        if errors is not None:
+            labels = {"system": manifest.systems[0], "protocol": errors.protocol, "fold": FOLD}
+            run = errors.sums.rows(errors.names, labels, {**PER_UNIT_SCHEMA, "user": pl.String if text_users else pl.Int64})
+            parts.append(f"{PARTS}/s0-p0-{manifest.engine['partitions']:05d}.parquet")
+            temp.write_bytes(parts[-1], _parquet_bytes(run))
+            state = SummaryState.merge([state, PartitionState.of(run, undefined=manifest.undefined).reduced()])
+        summary = summary_of(state, manifest.undefined)
         protocols = summary.get_column("protocol").unique(maintain_order=True).to_list()
         temp.write_bytes(f"{SUMMARY}.parquet", _parquet_bytes(summary))
         temp.write_bytes(f"{SUMMARY}.csv", summary.write_csv().encode())

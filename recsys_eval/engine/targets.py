@@ -61,7 +61,8 @@ class SparkTargets:
     for a uniform test); ``totals``, that split's item totals over every user; ``trains``, the
     index of the train side its recommenders were fitted on (0 the fold's); ``negatives``, the
     column that marks its fixed negatives' rows and their file, or None. ``first_unit``: per
-    target-set label, each user index's first unit number in the fold."""
+    target-set label, each user index's first unit number in the fold (and with rating metrics,
+    under ``ratings``, each user's unit among the fold's rating rows)."""
 
     test_columns: tuple[str, ...]
     totals: tuple[ItemTotals, ...]
@@ -87,6 +88,8 @@ class FoldTargets:
         """Every protocol entry's split, totals, negatives and unit numbers on the fold ``split``;
         a design or a negatives file that does not fit the fold raises here, as the local engine
         raises."""
+        from recsys_eval.engine.beyond import rating_units
+        from recsys_eval.pipeline.plan import RATINGS
         from recsys_eval.targets.designs import check_bins, move_to_train, uniform_test_rows
         from recsys_eval.targets.totals import ItemTotals
 
@@ -115,6 +118,8 @@ class FoldTargets:
             trains.append(train)
             files.append(file)
             first_unit.update(first_units(protocol, source, side_totals, threshold))
+        if options.measure.rating:
+            first_unit[RATINGS] = rating_units(split)
         shipped = SparkTargets(tuple(columns), tuple(totals), tuple(trains), tuple(files), first_unit)
         return cls(shipped, flags, negatives, sides)
 
@@ -183,7 +188,7 @@ def partition_target_sets(options: RunOptions, shipped: SparkTargets, chunk: pl.
     from recsys_eval.targets import Protocol
     from recsys_eval.targets.relevance import qrels
 
-    splits = {column: _chunk_split(chunk, column, template, fold) for column in dict.fromkeys(shipped.test_columns)}
+    splits = {column: chunk_split(chunk, column, template, fold) for column in dict.fromkeys(shipped.test_columns)}
     relevant = {}
     for p, protocol in enumerate(options.protocols):
         column = shipped.test_columns[p]
@@ -200,7 +205,7 @@ def partition_target_sets(options: RunOptions, shipped: SparkTargets, chunk: pl.
                 yield p, split, target_set
 
 
-def _chunk_split(chunk: pl.DataFrame, column: str, template: Interactions, fold: str) -> Split:
+def chunk_split(chunk: pl.DataFrame, column: str, template: Interactions, fold: str) -> Split:
     """The chunk's side of the split whose test rows ``column`` flags (its other interactions,
     train rows and moved test rows alike, are the train side)."""
     from recsys_eval.core import Split

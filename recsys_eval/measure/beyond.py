@@ -37,7 +37,7 @@ from recsys_eval.core.units import Rankings, Targets
 from recsys_eval.errors import ConfigError, DataError
 from recsys_eval.measure import listpass, popularity
 from recsys_eval.measure.frames import concat_per_unit, long_frame
-from recsys_eval.measure.lists import is_sparse, per_train, train_pairs
+from recsys_eval.measure.lists import is_sparse, item_side, per_train, train_pairs
 from recsys_eval.measure.metrics import BEYOND_METRICS, METRICS, check_cutoffs, check_metrics, metric_params
 
 if TYPE_CHECKING:
@@ -195,17 +195,22 @@ class RunExposure:
         _band_counts(rankings.offsets, rankings.items, band_of_rank, by_band, self.ranked)
         self.counts += np.cumsum(by_band, axis=0)
 
-    def saved(self) -> dict[str, np.ndarray]:
-        """A copy of the counts added so far, by name: what :meth:`restore` takes back, so that a
-        run measured in chunks of users can stop after a chunk and go on with the same sums."""
+    def state(self) -> dict[str, np.ndarray]:
+        """A copy of the counts added so far, by name: exposure per cutoff and item, the items
+        ranked, the parity's counts (:meth:`~recsys_eval.measure.popularity.PopularityParity.state`).
+        Arrays over items and groups whose sums over disjoint users are exact in any order
+        (:meth:`add_state`): a Spark fold's tasks' states merge on the driver, and a run measured in
+        chunks of users can stop after a chunk and go on from the state it saved."""
         state = {"counts": self.counts.copy(), "ranked": self.ranked.copy()}
-        return state | (self.parity.saved() if self.parity is not None else {})
+        return state | (self.parity.state() if self.parity is not None else {})
 
-    def restore(self, saved: dict[str, np.ndarray]) -> None:
-        """The counts as :meth:`saved` copied them."""
-        self.counts[...], self.ranked[...] = saved["counts"], saved["ranked"]
+    def add_state(self, state: dict[str, np.ndarray]) -> None:
+        """Add the counts of other users' lists (another exposure's :meth:`state`, of the same
+        cutoffs and metrics); into a new exposure, the counts as that state saved them."""
+        self.counts += state["counts"]
+        self.ranked |= state["ranked"]
         if self.parity is not None:
-            self.parity.restore(saved)
+            self.parity.add_state(state)
 
     def values(self, names: Sequence[str]) -> list[tuple[str, int | None, float]]:
         """(metric, k, value) of every run-level metric in ``names``, in their order, k ascending."""
@@ -253,6 +258,22 @@ def catalogue_of(train, n_items: int) -> np.ndarray:
     if train is None:
         return np.ones(n_items, dtype=bool)
     return per_train(train, ("catalogue", n_items), lambda: _catalogue(train, n_items))
+
+
+def whole_item_side(train: Interactions, n_items: int, names: Sequence[str],
+                    params: Mapping[str, float]) -> dict[tuple, np.ndarray]:
+    """Every item-side value the beyond-accuracy metrics ``names`` read of ``train`` (its items'
+    popularity, most-popular order, catalogue, head of ``params["head_share"]`` and the list pass's
+    item records, :func:`~recsys_eval.measure.lists.item_side`): what a chunk of its users measured
+    apart from the others is given (:func:`~recsys_eval.measure.lists.with_item_side`), a few
+    arrays over items."""
+    popularity.item_popularity(train, n_items)
+    catalogue_of(train, n_items)
+    head_share = params["head_share"]
+    popularity.head_of(train, n_items, head_share)
+    popularity.item_records(train, n_items, head_share)  # PopRSP/PopREO's
+    popularity.item_records(train, n_items, head_share, surprisal="surprisal" in names)  # the list pass's
+    return item_side(train)
 
 
 def _catalogue(train, n_items: int) -> np.ndarray:

@@ -150,9 +150,8 @@ class PopularityParity:
         self.cutoffs = sorted(cutoffs)
         self.head = head_of(train, n_items, head_share)
         self.records = item_records(train, n_items, head_share)
-        #: per user index: train items in the head, and in all
-        self.train_head, self.train_size = per_train(train, ("train_head", n_items, head_share),
-                                                     lambda: _train_head_counts(train, n_items, self.head))
+        self._train, self._head_key = train, ("train_head", n_items, head_share)
+        self._user_counts: tuple[np.ndarray, np.ndarray] | None = None
         self.listed = np.zeros((len(self.cutoffs), 2))
         self.listed_relevant = np.zeros((len(self.cutoffs), 2))
         self.candidates = np.zeros(2)
@@ -168,21 +167,32 @@ class PopularityParity:
         self.listed += np.column_stack([totals[:, LISTED] - totals[:, LISTED_TAIL], totals[:, LISTED_TAIL]])
         self.listed_relevant += np.column_stack([totals[:, LISTED_RELEVANT] - totals[:, LISTED_RELEVANT_TAIL],
                                                  totals[:, LISTED_RELEVANT_TAIL]])
-        seen_head, seen_all = (_of_users(counts, rankings.unit_user) for counts in (self.train_head, self.train_size))
+        seen_head, seen_all = (_of_users(counts, rankings.unit_user) for counts in self.user_counts())
         n_head = float(self.head.sum())
         self.candidates += [(n_head - seen_head).sum(), (len(self.head) - n_head - (seen_all - seen_head)).sum()]
         if targets is not None:
             rel_head = self.head[targets.items[targets.gain > 0]]
             self.relevant += [rel_head.sum(), (~rel_head).sum()]
 
-    def saved(self) -> dict[str, np.ndarray]:
-        """A copy of the counts added so far, by name (see ``RunExposure.saved``)."""
+    def user_counts(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per user index, its train items in the head, and in all: read when lists are first added,
+        so that a parity made only to merge others' counts (:meth:`add_state`) reads no user."""
+        if self._user_counts is None:
+            train, n_items = self._train, self._head_key[1]
+            self._user_counts = per_train(train, self._head_key, lambda: _train_head_counts(train, n_items, self.head))
+        return self._user_counts
+
+    def state(self) -> dict[str, np.ndarray]:
+        """A copy of the counts added so far (:data:`_ADDED`), by name (``parity_``...): integers
+        held in floats, exact, so that the states of disjoint users add up to the same values in any
+        order (:meth:`add_state`)."""
         return {f"parity_{name}": getattr(self, name).copy() for name in _ADDED}
 
-    def restore(self, saved: dict[str, np.ndarray]) -> None:
-        """The counts as :meth:`saved` copied them."""
+    def add_state(self, state: dict[str, np.ndarray]) -> None:
+        """Add the counts of other users' lists, or of the chunks done before a resume (another
+        parity's :meth:`state`)."""
         for name in _ADDED:
-            getattr(self, name)[...] = saved[f"parity_{name}"]
+            getattr(self, name)[...] += state[f"parity_{name}"]
 
     def values(self, names: Sequence[str]) -> list[tuple[str, int, float]]:
         """(metric, k, value) of ``pop_rsp`` and ``pop_reo`` among ``names``, at every cutoff."""

@@ -9,12 +9,16 @@ the user rated every item alike.
 
 The per-user rows give the user-averaged means; one run-level row (null user) per error metric holds
 the micro value over all test ratings, which :func:`~recsys_eval.measure.aggregate.summarize`
-reports as the micro mean.
+reports as the micro mean: sum |e| / n and sqrt(sum e^2 / n) from exact sums rounded once
+(:class:`ErrorSums`), so that the sums of disjoint users' ratings (a Spark job's partitions) merge
+into the same bits as the whole.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
@@ -54,17 +58,44 @@ def rating_metrics(
     labels = {"system": system, "protocol": protocol, "fold": str(fold)}
     unit_user = np.arange(len(sizes), dtype=np.int64)
     rows = long_frame(values[:, order], names, [None] * len(names), unit_user, users, labels)
-    errors = pred - truth
-    micro = {"mae": float(np.mean(np.abs(errors))), "rmse": float(np.sqrt(np.mean(errors**2)))}
-    run_rows = pl.DataFrame(
-        [
-            {"system": system, "protocol": protocol, "fold": str(fold), "user": None, "unit": None,
-             "metric": m, "k": None, "value": micro[m]}
-            for m in names if m in micro
-        ],
-        schema=rows.schema,
-    )
+    run_rows = ErrorSums.of(pred - truth).rows(names, labels, rows.schema)
     return concat_per_unit([rows, run_rows]).select(PER_UNIT_COLUMNS)
+
+
+@dataclass(frozen=True)
+class ErrorSums:
+    """What the micro MAE and RMSE of a set of test ratings are made of: the ratings' count ``n`` and
+    the exact sums (:mod:`recsys_eval.core.exact`) of |e| (units of 2^-1074) and of e^2 (units of
+    2^-2148), e = prediction - rating. Disjoint sets merge by adding integers, in any order."""
+
+    n: int
+    absolute: int
+    squared: int
+
+    @classmethod
+    def of(cls, errors: np.ndarray) -> ErrorSums:
+        from recsys_eval.core.exact import group_sums
+
+        (absolute,), (squared,) = group_sums(np.abs(errors), np.zeros(1, dtype=np.int64), squares=True)
+        return cls(len(errors), absolute, squared)
+
+    @classmethod
+    def merge(cls, parts: Iterable[ErrorSums]) -> ErrorSums:
+        parts = list(parts)
+        return cls(sum(p.n for p in parts), sum(p.absolute for p in parts), sum(p.squared for p in parts))
+
+    def values(self) -> dict[str, float]:
+        """The micro MAE = sum |e| / n and RMSE = sqrt(sum e^2 / n), each ratio rounded once."""
+        from recsys_eval.core.exact import SQUARE_SCALE, VALUE_SCALE, ratio
+
+        return {"mae": ratio(self.absolute, VALUE_SCALE, self.n),
+                "rmse": math.sqrt(ratio(self.squared, SQUARE_SCALE, self.n))}
+
+    def rows(self, names: Iterable[str], labels: dict[str, str], schema) -> pl.DataFrame:
+        """The run-level rows (null user and unit) of the error metrics among ``names``."""
+        micro = self.values()
+        return pl.DataFrame([{**labels, "user": None, "unit": None, "metric": m, "k": None, "value": micro[m]}
+                             for m in names if m in micro], schema=schema)
 
 
 def _check_predictions(predictions: pl.DataFrame) -> pl.DataFrame:

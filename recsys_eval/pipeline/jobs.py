@@ -199,21 +199,30 @@ def rating_rows(model, split: Split, system: str, names: list[str], data: Intera
     rank correlations use any recommender's scores)."""
     from recsys_eval.measure import rating_metrics
 
-    test = split.test
+    predicted = rating_predictions(model, split.test, names)
+    if predicted is None:
+        return None
+    names, frame = predicted
+    rows = rating_metrics(frame, metrics=names, system=system, protocol=RATINGS, fold=split.name)
+    return rows.with_columns(data.user_ids.gather(rows.get_column("user")).alias("user"))
+
+
+def rating_predictions(model, test: Interactions, names: list[str]) -> tuple[list[str], pl.DataFrame] | None:
+    """The rating metrics of ``names`` that ``model`` has (MAE and RMSE for a rating predictor only)
+    and its predictions of the ``test`` ratings (``user, item, rating, prediction``, user and item
+    indices: a rating predictor's ratings, else its scores); None when there is none to measure."""
     if not getattr(model, "predicts_ratings", False):
         names = [n for n in names if n not in ("mae", "rmse")]
-    if not names or not test.has_rating:
+    if not names or not test.has_rating or not len(test):
         return None
     if not getattr(model, "predicts_ratings", False):
         prediction = model.score(test.users, test.items)
     else:
         prediction = model.predict(test.users, test.items)
-    frame = pl.DataFrame({
+    return names, pl.DataFrame({
         "user": test.users, "item": test.items, "rating": test.ratings,
         "prediction": np.asarray(prediction, dtype=np.float64),
     })
-    rows = rating_metrics(frame, metrics=names, system=system, protocol=RATINGS, fold=split.name)
-    return rows.with_columns(data.user_ids.gather(rows.get_column("user")).alias("user"))
 
 
 #: The protocol label of rating-prediction rows.

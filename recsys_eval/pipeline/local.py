@@ -93,7 +93,7 @@ class PartitionKeeper:
                                               options.measure.run_level, options.measure.params) for s, r in todo}
         for pair, chunks in self.chunks.items():
             if chunks and chunks[-1].counts is not None:
-                self.exposure[pair].restore(read_counts(chunks[-1].counts))
+                self.exposure[pair].add_state(read_counts(chunks[-1].counts))
         self.kept: list[Future] = []
         self.waited = 0.0  # the main thread's time spent waiting for the keeper
 
@@ -273,7 +273,7 @@ class LocalFold:
         counts = None
         if options.measure.run_level:  # before the keeper may summarise (s, r), which reads them
             jobs.add_exposure(options.measure, keeper.exposure[s, r], rankings, chunk.targets)
-            counts = keeper.exposure[s, r].saved()  # as they are now: the next chunk adds to them
+            counts = keeper.exposure[s, r].state()  # as they are now: the next chunk adds to them
         scratch = {CURVE_CHUNKS: curve_rows(rankings, chunk.targets, system=job.system, protocol=chunk.label, fold=fold)}
         if chunk.targets.all_candidates and not chunk.targets.one_relevant:
             scratch[EXPOSURE_COUNTS] = jobs.exposure_rows(rankings, chunk, job.system, fold, bins=options.exposure_bins,

@@ -90,13 +90,13 @@ def test_unsupported_config_is_refused_at_validation(tmp_path, synthetic_ratings
 
 
 @pytest.mark.parametrize(("name", "message"), [
-    ("user_knn", "whole train matrix"), ("bias", "predicts ratings"), ("my.module:Model", "plugin"),
+    ("user_knn", "whole train matrix"), ("user_knn_rating", "neighbours' train rows"), ("my.module:Model", "plugin"),
     ("path", "external run"),
 ])
 def test_recommenders_that_cannot_broadcast(name, message):
     with pytest.raises(ConfigError, match=message):
         check_spark_support(name)
-    for ok in ("random", "popular", "als", "bpr", "lmf", "item_knn", "spark_als"):
+    for ok in ("random", "popular", "als", "bpr", "lmf", "item_knn", "spark_als", "bias"):
         check_spark_support(ok)
 
 

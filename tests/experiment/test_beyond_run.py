@@ -94,12 +94,3 @@ def test_item_features_file_errors_name_the_file_and_column(tmp_path, synthetic_
     assert exit_info.value.code != 0
     err = capsys.readouterr().err
     assert "items.csv" in err and "'genres'" in err and "item_feature_column" in err
-
-
-def test_the_spark_engine_refusal_names_the_beyond_metrics():
-    from recsys_eval.engine.fold import check_spark_metrics
-    from recsys_eval.errors import ConfigError
-
-    with pytest.raises(ConfigError, match=r"beyond-accuracy metrics \['calibration', 'pop_reo'\] cannot run on the "
-                                          r"Spark engine yet"):
-        check_spark_metrics(["ndcg", "calibration", "pop_reo"])

@@ -36,7 +36,7 @@ RUN_LEVEL = ["prediction_coverage", "catalog_coverage", "gini", "entropy", "pop_
 
 
 def test_counts_saved_after_a_chunk_and_restored_go_on_to_the_values_of_a_run_never_stopped():
-    """A resumed fold restores a partition's counts as its last finished chunk saved them, then
+    """A resumed fold adds to new counts a partition's state as its last finished chunk saved it, then
     adds the chunks left: every run-level value (PopRSP and PopREO's float sums included) equals,
     bit for bit, that of the run that added every chunk at once, whichever chunk it stopped after;
     the saved counts are a copy, which the chunks added after saving leave as they were."""
@@ -66,11 +66,11 @@ def test_counts_saved_after_a_chunk_and_restored_go_on_to_the_values_of_a_run_ne
         stopped = exposure()
         for chunk in chunks[:stop]:
             stopped.add(*chunk)
-        saved = stopped.saved()
+        saved = stopped.state()
         for chunk in chunks[stop:]:  # the run goes on after saving: the copy must not move
             stopped.add(*chunk)
         resumed = exposure()
-        resumed.restore(saved)
+        resumed.add_state(saved)
         for chunk in chunks[stop:]:
             resumed.add(*chunk)
         assert exact(resumed) == exact(whole) == exact(stopped), stop

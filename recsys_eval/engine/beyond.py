@@ -1,0 +1,136 @@
+"""Beyond-accuracy and rating metrics on Spark: per user in each task, the whole run's values from
+counts summed on the driver.
+
+Per user (calibration, ARP, APLT, ACLT, novelty, ILD, EPC, EFD, surprisal, unexpectedness,
+serendipity, user coverage; MAE, RMSE, Kendall, Spearman, NDPM): a task measures its users with the
+local engine's functions (:func:`recsys_eval.pipeline.jobs.measure_ranking`,
+:func:`recsys_eval.pipeline.jobs.rating_predictions` and
+:func:`recsys_eval.measure.rating_metrics`). What those read of every train user, the item side
+(each item's train popularity, the most-popular order, the catalogue;
+:data:`recsys_eval.measure.lists.ITEM_SIDE`), is computed once on the driver
+(:func:`~recsys_eval.measure.beyond.whole_item_side`, a few arrays over items) and broadcast; a
+user's own train profile (calibration's genre mix, MostPop's items the user has not seen, PopRSP's
+head and tail counts) is read from the user's rows, which its partition holds whole. Item genres
+come with the dataset's item metadata, which every task has. So the per-user values are the local
+engine's.
+
+Per run (catalogue and prediction coverage, Gini, entropy, PopRSP, PopREO; the micro MAE and RMSE):
+each task hands back, per (system, protocol) and chunk of users, the counts they are functions of:
+exposure per cutoff and item, the items ranked, the head and tail counts of PopRSP and PopREO
+(:meth:`~recsys_eval.measure.beyond.RunExposure.state`), the exact error sums of the ratings
+(:class:`~recsys_eval.measure.rating.ErrorSums`). The driver adds them up (:class:`RunLevel`;
+integers, or integers held in floats: the same sums in any order), so it holds arrays over items and
+groups, never a per-user row, and the values are the local engine's bit for bit. It writes them as
+the (system, protocol)'s last per-unit file and adds them to its summary, as the local fold does.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import numpy as np
+import polars as pl
+
+from recsys_eval.core.results import PER_UNIT_SCHEMA
+
+if TYPE_CHECKING:
+    from recsys_eval.core import Interactions, Split
+    from recsys_eval.measure.beyond import RunExposure
+    from recsys_eval.measure.rating import ErrorSums
+    from recsys_eval.pipeline.options import MeasureOptions
+    from recsys_eval.pipeline.targets import ProtocolTargets
+
+#: The kind of a task's table that holds one (system, protocol)'s run-level counts (pickled).
+RUN_COUNTS = "run_counts"
+_EXPOSURE, _ERRORS = "exposure", "errors"
+
+
+def rating_units(split: Split) -> np.ndarray:
+    """Per user index, its unit among the fold's rating rows: its rank among the users with test
+    rows (one unit each), as :func:`recsys_eval.measure.rating_metrics` numbers a fold's users."""
+    tested = (split.test.user_counts() > 0).astype(np.int64)
+    return np.cumsum(tested) - tested
+
+
+def run_counts(measure: MeasureOptions, n_items: int, rankings, target: ProtocolTargets, system: str) -> bytes:
+    """A chunk's run-level counts of one (system, protocol) (pickled for the driver, :data:`RUN_COUNTS`):
+    its lists added to an empty exposure as the local fold adds them
+    (:func:`recsys_eval.pipeline.jobs.add_exposure`); ``target.train`` reads the whole train's
+    item side."""
+    from recsys_eval.measure.beyond import run_exposure
+    from recsys_eval.pipeline import jobs
+
+    exposure = run_exposure(n_items, list(measure.k), target.train, measure.run_level, measure.params)
+    jobs.add_exposure(measure, exposure, rankings, target.targets)
+    return pickle.dumps((system, target.label, _EXPOSURE, exposure.state()))
+
+
+def rating_tables(measure: MeasureOptions, split: Split, models: dict, template: Interactions, fold: str,
+                  units: np.ndarray) -> Iterator[tuple[str, pl.DataFrame | bytes]]:
+    """Per system of ``models`` (made ready for the chunk), the chunk's rating rows per user with the
+    fold's unit numbers (``units``: :func:`rating_units`), and its ratings' error sums
+    (:data:`RUN_COUNTS`) for the micro MAE and RMSE."""
+    from recsys_eval.engine.fold import PER_UNIT
+    from recsys_eval.measure import rating_metrics
+    from recsys_eval.measure.rating import ErrorSums
+    from recsys_eval.pipeline import jobs
+
+    for system, model in models.items():
+        predicted = jobs.rating_predictions(model, split.test, list(measure.rating))
+        if predicted is None:
+            continue
+        names, frame = predicted
+        rows = rating_metrics(frame, metrics=names, system=system, protocol=jobs.RATINGS, fold=fold)
+        rows = rows.filter(pl.col("user").is_not_null())
+        users = rows.get_column("user").cast(pl.Int64).to_numpy()
+        yield PER_UNIT, rows.with_columns(pl.Series("unit", units[users], dtype=pl.Int64),
+                                          template.user_ids.gather(users).alias("user"))
+        errors = ErrorSums.of(frame.get_column("prediction").to_numpy() - frame.get_column("rating").cast(
+            pl.Float64).to_numpy())
+        yield RUN_COUNTS, pickle.dumps((system, jobs.RATINGS, _ERRORS, (tuple(names), errors)))
+
+
+class RunLevel:
+    """The run-level counts of a Spark fold's tasks, summed per (system, protocol) on the driver as
+    they arrive, and the run-level rows they give.
+
+    ``template``: the dataset without rows (its user ids' type); ``trains``: per target-set label,
+    an Interactions without rows that reads the whole item side (the catalogue, the head) of the
+    train side its lists were made on, which the values need; no user's rows are read."""
+
+    def __init__(self, measure: MeasureOptions, template: Interactions, trains: dict[str, Interactions]) -> None:
+        self.measure, self.template, self.trains = measure, template, trains
+        self.exposure: dict[tuple[str, str], RunExposure] = {}
+        self.errors: dict[tuple[str, str], tuple[tuple[str, ...], list[ErrorSums]]] = {}
+
+    def add(self, payload: bytes) -> None:
+        """One chunk's counts (:func:`run_counts`, :func:`rating_tables`)."""
+        from recsys_eval.measure.beyond import run_exposure
+
+        system, label, kind, state = pickle.loads(payload)
+        if kind == _ERRORS:
+            names, sums = state
+            self.errors.setdefault((system, label), (names, []))[1].append(sums)
+            return
+        if (system, label) not in self.exposure:
+            m, train = self.measure, self.trains[label]
+            self.exposure[system, label] = run_exposure(train.n_items, list(m.k), train, m.run_level, m.params)
+        self.exposure[system, label].add_state(state)
+
+    def frame(self, system: str, label: str, fold: str) -> pl.DataFrame | None:
+        """The run-level rows of a (system, protocol), as the local fold writes them; None without any."""
+        from recsys_eval.measure.beyond import run_frame
+        from recsys_eval.measure.rating import ErrorSums
+
+        labels = {"system": system, "protocol": label, "fold": fold}
+        user_ids = self.template.user_ids
+        if (system, label) in self.exposure:
+            user_type = pl.Int64 if user_ids.dtype.is_integer() else pl.String  # as the local fold's
+            return run_frame(self.exposure.pop((system, label)).values(self.measure.run_level), labels, user_type)
+        if (system, label) in self.errors:
+            names, sums = self.errors.pop((system, label))
+            rows = ErrorSums.merge(sums).rows(names, labels, {**PER_UNIT_SCHEMA, "user": user_ids.dtype})
+            return rows if rows.height else None  # rank correlations alone: no run-level value
+        return None
