@@ -11,7 +11,7 @@ run's config as recorded in its manifest.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from itertools import groupby
 from pathlib import Path
 
@@ -66,6 +66,18 @@ def _part_options(options: dict, definitions: dict, users: pl.DataFrame) -> dict
     seeded by its fold and protocol definition."""
     fold, label = users.item(0, "fold"), users.item(0, "protocol")
     return {**options, "seed": derive_seed(options["seed"], "paired", fold, definitions.get(label, label))}
+
+
+def part_paired_tests(users: pl.DataFrame, options: dict, definitions: dict) -> list[pl.DataFrame]:
+    """The paired tests of one part of the per-user values (one fold, protocol and metric, every
+    system and cutoff: what :func:`per_user_parts` yields), each group of comparable systems
+    tested on its own, its resamples seeded by the part's fold and protocol definition
+    (:func:`_part_options`). A part's tests depend on its users alone, so they are the same bits
+    wherever the part is tested (this process, or a Spark task: :mod:`recsys_eval.engine.paired`)."""
+    from recsys_eval.compare import paired_tests
+
+    part_options = _part_options(options, definitions, users)
+    return [paired_tests(group, **part_options) for group in _comparable_groups(users, options["baseline"])]
 
 
 def _fold_means(users: pl.DataFrame) -> pl.DataFrame:
@@ -290,11 +302,14 @@ def analyse(
     seed: int | None = None,
     distributions: bool | None = None,
     out: str | Path | None = None,
+    paired_runner: Callable[[ResultsFolder, dict, str], pl.DataFrame | None] | None = None,
 ) -> dict[str, pl.DataFrame]:
     """Compute the comparison tables of a results folder and write them to ``out`` (default: the
     folder itself). Returns the tables by name. ``distributions`` (default: the run's ``[analysis]
-    distributions``) adds the per-user distributions and their curves."""
-    from recsys_eval.compare import fold_paired_tests, paired_tests
+    distributions``) adds the per-user distributions and their curves. ``paired_runner(folder,
+    options, undefined)``, when given, computes the paired tests of every part elsewhere, as
+    :func:`part_paired_tests` does here (a Spark job: :class:`recsys_eval.engine.paired.SparkPairedTests`)."""
+    from recsys_eval.compare import fold_paired_tests
     from recsys_eval.compare.distributions import CurveMeans, SortedValues, with_fold_means
     from recsys_eval.compare.slices import popularity_parts, slice_fold_means, slice_means, slice_tests
     from recsys_eval.errors import check_choice
@@ -321,6 +336,7 @@ def analyse(
     curves = CurveMeans(folds) if (manifest.distributions if distributions is None else distributions) else None
     slices = folder.table(USER_SLICES)
     definitions = manifest.protocol_definitions  # none in a folder no run wrote (evaluate)
+    elsewhere = paired_runner(folder, options, undefined) if paired_runner is not None else None
     for _, parts in groupby(per_user_parts(folder, undefined), key=lambda u: (u.item(0, "fold"), u.item(0, "protocol"))):
         kept = []
         for users in parts:
@@ -328,8 +344,8 @@ def analyse(
             # its own, its resamples seeded by its (fold, protocol definition), so no part's tests
             # depend on another's, a relabelled protocol keeps its p-values, and the metrics of one
             # (fold, protocol), measured on the same users, share their sign flips
-            part_options = _part_options(options, definitions, users)
-            paired += [paired_tests(group, **part_options) for group in _comparable_groups(users, baseline)]
+            if paired_runner is None:
+                paired += part_paired_tests(users, options, definitions)
             means.append(_fold_means(users))
             if curves is not None:  # one sort of each group's users serves its statistics and curves
                 groups = SortedValues.of(users)
@@ -357,6 +373,8 @@ def analyse(
                               n_resamples=options["n_resamples"], seed=derive_seed(options["seed"], "fold paired"))
             for group in _comparable_groups(pl.concat(means), baseline)
         ]
+    if elsewhere is not None and elsewhere.height:
+        paired = [elsewhere]
     if paired:
         tables["paired_tests"] = _in_part_order(pl.concat(paired), folds, manifest.protocols)
     if fold_paired:
