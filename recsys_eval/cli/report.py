@@ -38,6 +38,7 @@ def compare(
     from recsys_eval.errors import check_choice
     from recsys_eval.compare.study import analyse, run_tests_table
     from recsys_eval.core.results import COMPARISONS, ResultsFolder
+    from recsys_eval.engine.paired import SparkPairedTests
 
     manifest = ResultsFolder.open(results).manifest
     if manifest.kind == "datasets":
@@ -58,7 +59,8 @@ def compare(
     if out.exists() and any(out.iterdir()) and not force:
         raise ConfigError(f"{out} exists; choose another --out or pass --force to overwrite it")
     out.mkdir(parents=True, exist_ok=True)
-    tables = analyse(results, baseline=baseline, tests=tests, correction=correction, alpha=alpha, out=out)
+    tables = analyse(results, baseline=baseline, tests=tests, correction=correction, alpha=alpha, out=out,
+                     paired_runner=SparkPairedTests.of(manifest.engine))  # on Spark when the run was
     console = Console()
     paired = tables.get(run_tests_table(manifest.folds))  # over fold means when cross-validated, as the report
     if paired is not None and paired.height:
@@ -134,6 +136,8 @@ def report(
         typer.echo(f"report: {write_datasets_report(results)}")
         return
     if not any(folder.has_table(name) for name in ANALYSIS_TABLES):  # not analysed yet
-        analyse(folder)
+        from recsys_eval.engine.paired import SparkPairedTests
+
+        analyse(folder, paired_runner=SparkPairedTests.of(folder.manifest.engine))
     paths = write_report(results)
     typer.echo(f"report: {paths['html']}")

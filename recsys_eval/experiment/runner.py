@@ -105,7 +105,7 @@ def run_experiment(
             if config.output.report:
                 with progress.step("analyse (tests, agreement, audits)"):
                     start = time.perf_counter()
-                    sink.analyse()
+                    sink.analyse(_paired_runner(config))
                     timings.add("", "", "analyse", start)
                 with progress.step("report (tables, figures, report.html)"):
                     start = time.perf_counter()
@@ -120,6 +120,16 @@ def run_experiment(
 
         track_mlflow(config.track.mlflow, outcome.folder, experiment=config.track.experiment)
     return outcome
+
+
+def _paired_runner(config: ExperimentConfig):
+    """Where the analysis's paired tests run: a Spark job when the folds ran on Spark
+    (recsys_eval.engine.paired), else the analysis's own process (None)."""
+    if config.engine.name != "spark":
+        return None
+    from recsys_eval.engine.paired import SparkPairedTests
+
+    return SparkPairedTests.of(config.engine.model_dump())
 
 
 def reuse_note(fold: FoldSummary) -> str:

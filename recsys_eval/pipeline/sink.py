@@ -246,12 +246,13 @@ class RunSink:
         """Paths inside the folder as the manifest lists them."""
         return [str(p.relative_to(self.folder.path)) for p in paths]
 
-    def analyse(self) -> None:
+    def analyse(self, paired_runner=None) -> None:
         """The comparison tables (recsys_eval.compare.study), read from the folder as written so
-        far (the manifest included)."""
+        far (the manifest included); the paired tests by ``paired_runner`` when given (the Spark
+        engine's: recsys_eval.engine.paired)."""
         from recsys_eval.compare.study import analyse
 
-        analyse(self.folder)
+        analyse(self.folder, paired_runner=paired_runner)
 
     def report(self) -> None:
         """The report (recsys_eval.report), from the folder and its comparison tables."""

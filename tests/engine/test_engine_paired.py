@@ -123,3 +123,12 @@ def test_text_user_ids_and_systems_lacking_a_metric(spark, tmp_path, partitions)
     assert rr == [("a", "b")]  # c lacks rr
     assert got.filter(pl.col("metric") == "ndcg").select("system", "baseline").unique().height == 3  # all pairs
     assert_frame_equal(got.sort(ORDER, nulls_last=True), expected.sort(ORDER, nulls_last=True), check_exact=True)
+
+
+def test_the_runner_follows_the_run_engine():
+    """A local run's folder is analysed here; a Spark run's on its master and partition count."""
+    from recsys_eval.engine.paired import SparkPairedTests
+
+    assert SparkPairedTests.of({"name": "local"}) is None
+    assert SparkPairedTests.of({"name": "spark", "master": "local[3]", "partitions": 5}) == SparkPairedTests(
+        "local[3]", 5)
