@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from recsys_eval.compare.frames import PER_USER_COLUMNS
-from recsys_eval.engine.partitions import user_chunks
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -67,6 +66,7 @@ def _part_tests(options: dict, definitions: dict):
         import pyarrow as pa
 
         from recsys_eval.compare.study import part_paired_tests
+        from recsys_eval.engine.partitions import user_chunks
 
         for chunk in user_chunks(batches, key=PART):
             for users in chunk.partition_by(PART, maintain_order=True):
