@@ -132,3 +132,64 @@ def test_the_runner_follows_the_run_engine():
     assert SparkPairedTests.of({"name": "local"}) is None
     assert SparkPairedTests.of({"name": "spark", "master": "local[3]", "partitions": 5}) == SparkPairedTests(
         "local[3]", 5)
+
+
+CAPPED = """
+import json, sys
+from recsys_eval.compare import TESTS
+from recsys_eval.core.spark import spark_session
+from recsys_eval.engine.paired import paired_tests_on_spark
+from recsys_eval.engine.stats import per_user_table
+
+files, out = sys.argv[1].split(","), sys.argv[2]
+spark = spark_session("local[2]")
+options = {"baseline": "a", "tests": list(TESTS), "correction": "holm", "alpha": 0.05, "n_resamples": 30, "seed": 1}
+paired_tests_on_spark(spark, files, undefined="skip", options=options, definitions={}, partitions=3).write_parquet(out)
+try:
+    collected = f"collected {per_user_table(spark, files, 'skip', 3).toArrow().num_rows} per-user rows"
+except Exception as exc:
+    collected = str(exc)
+print(json.dumps({"limit": spark.sparkContext.getConf().get("spark.driver.maxResultSize"), "collect": collected}))
+"""
+
+
+def test_a_capped_driver_tests_what_it_could_not_collect(spark, tmp_path):
+    """Under a 1 MB cap on what a job may hand the driver, far below the per-user values, the job
+    gives the local tests; collecting those values, the counter-test, is refused."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from threadpoolctl import threadpool_limits
+
+    rng = np.random.default_rng(8)
+    users = np.arange(8000)
+    files = []
+    for system in ("a", "b"):
+        for part, chunk in enumerate(np.array_split(users, 2)):
+            frame = pl.concat([pl.DataFrame({
+                "system": system, "protocol": "AI+AR+AN", "fold": "0", "user": chunk, "unit": chunk,
+                "metric": "ndcg", "k": pl.Series([k] * len(chunk), dtype=pl.Int32),
+                "value": rng.random(len(chunk))}) for k in (5, 10, 20, 50)]).select(list(PER_UNIT_SCHEMA))
+            files.append(str(path := tmp_path / f"{system}-{part}.parquet"))
+            frame.write_parquet(path)
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    (conf / "spark-defaults.conf").write_text("spark.driver.maxResultSize 1m\nspark.driver.memory 512m\n")
+    done = subprocess.run([sys.executable, "-c", CAPPED, ",".join(files), str(tmp_path / "tests.parquet")],
+                          capture_output=True, text=True, env={**os.environ, "SPARK_CONF_DIR": str(conf)}, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    outcome = json.loads(done.stdout.strip().splitlines()[-1])
+    assert outcome["limit"] == "1m" and "maxResultSize" in outcome["collect"]
+    per_unit = pl.read_parquet(files)
+    options = {"baseline": "a", "tests": list(TESTS), "correction": "holm", "alpha": 0.05, "n_resamples": 30,
+               "seed": 1}
+    # one BLAS thread, as PySpark's workers run (OMP_NUM_THREADS = spark.task.cpus): at 8,000 users
+    # OpenBLAS splits the bootstrap's matrix product over threads, which moves its last bits
+    # (docs/SPARK.md#paired-tests)
+    with threadpool_limits(limits=1, user_api="blas"):
+        expected = pl.concat(part_paired_tests(per_user(per_unit).select(PER_USER_COLUMNS), options, {}))
+    got = pl.read_parquet(tmp_path / "tests.parquet")
+    assert got.height == 4 * 4  # ndcg at 4 cutoffs x the t, Wilcoxon, sign and permutation tests (no McNemar)
+    assert_frame_equal(got.sort(ORDER), expected.sort(ORDER), check_exact=True)
