@@ -217,9 +217,14 @@ def catalogue_of(spark: SparkSession, item_ids: pl.Series, train: _File | None, 
     catalogue. No user's row reaches the driver."""
     from recsys_eval.measure.beyond import counted_item_side, item_genres
 
+    from pyspark.sql import functions as F
+
     side = None
     if train is not None:
         pairs = train.frame.select("user", "item").distinct()
+        if pairs.filter(F.col("user").isNull() | F.col("item").isNull()).limit(1).count():
+            # the partitions check TEST users' rows; the others count in the popularity
+            raise DataError(f"{train.name}: a row without a user or an item id; expected both in every row")
         per_item = pl.from_arrow(pairs.groupBy("item").count().toArrow())
         holders = np.zeros(item_ids.len())
         at = item_ids.search_sorted(per_item.get_column("item").cast(item_ids.dtype)).to_numpy()

@@ -154,3 +154,22 @@ def test_counted_item_side_is_the_whole_trains():
     assert set(whole) == set(counted) and len(whole) >= 6
     for key, value in whole.items():
         assert np.array_equal(np.asarray(value), np.asarray(counted[key])), key
+
+
+@pytest.mark.spark
+def test_evaluate_beyond_on_spark_refuses_a_train_row_without_ids(spark, tmp_path, monkeypatch):
+    """A TRAIN row of a user absent from TEST is counted in the popularity, not measured by a
+    partition: one without an item id, past the rows the driver samples, is refused, naming TRAIN."""
+    from recsys_eval.engine import runs as engine_runs
+    from recsys_eval.engine.runs import evaluate_spark
+    from recsys_eval.errors import DataError
+
+    monkeypatch.setattr(engine_runs, "SAMPLE_ROWS", 1)
+    paths = _files(tmp_path, 2, False)
+    train = pl.read_parquet(paths["train"])
+    pl.concat([train, pl.DataFrame({"user": [46], "item": [None], "rating": [1.0]}, schema=train.schema)]).write_parquet(
+        tmp_path / "holed.parquet")
+    with pytest.raises(DataError, match=r"TRAIN .*holed.parquet: a row without a user or an item id"):
+        evaluate_spark(spark, paths["test"], paths["run"], str(tmp_path / "out"), train=str(tmp_path / "holed.parquet"),
+                       metrics=["novelty"], threshold=3.0, partitions=2)
+    assert not (tmp_path / "out").exists()
