@@ -11,7 +11,10 @@ equality and the tie rule (tied scores ordered by item index ascending); the loc
 items in sorted raw-id order, so any order-preserving numbering of a chunk's items (their rank among
 the chunk's sorted raw ids) orders ties the same way. The catalogue size enters only through the
 full-ranking target set ``n_candidates = n_items - |Tr(u) \\ (Te(u) u Run(u))|``, and the global
-``n_items`` is passed in.
+``n_items`` is passed in. The beyond-accuracy metrics read item-side arrays of the whole input
+(popularity over every TRAIN user, the most-popular order, genres, exposure per item): for them a
+chunk's items are renumbered by their places in the whole catalogue (:func:`on_catalogue`, over
+the broadcast :class:`Catalogue`), still in raw-id order.
 
 Rating metrics are measured per user on the judged pairs the run scores, each user numbered by its
 rank among the users with such a pair (``rating_unit``, computed by Spark), as the local engine
@@ -255,14 +258,15 @@ def with_global_units(frame: pl.DataFrame, global_unit: np.ndarray) -> pl.DataFr
     return frame.with_columns(mapped).select(PER_UNIT_COLUMNS)
 
 
-def arrow_task(measure_chunk: Callable[[pl.DataFrame], pl.DataFrame], threads: int = 1,
+def arrow_task(measure_chunk: Callable[[pl.DataFrame], pl.DataFrame | MeasuredChunk], threads: int = 1,
                key: str = "unit", rows: int = CHUNK_ROWS, *, sums=None, undefined: str = "skip") -> Callable[[Iterable], Iterator]:
     """The function ``mapInArrow`` runs on every partition: chunks of whole users measured by
-    ``measure_chunk``, each result handed back as Arrow record batches. Numba uses ``threads``
-    threads (a task owns ``spark.task.cpus`` cores, not the executor's). With ``sums`` (a Spark
-    accumulator of :class:`SummedPartitions`), the task also reduces its users to their summary
-    state (:class:`~recsys_eval.measure.aggregate.SummaryState`, under the ``undefined`` policy) and
-    adds it, under its partition's index, once the partition is done."""
+    ``measure_chunk`` (a frame, or a :class:`MeasuredChunk`), each frame handed back as Arrow
+    record batches. Numba uses ``threads`` threads (a task owns ``spark.task.cpus`` cores, not the
+    executor's). With ``sums`` (a Spark accumulator of :class:`SummedPartitions`), the task also
+    reduces its users to their summary state (:class:`~recsys_eval.measure.aggregate.SummaryState`,
+    under the ``undefined`` policy) and adds it, with its chunks' rating error sums and run-level
+    counts, under its partition's index, once the partition is done."""
 
     def task(batches: Iterable) -> Iterator:
         import numba
