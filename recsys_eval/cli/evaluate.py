@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 
 from recsys_eval.cli import app
-from recsys_eval.errors import ConfigError, DataError
+from recsys_eval.errors import ConfigError
 
 DEFAULT_METRICS = "precision,recall,f1,ap,ndcg,rr,hit,auc"
 FORMAT_HELP = ("csv, tsv, parquet, trec, ranx, elliot, recbole, lenskit, replay or msrecommenders "
@@ -126,17 +126,16 @@ def _evaluate_spark(test, run, out, train, threshold, names, cutoffs, gain, ties
     from recsys_eval.core.spark import spark_session
 
     run_format, columns, test_format, test_columns, genres = local_only
-    options = ("--columns", "--test-columns", "--genres")
-    given = [option for option, value in zip(options, (columns, test_columns, genres), strict=True) if value is not None]
+    options = ("--columns", "--test-columns")
+    given = [option for option, value in zip(options, (columns, test_columns), strict=True) if value is not None]
     if given:
         raise ConfigError(f"{', '.join(given)}: the Spark engine reads files whose fields its format names "
-                          f"({', '.join(SPARK_FORMATS)}) and measures no beyond-accuracy metric; use the local "
-                          "engine for these options")
+                          f"({', '.join(SPARK_FORMATS)}); use the local engine for these options")
     result = evaluate_spark(
         spark_session(master), uri(test), uri(run), uri(out), train=None if train is None else uri(train),
         threshold=threshold, metrics=names, k=cutoffs, gain=gain, ties=ties, undefined=undefined,
         partitions=partitions, force=force, params=params, run_format=run_format,
-        test_format=test_format or run_format,
+        test_format=test_format or run_format, genres=None if genres is None else uri(genres),
     )
     console = Console()
     for note in result.notes:
@@ -199,18 +198,11 @@ def _parse_names(text: str | None, option: str) -> list[str] | None:
 
 
 def _genres(path: Path, item_ids):
-    import polars as pl
-
     from recsys_eval.data.runs import read_frame
-    from recsys_eval.measure.beyond import genre_matrix
+    from recsys_eval.measure.beyond import item_genres
 
-    frame = read_frame(path, name=f"GENRES {path}")
-    if "item" not in frame.columns or "genres" not in frame.columns:
-        raise DataError(f"GENRES {str(path)!r}: expected columns 'item' and 'genres', got {frame.columns}")
-    frame = frame.with_columns(pl.col("item").cast(item_ids.dtype, strict=False))
-    known = frame.filter(pl.col("item").is_in(item_ids.implode()))
-    known = known.with_columns(item_ids.search_sorted(known.get_column("item")).alias("item"))
-    return genre_matrix(known, item_ids.len())
+    name = f"GENRES {str(path)!r}"
+    return item_genres(read_frame(path, name=f"GENRES {path}"), item_ids, name)
 
 
 def _print_summary(console, summary, out: Path) -> None:

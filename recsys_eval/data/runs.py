@@ -475,6 +475,10 @@ def _train_pairs(train, test, run, tested, n_items, train_user) -> tuple[np.ndar
 
 
 # -- a run against judgments: what `recsys-eval evaluate` measures ---------------------------------
+#: The protocol of a run measured against judgments: every item of the catalogue is a candidate.
+FULL_RANKING = "AI+AR+AN"
+
+
 @dataclass(frozen=True)
 class RunInput:
     """A run and its judgments over one index; units are the judged users in sorted raw-id order.
@@ -613,7 +617,7 @@ def run_input(test_t: Table, run_t: Table, train_t: Table | None, *, threshold: 
         items=_take(t_item, t_rows),
         gain=_take(gain, t_rows),
         n_items=catalogue or n_items,
-        protocol="AI+AR+AN",
+        protocol=FULL_RANKING,
         all_candidates=True,
         n_candidates=(catalogue or n_items) - removed[units],
     )

@@ -37,10 +37,10 @@ from recsys_eval.core.results import PER_UNIT_SCHEMA
 
 if TYPE_CHECKING:
     from recsys_eval.core import Interactions, Split
+    from recsys_eval.core.units import Targets
     from recsys_eval.measure.beyond import RunExposure
     from recsys_eval.measure.rating import ErrorSums
     from recsys_eval.pipeline.options import MeasureOptions
-    from recsys_eval.pipeline.targets import ProtocolTargets
 
 #: The kind of a task's table that holds one (system, protocol)'s run-level counts (pickled).
 RUN_COUNTS = "run_counts"
@@ -54,17 +54,19 @@ def rating_units(split: Split) -> np.ndarray:
     return np.cumsum(tested) - tested
 
 
-def run_counts(measure: MeasureOptions, n_items: int, rankings, target: ProtocolTargets, system: str) -> bytes:
-    """A chunk's run-level counts of one (system, protocol) (pickled for the driver, :data:`RUN_COUNTS`):
-    its lists added to an empty exposure as the local fold adds them
-    (:func:`recsys_eval.pipeline.jobs.add_exposure`); ``target.train`` reads the whole train's
-    item side."""
+def run_counts(measure: MeasureOptions, n_items: int, rankings, targets: Targets, train: Interactions | None,
+               label: str, system: str) -> bytes:
+    """A chunk's run-level counts of one (system, protocol ``label``), pickled for the driver
+    (:data:`RUN_COUNTS`): its lists added to an empty exposure as the local fold adds them
+    (:func:`recsys_eval.pipeline.jobs.add_exposure`; ``targets``: the lists' own). ``train``: the
+    chunk's users' train rows reading the whole train's item side
+    (:func:`~recsys_eval.measure.lists.with_item_side`), None without a train."""
     from recsys_eval.measure.beyond import run_exposure
     from recsys_eval.pipeline import jobs
 
-    exposure = run_exposure(n_items, list(measure.k), target.train, measure.run_level, measure.params)
-    jobs.add_exposure(measure, exposure, rankings, target.targets)
-    return pickle.dumps((system, target.label, _EXPOSURE, exposure.state()))
+    exposure = run_exposure(n_items, list(measure.k), train, measure.run_level, measure.params)
+    jobs.add_exposure(measure, exposure, rankings, targets)
+    return pickle.dumps((system, label, _EXPOSURE, exposure.state()))
 
 
 def rating_tables(measure: MeasureOptions, split: Split, models: dict, template: Interactions, fold: str,
@@ -96,9 +98,10 @@ class RunLevel:
     """The run-level counts of a Spark fold's tasks, summed per (system, protocol) on the driver as
     they arrive, and the run-level rows they give.
 
-    ``template``: the dataset without rows (its user ids' type); ``trains``: per target-set label,
-    an Interactions without rows that reads the whole item side (the catalogue, the head) of the
-    train side its lists were made on, which the values need; no user's rows are read."""
+    ``template``: the dataset without rows (its item index, its user ids' type); ``trains``: per
+    target-set label, an Interactions without rows that reads the whole item side (the catalogue,
+    the head) of the train side its lists were made on, which the values need (a label it lacks:
+    lists made without a train); no user's rows are read."""
 
     def __init__(self, measure: MeasureOptions, template: Interactions, trains: dict[str, Interactions]) -> None:
         self.measure, self.template, self.trains = measure, template, trains
@@ -115,9 +118,16 @@ class RunLevel:
             self.errors.setdefault((system, label), (names, []))[1].append(sums)
             return
         if (system, label) not in self.exposure:
-            m, train = self.measure, self.trains[label]
-            self.exposure[system, label] = run_exposure(train.n_items, list(m.k), train, m.run_level, m.params)
+            m = self.measure
+            self.exposure[system, label] = run_exposure(self.template.n_items, list(m.k), self.trains.get(label),
+                                                        m.run_level, m.params)
         self.exposure[system, label].add_state(state)
+
+    def frames(self, fold: str) -> list[pl.DataFrame]:
+        """The run-level rows of every (system, protocol) counted so far (:meth:`frame`), in the
+        order first counted."""
+        keys = dict.fromkeys([*self.exposure, *self.errors])
+        return [frame for key in keys if (frame := self.frame(*key, fold)) is not None]
 
     def frame(self, system: str, label: str, fold: str) -> pl.DataFrame | None:
         """The run-level rows of a (system, protocol), as the local fold writes them; None without any."""

@@ -225,7 +225,8 @@ def fold_chunk_tables(chunk: pl.DataFrame, task: FoldTask):
             mapped = pl.Series("unit", global_unit, dtype=pl.Int64).gather(frame.get_column("unit"))
             yield PER_UNIT, frame.with_columns(mapped)
             if options.measure.run_level:
-                yield RUN_COUNTS, run_counts(options.measure, task.template.n_items, rankings, target, job.system)
+                yield RUN_COUNTS, run_counts(options.measure, task.template.n_items, rankings, target.targets,
+                                             target.train, target.label, job.system)
             if target.targets.all_candidates and not target.targets.one_relevant:
                 yield EXPOSURE, jobs.exposure_rows(rankings, target, job.system, task.fold,
                                                    bins=options.exposure_bins, k=options.measure.kmax,

@@ -11,7 +11,10 @@ equality and the tie rule (tied scores ordered by item index ascending); the loc
 items in sorted raw-id order, so any order-preserving numbering of a chunk's items (their rank among
 the chunk's sorted raw ids) orders ties the same way. The catalogue size enters only through the
 full-ranking target set ``n_candidates = n_items - |Tr(u) \\ (Te(u) u Run(u))|``, and the global
-``n_items`` is passed in.
+``n_items`` is passed in. The beyond-accuracy metrics read item-side arrays of the whole input
+(popularity over every TRAIN user, the most-popular order, genres, exposure per item): for them a
+chunk's items are renumbered by their places in the whole catalogue (:func:`on_catalogue`, over
+the broadcast :class:`Catalogue`), still in raw-id order.
 
 Rating metrics are measured per user on the judged pairs the run scores, each user numbered by its
 rank among the users with such a pair (``rating_unit``, computed by Spark), as the local engine
@@ -22,14 +25,18 @@ numbers them; the micro MAE and RMSE of the whole run come from the chunks' exac
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 import polars as pl
 
 from recsys_eval.core.results import PER_UNIT_COLUMNS
+from recsys_eval.core.interactions import Interactions
+from recsys_eval.core.units import Rankings, Targets
 from recsys_eval.data.delimited import Table
-from recsys_eval.data.runs import read_table, run_input
+from recsys_eval.data.runs import RunInput, read_table, run_input
+from recsys_eval.errors import DataError
 from recsys_eval.measure import measure, rating_metrics
 from recsys_eval.measure.aggregate import PartitionState, SummaryState
 from recsys_eval.measure.frames import concat_per_unit
@@ -69,10 +76,26 @@ def user_chunks(batches: Iterable, key: str | Sequence[str] = "unit", rows: int 
 
 
 @dataclass(frozen=True)
+class Catalogue:
+    """What evaluate's beyond-accuracy metrics read of the whole input, item-sized, computed by Spark
+    jobs and broadcast to every task (:func:`recsys_eval.engine.runs.catalogue_of`): the raw ids of
+    the catalogue (every item of TEST, RUN and TRAIN) in the local index's order, TRAIN's item side
+    (:func:`~recsys_eval.measure.beyond.counted_item_side`: popularity over every TRAIN user, the
+    most-popular order, the head; None without TRAIN) and the items' genres (items x genres, None
+    without a genres file)."""
+
+    item_ids: pl.Series
+    item_side: dict | None = None
+    genres: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
 class RunMeasure:
     """How an evaluate task measures its chunks: the ``measure`` options, the catalogue size
     ``n_items`` (every item of TEST, RUN and TRAIN), the file names for messages, which value
-    columns each file has, and whether ids are text (in some file) for the whole input."""
+    columns each file has, and whether ids are text (in some file) for the whole input; with
+    beyond-accuracy metrics, the whole input's ``catalogue`` (a :class:`Catalogue`, or a Spark
+    broadcast of one)."""
 
     n_items: int
     options: MeasureOptions
@@ -85,8 +108,9 @@ class RunMeasure:
     train_rating: bool
     text_ids: tuple[bool, bool]  # user, item
     threshold: float | None
+    catalogue: Any = None
 
-    def __call__(self, chunk: pl.DataFrame) -> pl.DataFrame | tuple[pl.DataFrame, RatingErrors]:
+    def __call__(self, chunk: pl.DataFrame) -> MeasuredChunk:
         return measure_run_chunk(chunk, self)
 
 
@@ -103,16 +127,29 @@ class RatingErrors:
         return cls(parts[0].protocol, parts[0].names, ErrorSums.merge(p.sums for p in parts)) if parts else None
 
 
-def measure_run_chunk(chunk: pl.DataFrame, spec: RunMeasure) -> pl.DataFrame | tuple[pl.DataFrame, RatingErrors]:
+@dataclass(frozen=True)
+class MeasuredChunk:
+    """A chunk's per-unit rows, and what the driver makes the run-level rows of: its rating error
+    sums (with rating metrics) and its lists' run-level counts (pickled,
+    :func:`recsys_eval.engine.beyond.run_counts`; with coverage, Gini, entropy, PopRSP or PopREO)."""
+
+    frame: pl.DataFrame
+    errors: RatingErrors | None = None
+    run_counts: bytes | None = None
+
+
+def measure_run_chunk(chunk: pl.DataFrame, spec: RunMeasure) -> MeasuredChunk:
     """Per-unit values of the users of one chunk of the long table (columns ``user, unit, kind,
     item, rating, score, rank``, and ``rating_unit`` with rating metrics; ``unit`` is the user's
-    index among the sorted TEST users; RUN and TRAIN rows of TEST users only); with rating metrics,
-    also the chunk's :class:`RatingErrors`.
+    index among the sorted TEST users; RUN and TRAIN rows of TEST users only), and what the
+    driver needs of them for the run-level rows.
 
     The chunk's TEST, RUN and TRAIN rows are read and checked by the local reader
     (:func:`recsys_eval.data.runs.read_table` and :func:`recsys_eval.data.runs.run_input`, given the
     whole catalogue's size), so a bad row gets the local engine's message; the per-unit rows carry
-    the global ``unit`` and the raw ``user``."""
+    the global ``unit`` and the raw ``user``. With beyond-accuracy metrics the chunk's items take
+    their places in the whole catalogue (:func:`on_catalogue`), whose item side each user's own
+    train rows read."""
     parts = {
         TEST: (spec.test_name, "judgments", ("rating",) if spec.test_rating else ()),
         RUN: (spec.run_name, "run", spec.run_values),
@@ -129,13 +166,50 @@ def measure_run_chunk(chunk: pl.DataFrame, spec: RunMeasure) -> pl.DataFrame | t
             tables[kind] = _no_rows(name, values)
     data = run_input(tables[TEST], tables[RUN], tables[TRAIN], threshold=spec.threshold,
                      catalogue=spec.n_items)
-    frame = measure(data.rankings, data.targets, **spec.options.kwargs(), system=spec.system,
-                    user_ids=data.user_ids)
+    options, run_level, counts = spec.options, spec.options.run_level, None
+    rankings, targets, train, genres = data.rankings, data.targets, None, None
+    catalogue = getattr(spec.catalogue, "value", spec.catalogue)
+    if catalogue is not None:
+        rankings, targets, train = on_catalogue(data, catalogue)
+        genres = catalogue.genres
+    names = [n for n in options.ranking if n not in run_level]  # a run's values are the driver's
+    frame = measure(rankings, targets, **{**options.kwargs(), "metrics": names}, system=spec.system,
+                    user_ids=data.user_ids, train=train, genres=genres)
     frame = with_global_units(frame, _of_users(chunk, data.user_ids, "unit"))
-    if not spec.options.rating:
-        return frame
+    if run_level:
+        from recsys_eval.engine.beyond import run_counts
+
+        counts = run_counts(options, spec.n_items, rankings, targets, train, targets.protocol, spec.system)
+    if not options.rating:
+        return MeasuredChunk(frame, run_counts=counts)
     rows, errors = _rating_rows(chunk, data.predictions, spec, data.targets.protocol)
-    return concat_per_unit([frame, rows]), errors
+    return MeasuredChunk(concat_per_unit([frame, rows]), errors, counts)
+
+
+def on_catalogue(data: RunInput, catalogue: Catalogue) -> tuple[Rankings, Targets, Interactions | None]:
+    """A chunk's rankings, targets and train pairs (its users' own, numbered by unit) over the whole
+    catalogue's item index instead of the chunk's: each chunk item at its raw id's place among the
+    catalogue's. Both indices number items in raw-id order, so ties, and every ranking metric, stay
+    as they were; the item-side values (popularity, the most-popular order, genres) are then the
+    whole input's, and the train reads TRAIN's item side
+    (:func:`~recsys_eval.measure.lists.with_item_side`)."""
+    from recsys_eval.measure.lists import with_item_side
+
+    ids, n = data.item_ids.cast(catalogue.item_ids.dtype), catalogue.item_ids.len()
+    codes = catalogue.item_ids.search_sorted(ids).to_numpy().astype(np.int32)
+    found = (codes < n) & (catalogue.item_ids.gather(np.minimum(codes, n - 1)) == ids).to_numpy()
+    if not found.all():
+        raise DataError(f"item {ids[int(np.argmin(found))]!r} is not in the catalogue of the whole input")
+    rankings = replace(data.rankings, items=codes[data.rankings.items])
+    targets = replace(data.targets, items=codes[data.targets.items])
+    if data.train is None or catalogue.item_side is None:
+        return rankings, targets, None
+    users = data.train.get_column("user").to_numpy()
+    n_users = max(targets.n_units, int(users.max(initial=-1)) + 1)
+    pairs = pl.DataFrame({"user": pl.Series(users, dtype=pl.Int32),
+                          "item": pl.Series(codes[data.train.get_column("item").to_numpy()], dtype=pl.Int32)})
+    train = Interactions(pairs, pl.Series("user_id", np.arange(n_users)), catalogue.item_ids)
+    return rankings, targets, with_item_side(train, catalogue.item_side)
 
 
 def _of_users(chunk: pl.DataFrame, user_ids: pl.Series, column: str) -> np.ndarray:
@@ -184,25 +258,27 @@ def with_global_units(frame: pl.DataFrame, global_unit: np.ndarray) -> pl.DataFr
     return frame.with_columns(mapped).select(PER_UNIT_COLUMNS)
 
 
-def arrow_task(measure_chunk: Callable[[pl.DataFrame], pl.DataFrame], threads: int = 1,
+def arrow_task(measure_chunk: Callable[[pl.DataFrame], pl.DataFrame | MeasuredChunk], threads: int = 1,
                key: str = "unit", rows: int = CHUNK_ROWS, *, sums=None, undefined: str = "skip") -> Callable[[Iterable], Iterator]:
     """The function ``mapInArrow`` runs on every partition: chunks of whole users measured by
-    ``measure_chunk``, each result handed back as Arrow record batches. Numba uses ``threads``
-    threads (a task owns ``spark.task.cpus`` cores, not the executor's). With ``sums`` (a Spark
-    accumulator of :class:`SummedPartitions`), the task also reduces its users to their summary
-    state (:class:`~recsys_eval.measure.aggregate.SummaryState`, under the ``undefined`` policy) and
-    adds it, under its partition's index, once the partition is done."""
+    ``measure_chunk`` (a frame, or a :class:`MeasuredChunk`), each frame handed back as Arrow
+    record batches. Numba uses ``threads`` threads (a task owns ``spark.task.cpus`` cores, not the
+    executor's). With ``sums`` (a Spark accumulator of :class:`SummedPartitions`), the task also
+    reduces its users to their summary state (:class:`~recsys_eval.measure.aggregate.SummaryState`,
+    under the ``undefined`` policy) and adds it, with its chunks' rating error sums and run-level
+    counts, under its partition's index, once the partition is done."""
 
     def task(batches: Iterable) -> Iterator:
         import numba
 
         numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
-        states, errors = [], []
+        states, errors, counts = [], [], []
         for chunk in user_chunks(batches, key, rows):
             frame = measure_chunk(chunk)
-            if isinstance(frame, tuple):  # with the chunk's rating error sums
-                frame, chunk_errors = frame
-                errors.append(chunk_errors)
+            if isinstance(frame, MeasuredChunk):  # with what the run-level rows are made of
+                errors += [frame.errors] if frame.errors is not None else []
+                counts += [frame.run_counts] if frame.run_counts is not None else []
+                frame = frame.frame
             if sums is not None and frame.height:
                 states.append(PartitionState.of(frame, undefined=undefined).reduced())
             yield from frame.to_arrow().to_batches()
@@ -210,7 +286,7 @@ def arrow_task(measure_chunk: Callable[[pl.DataFrame], pl.DataFrame], threads: i
             from pyspark import TaskContext
 
             sums.add(SummedPartitions({TaskContext.get().partitionId()}, SummaryState.merge(states),
-                                      RatingErrors.merge(errors)))
+                                      RatingErrors.merge(errors), counts))
 
     return task
 
@@ -226,6 +302,11 @@ class SummedPartitions:
     state: SummaryState = field(default_factory=lambda: SummaryState.merge([]))
     #: The rating error sums of the micro MAE and RMSE, when rating metrics are measured.
     errors: RatingErrors | None = None
+    #: A task's chunks' run-level counts (:attr:`MeasuredChunk.run_counts`), handed to the driver.
+    run_counts: list[bytes] = field(default_factory=list)
+    #: On the driver: the :class:`~recsys_eval.engine.beyond.RunLevel` that sums the run-level
+    #: counts as they arrive (arrays over items, whatever the number of partitions).
+    run_level: Any = None
 
     def add(self, other: SummedPartitions) -> SummedPartitions:
         if not other.partitions or other.partitions <= self.partitions:
@@ -235,6 +316,11 @@ class SummedPartitions:
         self.partitions |= other.partitions
         self.state = SummaryState.merge([self.state, other.state])
         self.errors = RatingErrors.merge([e for e in (self.errors, other.errors) if e is not None])
+        for payload in other.run_counts:
+            if self.run_level is not None:
+                self.run_level.add(payload)
+            else:
+                self.run_counts.append(payload)
         return self
 
 

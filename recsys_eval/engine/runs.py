@@ -25,8 +25,17 @@ with ``recsys-eval report`` and ``compare`` like the local engine's.
 Rating metrics are measured per user on the judged pairs RUN scores (TEST needs ratings and RUN
 scores), each user numbered by its rank among the users with such a pair (a Spark job, as the units);
 the micro MAE and RMSE, values of the whole run, are made on the driver from the partitions' exact
-error sums and written as the last per-unit file (``s0-p0-<partitions>.parquet``). Beyond-accuracy
-metrics are refused here (:func:`check_spark_evaluate_metrics`).
+error sums and written as the last per-unit file (``s0-p0-<partitions>.parquet``).
+
+Beyond-accuracy metrics read the whole input's items: Spark jobs index the catalogue (every item of
+the three files, its raw ids collected and sorted as the local index sorts them) and count TRAIN
+(each item's TRAIN users, the TRAIN users), and the genres file is read; these item-sized arrays
+(:class:`~recsys_eval.engine.partitions.Catalogue`, with TRAIN's item side made of the counts by
+:func:`~recsys_eval.measure.beyond.counted_item_side`) are broadcast. Each chunk measures its users
+over that catalogue, each user's profile from its own TRAIN rows, which its partition holds with its
+TEST and RUN rows. The run-level values (coverage, Gini, entropy, PopRSP, PopREO) come from the
+chunks' counts, summed on the driver as they arrive (:class:`~recsys_eval.engine.beyond.RunLevel`)
+and written with the rating ones as the last per-unit file.
 """
 
 from __future__ import annotations
@@ -40,6 +49,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
 import polars as pl
 
 from recsys_eval.core.results import MANIFEST, PER_UNIT, PER_UNIT_SCHEMA, SUMMARY, Manifest
@@ -50,6 +60,7 @@ from recsys_eval.engine.partitions import (
     SUMS,
     TEST,
     TRAIN,
+    Catalogue,
     RunMeasure,
     SummedPartitions,
     arrow_task,
@@ -123,20 +134,26 @@ def evaluate_spark(
     params: dict[str, float] | None = None,
     run_format: str | None = None,
     test_format: str | None = None,
+    genres: str | None = None,
 ) -> SparkRunResult:
     """Score a run against test interactions on Spark; write ``per_unit.parquet/`` (a folder of
     Parquet files) and ``summary.csv`` into the folder ``out`` (any Hadoop URI), and return the
     summary. ``partitions``: user partitions (default: Spark's default parallelism x 4);
     ``params``: metric parameters (``rbp_persistence``), their defaults where absent;
     ``run_format`` and ``test_format`` (TEST and TRAIN): the files' formats, default from their
-    extensions (:mod:`recsys_eval.engine.formats`). TREC qrels without a threshold count grades
-    >= 1 as relevant, as trec_eval and the local reader do.
+    extensions (:mod:`recsys_eval.engine.formats`); ``genres``: a file of ``item, genres`` (CSV
+    with a header, TSV or Parquet) for ILD and calibration. TREC qrels without a threshold count
+    grades >= 1 as relevant, as trec_eval and the local reader do.
 
-    Ranking and rating metrics (per unit, the values are the local engine's to the last bit); the
-    beyond-accuracy metrics are for the local engine (:func:`check_spark_evaluate_metrics`).
+    Ranking, rating and beyond-accuracy metrics: per unit and per run, the values are the local
+    engine's to the last bit.
     """
     names = check_metrics(list(metrics), ALL_METRICS + (N_RELEVANT,))
-    check_spark_evaluate_metrics(names)
+    beyond = [n for n in names if n in BEYOND_METRICS]
+    if beyond:
+        from recsys_eval.measure.beyond import check_beyond_inputs
+
+        check_beyond_inputs(beyond, train=train is not None, genres=genres is not None)
     rating = tuple(n for n in names if n in RATING_METRICS)
     names = [n for n in names if n not in rating] + list(rating)  # the local engine's order
     cutoffs = check_cutoffs(list(k))
@@ -159,12 +176,19 @@ def evaluate_spark(
     _check_relevant(test_f, threshold)
     if rating and not ("rating" in test_f.values and run_f.values == ("score",)):  # as the local reader
         raise DataError("rating metrics need a 'rating' column in TEST and a 'score' column in RUN")
-    long, n_users, n_items, notes = _long_table(spark, files, rating=bool(rating))
+    long, n_users, items, notes = _long_table(spark, files, rating=bool(rating), catalogue=bool(beyond))
+    n_items = items if isinstance(items, int) else items.len()
     if graded:
         notes.insert(0, f"{test_f.name}: relevant rows are those with grade >= 1 (as trec_eval counts them)")
     ranking = tuple(n for n in names if n not in rating)
+    options = MeasureOptions(ranking, rating, tuple(cutoffs), gain, ties, params=metric_params(params or {}))
+    catalogue = run_level = None
+    if beyond:
+        catalogue = catalogue_of(spark, items, files[2] if train is not None else None, beyond, options.params, genres)
+        run_level = _run_level(options, catalogue, text_ids[0])
+        catalogue = spark.sparkContext.broadcast(catalogue)
     spec = RunMeasure(
-        n_items=n_items, options=MeasureOptions(ranking, rating, tuple(cutoffs), gain, ties, params=metric_params(params or {})),
+        n_items=n_items, options=options, catalogue=catalogue,
         system=system or _stem(run), test_name=test_f.name, run_name=run_f.name,
         train_name=files[2].name if train is not None else None, run_values=run_f.values,
         test_rating="rating" in test_f.values, train_rating=train is not None and "rating" in files[2].values,
@@ -172,7 +196,7 @@ def evaluate_spark(
     )
     n_parts = partitions or 4 * spark.sparkContext.defaultParallelism
     ordered = long.repartition(n_parts, "user").sortWithinPartitions("unit", "kind")
-    sums = spark.sparkContext.accumulator(SummedPartitions(), SUMS)
+    sums = spark.sparkContext.accumulator(SummedPartitions(run_level=run_level), SUMS)
     task = arrow_task(spec, task_threads(spark), sums=sums, undefined=undefined)
     per_unit = ordered.mapInArrow(task, per_unit_schema(text_ids[0]))
     manifest = Manifest(
@@ -184,16 +208,65 @@ def evaluate_spark(
     return SparkRunResult(out, summary, notes)
 
 
-def check_spark_evaluate_metrics(names: list[str]) -> None:
-    """The beyond-accuracy metrics stay with the local engine's evaluate: they read the popularity
-    of items over every TRAIN user and the whole catalogue's order (MostPop), which a partition's
-    chunk-local item index does not hold."""
-    beyond = [n for n in names if n in BEYOND_METRICS]
-    if beyond:
-        raise ConfigError(f"beyond-accuracy metrics {beyond} cannot run on evaluate --engine spark: they read "
-                          "item popularity over every TRAIN user and the whole catalogue's order, and each "
-                          "partition indexes only its own items; use the local engine for them (`run` with "
-                          "[engine] name = \"spark\" measures them on Spark)")
+def catalogue_of(spark: SparkSession, item_ids: pl.Series, train: _File | None, names: list[str],
+                 params: dict[str, float], genres: str | None = None) -> Catalogue:
+    """What the beyond-accuracy metrics ``names`` read of the whole input, item-sized: the catalogue
+    ``item_ids`` (sorted raw ids); TRAIN's item side from two Spark jobs, per item its TRAIN users
+    (distinct pairs counted by item) and the TRAIN users, which come back as one row per item
+    (:func:`~recsys_eval.measure.beyond.counted_item_side`); the genres file's matrix over the
+    catalogue. No user's row reaches the driver."""
+    from recsys_eval.measure.beyond import counted_item_side, item_genres
+
+    from pyspark.sql import functions as F
+
+    side = None
+    if train is not None:
+        pairs = train.frame.select("user", "item").distinct()
+        if pairs.filter(F.col("user").isNull() | F.col("item").isNull()).limit(1).count():
+            # the partitions check TEST users' rows; the others count in the popularity
+            raise DataError(f"{train.name}: a row without a user or an item id; expected both in every row")
+        per_item = pl.from_arrow(pairs.groupBy("item").count().toArrow())
+        holders = np.zeros(item_ids.len())
+        at = item_ids.search_sorted(per_item.get_column("item").cast(item_ids.dtype)).to_numpy()
+        holders[at] = per_item.get_column("count").to_numpy()
+        side = counted_item_side(holders, pairs.select("user").distinct().count(), names, params)
+    matrix = None
+    if genres is not None:
+        matrix = item_genres(_read_genres(spark, genres), item_ids, f"GENRES {genres!r}")
+    return Catalogue(item_ids, side, matrix)
+
+
+def _read_genres(spark: SparkSession, path: str) -> pl.DataFrame:
+    """A genres file (one row per item), read by Spark (any URI) as the local reader reads it:
+    Parquet by its suffix or a folder, ``.tsv`` tab-separated, else CSV with a header."""
+    from pyspark.errors import AnalysisException
+
+    lower = path.rstrip("/").lower()
+    try:
+        if lower.endswith((".parquet", ".pq")) or _is_folder(spark, path):
+            frame = spark.read.parquet(path)
+        else:
+            frame = spark.read.csv(path, header=True, inferSchema=True, sep="\t" if lower.endswith(".tsv") else ",")
+    except AnalysisException as exc:
+        raise DataError(f"GENRES {path!r}: could not be read ({str(exc).splitlines()[0]})") from None
+    return pl.from_arrow(frame.toArrow())
+
+
+def _run_level(options: MeasureOptions, catalogue: Catalogue, text_users: bool):
+    """The driver's sum of the chunks' run-level counts, over the catalogue and TRAIN's item side
+    (:class:`~recsys_eval.engine.beyond.RunLevel`); None without a run-level metric."""
+    from recsys_eval.core.interactions import Interactions
+    from recsys_eval.data.runs import FULL_RANKING
+    from recsys_eval.engine.beyond import RunLevel
+    from recsys_eval.measure.lists import with_item_side
+
+    if not options.run_level:
+        return None
+    rows = pl.DataFrame(schema={"user": pl.Int32, "item": pl.Int32})
+    template = Interactions(rows, pl.Series("user_id", [], pl.String if text_users else pl.Int64), catalogue.item_ids)
+    trains = {} if catalogue.item_side is None else {
+        FULL_RANKING: with_item_side(template.with_frame(rows), catalogue.item_side)}
+    return RunLevel(options, template, trains)
 
 
 def per_unit_schema(text_users: bool):
@@ -291,11 +364,12 @@ def _check_relevant(test: _File, threshold: float | None) -> None:
         raise DataError(f"{test.name}: no relevant row (rating >= {threshold}): nothing to evaluate")
 
 
-def _long_table(spark: SparkSession, files: list[_File], *, rating: bool = False) -> tuple[DataFrame, int, int, list[str]]:
+def _long_table(spark: SparkSession, files: list[_File], *, rating: bool = False,
+                catalogue: bool = False) -> tuple[DataFrame, int, int | pl.Series, list[str]]:
     """One table of TEST, RUN (of TEST users) and TRAIN (of TEST users) rows with each user's unit
     (its rank among the sorted TEST user ids), and with ``rating`` its ``rating_unit`` (its rank
-    among the users with a TEST row that RUN scores); the TEST users; the catalogue size; notes on
-    ignored users."""
+    among the users with a TEST row that RUN scores); the TEST users; the catalogue size, or with
+    ``catalogue`` its raw ids sorted as the local index sorts them; notes on ignored users."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
@@ -332,7 +406,8 @@ def _long_table(spark: SparkSession, files: list[_File], *, rating: bool = False
             *(F.col(c) if c in file.values else F.lit(None).cast(t).alias(c) for c, t in values.items()),
         )
         long = part if long is None else long.unionByName(part)
-    n_items = long.select("item").distinct().count()
+    items = long.select("item").distinct()
+    n_items = pl.from_arrow(items.toArrow()).get_column("item").sort() if catalogue else items.count()
     long = long.join(units, "user", "inner")
     columns = ["user", "unit", "kind", "item", "rating", "score", "rank"]
     if rating:
@@ -441,8 +516,8 @@ class HadoopFolder:
 def write_atomically(out: HadoopFolder, per_unit: DataFrame, sums, manifest: Manifest, force: bool,
                      text_users: bool = False) -> pl.DataFrame:
     """Run the job into a temporary sibling of ``out``; name its parts as the local engine does;
-    write the run-level rows of the partitions' rating error sums as the last part; summarise the
-    partitions' summed states (``sums``, an accumulator of
+    write the run-level rows (of the partitions' run-level counts and rating error sums) as the
+    last part; summarise the partitions' summed states (``sums``, an accumulator of
     :class:`~recsys_eval.engine.partitions.SummedPartitions` the job fills) with them; write the
     summary and ``manifest``; then move the folder into place. On any failure the temporary folder
     is removed and ``out`` is left as it was. ``text_users``: whether user ids are text."""
@@ -456,13 +531,20 @@ def write_atomically(out: HadoopFolder, per_unit: DataFrame, sums, manifest: Man
         except spark_failures() as exc:
             raise job_error(exc) from None
         parts = temp.name_parts(PARTS, "s0-p0-")
-        state, errors = sums.value.state, sums.value.errors
-        if errors is not None:
+        summed = sums.value
+        runs = [] if summed.run_level is None else summed.run_level.frames(FOLD)
+        if summed.errors is not None:
+            errors = summed.errors
             labels = {"system": manifest.systems[0], "protocol": errors.protocol, "fold": FOLD}
-            run = errors.sums.rows(errors.names, labels, {**PER_UNIT_SCHEMA, "user": pl.String if text_users else pl.Int64})
+            runs.append(errors.sums.rows(errors.names, labels,
+                                         {**PER_UNIT_SCHEMA, "user": pl.String if text_users else pl.Int64}))
+        state = summed.state
+        if runs:
+            run = pl.concat(runs, how="vertical")
             parts.append(f"{PARTS}/s0-p0-{manifest.engine['partitions']:05d}.parquet")
             temp.write_bytes(parts[-1], _parquet_bytes(run))
             state = SummaryState.merge([state, PartitionState.of(run, undefined=manifest.undefined).reduced()])
+            state.order = _rating_last(state.order)
         summary = summary_of(state, manifest.undefined)
         protocols = summary.get_column("protocol").unique(maintain_order=True).to_list()
         temp.write_bytes(f"{SUMMARY}.parquet", _parquet_bytes(summary))
@@ -473,6 +555,14 @@ def write_atomically(out: HadoopFolder, per_unit: DataFrame, sums, manifest: Man
         return summary
     finally:
         temp.delete()
+
+
+def _rating_last(order: dict[str, int]) -> dict[str, int]:
+    """The summary's order of metrics as the local engine measures them: the rating metrics after
+    the rankings' per-unit and run-level values (the partitions' states hold the per-unit ones of
+    both, the run-level rows come after them)."""
+    names = [n for n in order if n not in RATING_METRICS] + [n for n in order if n in RATING_METRICS]
+    return {name: i for i, name in enumerate(names)}
 
 
 def _move_into_place(temp: HadoopFolder, out: HadoopFolder, force: bool) -> None:

@@ -37,7 +37,7 @@ from recsys_eval.core.units import Rankings, Targets
 from recsys_eval.errors import ConfigError, DataError
 from recsys_eval.measure import listpass, popularity
 from recsys_eval.measure.frames import concat_per_unit, long_frame
-from recsys_eval.measure.lists import is_sparse, item_side, per_train, train_pairs
+from recsys_eval.measure.lists import is_sparse, item_side, per_train, train_pairs, with_item_side
 from recsys_eval.measure.metrics import BEYOND_METRICS, METRICS, check_cutoffs, check_metrics, metric_params
 
 if TYPE_CHECKING:
@@ -111,11 +111,17 @@ def _beyond_names(metrics, train, genres, targets) -> list[str]:
     if metrics is None:
         return [m for m in BEYOND_METRICS if all(needs[need] for need in BEYOND_INPUTS.get(m, ()))]
     names = check_metrics(metrics, BEYOND_METRICS)
+    check_beyond_inputs(names, **needs)
+    return names
+
+
+def check_beyond_inputs(names: Sequence[str], **given: bool) -> None:
+    """Raise a ConfigError naming the first metric of ``names`` whose input (``train``, ``genres``,
+    ``targets``: :data:`BEYOND_INPUTS`) is not ``given``."""
     for name in names:
         for need in BEYOND_INPUTS.get(name, ()):
-            if not needs[need]:
+            if not given.get(need, True):
                 raise ConfigError(f"{name} needs {_INPUTS[need]}")
-    return names
 
 
 #: What each beyond-accuracy metric reads besides the lists (``train``, ``genres``, ``targets``).
@@ -274,6 +280,33 @@ def whole_item_side(train: Interactions, n_items: int, names: Sequence[str],
     popularity.item_records(train, n_items, head_share)  # PopRSP/PopREO's
     popularity.item_records(train, n_items, head_share, surprisal="surprisal" in names)  # the list pass's
     return item_side(train)
+
+
+def counted_item_side(holders: np.ndarray, n_users: int, names: Sequence[str],
+                      params: Mapping[str, float]) -> dict[tuple, np.ndarray]:
+    """:func:`whole_item_side` of a train known by its counts alone: per item phi(i), the train
+    users holding it (``holders``, over the whole item index), and ``n_users``, the train users;
+    what Spark jobs count over a train no process holds (every item-side value is a function of
+    these two: the catalogue is the items some train user holds)."""
+    n_items = len(holders)
+    counted = Interactions(pl.DataFrame(schema={"user": pl.Int32, "item": pl.Int32}), pl.Series("user_id", [], pl.Int64),
+                           pl.Series("item_id", np.arange(n_items)))
+    with_item_side(counted, {("holders", n_items): np.asarray(holders, dtype=np.float64),
+                             ("n_train_users",): np.array(int(n_users)),
+                             ("catalogue", n_items): np.asarray(holders) > 0})
+    return whole_item_side(counted, n_items, names, params)
+
+
+def item_genres(frame: pl.DataFrame, item_ids: pl.Series, name: str) -> np.ndarray:
+    """The items x genres bool matrix (:func:`genre_matrix`) of a genres file read as ``frame``
+    (``item`` raw ids, ``genres``) over the item index of raw ids ``item_ids`` (sorted); items
+    outside it are left out, items it lacks have no genre. ``name``: the file, for messages."""
+    if "item" not in frame.columns or "genres" not in frame.columns:
+        raise DataError(f"{name}: expected columns 'item' and 'genres', got {frame.columns}")
+    frame = frame.with_columns(pl.col("item").cast(item_ids.dtype, strict=False))
+    known = frame.filter(pl.col("item").is_in(item_ids.implode()))
+    known = known.with_columns(item_ids.search_sorted(known.get_column("item")).alias("item"))
+    return genre_matrix(known, item_ids.len())
 
 
 def _catalogue(train, n_items: int) -> np.ndarray:

@@ -55,7 +55,7 @@ def test_a_chunk_of_integer_like_text_ids_keeps_the_text_order_of_the_whole_inpu
     spec = RunMeasure(n_items=3, options=MeasureOptions(("precision", "rr"), (), (1,)), system="system",
                       test_name="TEST", run_name="RUN", train_name=None, run_values=("score",), test_rating=False,
                       train_rating=False, text_ids=(True, True), threshold=None)
-    got = measure_run_chunk(chunk, spec)
+    got = measure_run_chunk(chunk, spec).frame
     want = expected.filter(pl.col("user") == "1")
     assert got.get_column("value").to_list() == want.get_column("value").to_list() == [0.0, 0.0]  # "9" ranked second
     assert got.get_column("user").to_list() == ["1", "1"]
