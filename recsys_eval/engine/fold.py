@@ -203,7 +203,7 @@ def fold_chunk_tables(chunk: pl.DataFrame, task: FoldTask):
     from recsys_eval.engine.targets import TEST, chunk_split, partition_target_sets
     from recsys_eval.measure.lists import with_item_side
     from recsys_eval.pipeline import jobs
-    from recsys_eval.pipeline.plan import RATINGS
+    from recsys_eval.measure.metrics import RATINGS
 
     options = task.options
     models = getattr(task.models, "value", task.models)
