@@ -2,9 +2,10 @@
 
 The driver executes a :class:`~recsys_eval.pipeline.plan.FoldPlan` (built without target sets: the
 tasks build them): it fits every recommender of the plan (``spark_als`` fits on Spark), then
-broadcasts the fitted models. The fold's train and test rows are repartitioned by user; each task
-builds its users' target sets, ranks and measures them with the same functions the local fold
-calls (:meth:`recsys_eval.pipeline.plan.RunOptions.target_sets`,
+broadcasts the fitted models (of a factor model, its item factors alone: each user's factor row
+travels with the user's rows to the user's partition, :mod:`recsys_eval.engine.factors`). The
+fold's train and test rows are repartitioned by user; each task builds its users' target sets,
+ranks and measures them with the same functions the local fold calls (:meth:`recsys_eval.pipeline.plan.RunOptions.target_sets`,
 :func:`recsys_eval.pipeline.jobs.rank`, :func:`~recsys_eval.pipeline.jobs.measure_ranking`). Targets are drawn per user from a
 counter-based generator keyed on the protocol's seed, so a user's targets do not depend on which
 users share its partition, and the per-unit values equal the local engine's. Units are numbered as
@@ -150,32 +151,38 @@ def check_spark_config(config: ExperimentConfig, at) -> None:
 
 # -- what the executors get ------------------------------------------------------------------------
 def broadcastable(model: Any) -> Any:
-    """The part of a fitted recommender the executors need: the library object is dropped (factors,
-    item counts, similarities kept); item kNN leaves its train matrix behind (a task reads its
-    users' rows from its own partition, :func:`local_model`)."""
+    """The part of a fitted recommender the executors need: the library object is dropped (item
+    counts, similarities kept); a factor model keeps its item factors alone (its users' rows are
+    joined to their partitions, :mod:`recsys_eval.engine.factors`); item kNN leaves its train
+    matrix behind (a task reads its users' rows from its own partition, :func:`local_model`)."""
+    from recsys_eval.engine.factors import item_side
     from recsys_eval.recommend.baselines import PopularRecommender, RandomRecommender
     from recsys_eval.recommend.implicit_models import FactorModel, ItemKNN
 
     if isinstance(model, RandomRecommender | PopularRecommender):
         return model
-    if isinstance(model, FactorModel | ItemKNN):
+    if isinstance(model, FactorModel):
+        return item_side(model)
+    if isinstance(model, ItemKNN):
         light = copy.copy(model)
-        light.model = None
-        if isinstance(model, ItemKNN):
-            light.user_items = None
+        light.model, light.user_items = None, None
         return light
     raise ConfigError(f"{type(model).__name__} cannot be broadcast to Spark executors; "
                       f"the Spark engine runs {', '.join(BROADCASTABLE)}")
 
 
-def local_model(model: Any, train: Interactions) -> Any:
-    """A broadcast model made ready for a partition: item kNN scores a user from the user's train
-    row, which the partition holds."""
+def local_model(model: Any, train: Interactions, user_factors: tuple | None = None) -> Any:
+    """A broadcast model made ready for a chunk of users: item kNN scores a user from the user's
+    train row, a factor model from the user's factor row (``user_factors``: the chunk's ``(users,
+    rows)``), both of which the partition holds."""
+    from recsys_eval.engine.factors import PartitionFactors
     from recsys_eval.recommend.implicit_models import ItemKNN
 
     if isinstance(model, ItemKNN):
         model = copy.copy(model)
         model.user_items = train.csr()
+    if isinstance(model, PartitionFactors) and user_factors is not None:
+        model = model.with_users(*user_factors)
     return model
 
 
@@ -191,7 +198,9 @@ class FoldTask:
     whether scored targets are sampled for the pooled AUC, from ``n_parts`` partitions;
     ``item_counts`` (broadcast) the fold's train counts per item, over every user (the exposure's
     popularity bins); ``files``: where the per-unit partitions go; ``summed``: whether the
-    summary takes the users' sums (t-intervals) rather than each user's value (a bootstrap)."""
+    summary takes the users' sums (t-intervals) rather than each user's value (a bootstrap);
+    ``factor_systems``: the systems whose user factors come as rows of the chunk, by their
+    ``factor_model`` index (:mod:`recsys_eval.engine.factors`)."""
 
     options: Any
     jobs: Any
@@ -205,6 +214,7 @@ class FoldTask:
     item_counts: Any
     files: Any
     summed: bool
+    factor_systems: tuple[str, ...] = ()
 
     def __call__(self, chunk: pl.DataFrame) -> pl.DataFrame:
         """The chunk's tables as ``kind, table`` rows (each table in Arrow IPC bytes, sums pickled),
@@ -229,15 +239,21 @@ def fold_chunk_tables(chunk: pl.DataFrame, task: FoldTask):
     """``(kind, table)`` pairs of one chunk: per (protocol, system) its per-unit rows with the
     fold's unit numbers, the exposure counts of full rankings, and the sampled scored targets."""
     from recsys_eval.core import Split
+    from recsys_eval.engine.factors import take_user_factors
     from recsys_eval.pipeline import jobs
     from recsys_eval.targets import Protocol
     from recsys_eval.targets.relevance import qrels
 
     options = task.options
-    models = getattr(task.models, "value", task.models)
     first_unit = getattr(task.first_unit, "value", task.first_unit)
+    chunk, user_factors = take_user_factors(chunk, task.factor_systems)
+    if not chunk.height:  # factor rows of users with no row in this fold
+        return
     sides = [chunk.filter(pl.col("test") == side).drop("test") for side in (False, True)]
     split = Split(*(task.template.with_frame(side) for side in sides), name=task.fold)
+    broadcast = getattr(task.models, "value", task.models)
+    models = {job.system: local_model(broadcast[job.system], split.train, user_factors.get(job.system))
+              for job in task.jobs}
     judged = qrels(split, options.measure.relevance_threshold)
     for protocol in options.protocols:
         if Protocol.parse(protocol.name).relevant == "1R" and not (judged.gain > 0).any():
@@ -249,8 +265,7 @@ def fold_chunk_tables(chunk: pl.DataFrame, task: FoldTask):
             within = np.arange(len(users)) - np.repeat(starts, np.diff(np.r_[starts, len(users)]))
             global_unit = first_unit[target.label][users] + within
             for job in task.jobs:
-                model = local_model(models[job.system], split.train)
-                rankings = jobs.rank(task.rank, model, target)
+                rankings = jobs.rank(task.rank, models[job.system], target)
                 frame = jobs.measure_ranking(options.measure, task.template, rankings, target, job.system, task.fold,
                                              run_level=False)
                 mapped = pl.Series("unit", global_unit, dtype=pl.Int64).gather(frame.get_column("unit"))
@@ -311,22 +326,25 @@ class SparkFold:
     def run(self) -> FoldSummary:
         from recsys_eval.core.spark import spark_session
         from recsys_eval.pipeline.fit import fit_models
+        from recsys_eval.recommend.implicit_models import FactorModel
 
         plan, split = self.plan, self.plan.split
         spark = spark_session(self.engine.master)  # first: no PySpark or Java is one message naming the extra
         context = spark.sparkContext
-        models = fit_models(plan, {id(split.train): split.train}, self.progress, self.timings).all(
-            plan.fold, self.timings)
+        models = {name: m for (name, _), m in fit_models(plan, {id(split.train): split.train}, self.progress,
+                                                         self.timings).all(plan.fold, self.timings).items()}
+        factor_systems = tuple(name for name, m in models.items() if isinstance(m, FactorModel))
         n_parts = self.engine.partitions or 4 * context.defaultParallelism
         task = FoldTask(
             options=plan.options, jobs=plan.models, rank=plan.rank, template=plan.data.with_frame(plan.data.frame.clear()),
             fold=plan.fold, first_unit=context.broadcast(first_units(plan.options, split)),
-            models=context.broadcast({name: broadcastable(m) for (name, _), m in models.items()}),
+            models=context.broadcast({name: broadcastable(m) for name, m in models.items()}),
             pool_auc=plan.pool_auc, n_parts=n_parts, item_counts=context.broadcast(split.train.item_counts()),
             files=self.sink.folder.partition_files(), summed=plan.options.summarising.interval == "t",
+            factor_systems=factor_systems,
         )
         start = time.perf_counter()
-        out, exposure, scored = self._collect(spark, task, n_parts)
+        out, exposure, scored = self._collect(spark, task, n_parts, [models[name] for name in factor_systems])
         self.timings.add(plan.fold, "", "rank and measure on Spark", start)
         if exposure:
             # in the local fold's order: protocols, then systems, as the config lists them
@@ -337,12 +355,14 @@ class SparkFold:
         self.sink.write_fold_scratch(plan.fold, exposure, scored, [])
         return out
 
-    def _collect(self, spark, task: FoldTask, n_parts: int) -> tuple[FoldSummary, list, list]:
+    def _collect(self, spark, task: FoldTask, n_parts: int, factor_models: list) -> tuple[FoldSummary, list, list]:
         """Every partition's tables as they come back (its per-unit files' names and sums, exposure
-        and scored rows); then each (protocol, system) summarised, in config order."""
+        and scored rows); then each (protocol, system) summarised, in config order. The user
+        factors of ``factor_models`` go along the fold's rows, to their users' partitions."""
         from pyspark.sql import types as T
 
         from recsys_eval.core.spark import spark_failures, task_threads
+        from recsys_eval.engine.factors import user_factor_rows
         from recsys_eval.engine.partitions import arrow_task
         from recsys_eval.engine.runs import job_error
 
@@ -350,7 +370,11 @@ class SparkFold:
         rows = pl.concat([side.frame.select("user", "item", *(["rating"] if side.has_rating else []))
                           .with_columns(pl.lit(is_test).alias("test"))
                           for is_test, side in ((False, split.train), (True, split.test))], how="diagonal_relaxed")
-        ordered = spark.createDataFrame(rows.to_arrow()).repartition(n_parts, "user").sortWithinPartitions("user")
+        frame = spark.createDataFrame(rows.to_arrow())
+        for index, model in enumerate(factor_models):
+            frame = frame.unionByName(user_factor_rows(spark, model, index, frame.schema["user"].dataType),
+                                      allowMissingColumns=True)
+        ordered = frame.repartition(n_parts, "user").sortWithinPartitions("user")
         schema = T.StructType([T.StructField("kind", T.StringType()), T.StructField("table", T.BinaryType())])
         out = FoldSummary()
         sums: dict[tuple[str, str], list[SummaryState]] = {}
