@@ -31,7 +31,7 @@ from recsys_eval.core.results import (
 )
 from recsys_eval.measure.aggregate import ALL_FOLDS, fold_summary, per_user, with_all_folds
 from recsys_eval.measure.metrics import AUXILIARY_METRICS as AUXILIARY
-from recsys_eval.measure.metrics import N_RELEVANT
+from recsys_eval.measure.metrics import N_RELEVANT, RATINGS
 
 #: The per-unit metric holding a 1R+NN unit's sampled rank: the relevant item's position among the
 #: n + 1 ranked targets (0 when the ranking left it out), an exact integer stored as a float.
@@ -128,7 +128,7 @@ def agreement_table(summary: pl.DataFrame, folds: list[str]) -> pl.DataFrame:
     """Kendall's tau between the protocols' system orderings, for every metric and cutoff."""
     from recsys_eval.compare import protocol_agreement
 
-    run = run_rows(summary, folds).filter(pl.col("protocol") != "ratings")
+    run = run_rows(summary, folds).filter(pl.col("protocol") != RATINGS)
     if run.get_column("protocol").n_unique() < 2 or run.get_column("system").n_unique() < 2:
         return pl.DataFrame()
     tables = []

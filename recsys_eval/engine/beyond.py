@@ -76,6 +76,7 @@ def rating_tables(measure: MeasureOptions, split: Split, models: dict, template:
     (:data:`RUN_COUNTS`) for the micro MAE and RMSE."""
     from recsys_eval.engine.fold import PER_UNIT
     from recsys_eval.measure import rating_metrics
+    from recsys_eval.measure.metrics import RATINGS
     from recsys_eval.measure.rating import ErrorSums
     from recsys_eval.pipeline import jobs
 
@@ -84,14 +85,14 @@ def rating_tables(measure: MeasureOptions, split: Split, models: dict, template:
         if predicted is None:
             continue
         names, frame = predicted
-        rows = rating_metrics(frame, metrics=names, system=system, protocol=jobs.RATINGS, fold=fold)
+        rows = rating_metrics(frame, metrics=names, system=system, protocol=RATINGS, fold=fold)
         rows = rows.filter(pl.col("user").is_not_null())
         users = rows.get_column("user").cast(pl.Int64).to_numpy()
         yield PER_UNIT, rows.with_columns(pl.Series("unit", units[users], dtype=pl.Int64),
                                           template.user_ids.gather(users).alias("user"))
         errors = ErrorSums.of(frame.get_column("prediction").to_numpy() - frame.get_column("rating").cast(
             pl.Float64).to_numpy())
-        yield RUN_COUNTS, pickle.dumps((system, jobs.RATINGS, _ERRORS, (tuple(names), errors)))
+        yield RUN_COUNTS, pickle.dumps((system, RATINGS, _ERRORS, (tuple(names), errors)))
 
 
 class RunLevel:

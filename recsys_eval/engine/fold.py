@@ -4,8 +4,10 @@ The driver executes a :class:`~recsys_eval.pipeline.plan.FoldPlan` (built withou
 tasks build them): it computes what the target sets need of every user, item-side and small
 (:class:`recsys_eval.engine.targets.FoldTargets`: the item totals, a uniform test's moves, each
 user's first unit number), fits every recommender of the plan on each train side (the fold's, each
-uniform test's; ``spark_als`` fits on Spark), then broadcasts them. The fold's train and test rows
-are repartitioned by user; each task builds its users' target sets, ranks and measures them with
+uniform test's; ``spark_als`` fits on Spark), then broadcasts them (of a factor model, its item
+factors alone: each user's factor row of each model, the model of a (system, train side), travels
+with the user's rows to the user's partition, :mod:`recsys_eval.engine.factors`). The fold's train
+and test rows are repartitioned by user; each task builds its users' target sets, ranks and measures them with
 the same functions the local fold calls (:meth:`recsys_eval.pipeline.plan.RunOptions.target_sets`,
 :func:`recsys_eval.pipeline.jobs.rank`, :func:`~recsys_eval.pipeline.jobs.measure_ranking`). Targets are drawn per user from a
 counter-based generator keyed on the protocol's seed, so a user's targets do not depend on which
@@ -115,33 +117,39 @@ def check_spark_config(config: ExperimentConfig, at) -> None:
 
 # -- what the executors get ------------------------------------------------------------------------
 def broadcastable(model: Any) -> Any:
-    """The part of a fitted recommender the executors need: the library object is dropped (factors,
-    item counts, similarities kept); item kNN leaves its train matrix behind (a task reads its
-    users' rows from its own partition, :func:`local_model`)."""
+    """The part of a fitted recommender the executors need: the library object is dropped (item
+    counts, similarities, biases kept); a factor model keeps its item factors alone (its users' rows
+    are joined to their partitions, :mod:`recsys_eval.engine.factors`); item kNN leaves its train
+    matrix behind (a task reads its users' rows from its own partition, :func:`local_model`)."""
+    from recsys_eval.engine.factors import item_side
     from recsys_eval.recommend.baselines import PopularRecommender, RandomRecommender
     from recsys_eval.recommend.implicit_models import FactorModel, ItemKNN
     from recsys_eval.recommend.rating import BiasPredictor
 
     if isinstance(model, RandomRecommender | PopularRecommender | BiasPredictor):
         return model
-    if isinstance(model, FactorModel | ItemKNN):
+    if isinstance(model, FactorModel):
+        return item_side(model)
+    if isinstance(model, ItemKNN):
         light = copy.copy(model)
-        light.model = None
-        if isinstance(model, ItemKNN):
-            light.user_items = None
+        light.model, light.user_items = None, None
         return light
     raise ConfigError(f"{type(model).__name__} cannot be broadcast to Spark executors; "
                       f"the Spark engine runs {', '.join(BROADCASTABLE)}")
 
 
-def local_model(model: Any, train: Interactions) -> Any:
-    """A broadcast model made ready for a partition: item kNN scores a user from the user's train
-    row, which the partition holds."""
+def local_model(model: Any, train: Interactions, user_factors: tuple | None = None) -> Any:
+    """A broadcast model made ready for a chunk of users: item kNN scores a user from the user's
+    train row, a factor model from the user's factor row (``user_factors``: the chunk's ``(users,
+    rows)``), both of which the partition holds."""
+    from recsys_eval.engine.factors import PartitionFactors
     from recsys_eval.recommend.implicit_models import ItemKNN
 
     if isinstance(model, ItemKNN):
         model = copy.copy(model)
         model.user_items = train.csr()
+    if isinstance(model, PartitionFactors) and user_factors is not None:
+        model = model.with_users(*user_factors)
     return model
 
 
@@ -160,7 +168,9 @@ class FoldTask:
     (system, train side) to its fitted, broadcastable model; ``pool_auc``: whether scored targets
     are sampled for the pooled AUC, from ``n_parts`` partitions; ``files``: where the per-unit
     partitions go; ``item_sides`` (broadcast) per train side, its whole train's item side, which
-    the beyond-accuracy metrics read (:mod:`recsys_eval.engine.beyond`)."""
+    the beyond-accuracy metrics read (:mod:`recsys_eval.engine.beyond`); ``factor_keys``: the
+    (system, train side) of each factor model whose user factors come as rows of the chunk, by
+    their ``factor_model`` index (:mod:`recsys_eval.engine.factors`)."""
 
     options: Any
     jobs: Any
@@ -173,6 +183,7 @@ class FoldTask:
     n_parts: int
     files: Any
     item_sides: Any = None
+    factor_keys: tuple[tuple[str, int], ...] = ()
 
     def __call__(self, chunk: pl.DataFrame) -> pl.DataFrame:
         """The chunk's tables as ``kind, table`` rows (each table in Arrow IPC bytes, sums pickled),
@@ -198,14 +209,19 @@ class FoldTask:
 def fold_chunk_tables(chunk: pl.DataFrame, task: FoldTask):
     """``(kind, table)`` pairs of one chunk: per (protocol, system) its per-unit rows with the
     fold's unit numbers, the exposure counts of full rankings, the sampled scored targets and the
-    run-level counts; per system its rating rows and their error sums."""
+    run-level counts; per system its rating rows and their error sums. Each model is made ready
+    with the chunk's users' factor rows of its (system, train side)."""
     from recsys_eval.engine.beyond import RUN_COUNTS, rating_tables, run_counts
+    from recsys_eval.engine.factors import take_user_factors
     from recsys_eval.engine.targets import TEST, chunk_split, partition_target_sets
     from recsys_eval.measure.lists import with_item_side
     from recsys_eval.pipeline import jobs
-    from recsys_eval.pipeline.plan import RATINGS
+    from recsys_eval.measure.metrics import RATINGS
 
     options = task.options
+    chunk, user_factors = take_user_factors(chunk, task.factor_keys)
+    if not chunk.height:  # factor rows of users with no row in this fold
+        return
     models = getattr(task.models, "value", task.models)
     targets = getattr(task.targets, "value", task.targets)
     item_sides = getattr(task.item_sides, "value", task.item_sides)
@@ -218,7 +234,8 @@ def fold_chunk_tables(chunk: pl.DataFrame, task: FoldTask):
         within = np.arange(len(users)) - np.repeat(starts, np.diff(np.r_[starts, len(users)]))
         global_unit = targets.first_unit[target.label][users] + within
         for job in task.jobs:
-            model = local_model(models[job.system, targets.trains[p]], split.train)
+            key = (job.system, targets.trains[p])
+            model = local_model(models[key], split.train, user_factors.get(key))
             rankings = jobs.rank(task.rank, model, target)
             frame = jobs.measure_ranking(options.measure, task.template, rankings, target, job.system, task.fold,
                                          run_level=False)
@@ -238,7 +255,8 @@ def fold_chunk_tables(chunk: pl.DataFrame, task: FoldTask):
                                                n_chunks=task.n_parts)
     if options.measure.rating:  # on the fold's split, by the recommenders fitted on its train (side 0)
         split = chunk_split(chunk, TEST, task.template, task.fold)
-        ready = {job.system: local_model(models[job.system, 0], split.train) for job in task.jobs}
+        ready = {job.system: local_model(models[job.system, 0], split.train, user_factors.get((job.system, 0)))
+                 for job in task.jobs}
         yield from rating_tables(options.measure, split, ready, task.template, task.fold,
                                  targets.first_unit[RATINGS])
 
@@ -268,6 +286,7 @@ class SparkFold:
         from recsys_eval.measure.metrics import BEYOND_METRICS
         from recsys_eval.pipeline.fit import fit_models
         from recsys_eval.pipeline.targets import protocol_labels
+        from recsys_eval.recommend.implicit_models import FactorModel
 
         plan, split = self.plan, self.plan.split
         spark = spark_session(self.engine.master)  # first: no PySpark or Java is one message naming the extra
@@ -280,7 +299,9 @@ class SparkFold:
         fitted = set(targets.shipped.trains) | ({0} if plan.options.measure.rating else set())
         trains = {id(targets.trains[i]): targets.trains[i] for i in sorted(fitted)}
         side = {id(train): i for i, train in enumerate(targets.trains)}
-        models = fit_models(plan, trains, self.progress, self.timings).all(plan.fold, self.timings)
+        fitted_models = fit_models(plan, trains, self.progress, self.timings).all(plan.fold, self.timings)
+        models = {(name, side[key]): m for (name, key), m in fitted_models.items()}
+        factor_keys = tuple(key for key, m in models.items() if isinstance(m, FactorModel))
         n_parts = self.engine.partitions or 4 * context.defaultParallelism
         measure = plan.options.measure
         # per train side, what its beyond-accuracy metrics read of every train user
@@ -289,10 +310,11 @@ class SparkFold:
         task = FoldTask(
             options=plan.options, jobs=plan.models, rank=plan.rank, template=plan.data.with_frame(plan.data.frame.clear()),
             fold=plan.fold, targets=context.broadcast(targets.shipped),
-            models=context.broadcast({(name, side[key]): broadcastable(m) for (name, key), m in models.items()}),
+            models=context.broadcast({key: broadcastable(m) for key, m in models.items()}),
             pool_auc=plan.pool_auc, n_parts=n_parts,
             files=self.sink.folder.partition_files(),
             item_sides=None if item_sides is None else context.broadcast(item_sides),
+            factor_keys=factor_keys,
         )
         start = time.perf_counter()
         # the driver's run-level counts read the whole train sides' item side alone, no user's rows
@@ -300,7 +322,8 @@ class SparkFold:
             label: with_item_side(plan.data.with_frame(plan.data.frame.clear()), item_sides[targets.shipped.trains[p]])
             for p, protocol in enumerate(plan.options.protocols) for label in protocol_labels(protocol)}
                              if item_sides is not None else {})
-        out, exposure, scored = self._collect(spark, task, n_parts, targets.rows(split), run_level)
+        out, exposure, scored = self._collect(spark, task, n_parts, targets.rows(split), run_level,
+                                              [models[key] for key in factor_keys])
         self.timings.add(plan.fold, "", "rank and measure on Spark", start)
         if exposure:
             # in the local fold's order: protocols, then systems, as the config lists them
@@ -311,21 +334,27 @@ class SparkFold:
         self.sink.write_fold_scratch(plan.fold, exposure, scored, [])
         return out
 
-    def _collect(self, spark, task: FoldTask, n_parts: int, rows: pl.DataFrame,
-                 run_level: RunLevel) -> tuple[FoldSummary, list, list]:
+    def _collect(self, spark, task: FoldTask, n_parts: int, rows: pl.DataFrame, run_level: RunLevel,
+                 factor_models: list) -> tuple[FoldSummary, list, list]:
         """Every partition's tables from the fold's ``rows`` as they come back (its per-unit files'
         names and sums, exposure and scored rows, run-level counts summed into ``run_level``); then
         each (protocol, system) summarised, in config order, its run-level rows written as its last
-        file."""
+        file. The user factors of ``factor_models`` (in ``task.factor_keys`` order) go along the
+        fold's rows, to their users' partitions."""
         from pyspark.sql import types as T
 
         from recsys_eval.core.spark import spark_failures, task_threads
         from recsys_eval.engine.beyond import RUN_COUNTS
+        from recsys_eval.engine.factors import user_factor_rows
         from recsys_eval.engine.partitions import arrow_task
         from recsys_eval.engine.runs import job_error
 
         plan = self.plan
-        ordered = spark.createDataFrame(rows.to_arrow()).repartition(n_parts, "user").sortWithinPartitions("user")
+        frame = spark.createDataFrame(rows.to_arrow())
+        for index, model in enumerate(factor_models):
+            frame = frame.unionByName(user_factor_rows(spark, model, index, frame.schema["user"].dataType),
+                                      allowMissingColumns=True)
+        ordered = frame.repartition(n_parts, "user").sortWithinPartitions("user")
         schema = T.StructType([T.StructField("kind", T.StringType()), T.StructField("table", T.BinaryType())])
         out = FoldSummary()
         sums: dict[tuple[str, str], list[SummaryState]] = {}

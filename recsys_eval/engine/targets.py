@@ -89,7 +89,7 @@ class FoldTargets:
         a design or a negatives file that does not fit the fold raises here, as the local engine
         raises."""
         from recsys_eval.engine.beyond import rating_units
-        from recsys_eval.pipeline.plan import RATINGS
+        from recsys_eval.measure.metrics import RATINGS
         from recsys_eval.targets.designs import check_bins, move_to_train, uniform_test_rows
         from recsys_eval.targets.totals import ItemTotals
 

@@ -386,6 +386,9 @@ def names_of(*families: Family) -> tuple[str, ...]:
 
 RANKING_METRICS = names_of(Family.CUTOFF, Family.WHOLE)
 RATING_METRICS = names_of(Family.RATING)
+#: The protocol label of the rating metrics' rows (measured on a fold's test ratings, not on a
+#: protocol's target sets).
+RATINGS = "ratings"
 BEYOND_METRICS = names_of(Family.BEYOND)
 #: Per-unit rows that are not metrics of their own: left out of tests, agreement and reports.
 AUXILIARY_METRICS = names_of(Family.AUXILIARY)

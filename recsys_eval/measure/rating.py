@@ -30,7 +30,7 @@ from recsys_eval.core.results import PER_UNIT_COLUMNS
 from recsys_eval.core.sorting import stable_argsort
 from recsys_eval.errors import DataError
 from recsys_eval.measure.frames import concat_per_unit, long_frame
-from recsys_eval.measure.metrics import RATING_METRICS, check_metrics
+from recsys_eval.measure.metrics import RATING_METRICS, RATINGS, check_metrics
 
 _COLUMNS = ("user", "item", "rating", "prediction")
 
@@ -40,7 +40,7 @@ def rating_metrics(
     *,
     metrics: str | Iterable[str] = RATING_METRICS,
     system: str = "system",
-    protocol: str = "ratings",
+    protocol: str = RATINGS,
     fold: str = "0",
 ) -> pl.DataFrame:
     """Per-user rating-prediction metrics in the per-unit schema (unit = user, numbered in sorted

@@ -13,6 +13,7 @@ import polars as pl
 
 from recsys_eval.compare.study import FULL_CANDIDATES, SAMPLED_RANK
 from recsys_eval.core import Interactions, Split, Targets
+from recsys_eval.measure.metrics import RATINGS
 from recsys_eval.pipeline.config import RecommenderConfig
 from recsys_eval.pipeline.options import MeasureOptions, RankOptions
 from recsys_eval.pipeline.targets import ProtocolTargets
@@ -223,7 +224,3 @@ def rating_predictions(model, test: Interactions, names: list[str]) -> tuple[lis
         "user": test.users, "item": test.items, "rating": test.ratings,
         "prediction": np.asarray(prediction, dtype=np.float64),
     })
-
-
-#: The protocol label of rating-prediction rows.
-RATINGS = "ratings"

@@ -35,9 +35,10 @@ from recsys_eval.core.memory import format_size, resident_bytes
 from recsys_eval.core.results import AUC_SCORES, CURVE_CHUNKS, EXPOSURE_COUNTS, UnfinishedFold, read_counts
 from recsys_eval.errors import ConfigError
 from recsys_eval.measure.aggregate import PartitionState
+from recsys_eval.measure.metrics import RATINGS
 from recsys_eval.pipeline import jobs
 from recsys_eval.pipeline.fit import FittedModels, fit_models
-from recsys_eval.pipeline.plan import RATINGS, FoldPlan
+from recsys_eval.pipeline.plan import FoldPlan
 from recsys_eval.pipeline.progress import Progress
 from recsys_eval.pipeline.sink import RunSink
 from recsys_eval.pipeline.summary import FoldSummary, partition_rows, reuse_partition, summarise_frames
@@ -192,6 +193,8 @@ class LocalFold:
         keeper = PartitionKeeper(plan, self.sink, self.timings, self.earlier)
         ratings = [(job.system, RATINGS) not in self.earlier.partitions for job in plan.models] \
             if plan.options.measure.rating else [False] * len(plan.models)
+        if any(ratings):  # measured on the fold's own split, though only uniform tests may draw targets
+            trains.setdefault(id(plan.split.train), plan.split.train)
         n_chunks = None if recorded is None else chunk_counts(plan, recorded)[1]
         needed = [job for r, job in enumerate(plan.models) if keeper.to_measure(r, n_chunks) or ratings[r]]
         fitted = fit_models(dataclasses.replace(plan, models=needed), trains, self.progress, self.timings)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from recsys_eval.core import Interactions, Split
 from recsys_eval.core.memory import parse_size
+from recsys_eval.measure.metrics import RATINGS
 from recsys_eval.pipeline.config import ExperimentConfig, ProtocolConfig, RecommenderConfig
 from recsys_eval.pipeline.options import MeasureOptions, RankOptions
 from recsys_eval.pipeline.progress import Progress
@@ -23,9 +24,6 @@ from recsys_eval.pipeline.targets import TargetSet, label_definitions, protocol_
 from recsys_eval.pipeline.timings import Timings
 from recsys_eval.targets.negatives import Negatives
 from recsys_eval.targets.totals import ItemTotals
-
-#: The protocol label of rating-prediction rows.
-RATINGS = "ratings"
 
 
 @dataclass(frozen=True)

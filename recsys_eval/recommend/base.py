@@ -115,9 +115,15 @@ class Recommender(ABC):
 
     def factors(self) -> tuple[np.ndarray, np.ndarray] | None:
         """For a model whose score is a dot product: ``(user_factors, item_factors_t)``, float32,
-        row-major, score = user_factors[u] @ item_factors_t[:, i]. Top-k then computes the scores
-        a few rows at a time per thread and scans them while they are in cache. None otherwise."""
+        row-major, score(u, i) = user_factors[r] @ item_factors_t[:, i], r the :meth:`factor_rows` of u.
+        Top-k then computes the scores a few rows at a time per thread and scans them while they
+        are in cache. None otherwise."""
         return None
+
+    def factor_rows(self, users: np.ndarray) -> np.ndarray:
+        """The rows of :meth:`factors`' user matrix that hold ``users``: the user indices
+        themselves, unless the model holds only some users' factors (a Spark partition's)."""
+        return users
 
     def item_scores(self) -> np.ndarray | None:
         """For a model whose score of an item does not depend on the user (popularity): the
@@ -464,6 +470,7 @@ def _score_block_chunks(model, seen, rows, k, blocked, place_ptr, placed, above,
     with ``tiles``, a factor model's cached tiles); the placed items' counts are written as a side
     effect."""
     factors = model.factors() if tiles and callable(getattr(model, "factors", None)) else None
+    rows_of = getattr(model, "factor_rows", None)  # a duck-typed model's factors hold every user
     if factors is None and not tiles:
         chunk_size = min(chunk_size, max(1, BLOCK_CELLS // max(len(blocked), 1)))
     # a factor model's tiles are the parallelism: BLAS threads on top would oversubscribe
@@ -476,7 +483,7 @@ def _score_block_chunks(model, seen, rows, k, blocked, place_ptr, placed, above,
             if factors is not None:
                 tile = max(1, TILE_CELLS // max(len(blocked), 1))
                 item, score, count, nans = top_k_factors(*factors, chunk, seen.indptr, seen.indices, blocked, k,
-                                                         tile, *place)
+                                                         tile, *place, factor_rows=rows_of(chunk) if rows_of else None)
             else:
                 scores = _checked_scores(model, model.score_block(chunk), (len(chunk), len(blocked)), "score_block")
                 item, score, count, nans = top_k_rows(scores, chunk, seen.indptr, seen.indices, blocked, k, *place)

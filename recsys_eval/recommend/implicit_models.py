@@ -88,10 +88,10 @@ class FactorModel(Recommender):
         return self
 
     def score(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
-        return pair_dots(self.user_factors, self.item_factors, np.asarray(users), np.asarray(items))
+        return pair_dots(self.user_factors, self.item_factors, self.factor_rows(np.asarray(users)), np.asarray(items))
 
     def score_block(self, users: np.ndarray) -> np.ndarray:
-        return self.user_factors[np.asarray(users)] @ self._item_factors_t
+        return self.user_factors[self.factor_rows(np.asarray(users))] @ self._item_factors_t
 
     def factors(self) -> tuple[np.ndarray, np.ndarray]:
         return self.user_factors, self._item_factors_t

@@ -3,10 +3,13 @@
 Spark ML's ALS with implicit preferences (Hu, Koren & Volinsky 2008) on the binary train matrix
 (every interaction a preference of 1, as for implicit's models), fitted on the active Spark session
 (the Spark engine's; with the local engine, a ``local[2]`` session started for it).
-The learnt factors come back to the driver as dense float32 matrices (a user or item absent from
-train keeps a zero row, so it scores 0); from there the model is a
+The item factors come back to the driver as a dense float32 matrix (an item absent from train
+keeps a zero row, so it scores 0); the user factors stay a Spark DataFrame (:attr:`SparkALS.user_frame`),
+collected into a dense matrix the same way only when this process scores users itself (the local
+engine): the Spark engine joins each user's row to the user's partition and broadcasts the item
+factors alone (:mod:`recsys_eval.engine.factors`). From there the model is a
 :class:`recsys_eval.recommend.implicit_models.FactorModel`: score = user factors . item factors,
-full rankings tile-wise, and the Spark engine broadcasts the factors to the executors.
+full rankings tile-wise.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ class SparkALS(FactorModel):
         self.params = dict(params or {})
         self.seed = int(seed) % 2**31  # Spark ML takes a Java long; keep it positive and portable
         self.model = None
+        self.user_frame = None  # the fitted user factors, (id, features), on Spark
+        self._user_factors: np.ndarray | None = None
 
     def fit(self, train: Interactions) -> SparkALS:
         from pyspark.ml.recommendation import ALS
@@ -40,11 +45,22 @@ class SparkALS(FactorModel):
                   itemCol="item", ratingCol="rating")
         pairs = train.frame.select("user", "item", pl.lit(1.0, pl.Float32).alias("rating"))
         fitted = als.fit(spark.createDataFrame(pairs.to_arrow()))
-        self.n_items = train.n_items
-        self.user_factors = factor_matrix(fitted.userFactors, train.n_users, rank)
+        self.n_items, self.n_users, self.rank = train.n_items, train.n_users, rank
+        self.user_frame, self._user_factors = fitted.userFactors, None
         self.item_factors = factor_matrix(fitted.itemFactors, train.n_items, rank)
         self._item_factors_t = np.ascontiguousarray(self.item_factors.T)
         return self
+
+    @property
+    def user_factors(self) -> np.ndarray:
+        """The dense (users, rank) user factors, collected from :attr:`user_frame` on first use."""
+        if self._user_factors is None:
+            self._user_factors = factor_matrix(self.user_frame, self.n_users, self.rank)
+        return self._user_factors
+
+    @user_factors.setter
+    def user_factors(self, value: np.ndarray) -> None:
+        self._user_factors = value
 
 
 def factor_matrix(frame, rows: int, rank: int) -> np.ndarray:

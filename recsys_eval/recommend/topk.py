@@ -207,29 +207,32 @@ def _top_k_rows_chunk(lo, hi, scores, rows, seen_indptr, seen_indices, blocked, 
 
 
 def top_k_factors(user_factors, item_factors_t, rows, seen_indptr, seen_indices, blocked, k, tile,
-                  place_ptr, placed, above, tied, before):
-    """:func:`top_k_rows` of the scores ``user_factors[rows] @ item_factors_t``, computed ``tile``
-    rows at a time by each thread and scanned while they are in cache: no rows x items block.
-    Call with BLAS limited to one thread (the tiles are the parallelism)."""
+                  place_ptr, placed, above, tied, before, factor_rows=None):
+    """:func:`top_k_rows` of the scores ``user_factors[factor_rows] @ item_factors_t``, computed
+    ``tile`` rows at a time by each thread and scanned while they are in cache: no rows x items
+    block. ``factor_rows`` (default ``rows``) are the rows of ``user_factors`` holding the users
+    ``rows``, for a model that holds only some users' factors. Call with BLAS limited to one thread
+    (the tiles are the parallelism)."""
     n_rows = len(rows)
+    factor_rows = rows if factor_rows is None else factor_rows
     out_i = np.full((n_rows, k), -1, dtype=np.int32)
     out_s = np.full((n_rows, k), -np.inf, dtype=np.float32)
     counts = np.zeros(n_rows, dtype=np.int64)
     nans = np.zeros(n_rows, dtype=np.int64)
     run_chunks(_top_k_factors_chunk, chunk_bounds((n_rows + tile - 1) // tile), user_factors, item_factors_t, rows,
-               seen_indptr, seen_indices, blocked, tile, place_ptr, placed, above, tied, before, out_i, out_s, counts,
-               nans)
+               factor_rows, seen_indptr, seen_indices, blocked, tile, place_ptr, placed, above, tied, before, out_i, out_s,
+               counts, nans)
     return out_i, out_s, counts, nans.sum()
 
 
 @numba.njit(cache=True, nogil=True)
-def _top_k_factors_chunk(t_lo, t_hi, user_factors, item_factors_t, rows, seen_indptr, seen_indices, blocked, tile,
-                         place_ptr, placed, above, tied, before, out_i, out_s, counts, nans):
+def _top_k_factors_chunk(t_lo, t_hi, user_factors, item_factors_t, rows, factor_rows, seen_indptr, seen_indices,
+                         blocked, tile, place_ptr, placed, above, tied, before, out_i, out_s, counts, nans):
     """:func:`top_k_factors` for the tiles ``t_lo:t_hi``."""
     n_rows = len(rows)
     for t in range(t_lo, t_hi):
         lo, hi = t * tile, min((t + 1) * tile, n_rows)
-        scores = np.dot(user_factors[rows[lo:hi]], item_factors_t)
+        scores = np.dot(user_factors[factor_rows[lo:hi]], item_factors_t)
         for r in range(lo, hi):
             first, last = seen_indptr[rows[r]], seen_indptr[rows[r] + 1]
             a, b = place_ptr[r], place_ptr[r + 1]

@@ -13,7 +13,7 @@ from recsys_eval.split.common import (
     options,
     round_half_up,
 )
-from recsys_eval.split.order import rank_within
+from recsys_eval.split.keyed import PerUserRule, split_keys
 
 
 def holdout(
@@ -29,16 +29,17 @@ def holdout(
 
     Global: ``round(fraction * n)`` of the n interactions of the users that are split.
     Per user: ``round(fraction * n_u)`` of each user's n_u, at most ``n_u - 1`` so that every user
-    split keeps a training interaction. Halves round up. ``min_user_interactions`` defaults to 1
+    split keeps a training interaction, drawn from the seed and the user's own rows alone
+    (:mod:`recsys_eval.split.keyed`). Halves round up. ``min_user_interactions`` defaults to 1
     (global) or 2 (per user).
     """
     opts = options(data, seed=seed, min_user_interactions=min_user_interactions,
                    drop_unknown=drop_unknown, default_min=2 if per_user else 1)
     fraction = check_fraction("fraction", fraction)
-    users, counts = data.users, opts.counts
+    users = data.users
     if per_user:
-        n_test = np.where(opts.eligible, np.minimum(round_half_up(fraction * counts), counts - 1), 0)
-        test = rank_within(users, data.n_users, opts.rng) < n_test[users]
+        rule = PerUserRule("holdout", opts.min_user_interactions, fraction=fraction)
+        test = rule.test_rows(users, data.n_users, split_keys(data, opts.seed))
     else:
         test = _uniform_subset(opts.eligible[users], fraction, opts.rng)
     params = opts.params(fraction=fraction, per_user=bool(per_user))

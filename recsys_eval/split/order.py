@@ -5,8 +5,10 @@ uniformly random order, or by time with ties among equal times in a uniformly ra
 come from three steps: a stable counting sort of the rows by group; for time orders, a sort by
 time inside each group; then a Fisher-Yates shuffle of every run of rows that cannot be told apart
 (equal time, or the whole group for a random order), driven by uniform draws from a numpy
-``Generator``. Ties are therefore never broken by input order, and the same seed gives the same
-ranks.
+``Generator`` (:func:`rank_within`), or a sort of the run by a key per row
+(:func:`keyed_rank_within`: the per-user splitters' keys, :mod:`recsys_eval.split.keyed`, which
+make a row's rank independent of every other group and of the rows' order). Ties are therefore
+never broken by input order, and the same seed gives the same ranks.
 
 The sort by time is one numpy sort of 64-bit keys ``group | time - min time | position in group``
 when the three fit in 64 bits (ML-25M: 18 + 30 + 15 bits); otherwise each group is sorted on its
@@ -69,40 +71,65 @@ def _unpack_order(keys, order, offsets, time_bits, pos_bits):  # pragma: no cove
 def _sort_groups_by_time(order, offsets, time):  # pragma: no cover - compiled
     """Sort each group's slice of ``order`` by time, in place (when keys do not fit 64 bits)."""
     for g in range(offsets.shape[0] - 1):
-        start, end = offsets[g], offsets[g + 1]
-        if end - start > 1:
-            keys = np.empty(end - start, time.dtype)  # time's own type: int64 may exceed float64's 2**53
-            for p in range(end - start):
-                keys[p] = time[order[start + p]]
-            by_time = stable_argsort(keys)
-            seg = order[start:end].copy()
-            for p in range(end - start):
-                order[start + p] = seg[by_time[p]]
+        _sort_run(order, offsets[g], offsets[g + 1], time)
+
+
+@numba.njit(cache=True, inline="always")
+def _run_stop(order, run, end, time, by_time):  # pragma: no cover - compiled
+    """Where the run of rows that cannot be told apart starting at ``run`` ends: the rows of equal
+    time (the whole rest of the group without time)."""
+    if not by_time:
+        return end
+    stop = run + 1
+    while stop < end and time[order[stop]] == time[order[run]]:
+        stop += 1
+    return stop
 
 
 @numba.njit(cache=True)
-def _shuffle_runs_and_rank(order, offsets, time, by_time, u01):  # pragma: no cover - compiled
-    """Fisher-Yates shuffle of every run of equal time (the whole group without time) in
-    ``order``, then the rank of every row within its group."""
+def _order_runs_and_rank(order, offsets, time, by_time, draws, keyed):  # pragma: no cover - compiled
+    """Order every run of equal time (the whole group without time) in ``order``: a Fisher-Yates
+    shuffle driven by uniform ``draws``, or (``keyed``) a sort by ``draws`` as the rows' keys; then
+    the rank of every row within its group."""
     rank = np.empty(order.shape[0], np.int64)
     for g in range(offsets.shape[0] - 1):
         start, end = offsets[g], offsets[g + 1]
         run = start
         while run < end:
-            stop = end
-            if by_time:
-                stop = run + 1
-                while stop < end and time[order[stop]] == time[order[run]]:
-                    stop += 1
-            for p in range(stop - 1, run, -1):
-                j = run + int(u01[p] * (p - run + 1))
-                if j > p:
-                    j = p
-                order[p], order[j] = order[j], order[p]
+            stop = _run_stop(order, run, end, time, by_time)
+            if keyed:
+                _sort_run(order, run, stop, draws)
+            else:
+                _shuffle_run(order, run, stop, draws)
             run = stop
         for p in range(start, end):
             rank[order[p]] = p - start
     return rank
+
+
+@numba.njit(cache=True, inline="always")
+def _shuffle_run(order, run, stop, u01):  # pragma: no cover - compiled
+    """Fisher-Yates shuffle of ``order[run:stop]``, one uniform number per position."""
+    for p in range(stop - 1, run, -1):
+        j = run + int(u01[p] * (p - run + 1))
+        if j > p:
+            j = p
+        order[p], order[j] = order[j], order[p]
+
+
+@numba.njit(cache=True, inline="always")
+def _sort_run(order, run, stop, keys):  # pragma: no cover - compiled
+    """``order[run:stop]`` sorted by its rows' keys (equal keys keep their order), compared in
+    their own type (int64 times may exceed float64's 2**53)."""
+    if stop - run < 2:
+        return
+    run_keys = np.empty(stop - run, keys.dtype)
+    for p in range(stop - run):
+        run_keys[p] = keys[order[run + p]]
+    by_key = stable_argsort(run_keys)
+    segment = order[run:stop].copy()
+    for p in range(stop - run):
+        order[run + p] = segment[by_key[p]]
 
 
 def rank_within(
@@ -117,17 +144,37 @@ def rank_within(
     the order within each group is uniformly random; with ``times`` it is by time, earliest first,
     rows of equal time in uniformly random order. ``rng`` supplies the randomness (one draw per row).
     """
+    groups = _checked_groups(groups, n_groups)
+    return _rank_runs(groups, n_groups, times, rng.random(len(groups)), keyed=False)
+
+
+def keyed_rank_within(groups: np.ndarray, n_groups: int, keys: np.ndarray,
+                      times: np.ndarray | None = None) -> np.ndarray:
+    """0-based rank of every row within its group: by ``keys`` (uint64), or by ``times`` with rows
+    of equal time by ``keys``. Rows of equal key (a 2^-64 chance for two distinct rows) keep their
+    order."""
+    groups = _checked_groups(groups, n_groups)
+    keys = _read_only(np.ascontiguousarray(keys, dtype=np.uint64))
+    return _rank_runs(groups, n_groups, times, keys, keyed=True)
+
+
+def _checked_groups(groups: np.ndarray, n_groups: int) -> np.ndarray:
     groups = _read_only(np.ascontiguousarray(groups, dtype=np.int32))
-    if len(groups) and (groups.min() < 0 or groups.max() >= n_groups):  # the kernel trusts them
+    if len(groups) and (groups.min() < 0 or groups.max() >= n_groups):  # the kernels trust them
         raise ValueError(f"groups must lie in 0..{n_groups - 1}")
-    u01 = rng.random(len(groups))
+    return groups
+
+
+def _rank_runs(groups, n_groups, times, draws, keyed: bool) -> np.ndarray:
+    """The rows ordered by group (and by time within it), then every run of rows that cannot be
+    told apart ordered with ``draws`` (uniform numbers, or keys when ``keyed``) and ranked."""
     order, offsets = _group_order(groups, int(n_groups))
     if times is None:
-        return _shuffle_runs_and_rank(order, offsets, _read_only(np.zeros(0, np.int64)), False, u01)
+        return _order_runs_and_rank(order, offsets, _read_only(np.zeros(0, np.int64)), False, draws, keyed)
     time = _read_only(np.ascontiguousarray(times, dtype=np.int64))
     if len(time):
         order = _sorted_by_time(groups, n_groups, time, order, offsets)
-    return _shuffle_runs_and_rank(order, offsets, time, True, u01)
+    return _order_runs_and_rank(order, offsets, time, True, draws, keyed)
 
 
 def _read_only(values: np.ndarray) -> np.ndarray:

@@ -1,14 +1,13 @@
 """Per-user counts: all-but-n (n to test), given-n (n kept in train), leave-last-n.
 
-Each user's interactions are ordered at random or by time (ties in time in seeded random order).
+Each user's interactions are ordered at random or by time (ties in time in seeded random order),
+a user's order drawn from the seed and its own rows alone (:mod:`recsys_eval.split.keyed`).
 With ``order="latest"`` the test side always holds a user's latest interactions: all-but-n tests
 the latest n, given-n keeps the earliest n in train. Users with at most n interactions have nothing
 to split under the default ``min_user_interactions = n + 1`` and stay wholly in train (counted).
 """
 
 from __future__ import annotations
-
-import numpy as np
 
 from recsys_eval.core.interactions import Interactions
 from recsys_eval.core.split import Split
@@ -20,7 +19,7 @@ from recsys_eval.split.common import (
     options,
     require_timestamps,
 )
-from recsys_eval.split.order import rank_within
+from recsys_eval.split.keyed import PerUserRule, split_keys
 
 
 def all_but_n(
@@ -35,7 +34,7 @@ def all_but_n(
     """Hold out ``n`` interactions of every user (random ones, or the latest), the rest to train."""
     return _per_user_n(
         data, n, order=order, seed=seed, min_user_interactions=min_user_interactions,
-        drop_unknown=drop_unknown, splitter="all_but_n", n_to_test=True,
+        drop_unknown=drop_unknown, splitter="all_but_n",
     )
 
 
@@ -52,7 +51,7 @@ def given_n(
     test."""
     return _per_user_n(
         data, n, order=order, seed=seed, min_user_interactions=min_user_interactions,
-        drop_unknown=drop_unknown, splitter="given_n", n_to_test=False,
+        drop_unknown=drop_unknown, splitter="given_n",
     )
 
 
@@ -67,7 +66,7 @@ def leave_last_n(
     """Every user's latest ``n`` interactions to test (leave-one-out for n = 1)."""
     return _per_user_n(
         data, n, order="latest", seed=seed, min_user_interactions=min_user_interactions,
-        drop_unknown=drop_unknown, splitter="leave_last_n", n_to_test=True,
+        drop_unknown=drop_unknown, splitter="leave_last_n",
     )
 
 
@@ -80,7 +79,6 @@ def _per_user_n(
     min_user_interactions: int | None,
     drop_unknown: DropUnknown,
     splitter: str,
-    n_to_test: bool,
 ) -> Split:
     n = check_count("n", n)
     order = check_order(order)
@@ -88,10 +86,7 @@ def _per_user_n(
                    drop_unknown=drop_unknown, default_min=n + 1)
     what = splitter if splitter == "leave_last_n" else f"{splitter} with order 'latest'"
     times = require_timestamps(data, what) if order == "latest" else None
-    counts = opts.counts
-    wanted = np.minimum(n, counts) if n_to_test else np.maximum(counts - n, 0)
-    n_test = np.where(opts.eligible, wanted, 0)
-    users = data.users
-    test = rank_within(users, data.n_users, opts.rng, times) >= (counts - n_test)[users]
+    rule = PerUserRule(splitter, opts.min_user_interactions, order=order, n=n)
+    test = rule.test_rows(data.users, data.n_users, split_keys(data, opts.seed), times)
     params = opts.params(n=n) if splitter == "leave_last_n" else opts.params(n=n, order=order)
     return build_split(data, test, opts, name=splitter, splitter=splitter, params=params)

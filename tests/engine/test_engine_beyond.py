@@ -68,6 +68,53 @@ def test_beyond_and_rating_metrics_on_spark_equal_local(spark, tmp_path, synthet
     assert (local.path / "summary.csv").read_bytes() == (remote.path / "summary.csv").read_bytes()
 
 
+@pytest.mark.spark
+@pytest.mark.parametrize("partitions", [1, 3, 7])
+def test_rating_metrics_with_uniform_tests_alone_on_spark_equal_local(spark, tmp_path, synthetic_ratings, partitions):
+    """With uniform-test protocols alone no target set is drawn on the fold's own train side, yet
+    the rating metrics are measured on the fold's split by recommenders fitted on its train: the
+    Spark fold fits them there too. Per unit and summary.csv equal the local engine's, and the bias
+    predictor's per-user MAE is the one of a bias predictor fitted on the saved split's train side
+    (not on a uniform test's moved one)."""
+    from recsys_eval.recommend import make_recommender
+    from recsys_eval.split import load_split
+
+    recs = ["bias", {"name": "als", "params": {"factors": 4, "iterations": 3}}]  # ALS: kendall from scores
+    protocols = [{"name": "AI+AR+AN", "design": "uniform_test", "per_item": 2},
+                 {"name": "AI+1R+NN20", "design": "uniform_test", "per_item": 1}]
+    runs = {}
+    for engine in ("local", "spark"):
+        path = tmp_path / f"{engine}.toml"
+        path.write_text(config_text(
+            "uniform-ratings", seed=5, dataset=ratings_file(synthetic_ratings), split=HOLDOUT, protocols=protocols,
+            recommenders=recs, metrics={"names": ["ndcg", "mae", "rmse", "kendall"], "k": [10],
+                                        "relevance_threshold": 4},
+            output={"report": False, "save_splits": engine == "local"},
+            engine={"name": engine, "partitions": partitions}))
+        runs[engine] = _run(path, tmp_path / engine)
+    a, b = (runs[e].scan_per_unit().collect() for e in ("local", "spark"))
+    joined = a.join(b, on=KEYS, how="full", nulls_equal=True, suffix="_spark")
+    assert a.height == b.height == joined.height
+    assert np.array_equal(joined.get_column("value").to_numpy(), joined.get_column("value_spark").to_numpy(),
+                          equal_nan=True)
+    assert (runs["local"].path / "summary.csv").read_bytes() == (runs["spark"].path / "summary.csv").read_bytes()
+    ratings = b.filter(pl.col("protocol") == "ratings")
+    assert set(ratings.get_column("system")) == {"bias", "als"}
+    assert set(ratings.filter(pl.col("system") == "als").get_column("metric")) == {"kendall"}
+    # the bias predictor's per-user MAE, recomputed on the fold's own split
+    fold = ratings.get_column("fold").unique().item()
+    split = load_split(runs["local"].split_folder(fold))
+    model = make_recommender("bias", {}).fit(split.train)
+    test = split.test
+    errors = pl.DataFrame({"user": split.test.user_ids.gather(test.users),
+                           "error": np.abs(np.asarray(model.predict(test.users, test.items), np.float64)
+                                                 - test.ratings.astype(np.float64))})
+    expected = errors.group_by("user").agg(pl.col("error").mean().alias("expected"))
+    mae = ratings.filter((pl.col("metric") == "mae") & pl.col("user").is_not_null()).join(expected, on="user")
+    assert mae.height == expected.height > 100
+    np.testing.assert_allclose(mae.get_column("value").to_numpy(), mae.get_column("expected").to_numpy(), rtol=1e-12)
+
+
 def test_rating_error_sums_merge_to_the_whole_micro_values():
     """The micro MAE and RMSE from the exact sums of disjoint parts, merged in any order, are the
     whole's, and equal the plain formulas (to rounding: the exact sums round once)."""

@@ -114,9 +114,10 @@ def test_broadcast_models_drop_the_library_and_the_train_matrix(synthetic_rating
 
 
 @pytest.mark.spark
-def test_spark_als_fits_on_spark_and_runs_on_both_engines(spark, tmp_path, synthetic_ratings):
+def test_spark_als_fits_on_spark_and_runs_on_both_engines(spark, tmp_path, synthetic_ratings, monkeypatch):
     from recsys_eval.data import load_file
     from recsys_eval.recommend import make_recommender
+    from recsys_eval.recommend.spark_als import SparkALS
 
     data = load_file(synthetic_ratings, {"user": "userId", "item": "movieId", "rating": "rating"})
     model = make_recommender("spark_als", {"factors": 4, "iterations": 3}, seed=1).fit(data)
@@ -125,10 +126,23 @@ def test_spark_als_fits_on_spark_and_runs_on_both_engines(spark, tmp_path, synth
     users, items = np.array([0, 1, 2]), np.array([3, 4, 5])
     np.testing.assert_allclose(model.score(users, items),
                                (model.user_factors[users] * model.item_factors[items]).sum(1), rtol=1e-5)
-    recs = [{"name": "spark_als", "params": {"factors": 4, "iterations": 3}}]
-    per_unit = {}
-    for engine in ("local", "spark"):
-        folder = _run(_config(tmp_path, synthetic_ratings, engine, 3, recommenders=recs), tmp_path / engine).folder
-        per_unit[engine] = ResultsFolder.open(folder).scan_per_unit().collect()
-    assert set(per_unit["spark"].get_column("system")) == {"spark_als"}
-    _assert_same(per_unit["local"], per_unit["spark"])  # Spark ML's ALS is seeded: the same factors
+    # with BPR beside it: implicit's factors (and their item-bias column) joined from the driver
+    recs = [{"name": "spark_als", "params": {"factors": 4, "iterations": 3}},
+            {"name": "bpr", "params": {"factors": 4, "iterations": 5}}]
+    folders = {"local": _run(_config(tmp_path, synthetic_ratings, "local", 3, recommenders=recs), tmp_path / "local").folder}
+    with monkeypatch.context() as patch:  # the Spark engine never collects spark_als's user factors
+        patch.setattr(SparkALS, "user_factors", property(_collected))
+        for partitions in (2, 5):
+            path = _config(tmp_path, synthetic_ratings, "spark", partitions, recommenders=recs)
+            folders[partitions] = _run(path, tmp_path / f"spark{partitions}").folder
+    local = ResultsFolder.open(folders["local"])
+    for partitions in (2, 5):
+        spark_folder = ResultsFolder.open(folders[partitions])
+        per_unit = spark_folder.scan_per_unit().collect()
+        assert set(per_unit.get_column("system")) == {"spark_als", "bpr"}
+        _assert_same(local.scan_per_unit().collect(), per_unit)  # Spark ML's ALS is seeded: the same factors
+        assert (local.path / "summary.csv").read_bytes() == (spark_folder.path / "summary.csv").read_bytes()
+
+
+def _collected(model):
+    raise AssertionError("the Spark engine collected spark_als's user factors to the driver")
