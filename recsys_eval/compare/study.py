@@ -296,7 +296,13 @@ def analyse(
     distributions``) adds the per-user distributions and their curves."""
     from recsys_eval.compare import fold_paired_tests, paired_tests
     from recsys_eval.compare.distributions import CurveMeans, SortedValues, with_fold_means
-    from recsys_eval.compare.slices import popularity_parts, slice_fold_means, slice_means, slice_tests
+    from recsys_eval.compare.slices import (
+        popularity_parts,
+        slice_fold_means,
+        slice_means,
+        slice_test_options,
+        slice_tests,
+    )
     from recsys_eval.errors import check_choice
 
     folder = folder if isinstance(folder, ResultsFolder) else ResultsFolder.open(folder)
@@ -340,14 +346,14 @@ def analyse(
                 sliced.append(slice_means(users, fold_slices))
                 kept.append(users)
             del users
-        if kept:  # the slice tests of every metric at once: each group's draws serve them all
+        if kept:  # the slice tests of every metric at once: one layout of each group's users
             users = pl.concat(kept)
-            slice_paired += [slice_tests(group, fold_slices, **_part_options(options, definitions, users))
-                             for group in _comparable_groups(users, baseline)]
+            part_options = slice_test_options(_part_options(options, definitions, users))
+            slice_paired += [slice_tests(group, fold_slices, **part_options) for group in _comparable_groups(users, baseline)]
             del users, kept
     units = folder.table(UNIT_SLICES)
     for users, groups in popularity_parts(folder, units, undefined) if units is not None else ():
-        part_options = _part_options(options, definitions, users)
+        part_options = slice_test_options(_part_options(options, definitions, users))
         sliced.append(slice_means(users, groups))
         slice_paired += [slice_tests(group, groups, **part_options) for group in _comparable_groups(users, baseline)]
     fold_paired = []
