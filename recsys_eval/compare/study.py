@@ -89,6 +89,11 @@ def _comparable_groups(users: pl.DataFrame, baseline: str | None) -> list[pl.Dat
     """The per-user values split by the set of systems that have each (protocol, metric, k): e.g.
     MAE only for rating predictors. Groups without the baseline, or with one system, are left out."""
     key = ["protocol", "metric", "k"]
+    keys, systems, cells = users.select(pl.struct(key).n_unique().alias("keys"), pl.col("system").n_unique(),
+                                        pl.struct("system", *key).n_unique().alias("cells")).row(0)
+    if keys * systems == cells:  # every (protocol, metric, k) has every system: one group (or none)
+        present = baseline is None or users.select((pl.col("system") == baseline).any()).item()
+        return [users] if systems >= 2 and present else []
     members = users.group_by(key).agg(pl.col("system").unique().sort().alias("members"))
     members = members.filter(pl.col("members").list.len() >= 2)
     if baseline is not None:
