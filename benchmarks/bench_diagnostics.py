@@ -3,9 +3,10 @@
 A part of the analysis is one (fold, protocol, metric): per-user values of every system at every
 cutoff. Synthetic per-user nDCG-like values (zero for 40% of users, else Beta(2, 5)) for ``--users``
 users (default ML-1M's 6,040), ``--systems`` systems and cutoffs 5, 10, 20. Timed, best of
-``--repeat``: the paired tests the analysis already runs (t and Wilcoxon against a baseline, 1,000
-resamples for the relative interval), then the distributions (:func:`distribution_summary`) and the
-slices activity:4 and cold:20 (means and paired tests per group). Target (issue 31): distributions
+``--repeat``: the paired tests the analysis already runs (the ML-1M study's t, Wilcoxon and
+permutation against a baseline, 1,000 resamples), then the distributions (:func:`distribution_summary`)
+and the slices activity:4 and cold:20 (means, and the one paired test per group of
+:func:`slice_test_options`, as the analysis runs them). Target (issue 31): distributions
 and slices add under 10% to the ML-1M study; this prints their share of the part's analysis.
 
     uv run python benchmarks/bench_diagnostics.py [--users 6040]
@@ -21,6 +22,7 @@ from bench_load import best
 from peak import report_peak
 
 from recsys_eval.compare import distribution_summary, paired_tests, slice_means, slice_tests
+from recsys_eval.compare.slices import slice_test_options
 
 
 def part(n_users: int, n_systems: int, seed: int = 0) -> pl.DataFrame:
@@ -56,10 +58,11 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     users, groups = part(args.users, args.systems), slices(args.users)
-    options = {"baseline": "s0", "tests": ["t", "wilcoxon"], "n_resamples": 1000}
+    options = {"baseline": "s0", "tests": ["t", "wilcoxon", "permutation"], "n_resamples": 1000}
     tests = best(lambda: paired_tests(users, **options), args.repeat)
     dist = best(lambda: distribution_summary(users), args.repeat)
-    sliced = best(lambda: (slice_means(users, groups), slice_tests(users, groups, **options)), args.repeat)
+    sliced = best(lambda: (slice_means(users, groups), slice_tests(users, groups, **slice_test_options(options))),
+                  args.repeat)
     print(f"{args.users:,} users x {args.systems} systems x 3 cutoffs (best of {args.repeat})")
     print(f"paired tests (the analysis without diagnostics): {tests:.3f} s")
     print(f"distributions: {dist:.3f} s ({dist / tests:.0%} of the tests)")

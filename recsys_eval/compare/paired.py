@@ -28,6 +28,7 @@ from recsys_eval.compare.frames import (
     partitions,
 )
 from recsys_eval.compare.resampling import bootstrap_interval, bootstrap_means, permutation_pvalues, sign_flip_means
+from recsys_eval.compare.signed_rank import wilcoxon_columns
 from recsys_eval.core.rng import derive_seed
 from recsys_eval.errors import ConfigError, DataError, check_choice, closest
 
@@ -112,11 +113,13 @@ def test_columns(
     n_resamples: int = 1000,
     seed: int = 0,
     mcnemar: str = "exact",
+    relative_resamples: int | None = None,
 ) -> dict[str, list]:
     """The rows of :func:`paired_tests` before the correction, as lists by column (:data:`TEST_SCHEMA`):
     no frame is built per partition, so that many small groups of users (the slices) cost their
     arithmetic alone. The tests draw from a generator seeded by ``seed``, the relative difference's
-    bootstrap from a seed of its own per partition, so that adding a test does not change the interval."""
+    bootstrap from a seed of its own per partition, so that adding a test does not change the interval;
+    ``relative_resamples`` (default ``n_resamples``) of them, 0 for the estimate without its interval."""
     tests = _check_options(tests, correction, alternative, mcnemar, level)
     systems = sorted({s for part in parts for s in part.columns["system"]})
     pairs = system_pairs(systems, baseline)
@@ -126,7 +129,8 @@ def test_columns(
         keys, a_cols, b_cols = _pair_columns(part, pairs)
         first, second = part.values[:, a_cols], part.values[:, b_cols]
         boot = np.random.default_rng(derive_seed(seed, "relative difference", part.protocol, part.fold))
-        relative = _relative(part.values, np.asarray(a_cols), np.asarray(b_cols), level, n_resamples, boot)
+        relative = _relative(part.values, np.asarray(a_cols), np.asarray(b_cols), level,
+                             n_resamples if relative_resamples is None else relative_resamples, boot)
         for test, values in _test_partition(part, first, second, a_cols, b_cols, tests, alternative, level,
                                             n_resamples, rng, mcnemar):
             keep = ~np.isnan(values["p_value"]) | (test != "mcnemar")
@@ -315,31 +319,15 @@ def _permutation(diffs, both, alternative, n_resamples, rng):
     return statistic, pvalue
 
 
-def _wilcoxon(d: np.ndarray, alternative: str) -> tuple[float, float]:
-    if not np.any(d != 0):
-        return 0.0, 1.0
-    result = stats.wilcoxon(d, alternative=alternative)
-    return float(result.statistic), float(result.pvalue)
-
-
 def _wilcoxon_columns(diffs: np.ndarray, both: np.ndarray, alternative: str) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`_wilcoxon` of every column over its users with both values. The columns measured on
-    the same users, when more than 50, go to scipy in one call: scipy then takes the normal
-    approximation for each column (per column, as one call each would: the ranks, zeros and tie
-    correction are the column's own); fewer users go one column at a time, as scipy may then
-    choose an exact or a permutation distribution per column."""
+    """Wilcoxon's signed-rank test of every column over its users with both values: the columns
+    measured on the same users ranked together (:func:`~recsys_eval.compare.signed_rank.wilcoxon_columns`,
+    scipy's test of each column alone, bit for bit: its own zeros dropped, ties corrected and
+    distribution chosen)."""
     statistic, pvalue = np.full(diffs.shape[1], np.nan), np.full(diffs.shape[1], np.nan)
     for rows, cols in mask_groups(both):
-        block = diffs[np.ix_(rows, cols)]
-        if rows.size > 50:
-            zero = ~np.any(block != 0, axis=0)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                result = stats.wilcoxon(block, axis=0, alternative=alternative)
-            statistic[cols] = np.where(zero, 0.0, result.statistic)
-            pvalue[cols] = np.where(zero, 1.0, result.pvalue)
-        elif rows.size:
-            for j, c in enumerate(cols):
-                statistic[c], pvalue[c] = _wilcoxon(block[:, j], alternative)
+        if rows.size:
+            statistic[cols], pvalue[cols] = wilcoxon_columns(diffs[np.ix_(rows, cols)], alternative)
     return statistic, pvalue
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 
 import numpy as np
 from scipy.special import ndtr, ndtri
@@ -26,21 +27,22 @@ CHUNK_ELEMENTS = 4_000_000
 TIE_TOLERANCE = 1e-14
 
 
-#: Draws kept by :func:`resample_counts` for the last few generator states it drew from.
-_KEPT_DRAWS = 4
+#: Draws kept by :func:`kept_draw` for the last few generator states drawn from (each at most
+#: ``CHUNK_ELEMENTS`` float64: 32 MB).
+_KEPT_DRAWS = 8
 _kept: OrderedDict[tuple, tuple[np.ndarray, dict]] = OrderedDict()
 _kept_lock = threading.Lock()
 
 
-def resample_counts(rng: np.random.Generator, n_resamples: int, n: int) -> np.ndarray:
-    """How often each of ``n`` rows is drawn in each of ``n_resamples`` resamples of n draws with
-    replacement (int32, resamples x n): the draws of ``rng.integers(0, n, (n_resamples, n))``,
-    counted per resample. The generator ends where those draws leave it.
+def kept_draw(rng: np.random.Generator, kind: str, shape: tuple[int, int],
+              draw: Callable[[np.random.Generator], np.ndarray]) -> np.ndarray:
+    """``draw(rng)`` (a read-only array of ``kind`` and ``shape``), or the same array kept from
+    an earlier call from the same generator state, the generator then moved on to where drawing
+    would leave it.
 
-    The draws of the last few generator states are kept: the analysis tests every metric of a
-    (fold, protocol) from generators seeded alike, so the same draws recur once per metric, and a
-    draw kept is returned (and the generator moved on) exactly as drawing again would."""
-    key = (repr(rng.bit_generator.state), n_resamples, n)
+    The analysis tests every metric of a (fold, protocol) from generators seeded alike, so the
+    same draws recur once per metric: a kept draw skips drawing and converting them again."""
+    key = (kind, repr(rng.bit_generator.state), shape)
     with _kept_lock:
         kept = _kept.get(key)
         if kept is not None:
@@ -48,15 +50,41 @@ def resample_counts(rng: np.random.Generator, n_resamples: int, n: int) -> np.nd
     if kept is not None:
         rng.bit_generator.state = kept[1]
         return kept[0]
-    indices = rng.integers(0, n, (n_resamples, n), dtype=np.int32).astype(np.int64)
-    indices += (np.arange(n_resamples, dtype=np.int64) * n)[:, None]
-    counts = np.bincount(indices.ravel(), minlength=n_resamples * n).astype(np.int32).reshape(n_resamples, n)
-    counts.flags.writeable = False
+    drawn = draw(rng)
+    drawn.flags.writeable = False
     with _kept_lock:
-        _kept[key] = (counts, rng.bit_generator.state)
+        _kept[key] = (drawn, rng.bit_generator.state)
         if len(_kept) > _KEPT_DRAWS:
             _kept.popitem(last=False)
-    return counts
+    return drawn
+
+
+def resample_counts(rng: np.random.Generator, n_resamples: int, n: int) -> np.ndarray:
+    """How often each of ``n`` rows is drawn in each of ``n_resamples`` resamples of n draws with
+    replacement (float64 counts, resamples x n, ready for a matrix product): the draws of
+    ``rng.integers(0, n, (n_resamples, n))``, counted per resample (:func:`kept_draw`)."""
+
+    def draw(rng: np.random.Generator) -> np.ndarray:
+        indices = rng.integers(0, n, (n_resamples, n), dtype=np.int32).astype(np.int64)
+        indices += (np.arange(n_resamples, dtype=np.int64) * n)[:, None]
+        return np.bincount(indices.ravel(), minlength=n_resamples * n).astype(np.float64).reshape(n_resamples, n)
+
+    return kept_draw(rng, "counts", (n_resamples, n), draw)
+
+
+def sign_flips(rng: np.random.Generator, n_resamples: int, n: int) -> np.ndarray:
+    """``n_resamples`` x ``n`` random signs (float64 +-1), each +1 with probability 1/2: the bits
+    of ``rng.integers(0, 256, (n_resamples, ceil(n / 8)), dtype=uint8)``, unpacked
+    (:func:`kept_draw`)."""
+
+    def draw(rng: np.random.Generator) -> np.ndarray:
+        packed = rng.integers(0, 256, (n_resamples, (n + 7) // 8), dtype=np.uint8)
+        signs = np.unpackbits(packed, axis=1, count=n).astype(np.float64)
+        signs *= 2.0
+        signs -= 1.0
+        return signs
+
+    return kept_draw(rng, "signs", (n_resamples, n), draw)
 
 
 def bootstrap_means(values: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
@@ -72,7 +100,7 @@ def bootstrap_means(values: np.ndarray, n_resamples: int, rng: np.random.Generat
     rows_per_chunk = max(1, CHUNK_ELEMENTS // max(n, 1))
     for start in range(0, n_resamples, rows_per_chunk):
         stop = min(start + rows_per_chunk, n_resamples)
-        out[start:stop] = resample_counts(rng, stop - start, n).astype(np.float64) @ values
+        out[start:stop] = resample_counts(rng, stop - start, n) @ values
     return out / n
 
 
@@ -93,9 +121,7 @@ def sign_flip_means(diffs: np.ndarray, n_resamples: int, rng: np.random.Generato
     rows_per_chunk = max(1, CHUNK_ELEMENTS // max(n, 1))
     for start in range(0, n_resamples, rows_per_chunk):
         stop = min(start + rows_per_chunk, n_resamples)
-        packed = rng.integers(0, 256, (stop - start, (n + 7) // 8), dtype=np.uint8)
-        signs = np.unpackbits(packed, axis=1, count=n).astype(np.float64) * 2.0 - 1.0
-        out[start:stop] = signs @ diffs
+        out[start:stop] = sign_flips(rng, stop - start, n) @ diffs
     return out / n, False
 
 

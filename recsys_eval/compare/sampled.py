@@ -39,8 +39,8 @@ benchmarks/bench_sampled.py on ML-25M-sized inputs (thousands of distinct N).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from functools import lru_cache
+from collections.abc import Mapping, Sequence
+from functools import cached_property, lru_cache
 
 import numpy as np
 from scipy import linalg, special, stats
@@ -139,6 +139,24 @@ def sampled_correction(
     Average the result over a user's units and then over users as for any metric. See the module
     docstring for the methods; ``params`` as for :func:`rank_metric`.
     """
+    return sampled_corrections(sampled_ranks, n_negatives, n_candidates, [(metric, k)], method=method, gamma=gamma,
+                               model=model, params=params)[0]
+
+
+def sampled_corrections(
+    sampled_ranks: np.ndarray,
+    n_negatives: int,
+    n_candidates: int | np.ndarray,
+    metrics: Sequence[tuple[str, int | None]],
+    *,
+    method: str = "bias_variance",
+    gamma: float = DEFAULT_GAMMA,
+    model: str = "hypergeometric",
+    params: Mapping[str, float] | None = None,
+) -> np.ndarray:
+    """:func:`sampled_correction` of every (metric, k) of ``metrics`` (rows, in their order): the
+    same values, but each distinct N's rank distributions and Gram matrix are computed once for
+    all the metrics (they depend on n and N alone), not once per metric."""
     check_choice("correction method", method, CORRECTION_METHODS)
     ranks = np.asarray(sampled_ranks)
     if ranks.size and (not np.issubdtype(ranks.dtype, np.integer) or ranks.min() < 1 or ranks.max() > n_negatives + 1):
@@ -148,18 +166,21 @@ def sampled_correction(
         )
     counts = _check_counts(n_candidates, n_negatives, ranks.shape)
     if method == "sampled":
-        return rank_metric(ranks, metric, k, n_negatives + 1, params)
+        return np.stack([rank_metric(ranks, metric, k, n_negatives + 1, params) for metric, k in metrics])
     if method == "rescale":
-        return rank_metric(1.0 + (ranks - 1.0) * (counts - 1.0) / n_negatives, metric, k, counts, params)
-    if counts.ndim == 0:
-        return corrected_values(n_negatives, int(counts), metric, k, gamma=gamma, model=model, params=params)[ranks - 1]
-    distinct, inverse = np.unique(counts, return_inverse=True)
-    corrected_values(n_negatives, int(distinct[0]), metric, k, gamma=gamma, model=model,
-                     params=params)  # checks the arguments
+        rescaled = 1.0 + (ranks - 1.0) * (counts - 1.0) / n_negatives
+        return np.stack([rank_metric(rescaled, metric, k, counts, params) for metric, k in metrics])
+    distinct, inverse = np.unique(np.broadcast_to(counts, ranks.shape), return_inverse=True)
+    if not distinct.size:
+        return np.empty((len(metrics), *ranks.shape))
+    for metric, k in metrics:  # checks the arguments
+        corrected_values(n_negatives, int(distinct.flat[0]), metric, k, gamma=gamma, model=model, params=params)
+    tables = np.empty((len(metrics), distinct.size, n_negatives + 1))
     with threadpool_limits(1, "blas"):
-        tables = np.stack([_corrected(n_negatives, int(n), metric, k, float(gamma), model, _key(params))
-                           for n in distinct])
-    return tables[inverse.reshape(ranks.shape), ranks - 1]
+        for j, n in enumerate(distinct.tolist()):  # each N's system once, for every metric
+            for i, (metric, k) in enumerate(metrics):
+                tables[i, j] = _corrected(n_negatives, n, metric, k, float(gamma), model, _key(params))
+    return tables[:, inverse.reshape(ranks.shape), ranks - 1]
 
 
 def _key(params: Mapping[str, float] | None) -> tuple:
@@ -170,19 +191,49 @@ def _key(params: Mapping[str, float] | None) -> tuple:
 @lru_cache(maxsize=32768)
 def _corrected(n_negatives: int, n_candidates: int, metric: str, k: int | None, gamma: float, model: str,
                params: tuple) -> np.ndarray:
-    nodes, weights = _gauss_rule(n_candidates, n_negatives + 1)  # exact to degree 2n + 1
-    a = rank_distribution(nodes, n_negatives, n_candidates, model)
-    weighted = a * weights[:, None]
-    gram = (1.0 - gamma) * (a.T @ weighted) + gamma * np.diag(weighted.sum(axis=0))
+    system = _system(n_negatives, n_candidates, gamma, model)
     reach = METRICS[metric].depth.reach(k, 1)
     if reach is not None:  # f vanishes beyond the deepest rank the metric reads
-        ranks, weights = np.arange(1.0, min(reach, n_candidates) + 1.0), np.ones(min(reach, n_candidates))
+        depth = min(reach, n_candidates)
+        ranks, weights, rows = np.arange(1.0, depth + 1.0), np.ones(depth), system.head(depth)
     else:  # 1/R, 1/log2(R + 1) (not polynomials) or a polynomial of degree <= 1 (AUC, uncut recall)
-        ranks, weights = _smooth_rule(n_candidates, n_negatives + 1)
+        ranks, weights, rows = system.smooth
     f = rank_metric(ranks, metric, k, n_candidates, dict(params)) * weights
-    values = linalg.solve(gram, rank_distribution(ranks, n_negatives, n_candidates, model).T @ f, assume_a="pos")
+    values = linalg.solve(system.gram, rows.T @ f, assume_a="pos")
     values.setflags(write=False)
     return values
+
+
+class _RankSystem:
+    """What the bias-variance solve of one (n, N, gamma, model) shares between metrics: the
+    regularised Gram matrix ((1 - gamma) A'A + gamma diag(A'1), A = P(r | R) on the Gauss rule's
+    nodes), the rows P(r | R) of the head ranks R = 1..depth, and the smooth rule's points, weights
+    and rows (:func:`_smooth_rule`). Each row of P(r | R) is computed on its own, so the rows of a
+    shallower cutoff are the first rows of a deeper one, the same bits."""
+
+    def __init__(self, n_negatives: int, n_candidates: int, gamma: float, model: str) -> None:
+        self.n_negatives, self.n_candidates, self.model = n_negatives, n_candidates, model
+        nodes, weights = _gauss_rule(n_candidates, n_negatives + 1)  # exact to degree 2n + 1
+        a = rank_distribution(nodes, n_negatives, n_candidates, model)
+        weighted = a * weights[:, None]
+        self.gram = (1.0 - gamma) * (a.T @ weighted) + gamma * np.diag(weighted.sum(axis=0))
+        self._head = np.empty((0, n_negatives + 1))
+
+    def head(self, depth: int) -> np.ndarray:
+        """P(r | R) for R = 1..depth (rows)."""
+        if depth > self._head.shape[0]:
+            self._head = rank_distribution(np.arange(1.0, depth + 1.0), self.n_negatives, self.n_candidates, self.model)
+        return self._head[:depth]
+
+    @cached_property
+    def smooth(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        ranks, weights = _smooth_rule(self.n_candidates, self.n_negatives + 1)
+        return ranks, weights, rank_distribution(ranks, self.n_negatives, self.n_candidates, self.model)
+
+
+@lru_cache(maxsize=4)
+def _system(n_negatives: int, n_candidates: int, gamma: float, model: str) -> _RankSystem:
+    return _RankSystem(n_negatives, n_candidates, gamma, model)
 
 
 @lru_cache(maxsize=8192)

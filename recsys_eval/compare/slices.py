@@ -53,6 +53,17 @@ def slice_fold_means(means: pl.DataFrame) -> pl.DataFrame:
     return with_fold_means(means, [*_KEYS, *SLICE_KEYS], summed=("n", "n_undefined"), blank=("lower", "upper"))
 
 
+def slice_test_options(options: dict) -> dict:
+    """The paired-test options of the slice groups, from the run's (``tests`` among them): one
+    test, Wilcoxon's signed-rank when the run has it (no resampling; exact for a small group without
+    ties), else the run's first, and the relative difference without its bootstrap interval.
+
+    A study has many groups of few users, and the report shows one test per group: every test and
+    a 1,000-resample interval per group cost as much as the whole run's tests again."""
+    tests = [options["tests"]] if isinstance(options["tests"], str) else list(options["tests"])
+    return {**options, "tests": ["wilcoxon" if "wilcoxon" in tests else tests[0]], "relative_resamples": 0}
+
+
 def slice_tests(per_user_frame: pl.DataFrame, slices: pl.DataFrame, **options) -> pl.DataFrame:
     """:func:`recsys_eval.compare.paired_tests` (with ``options``) on the users of each slice group,
     with its slice, group and order; a group with fewer than two users is left out.

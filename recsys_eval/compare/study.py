@@ -101,6 +101,11 @@ def _comparable_groups(users: pl.DataFrame, baseline: str | None) -> list[pl.Dat
     """The per-user values split by the set of systems that have each (protocol, metric, k): e.g.
     MAE only for rating predictors. Groups without the baseline, or with one system, are left out."""
     key = ["protocol", "metric", "k"]
+    keys, systems, cells = users.select(pl.struct(key).n_unique().alias("keys"), pl.col("system").n_unique(),
+                                        pl.struct("system", *key).n_unique().alias("cells")).row(0)
+    if keys * systems == cells:  # every (protocol, metric, k) has every system: one group (or none)
+        present = baseline is None or users.select((pl.col("system") == baseline).any()).item()
+        return [users] if systems >= 2 and present else []
     members = users.group_by(key).agg(pl.col("system").unique().sort().alias("members"))
     members = members.filter(pl.col("members").list.len() >= 2)
     if baseline is not None:
@@ -147,7 +152,7 @@ def sampled_table(folder: ResultsFolder, summary: pl.DataFrame, undefined: str) 
     Each estimate is a per-unit value (a function of the unit's sampled rank) averaged exactly like
     the summary: per user, then per fold, then over folds; so ``sampled`` equals the summary's
     value of the same protocol and metric, and ``full`` is the summary's AI+1R+AN value."""
-    from recsys_eval.compare.sampled import SAMPLED_METRICS, sampled_correction
+    from recsys_eval.compare.sampled import SAMPLED_METRICS
 
     manifest = folder.manifest
     definitions = manifest.protocol_definitions
@@ -174,23 +179,10 @@ def sampled_table(folder: ResultsFolder, summary: pl.DataFrame, undefined: str) 
                 .collect()
             )
             ranks = fold_units.filter(pl.col("metric") == SAMPLED_RANK)
-            full_n = ranks.select("system", "unit").join(
+            ranks = ranks.with_columns(ranks.select("system", "unit").join(
                 fold_units.filter(pl.col("metric") == FULL_CANDIDATES).select("system", "unit", "value"),
-                on=["system", "unit"], how="left", maintain_order="left").get_column("value")
-            rank = ranks.get_column("value").to_numpy()
-            # each unit's own full candidate count N (the catalogue size where it was not recorded)
-            n_full = full_n.fill_null(float(n_items)).to_numpy().astype(np.int64)
-            ranked = rank > 0
-            for method in ("sampled", "rescale", "bias_variance"):
-                for metric, k in metrics:
-                    value = np.zeros(len(rank))  # a unit whose relevant item was not ranked scores 0
-                    value[ranked] = sampled_correction(rank[ranked].astype(np.int64), n, n_full[ranked],
-                                                       metric, k, method=method, params=manifest.metric_params)
-                    per_unit = ranks.with_columns(
-                        pl.lit(metric).alias("metric"), pl.lit(k, pl.Int32).alias("k"),
-                        pl.Series("value", value), pl.lit(f"{label}\x1f{method}").alias("protocol"),
-                    )
-                    fold_rows.append(fold_summary(per_unit, undefined=undefined))
+                on=["system", "unit"], how="left", maintain_order="left").get_column("value").alias("n_full"))
+            fold_rows += _sampled_fold_rows(ranks, label, n, metrics, n_items, undefined, manifest.metric_params)
         if not fold_rows:
             continue
         estimates = run_rows(with_all_folds(pl.concat(fold_rows)), folds)
@@ -208,6 +200,42 @@ def sampled_table(folder: ResultsFolder, summary: pl.DataFrame, undefined: str) 
                     rows.append({"system": system, "protocol": label, "full_protocol": full_label,
                                  "metric": metric, "k": k, "estimate": "full", "value": value})
     return pl.DataFrame(rows, schema_overrides={"k": pl.Int32, "value": pl.Float64}) if rows else pl.DataFrame()
+
+
+def _sampled_fold_rows(ranks: pl.DataFrame, label: str, n: int, metrics: list[tuple], n_items: int, undefined: str,
+                       params: dict) -> list[pl.DataFrame]:
+    """The fold rows of the summary (:func:`~recsys_eval.measure.aggregate.fold_summary`) of each
+    estimate of every metric of one fold's 1R+NN units (``ranks``: their sampled rank in ``value``,
+    their full candidate count in ``n_full``), under the protocol ``label + "\x1f" + estimate``,
+    one frame per estimate. The units are put in users once for all the estimates and metrics, and
+    each distinct candidate count's rank distributions serve every metric."""
+    from recsys_eval.compare.sampled import sampled_corrections
+    from recsys_eval.measure.aggregate import PartitionState, grouped, user_means
+
+    units, starts = grouped(ranks, ["system", "fold", "user"], then="unit")
+    rank = units.get_column("value").to_numpy()
+    # each unit's own full candidate count N (the catalogue size where it was not recorded)
+    n_full = units.get_column("n_full").fill_null(float(n_items)).to_numpy().astype(np.int64)
+    ranked = rank > 0
+    users = units[starts].select("system", "fold", "user")
+    order = {metric: i for i, metric in enumerate(dict.fromkeys(m for m, _ in metrics))}
+    frames = []
+    for method in ("sampled", "rescale", "bias_variance"):
+        values = np.zeros((len(metrics), len(rank)))  # a unit whose relevant item was not ranked scores 0
+        values[:, ranked] = sampled_corrections(rank[ranked].astype(np.int64), n, n_full[ranked], metrics,
+                                                method=method, params=params)
+        parts = []
+        for (metric, k), value in zip(metrics, values, strict=True):
+            mean, sums, counts = user_means(value, starts, undefined)
+            parts.append(users.with_columns(
+                pl.lit(f"{label}\x1f{method}").alias("protocol"), pl.lit(metric).alias("metric"),
+                pl.lit(k, pl.Int32).alias("k"), pl.Series("value", mean, dtype=pl.Float64),
+                pl.Series("unit_sum", sums), pl.Series("unit_count", counts, dtype=pl.Int64)))
+        summary = PartitionState.of_users(pl.concat(parts).select(
+            "system", "protocol", "fold", "user", "metric", "k", "value", "unit_sum", "unit_count"), order).summary(undefined)
+        # in the order of one summary per metric, concatenated: metric and k, then system
+        frames.append(summary.sort(pl.col("metric").replace_strict(order), "k", nulls_last=False, maintain_order=True))
+    return frames
 
 
 def sampled_ordering(table: pl.DataFrame) -> pl.DataFrame:
@@ -311,7 +339,13 @@ def analyse(
     :func:`part_paired_tests` does here (a Spark job: :class:`recsys_eval.engine.paired.SparkPairedTests`)."""
     from recsys_eval.compare import fold_paired_tests
     from recsys_eval.compare.distributions import CurveMeans, SortedValues, with_fold_means
-    from recsys_eval.compare.slices import popularity_parts, slice_fold_means, slice_means, slice_tests
+    from recsys_eval.compare.slices import (
+        popularity_parts,
+        slice_fold_means,
+        slice_means,
+        slice_test_options,
+        slice_tests,
+    )
     from recsys_eval.errors import check_choice
 
     folder = folder if isinstance(folder, ResultsFolder) else ResultsFolder.open(folder)
@@ -356,14 +390,14 @@ def analyse(
                 sliced.append(slice_means(users, fold_slices))
                 kept.append(users)
             del users
-        if kept:  # the slice tests of every metric at once: each group's draws serve them all
+        if kept:  # the slice tests of every metric at once: one layout of each group's users
             users = pl.concat(kept)
-            slice_paired += [slice_tests(group, fold_slices, **_part_options(options, definitions, users))
-                             for group in _comparable_groups(users, baseline)]
+            part_options = slice_test_options(_part_options(options, definitions, users))
+            slice_paired += [slice_tests(group, fold_slices, **part_options) for group in _comparable_groups(users, baseline)]
             del users, kept
     units = folder.table(UNIT_SLICES)
     for users, groups in popularity_parts(folder, units, undefined) if units is not None else ():
-        part_options = _part_options(options, definitions, users)
+        part_options = slice_test_options(_part_options(options, definitions, users))
         sliced.append(slice_means(users, groups))
         slice_paired += [slice_tests(group, groups, **part_options) for group in _comparable_groups(users, baseline)]
     fold_paired = []

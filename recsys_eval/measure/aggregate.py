@@ -86,24 +86,28 @@ def _user_values(per_unit: pl.DataFrame, undefined: str) -> pl.DataFrame:
     keys = [*[c for c in _LABELS if c in per_unit.columns], "metric", "k", "user"]
     frame = per_unit.filter(pl.col("user").is_not_null()) if per_unit.get_column("user").null_count() else per_unit
     frame, starts = grouped(frame, keys, then="unit")
-    value = frame.get_column("value").cast(pl.Float64).to_numpy()
+    mean, sums, counts = user_means(frame.get_column("value").cast(pl.Float64).to_numpy(), starts, undefined)
+    users = frame.select(keys) if len(starts) == frame.height else frame[starts].select(keys)
+    return users.select(*keys[:-3], "user", "metric", "k").with_columns(
+        pl.Series("value", mean, dtype=pl.Float64), pl.Series("unit_sum", sums),
+        pl.Series("unit_count", counts, dtype=pl.Int64),
+    )
+
+
+def user_means(value: np.ndarray, starts: np.ndarray, undefined: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per user (a run of units starting at ``starts``): the mean over the user's units, the sum
+    and the count of the units that enter it (NaN units left out under ``"skip"``, counted as 0
+    under ``"zero"``; NaN for a user without one). The per-user values of :func:`per_user`."""
     defined = ~np.isnan(value)
     if undefined == "zero":
         value = np.where(defined, value, 0.0)
         defined = np.ones(len(value), dtype=bool)
     if len(starts) == len(value):  # one unit per user (AR): a user's value is its unit's
-        sums, counts, users = np.where(defined, value, 0.0), defined.astype(np.int64), frame.select(keys)
-        mean = value
-    else:
-        sums = _reduce(np.where(defined, value, 0.0), starts)
-        counts = _reduce(defined.astype(np.int64), starts)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            mean = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
-        users = frame[starts].select(keys)
-    return users.select(*keys[:-3], "user", "metric", "k").with_columns(
-        pl.Series("value", mean, dtype=pl.Float64), pl.Series("unit_sum", sums),
-        pl.Series("unit_count", counts, dtype=pl.Int64),
-    )
+        return value, np.where(defined, value, 0.0), defined.astype(np.int64)
+    sums = _reduce(np.where(defined, value, 0.0), starts)
+    counts = _reduce(defined.astype(np.int64), starts)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan), sums, counts
 
 
 # -- per user -> fold ---------------------------------------------------------------------------
@@ -151,6 +155,13 @@ class PartitionState:
             f_users = f_users.drop(_LABELS) if f_users is not None else None
         order = {name: i for i, name in enumerate(n for n in names if n != N_RELEVANT)}
         return cls(_user_values(metrics, undefined), run_rows, f_users, order, labels)
+
+    @classmethod
+    def of_users(cls, users: pl.DataFrame, order: dict[str, int]) -> PartitionState:
+        """The state of per-user values already reduced from their units (the columns system,
+        protocol, fold, user, metric, k, value, unit_sum, unit_count, as :func:`user_means` gives
+        them), with no whole-run or F rows; ``order`` the metrics' order."""
+        return cls(users, _EMPTY_RUN, None, order)
 
     @classmethod
     def merge(cls, states: list[PartitionState]) -> PartitionState:

@@ -147,6 +147,20 @@ def test_a_kept_draw_is_the_draw_and_moves_the_generator_on_as_drawing_would():
     assert not drawn.flags.writeable
 
 
+def test_kept_sign_flips_are_the_generators_bits_and_move_it_on_as_drawing_would():
+    from recsys_eval.compare import resampling
+
+    resampling._kept.clear()
+    fresh = np.random.default_rng(6)
+    drawn = resampling.sign_flips(fresh, 200, 19)
+    bits = np.unpackbits(np.random.default_rng(6).integers(0, 256, (200, 3), dtype=np.uint8), axis=1, count=19)
+    assert np.array_equal(drawn, bits * 2.0 - 1.0)
+    again = np.random.default_rng(6)
+    assert resampling.sign_flips(again, 200, 19) is drawn
+    assert again.random() == fresh.random()
+    assert resampling.resample_counts(np.random.default_rng(6), 200, 19) is not drawn  # a draw of its own kind
+
+
 def test_bootstrap_means_over_many_chunks_equal_one_chunk(monkeypatch):
     from recsys_eval.compare import resampling
 

@@ -9,7 +9,7 @@ from polars.testing import assert_frame_equal
 from scipy import stats
 
 from recsys_eval.compare import paired_tests, slice_means, slice_tests
-from recsys_eval.compare.slices import slice_fold_means
+from recsys_eval.compare.slices import slice_fold_means, slice_test_options
 
 from .conftest import user_frame
 
@@ -80,3 +80,21 @@ def test_slice_tests_equal_paired_tests_on_each_groups_rows_with_gaps_and_two_pr
         expected = paired_tests(frame.filter(pl.col("user").is_in(members["user"].implode())), **options)
         got = tests.filter((pl.col("slice") == name) & (pl.col("group") == group)).drop("slice", "group", "order")
         assert_frame_equal(got, expected, check_exact=False, rel_tol=1e-12)
+
+
+def test_the_slice_groups_get_one_test_and_no_resampled_interval(rng):
+    """The analysis tests each group with Wilcoxon's signed-rank test when the run has it (else the
+    run's first test), and gives the relative difference without its bootstrap interval: the rows
+    equal paired_tests of that test on the group's users, but for the interval's bounds."""
+    run = dict(baseline="B", tests=["t", "wilcoxon", "permutation"], n_resamples=200, seed=3)
+    assert slice_test_options(run)["tests"] == ["wilcoxon"]
+    assert slice_test_options({**run, "tests": ["permutation", "t"]})["tests"] == ["permutation"]
+    a, b = rng.random(60), rng.random(60)
+    frame = user_frame({"A": a, "B": b})
+    tests = slice_tests(frame, _slices(60), **slice_test_options(run))
+    warm = tests.filter(pl.col("group") == "warm").drop("slice", "group", "order")
+    expected = paired_tests(frame.filter(pl.col("user") % 3 != 0), **{**run, "tests": ["wilcoxon"]})
+    bounds = ["relative_lower", "relative_upper"]
+    assert_frame_equal(warm.drop(bounds), expected.drop(bounds))
+    assert warm.select(pl.col(bounds).is_nan().all()).row(0) == (True, True)
+    assert expected.select(pl.col(bounds).is_nan().any()).row(0) == (False, False)
