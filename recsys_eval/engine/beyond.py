@@ -54,16 +54,18 @@ def rating_units(split: Split) -> np.ndarray:
     return np.cumsum(tested) - tested
 
 
-def run_counts(measure: MeasureOptions, n_items: int, rankings, target: ProtocolTargets, system: str) -> bytes:
-    """A chunk's run-level counts of one (system, protocol) (pickled for the driver, :data:`RUN_COUNTS`):
-    its lists added to an empty exposure as the local fold adds them
-    (:func:`recsys_eval.pipeline.jobs.add_exposure`); ``target.train`` reads the whole train's
-    item side."""
+def chunk_exposure(measure: MeasureOptions, n_items: int, target: ProtocolTargets) -> RunExposure:
+    """An empty exposure for a chunk's lists of one (system, protocol), which
+    :func:`recsys_eval.pipeline.jobs.measure_ranking` adds them to as the local fold does;
+    ``target.train`` reads the whole train's item side."""
     from recsys_eval.measure.beyond import run_exposure
-    from recsys_eval.pipeline import jobs
 
-    exposure = run_exposure(n_items, list(measure.k), target.train, measure.run_level, measure.params)
-    jobs.add_exposure(measure, exposure, rankings, target.targets)
+    return run_exposure(n_items, list(measure.k), target.train, measure.run_level, measure.params)
+
+
+def run_counts(exposure: RunExposure, target: ProtocolTargets, system: str) -> bytes:
+    """A chunk's run-level counts of one (system, protocol) (its :func:`chunk_exposure`, its lists
+    added), pickled for the driver (:data:`RUN_COUNTS`)."""
     return pickle.dumps((system, target.label, _EXPOSURE, exposure.state()))
 
 
