@@ -37,7 +37,6 @@ from recsys_eval.core.results import PER_UNIT_SCHEMA
 
 if TYPE_CHECKING:
     from recsys_eval.core import Interactions, Split
-    from recsys_eval.core.units import Targets
     from recsys_eval.measure.beyond import RunExposure
     from recsys_eval.measure.rating import ErrorSums
     from recsys_eval.pipeline.options import MeasureOptions
@@ -54,18 +53,20 @@ def rating_units(split: Split) -> np.ndarray:
     return np.cumsum(tested) - tested
 
 
-def run_counts(measure: MeasureOptions, n_items: int, rankings, targets: Targets, train: Interactions | None,
-               label: str, system: str) -> bytes:
-    """A chunk's run-level counts of one (system, protocol ``label``), pickled for the driver
-    (:data:`RUN_COUNTS`): its lists added to an empty exposure as the local fold adds them
-    (:func:`recsys_eval.pipeline.jobs.add_exposure`; ``targets``: the lists' own). ``train``: the
-    chunk's users' train rows reading the whole train's item side
+def chunk_exposure(measure: MeasureOptions, n_items: int, train: Interactions | None) -> RunExposure:
+    """An empty exposure for a chunk's lists of one (system, protocol), to which
+    :func:`recsys_eval.measure.measure` (through :func:`recsys_eval.pipeline.jobs.measure_ranking`
+    in a fold) adds them from its own list pass, as the local fold does. ``train``: the chunk's
+    users' train rows reading the whole train's item side
     (:func:`~recsys_eval.measure.lists.with_item_side`), None without a train."""
     from recsys_eval.measure.beyond import run_exposure
-    from recsys_eval.pipeline import jobs
 
-    exposure = run_exposure(n_items, list(measure.k), train, measure.run_level, measure.params)
-    jobs.add_exposure(measure, exposure, rankings, targets)
+    return run_exposure(n_items, list(measure.k), train, measure.run_level, measure.params)
+
+
+def run_counts(exposure: RunExposure, label: str, system: str) -> bytes:
+    """A chunk's run-level counts of one (system, protocol ``label``) (its :func:`chunk_exposure`,
+    its lists added), pickled for the driver (:data:`RUN_COUNTS`)."""
     return pickle.dumps((system, label, _EXPOSURE, exposure.state()))
 
 

@@ -211,7 +211,7 @@ def fold_chunk_tables(chunk: pl.DataFrame, task: FoldTask):
     fold's unit numbers, the exposure counts of full rankings, the sampled scored targets and the
     run-level counts; per system its rating rows and their error sums. Each model is made ready
     with the chunk's users' factor rows of its (system, train side)."""
-    from recsys_eval.engine.beyond import RUN_COUNTS, rating_tables, run_counts
+    from recsys_eval.engine.beyond import RUN_COUNTS, chunk_exposure, rating_tables, run_counts
     from recsys_eval.engine.factors import take_user_factors
     from recsys_eval.engine.targets import TEST, chunk_split, partition_target_sets
     from recsys_eval.measure.lists import with_item_side
@@ -237,13 +237,14 @@ def fold_chunk_tables(chunk: pl.DataFrame, task: FoldTask):
             key = (job.system, targets.trains[p])
             model = local_model(models[key], split.train, user_factors.get(key))
             rankings = jobs.rank(task.rank, model, target)
+            exposure = chunk_exposure(options.measure, task.template.n_items, target.train) if options.measure.run_level \
+                else None
             frame = jobs.measure_ranking(options.measure, task.template, rankings, target, job.system, task.fold,
-                                         run_level=False)
+                                         run_level=False, exposure=exposure)
             mapped = pl.Series("unit", global_unit, dtype=pl.Int64).gather(frame.get_column("unit"))
             yield PER_UNIT, frame.with_columns(mapped)
-            if options.measure.run_level:
-                yield RUN_COUNTS, run_counts(options.measure, task.template.n_items, rankings, target.targets,
-                                             target.train, target.label, job.system)
+            if exposure is not None:
+                yield RUN_COUNTS, run_counts(exposure, target.label, job.system)
             if target.targets.all_candidates and not target.targets.one_relevant:
                 yield EXPOSURE, jobs.exposure_rows(rankings, target, job.system, task.fold,
                                                    bins=options.exposure_bins, k=options.measure.kmax,

@@ -172,14 +172,15 @@ def measure_run_chunk(chunk: pl.DataFrame, spec: RunMeasure) -> MeasuredChunk:
     if catalogue is not None:
         rankings, targets, train = on_catalogue(data, catalogue)
         genres = catalogue.genres
-    names = [n for n in options.ranking if n not in run_level]  # a run's values are the driver's
-    frame = measure(rankings, targets, **{**options.kwargs(), "metrics": names}, system=spec.system,
-                    user_ids=data.user_ids, train=train, genres=genres)
-    frame = with_global_units(frame, _of_users(chunk, data.user_ids, "unit"))
-    if run_level:
-        from recsys_eval.engine.beyond import run_counts
+    from recsys_eval.engine.beyond import chunk_exposure, run_counts
 
-        counts = run_counts(options, spec.n_items, rankings, targets, train, targets.protocol, spec.system)
+    names = [n for n in options.ranking if n not in run_level]  # a run's values are the driver's
+    exposure = chunk_exposure(options, spec.n_items, train) if run_level else None
+    frame = measure(rankings, targets, **{**options.kwargs(), "metrics": names}, system=spec.system,
+                    user_ids=data.user_ids, train=train, genres=genres, exposure=exposure)
+    frame = with_global_units(frame, _of_users(chunk, data.user_ids, "unit"))
+    if exposure is not None:  # the lists were added to it by measure's own list pass
+        counts = run_counts(exposure, targets.protocol, spec.system)
     if not options.rating:
         return MeasuredChunk(frame, run_counts=counts)
     rows, errors = _rating_rows(chunk, data.predictions, spec, data.targets.protocol)

@@ -51,6 +51,7 @@ def measure(
     user_ids: pl.Series | Sequence | np.ndarray | None = None,
     train=None,
     genres=None,
+    exposure=None,
     **params: float,
 ) -> pl.DataFrame:
     """Per-unit values of ranking metrics (and beyond-accuracy ones, see :func:`beyond_accuracy`).
@@ -75,6 +76,9 @@ def measure(
         system, protocol, fold: labels of the rows (``protocol`` defaults to targets.protocol).
         user_ids: raw id of every user index; without it ``user`` holds the index.
         train, genres: for the beyond-accuracy metrics (see :func:`beyond_accuracy`).
+        exposure: a run's :class:`~recsys_eval.measure.beyond.RunExposure` (of the same ``train``
+            and parameters) to add these lists to, for a caller measuring a run in chunks of users:
+            its head/tail counts come from the beyond-accuracy metrics' list pass when there is one.
         params: the numbers metrics' formulas take, by name (``rbp_persistence``, RBP's p;
             ``calibration_alpha``, ``head_share``;
             :data:`~recsys_eval.measure.metrics.PARAMS`), their defaults where not given.
@@ -134,9 +138,11 @@ def measure(
         frames.append(
             beyond_accuracy(
                 rankings, k=cutoffs, n_items=targets.n_items, metrics=beyond, train=train,
-                genres=genres, targets=targets, params=params, user_ids=user_ids, **labels,
+                genres=genres, targets=targets, params=params, user_ids=user_ids, exposure=exposure, **labels,
             )
         )
+    elif exposure is not None:
+        exposure.add(rankings, targets)
     return concat_per_unit(frames)
 
 

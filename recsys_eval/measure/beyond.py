@@ -58,6 +58,7 @@ def beyond_accuracy(
     protocol: str = "rankings",
     fold: str = "0",
     user_ids: pl.Series | Sequence | np.ndarray | None = None,
+    exposure: RunExposure | None = None,
 ) -> pl.DataFrame:
     """Beyond-accuracy values in the per-unit schema.
 
@@ -68,6 +69,9 @@ def beyond_accuracy(
     and calibration; ``targets``, the rankings' own, for the metrics that read relevance (EPC, EFD,
     serendipity, PopREO); ``params``: metric parameters (``calibration_alpha``, ``head_share``),
     their defaults where not given. Without ``metrics``, every metric the inputs allow.
+    ``exposure``: a run's counts (:func:`run_exposure`, of the same ``train`` and ``params``) to add
+    these lists to, for a caller measuring a run in chunks of users; its head/tail counts come from
+    this call's list pass instead of a second one.
     """
     names = _beyond_names(metrics, train, genres, targets)
     cutoffs = check_cutoffs(k)
@@ -83,20 +87,30 @@ def beyond_accuracy(
     if "user_coverage" in names:
         values[at["user_coverage"]] = rankings.lengths > 0
     totals = None  # the head/tail counts of PopRSP and PopREO, when the pass makes them
-    if any(name in listpass.PASS_METRICS or name in popularity.PARITY_METRICS for name in names):
-        totals = _list_pass(names, rankings, cutoffs, train, genres, targets, n_items, params, values,
+    passed = names + (list(popularity.PARITY_METRICS) if _parity_of(exposure, train, n_items, params) else [])
+    if any(name in listpass.PASS_METRICS or name in popularity.PARITY_METRICS for name in passed):
+        totals = _list_pass(passed, rankings, cutoffs, train, genres, targets, n_items, params, values,
                             {name: row for name, row in at.items() if name in listpass.PASS_METRICS})
+    if exposure is not None:
+        exposure.add(rankings, targets, totals if _parity_of(exposure, train, n_items, params) else None)
     frames = []
     if per_unit:
         frames.append(long_frame(values.T, [name for name in per_unit for _ in _cutoffs_of(name, cutoffs)],
                                  [cut for name in per_unit for cut in _cutoffs_of(name, cutoffs)],
                                  rankings.unit_user, user_ids, labels))
     if any(name in RUN_METRICS for name in names):
-        exposure = run_exposure(n_items, cutoffs, train, names, params)
-        exposure.add(rankings, targets, totals)
+        counts = run_exposure(n_items, cutoffs, train, names, params)
+        counts.add(rankings, targets, totals)
         user_type = frames[0].schema["user"] if frames else PER_UNIT_SCHEMA["user"]
-        frames.append(run_frame(exposure.values(names), labels, user_type))
+        frames.append(run_frame(counts.values(names), labels, user_type))
     return concat_per_unit(frames)
+
+
+def _parity_of(exposure: RunExposure | None, train, n_items: int, params: Mapping[str, float]) -> bool:
+    """Whether ``exposure`` counts PopRSP's and PopREO's head and tail under the head this call's
+    list pass reads (the same train's, kept, and the same share): then the pass makes its counts."""
+    return (exposure is not None and exposure.parity is not None and isinstance(train, Interactions)
+            and exposure.parity.head is popularity.head_of(train, n_items, params["head_share"]))
 
 
 def _cutoffs_of(name: str, cutoffs: list[int]) -> list[int | None]:

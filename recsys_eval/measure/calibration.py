@@ -49,25 +49,29 @@ def add_item(item, g_rows, g_weight, into):
 
 
 def profiles(indptr: np.ndarray, indices: np.ndarray, g_rows: np.ndarray, g_weight: np.ndarray,
-             n_genres: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+             n_genres: int, alpha: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every train user's genre profile p(.|u) from its train row (CSR ``indptr``, ``indices``), as
-    its non-zero entries (genre, p) in genre order: row offsets (each user's room is min(genres,
-    sum of its items' genre counts)), the entries (entries x 2: genre, p) and per user its entry
-    count and |H|, the train items with genres (users x 2). A user's profile depends on its train
-    items alone, so that every list of the user, of any system, reads it instead of its train row."""
+    its non-zero entries in genre order: row offsets (each user's room is min(genres, sum of its
+    items' genre counts)), the entries (entries x 3: genre, p, and the term p log(p / (alpha p)) of
+    C_KL where the list lacks the genre, q(g|u) = 0) and per user its entry count and |H|, the
+    train items with genres (users x 2). A user's profile depends on its train items alone, so that
+    every list of the user, of any system, reads it instead of its train row; the terms of absent
+    genres, most of a short list's, are then a read instead of a logarithm."""
     n_users = len(indptr) - 1
     row = np.repeat(np.arange(n_users), np.diff(indptr))
     room = np.minimum(np.bincount(row, weights=g_rows[indices, 0], minlength=n_users), n_genres).astype(np.int64)
     offsets = np.concatenate([[0], np.cumsum(room)]).astype(np.int64)
-    entries, counts = np.zeros((offsets[-1], 2)), np.zeros((n_users, 2), dtype=np.int64)
-    run_chunks(_profiles_chunk, chunk_bounds(n_users), indptr, indices, g_rows, g_weight, n_genres, offsets, entries,
-               counts)
+    entries, counts = np.zeros((offsets[-1], 3)), np.zeros((n_users, 2), dtype=np.int64)
+    run_chunks(_profiles_chunk, chunk_bounds(n_users), indptr, indices, g_rows, g_weight, n_genres, float(alpha),
+               offsets, entries, counts)
     return offsets, entries, counts
 
 
 @njit(cache=True, nogil=True)
-def _profiles_chunk(lo, hi, indptr, indices, g_rows, g_weight, n_genres, offsets, entries, counts):
-    """:func:`profiles` of users lo:hi: p(g|u) = sum_{i in H} p(g|i) / |H|, summed in train order."""
+def _profiles_chunk(lo, hi, indptr, indices, g_rows, g_weight, n_genres, alpha, offsets, entries, counts):
+    """:func:`profiles` of users lo:hi: p(g|u) = sum_{i in H} p(g|i) / |H|, summed in train order,
+    and the term of C_KL at q(g|u) = 0 as :func:`miscalibration` would compute it ((1 - alpha) 0 /
+    n + alpha p is alpha p exactly)."""
     profile = np.zeros(n_genres)
     for user in range(lo, hi):
         n_profile = 0
@@ -78,6 +82,7 @@ def _profiles_chunk(lo, hi, indptr, indices, g_rows, g_weight, n_genres, offsets
             if profile[g] > 0:
                 entries[e, 0] = g
                 entries[e, 1] = profile[g] / max(n_profile, 1)
+                entries[e, 2] = entries[e, 1] * np.log(entries[e, 1] / (alpha * entries[e, 1]))
                 e += 1
             profile[g] = 0.0
         counts[user, 0] = e - offsets[user]
@@ -86,10 +91,10 @@ def _profiles_chunk(lo, hi, indptr, indices, g_rows, g_weight, n_genres, offsets
 
 @njit(cache=True, nogil=True, inline="always")
 def miscalibration(entries, start, stop, q, n_listed, alpha):
-    """C_KL of the profile entries start:stop (genre, p(g|u) > 0) and the genre sums ``q`` of
-    ``n_listed`` items with genres."""
+    """C_KL of the profile entries start:stop (genre, p(g|u) > 0, the term where q(g|u) = 0) and
+    the genre sums ``q`` of ``n_listed`` items with genres."""
     total = 0.0
     for e in range(start, stop):
-        p = entries[e, 1]
-        total += p * np.log(p / ((1.0 - alpha) * q[np.int64(entries[e, 0])] / n_listed + alpha * p))
+        p, listed = entries[e, 1], q[np.int64(entries[e, 0])]
+        total += entries[e, 2] if listed == 0.0 else p * np.log(p / ((1.0 - alpha) * listed / n_listed + alpha * p))
     return total

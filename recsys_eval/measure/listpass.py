@@ -9,11 +9,12 @@ one 64-byte record an item (:func:`item_table`: its popularity values and place 
 most-popular order, one cache line) into running sums and small buffers, and writes each asked
 metric at every cutoff straight into its row of the caller's metric-major matrix (columns x
 units, what :func:`~recsys_eval.measure.frames.long_frame` takes without a copy); the run-level
-head/tail counts are summed per chunk. MostPop (from the user's train row), calibration (from the
-user's kept genre profile) and ILD (from packed genre words) are each a tight loop of their own
-over the unit's list, run only when a metric asks: a loop that tests every family's flag at every
-item, or calls a helper with array arguments (numba's reference counting per call), measured
-slower. No units x cutoffs x sums array is kept.
+head/tail counts are summed per chunk. MostPop (from the user's train places in the
+most-popular order, kept ascending), calibration (from the user's kept genre profile) and ILD (from
+packed genre words) are each a tight loop of their own over the unit's list, run only when a
+metric asks: a loop that tests every family's flag at every item, or calls a helper with array
+arguments (numba's reference counting per call), measured slower. No units x cutoffs x sums array
+is kept.
 """
 
 from __future__ import annotations
@@ -74,18 +75,18 @@ def list_pass(rankings: Rankings, cutoffs: Sequence[int], out: np.ndarray | None
     sets = GenreSets.of(genres if "ild" in rows else np.zeros((1, 0), dtype=bool))
     most_popular = train is not None and bool({"unexpectedness", "serendipity"} & set(rows))
     calibrate = train is not None and genres is not None and "calibration" in rows
-    indptr, indices = _train_rows(train if most_popular else None, n_items, rankings)
-    g_rows, g_weight = genre_rows(genres) if calibrate else (np.zeros((1, 1), dtype=np.uint8), np.zeros(1))
-    p_offsets, p_entries, p_counts = (_profiles(train, n_items, genres, g_rows, g_weight) if calibrate else
-                                      (np.zeros(1, dtype=np.int64), np.zeros((0, 2)), np.zeros((0, 2), dtype=np.int64)))
+    indptr, places = _train_places(train if most_popular else None, records, rankings)
+    g_rows, g_weight, p_offsets, p_entries, p_counts = (
+        _profiles(train, n_items, genres, alpha) if calibrate else
+        (np.zeros((1, 1), dtype=np.uint8), np.zeros(1), np.zeros(1, dtype=np.int64), np.zeros((0, 3)),
+         np.zeros((0, 2), dtype=np.int64)))
     t_offsets, t_items, t_gain = _target_arrays(targets, rankings.n_units)
-    place = records[:, _PLACE].astype(np.int64) if most_popular else np.zeros(1, dtype=np.int64)
     bounds = chunk_bounds(rankings.n_units)
     totals = np.zeros((len(bounds) - 1, len(cutoffs), N_TOTALS))
     flags = np.array([records is not None, most_popular, calibrate, "ild" in rows, sets.packed], dtype=np.bool_)
     run_chunks(_pass_chunk, bounds, rankings.offsets, rankings.items, rankings.unit_user, t_offsets, t_items, t_gain,
                records if records is not None else np.zeros((1, _RECORD)), sets.words, sets.masks, sets.sizes, sets.distance, sets.stride, discount(int(cutoffs[-1])),
-               indptr, indices, place, g_rows, g_weight, p_offsets, p_entries, p_counts,
+               indptr, places, g_rows, g_weight, p_offsets, p_entries, p_counts,
                genres.shape[1] if calibrate else 0, float(alpha), flags,
                cutoffs, column, out, totals, n_items, index=True)
     return totals.sum(axis=0)
@@ -112,13 +113,17 @@ def discount(kmax: int) -> np.ndarray:
     return 1.0 / np.log2(np.arange(kmax, dtype=np.float64) + 2.0)
 
 
-def _profiles(train, n_items: int, genres: np.ndarray, g_rows: np.ndarray,
-              g_weight: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Every train user's genre profile (:func:`~recsys_eval.measure.calibration.profiles`), kept
-    with an Interactions under the genres' digest."""
+def _profiles(train, n_items: int, genres: np.ndarray, alpha: float) -> tuple[np.ndarray, ...]:
+    """The genre rows (:func:`~recsys_eval.measure.calibration.genre_rows`) and every train user's
+    genre profile under smoothing ``alpha`` (:func:`~recsys_eval.measure.calibration.profiles`),
+    kept with an Interactions under the genres' digest."""
     digest = hashlib.blake2b(np.packbits(genres).tobytes() + repr(genres.shape).encode(), digest_size=16).hexdigest()
-    return per_train(train, ("calibration profiles", n_items, digest),
-                     lambda: profiles(*train_rows(train, n_items), g_rows, g_weight, genres.shape[1]))
+
+    def compute() -> tuple[np.ndarray, ...]:
+        g_rows, g_weight = genre_rows(genres)
+        return g_rows, g_weight, *profiles(*train_rows(train, n_items), g_rows, g_weight, genres.shape[1], alpha)
+
+    return per_train(train, ("calibration profiles", n_items, digest, float(alpha)), compute)
 
 
 def _target_arrays(targets: Targets | None, n_units: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -127,18 +132,45 @@ def _target_arrays(targets: Targets | None, n_units: int) -> tuple[np.ndarray, n
     return targets.offsets, targets.items, targets.gain
 
 
-def _train_rows(train, n_items: int, rankings: Rankings) -> tuple[np.ndarray, np.ndarray]:
-    """The train rows (:func:`~recsys_eval.measure.lists.train_rows`) of every user the
-    rankings reach, or an empty row for each when the pass does not walk them."""
+def _train_places(train, records: np.ndarray | None, rankings: Rankings) -> tuple[np.ndarray, np.ndarray]:
+    """Every train user's train items as their places in the most-popular order (the records'),
+    ascending, in CSR rows (each pair once: :func:`~recsys_eval.measure.lists.train_rows`), with a
+    row for every user the rankings reach (empty past the train's); an empty row for each when
+    the pass does not walk them. Kept with an Interactions (every list of a user reads the same
+    row), so that MostPop reads a few places of a user's row in order instead of looking up the
+    place of every train item."""
     n_users = int(rankings.unit_user.max(initial=-1)) + 1
     if train is None:
-        return np.zeros(n_users + 1, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    return train_rows(train, n_items, n_users=n_users)
+        return np.zeros(n_users + 1, dtype=np.int64), np.zeros(0, dtype=np.int32)
+    n_items = len(records)
+    indptr, places = per_train(train, ("train places", n_items),
+                               lambda: sorted_places(*train_rows(train, n_items), records[:, _PLACE]))
+    if len(indptr) < n_users + 1:
+        indptr = np.concatenate([indptr, np.full(n_users + 1 - len(indptr), indptr[-1])])
+    return indptr, places
+
+
+def sorted_places(indptr: np.ndarray, indices: np.ndarray, place: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """CSR rows ``indptr``, ``indices`` of items as the items' ``place`` values, each row
+    ascending (int32; int64 row offsets)."""
+    indptr = np.asarray(indptr, dtype=np.int64)
+    places = np.empty(len(indices), dtype=np.int32)
+    run_chunks(_sorted_places_chunk, chunk_bounds(len(indptr) - 1), indptr, indices, place.astype(np.int32), places)
+    return indptr, places
+
+
+@njit(cache=True, nogil=True)
+def _sorted_places_chunk(lo, hi, indptr, indices, place, places):
+    for row in range(lo, hi):
+        start, stop = indptr[row], indptr[row + 1]
+        for j in range(start, stop):
+            places[j] = place[indices[j]]
+        places[start:stop].sort()
 
 
 @njit(cache=True, nogil=True)
 def _pass_chunk(chunk, lo, hi, offsets, items, unit_user, t_offsets, t_items, t_gain, table, words, masks, sizes,
-                distance, stride, discount, indptr, indices, place, g_rows, g_weight, p_offsets, p_entries, p_counts,
+                distance, stride, discount, indptr, places, g_rows, g_weight, p_offsets, p_entries, p_counts,
                 n_genres, alpha, flags, cutoffs,
                 column, out, totals, n_items):
     """Units lo:hi of :func:`list_pass`; ``flags``: popularity, MostPop, calibration, ILD, ILD of
@@ -149,8 +181,9 @@ def _pass_chunk(chunk, lo, hi, offsets, items, unit_user, t_offsets, t_items, t_
     n_cut = len(cutoffs)
     kmax = cutoffs[n_cut - 1]
     marked = np.zeros(n_items, dtype=np.bool_)  # the unit's relevant targets, unmarked after it
-    seen = np.zeros(len(place), dtype=np.bool_)  # by place in the most-popular order: the user's train items
+    seen = np.zeros(n_items, dtype=np.bool_)  # by place in the most-popular order: the user's train items
     bound = np.zeros(n_cut, dtype=np.int64)  # per cutoff, the first place past MostPop's top k
+    expected = np.zeros((n_cut + 1, 2), dtype=np.int64)  # listed items by the first cutoff of MostPop's they are in
     listed_place = np.zeros(kmax, dtype=np.int64)
     listed_relevant = np.zeros(kmax)
     listed_words = np.zeros(kmax, dtype=np.uint64)  # ILD: the top k's genre words, contiguous
@@ -169,16 +202,14 @@ def _pass_chunk(chunk, lo, hi, offsets, items, unit_user, t_offsets, t_items, t_
                         listed_place, listed_relevant)
         for j in range(t_offsets[u], t_offsets[u + 1]):
             marked[t_items[j]] = False
-        train = indices[indptr[unit_user[u]]:indptr[unit_user[u] + 1]]
         if most_popular:
-            for j in range(len(train)):
-                seen[place[train[j]]] = True
-            _most_popular_bounds(seen, cutoffs, bound)
-            for c in range(n_cut):
-                _write_unexpected(out, column, c, u, min(cutoffs[c], length), seen, bound[c], listed_place,
-                                  listed_relevant)
-            for j in range(len(train)):
-                seen[place[train[j]]] = False
+            train = places[indptr[unit_user[u]]:indptr[unit_user[u] + 1]]
+            below = _most_popular_bounds(train, n_items, cutoffs, bound)
+            for j in range(below):
+                seen[train[j]] = True
+            _unexpected(out, column, u, length, cutoffs, seen, bound, listed_place, listed_relevant, expected)
+            for j in range(below):
+                seen[train[j]] = False
         if calibrate:
             _calibration(u, unit_user[u], listed, p_offsets, p_entries, p_counts, g_rows, g_weight, alpha, cutoffs,
                          column[CALIBRATION], out, listed_genres)
@@ -293,32 +324,49 @@ def _put(out, row, c, u, value):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _write_unexpected(out, column, c, u, n, seen, bound, listed_place, listed_relevant):
-    """Unexpectedness and serendipity of the top n items at cutoff c: the share outside MostPop's
-    top k (seen in train, or placed at or past ``bound``), and of those the relevant ones;
-    undefined for an empty list."""
-    unexpected = serendipitous = 0.0
-    for j in range(n):
-        if seen[listed_place[j]] or listed_place[j] >= bound:
-            unexpected += 1.0
-            serendipitous += listed_relevant[j]
-    _put(out, column[UNEXPECTED], c, u, unexpected / n if n > 0 else np.nan)
-    _put(out, column[SERENDIPITY], c, u, serendipitous / n if n > 0 else np.nan)
+def _unexpected(out, column, u, length, cutoffs, seen, bound, listed_place, listed_relevant, expected):
+    """Unexpectedness and serendipity of unit u's list at every cutoff k: the share of its top n
+    items outside MostPop's top k (seen in train, or placed at or past ``bound``), and of those the
+    relevant ones; undefined for an empty list. Each item is counted once, under the first cutoff
+    whose MostPop top k holds it (``expected``: counts, relevant counts; none for an item never in
+    one), so that at each cutoff the unexpected are the items so far less those counted under it
+    or a smaller one."""
+    n_cut = len(cutoffs)
+    for c in range(n_cut + 1):
+        expected[c, 0] = expected[c, 1] = 0
+    r = relevant = 0
+    for c in range(n_cut):
+        stop = min(cutoffs[c], length)
+        while r < stop:
+            place, first = listed_place[r], n_cut
+            if not seen[place]:
+                first = 0
+                while first < n_cut and place >= bound[first]:
+                    first += 1
+            hit = listed_relevant[r] > 0
+            expected[first, 0] += 1
+            expected[first, 1] += hit
+            relevant += hit
+            r += 1
+        in_top, relevant_in_top = 0, 0
+        for f in range(c + 1):
+            in_top += expected[f, 0]
+            relevant_in_top += expected[f, 1]
+        _put(out, column[UNEXPECTED], c, u, (r - in_top) / r if r > 0 else np.nan)
+        _put(out, column[SERENDIPITY], c, u, (relevant - relevant_in_top) / r if r > 0 else np.nan)
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _most_popular_bounds(seen, cutoffs, bound):
+def _most_popular_bounds(train, n_places, cutoffs, bound):
     """Per cutoff k, the first place in the most-popular order past the user's MostPop top k (its
-    k-th item not ``seen`` in train, + 1; the catalogue's end when fewer remain): an unseen item
-    is in MostPop's top k iff its place is below the bound (walking the order once, no sort)."""
-    c, count = 0, 0
-    for place in range(len(seen)):
-        if c == len(cutoffs):
-            return
-        if not seen[place]:
-            count += 1
-            if count == cutoffs[c]:
-                bound[c] = place + 1
-                c += 1
-    for rest in range(c, len(cutoffs)):
-        bound[rest] = len(seen)
+    k-th item not in ``train``, the user's train places ascending, + 1; the catalogue's end
+    ``n_places`` when fewer remain): an unseen item is in MostPop's top k iff its place is below
+    the bound. The k-th unseen place is k - 1 + j, j the train places at or below it, found by one
+    merge walk over the cutoffs; returns j at the last, the train places below its bound."""
+    j = 0
+    for c in range(len(cutoffs)):
+        k = cutoffs[c]
+        while j < len(train) and train[j] <= k - 1 + j:
+            j += 1
+        bound[c] = min(k + j, n_places)
+    return j

@@ -22,8 +22,8 @@ from recsys_eval.errors import DataError
 #: Kinds of values kept per train (the first element of a key) that read every train user's rows.
 ITEM_SIDE = ("holders", "n_train_users", "pop_rank", "catalogue", "head", "item records")
 #: Kinds of values kept per train that read, for each user, that user's own rows alone (its train
-#: items in the head, its genre profile).
-USER_SIDE = ("train_head", "calibration profiles")
+#: items in the head, its genre profile, its train items' places in the most-popular order).
+USER_SIDE = ("train_head", "calibration profiles", "train places")
 
 
 def per_train(train, key: tuple, compute) -> np.ndarray:

@@ -36,7 +36,9 @@ def truncation_notes(rankings: Rankings, targets: Targets, names: Iterable[str],
             reads = "the top R of each user's list (R: the user's relevant count)"
         else:
             for k in cutoffs if spec.cutoff and spec.depth is Depth.CUTOFF else ():
-                short = (listed < np.minimum(k, sizes)) & (k > depth)
+                if k <= depth:  # some list reaches k: only a list shorter than its target set is short
+                    continue
+                short = listed < np.minimum(k, sizes)
                 if short.any():
                     notes.append(_note(spec.label(k), short, f"the top {k}", depth))
             continue

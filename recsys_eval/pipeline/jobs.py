@@ -61,12 +61,14 @@ def rank(options: RankOptions, model, target: ProtocolTargets):
 
 
 def measure_ranking(options: MeasureOptions, data: Interactions, rankings, target: ProtocolTargets,
-                    system: str, fold: str, *, run_level: bool = True) -> pl.DataFrame:
+                    system: str, fold: str, *, run_level: bool = True, exposure=None) -> pl.DataFrame:
     """Per-unit values of one ranking: the ranking metrics of ``options``, and a 1R+NN unit's
     sampled rank.
     ``run_level=False`` leaves out the metrics of a whole run (coverage, Gini, entropy: rows
     without a user), for a caller that measures a chunk of users and computes those from the
-    exposure counts of all its chunks.
+    exposure counts of all its chunks; such a caller gives its ``exposure``
+    (:class:`~recsys_eval.measure.beyond.RunExposure`), to which the ranking's lists are added
+    (:func:`add_exposure`), from the same list pass as the per-unit metrics where it can.
 
     A one-relevant ranking gives its ranking metrics in closed form and its beyond-accuracy ones
     from every unit's top-k list (k the largest cutoff: all they read), the rows the ranking of
@@ -85,8 +87,10 @@ def measure_ranking(options: MeasureOptions, data: Interactions, rankings, targe
         if beyond:
             frame = pl.concat([frame, measure(rankings.lists(m.kmax), target.targets, metrics=beyond, **common)
                                .with_columns(_whole_list_values(rankings, beyond))], how="vertical_relaxed")
+        if exposure is not None:
+            add_exposure(options, exposure, rankings, target.targets)
     else:
-        frame = measure(rankings, target.targets, metrics=names, **common)
+        frame = measure(rankings, target.targets, metrics=names, exposure=exposure, **common)
     if is_sampled_1r(target.targets):
         labels = {"system": system, "protocol": target.label, "fold": fold}
         frame = pl.concat([frame, sampled_rank_rows(rankings, target, labels, data.user_ids)])

@@ -272,11 +272,11 @@ class LocalFold:
         rankings = jobs.rank(plan.rank, model, chunk)
         self.timings.add(fold, job.system, f"rank {chunk.label}", start)
         start, waited_before = time.perf_counter(), keeper.waited
-        frame = jobs.measure_ranking(options.measure, plan.data, rankings, chunk, job.system, fold, run_level=False)
-        counts = None
-        if options.measure.run_level:  # before the keeper may summarise (s, r), which reads them
-            jobs.add_exposure(options.measure, keeper.exposure[s, r], rankings, chunk.targets)
-            counts = keeper.exposure[s, r].state()  # as they are now: the next chunk adds to them
+        # the exposure counts added before the keeper may summarise (s, r), which reads them
+        exposure = keeper.exposure[s, r] if options.measure.run_level else None
+        frame = jobs.measure_ranking(options.measure, plan.data, rankings, chunk, job.system, fold, run_level=False,
+                                     exposure=exposure)
+        counts = exposure.state() if exposure is not None else None  # as they are now: the next chunk adds to them
         scratch = {CURVE_CHUNKS: curve_rows(rankings, chunk.targets, system=job.system, protocol=chunk.label, fold=fold)}
         if chunk.targets.all_candidates and not chunk.targets.one_relevant:
             scratch[EXPOSURE_COUNTS] = jobs.exposure_rows(rankings, chunk, job.system, fold, bins=options.exposure_bins,

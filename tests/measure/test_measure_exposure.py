@@ -75,3 +75,32 @@ def test_counts_saved_after_a_chunk_and_restored_go_on_to_the_values_of_a_run_ne
             resumed.add(*chunk)
         assert exact(resumed) == exact(whole) == exact(stopped), stop
     assert exact(exposure()) != exact(whole)  # the counts do move the values
+
+
+def test_counts_added_by_measure_from_its_list_pass_equal_those_of_a_pass_of_their_own():
+    """measure(exposure=...) adds the lists' counts from the per-unit metrics' list pass; whatever
+    per-unit metrics it was asked (none of the pass, ones that read no relevance, or some that
+    do), every count (PopREO's relevant ones included) equals, bit for bit, that of the exposure's
+    own pass over the same lists."""
+    import polars as pl
+
+    from recsys_eval.core.interactions import Interactions
+    from recsys_eval.measure import measure
+    from recsys_eval.measure.beyond import run_exposure
+    from measure_build import targets_of
+
+    rng = np.random.default_rng(7)
+    train = Interactions.from_frame(pl.DataFrame({"user": rng.integers(0, 9, 80), "item": rng.integers(0, 14, 80)})
+                                    .unique())
+    rankings = rankings_of([list(rng.permutation(train.n_items)[:6]) for _ in range(5)])
+    targets = targets_of([{int(i): 1.0 for i in rng.choice(train.n_items, 3, replace=False)} for _ in range(5)],
+                         train.n_items)
+    params = {"head_share": 0.3}
+    own = run_exposure(train.n_items, [2, 5], train, RUN_LEVEL, params)
+    own.add(rankings, targets)
+    for metrics in (["ndcg"], ["arp", "aplt"], ["epc", "serendipity"]):
+        added = run_exposure(train.n_items, [2, 5], train, RUN_LEVEL, params)
+        measure(rankings, targets, metrics=metrics, k=[2, 5], train=train, exposure=added, **params)
+        assert {name: value.tolist() for name, value in added.state().items()} == \
+            {name: value.tolist() for name, value in own.state().items()}, metrics
+    assert own.state()["parity_listed_relevant"].sum() > 0  # the relevant counts are compared, not zeros
