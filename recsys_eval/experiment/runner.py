@@ -19,6 +19,7 @@ import polars as pl
 from rich.console import Console
 
 from recsys_eval.core import Interactions, Split
+from recsys_eval.core.memory import release_freed_memory
 from recsys_eval.pipeline.config import ExperimentConfig
 from recsys_eval.pipeline.inputs import load_data, make_splits, prepare_data, prepare_splits
 from recsys_eval.pipeline.manifest import data_statistics, make_manifest
@@ -103,6 +104,8 @@ def run_experiment(
                                      sink.relative([p for f in folds for p in f.partitions]))
             sink.write_manifest(manifest)  # the analysis and the report read it
             if config.output.report:
+                del data, splits, prepared, folds  # the analysis reads the results folder alone
+                release_freed_memory()
                 with progress.step("analyse (tests, agreement, audits)"):
                     start = time.perf_counter()
                     sink.analyse(_paired_runner(config))
