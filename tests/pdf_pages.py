@@ -8,7 +8,18 @@ import re
 import zlib
 from pathlib import Path
 
-_STREAM = re.compile(rb"/Filter\s*/FlateDecode.*?>>\s*stream\r?\n(.*?)\r?\nendstream", re.S)
+_STREAM_START = re.compile(rb">>\s*stream\r?\n")
+
+
+def _streams(data: bytes):
+    """Every Flate-compressed stream of a PDF, decompressed: each ``stream`` keyword's bytes read up
+    to where its zlib data end (so compressed bytes that happen to spell ``endstream`` cannot cut
+    one short); other streams are skipped."""
+    for start in _STREAM_START.finditer(data):
+        try:
+            yield zlib.decompressobj().decompress(data[start.end():])
+        except zlib.error:
+            continue
 
 
 def page_size(pdf: Path) -> tuple[float, float]:
@@ -21,10 +32,6 @@ def page_size(pdf: Path) -> tuple[float, float]:
 def font_sizes(pdf: Path) -> set[float]:
     """Every font size (points) the page's text is set in."""
     sizes = set()
-    for raw in _STREAM.findall(pdf.read_bytes()):
-        try:
-            text = zlib.decompress(raw)
-        except zlib.error:
-            continue
+    for text in _streams(pdf.read_bytes()):
         sizes |= {float(v) for v in re.findall(rb"/\w+\s+([\d.]+)\s+Tf", text)}
     return sizes
