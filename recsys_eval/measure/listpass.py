@@ -189,7 +189,7 @@ def _pass_chunk(chunk, lo, hi, offsets, items, unit_user, t_offsets, t_items, t_
     listed_words = np.zeros(kmax, dtype=np.uint64)  # ILD: the top k's genre words, contiguous
     listed_masks = np.zeros((kmax, masks.shape[1]), dtype=np.uint64)  # or their genre bits and sizes
     listed_sizes = np.zeros(kmax, dtype=np.int64)
-    listed_genres = np.zeros(n_genres)  # calibration's q
+    listed_genres = np.zeros(n_genres + 1)  # calibration's q, and add_item's spare slot
     for u in range(lo, hi):
         first, length = offsets[u], min(offsets[u + 1] - offsets[u], kmax)
         listed = items[first:first + length]
@@ -338,11 +338,10 @@ def _unexpected(out, column, u, length, cutoffs, seen, bound, listed_place, list
     for c in range(n_cut):
         stop = min(cutoffs[c], length)
         while r < stop:
-            place, first = listed_place[r], n_cut
-            if not seen[place]:
-                first = 0
-                while first < n_cut and place >= bound[first]:
-                    first += 1
+            place, first = listed_place[r], 0
+            for b in range(n_cut):  # the bounds ascend: the cutoffs whose MostPop top k lacks it
+                first += place >= bound[b]
+            first = n_cut if seen[place] else first
             hit = listed_relevant[r] > 0
             expected[first, 0] += 1
             expected[first, 1] += hit
