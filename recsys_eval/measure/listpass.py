@@ -183,7 +183,7 @@ def _pass_chunk(chunk, lo, hi, offsets, items, unit_user, t_offsets, t_items, t_
     marked = np.zeros(n_items, dtype=np.bool_)  # the unit's relevant targets, unmarked after it
     seen = np.zeros(n_items, dtype=np.bool_)  # by place in the most-popular order: the user's train items
     bound = np.zeros(n_cut, dtype=np.int64)  # per cutoff, the first place past MostPop's top k
-    expected = np.zeros((n_cut + 1, 2), dtype=np.int64)  # listed items by the first cutoff of MostPop's they are in
+    expected = np.zeros((n_cut, 2), dtype=np.int64)  # listed items by the first cutoff of MostPop's they are in
     listed_place = np.zeros(kmax, dtype=np.int64)
     listed_relevant = np.zeros(kmax)
     listed_words = np.zeros(kmax, dtype=np.uint64)  # ILD: the top k's genre words, contiguous
@@ -327,25 +327,28 @@ def _put(out, row, c, u, value):
 def _unexpected(out, column, u, length, cutoffs, seen, bound, listed_place, listed_relevant, expected):
     """Unexpectedness and serendipity of unit u's list at every cutoff k: the share of its top n
     items outside MostPop's top k (seen in train, or placed at or past ``bound``), and of those the
-    relevant ones; undefined for an empty list. Each item is counted once, under the first cutoff
-    whose MostPop top k holds it (``expected``: counts, relevant counts; none for an item never in
-    one), so that at each cutoff the unexpected are the items so far less those counted under it
-    or a smaller one."""
+    relevant ones; undefined for an empty list. Each item of some MostPop top k (placed below the
+    last bound, unseen: about one listed item in five) is counted once, under the first cutoff whose
+    top k holds it (``expected``: counts, relevant counts), so that at each cutoff the unexpected
+    are the items so far less those counted under it or a smaller one; the others, never expected,
+    cost a comparison."""
     n_cut = len(cutoffs)
-    for c in range(n_cut + 1):
+    for c in range(n_cut):
         expected[c, 0] = expected[c, 1] = 0
+    last = bound[n_cut - 1]
     r = relevant = 0
     for c in range(n_cut):
         stop = min(cutoffs[c], length)
         while r < stop:
-            place, first = listed_place[r], 0
-            for b in range(n_cut):  # the bounds ascend: the cutoffs whose MostPop top k lacks it
-                first += place >= bound[b]
-            first = n_cut if seen[place] else first
+            place = listed_place[r]
             hit = listed_relevant[r] > 0
-            expected[first, 0] += 1
-            expected[first, 1] += hit
             relevant += hit
+            if place < last and not seen[place]:
+                first = 0
+                for b in range(n_cut):  # the bounds ascend: the cutoffs whose MostPop top k lacks it
+                    first += place >= bound[b]
+                expected[first, 0] += 1
+                expected[first, 1] += hit
             r += 1
         in_top, relevant_in_top = 0, 0
         for f in range(c + 1):
