@@ -53,7 +53,12 @@ class SlicedPartitions:
 
     @classmethod
     def of(cls, per_user_frame: pl.DataFrame, slices: pl.DataFrame) -> SlicedPartitions:
-        parts = partitions(per_user_frame)
+        """The layout of ``per_user_frame`` with the groups of the slices table ``slices``."""
+        return cls.of_partitions(partitions(per_user_frame), slices)
+
+    @classmethod
+    def of_partitions(cls, parts: list[Partition], slices: pl.DataFrame) -> SlicedPartitions:
+        """The same of partitions already laid out (e.g. the analysis's matrix of a fold and protocol)."""
         keys = slices.select(SLICE_KEYS).unique(maintain_order=True).rows()
         first = {name: i for i, name in reversed(list(enumerate(k[0] for k in keys)))}
         return cls(parts, [_members(part, slices) for part in parts], sorted(keys, key=lambda k: (first[k[0]], k[2])))
