@@ -166,7 +166,10 @@ def _typed(frame, role: str, path: str):
         if isinstance(kind, T.NumericType | T.BooleanType):
             return column.cast("float").alias(role)
         raise DataError(f"{path}: column for 'rating' has type {kind.simpleString()}; expected numbers")
-    if isinstance(kind, T.TimestampType | T.DateType):
+    if isinstance(kind, T.TimestampNTZType | T.DateType):  # wall-clock: its seconds as if in UTC, as polars counts
+        epoch = F.lit("1970-01-01 00:00:00").cast("timestamp_ntz")
+        return F.timestamp_diff("SECOND", epoch, column.cast("timestamp_ntz")).cast("long").alias(role)
+    if isinstance(kind, T.TimestampType):  # an instant
         return F.unix_timestamp(column).cast("long").alias(role)
     if isinstance(kind, T.NumericType):
         return column.cast("long").alias(role)

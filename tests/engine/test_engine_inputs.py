@@ -5,6 +5,8 @@ summary; what needs every row at once is named as local-only when the config is 
 
 from __future__ import annotations
 
+import datetime as dt
+
 import numpy as np
 import polars as pl
 import pytest
@@ -59,6 +61,25 @@ def test_the_threshold_is_compared_in_float32_as_numpy_compares_it(spark, tmp_pa
     prepared, _ = inputs.spark_prepare(frame, PrepareConfig(threshold=3.3))
     local, _ = prepare_data(PrepareConfig(threshold=3.3), load_file(path))
     assert _raw_rows(pl.from_arrow(prepared.toArrow())) == _raw_rows(local) and len(local) == 2
+
+
+@pytest.mark.spark
+def test_parquet_times_are_the_local_readers_seconds_in_any_session_time_zone(spark, tmp_path):
+    path = tmp_path / "times.parquet"
+    times = [dt.datetime(2001, 5, 6, 7, 8, 9), dt.datetime(1969, 12, 31, 23, 0, 1), dt.datetime(1999, 1, 1)]
+    frame = pl.DataFrame({"user": [1, 2, 3], "item": [3, 4, 5], "rating": [1.0, 2.0, 3.0], "timestamp": times})
+    frame.write_parquet(path)
+    assert load_file(path).frame.get_column("timestamp")[0] == 989132889  # 2001-05-06 07:08:09 UTC
+    zone = spark.conf.get("spark.sql.session.timeZone")
+    try:
+        spark.conf.set("spark.sql.session.timeZone", "America/New_York")
+        for column in (pl.col("timestamp"), pl.col("timestamp").dt.date(), pl.col("timestamp").dt.replace_time_zone("UTC")):
+            frame.with_columns(column.alias("timestamp")).write_parquet(path)
+            read = inputs.read_dataset(spark, DatasetConfig(path=str(path)))
+            local = load_file(path).frame.get_column("timestamp").to_list()
+            assert pl.from_arrow(read.toArrow()).sort(inputs.ROW).get_column("timestamp").to_list() == local
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", zone)
 
 
 @pytest.mark.spark
