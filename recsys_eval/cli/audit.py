@@ -40,7 +40,7 @@ def audit(
         raise ConfigError(f"{config}: audit one dataset at a time; this config lists [[datasets]]")
     console = Console()
     with Progress(console, quiet=True) as progress:
-        _, splits, _ = load_and_split(parsed, progress, Timings())
+        _, splits, _, _ = load_and_split(parsed, progress, Timings())
     if not all(s.train.has_timestamp and s.test.has_timestamp for s in splits):
         raise DataError(f"{config}: the dataset has no timestamps, so the audit cannot order interactions in time")
     result = leakage_audit(splits, DEFAULT_THRESHOLD if threshold is None else threshold)

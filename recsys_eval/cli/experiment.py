@@ -125,6 +125,10 @@ def validate(
         f"{config}: valid ({len(parsed.recommenders)} recommenders, {len(parsed.protocols)} protocols, "
         f"metrics {', '.join(parsed.metrics.names)} at k = {', '.join(map(str, parsed.metrics.k))})"
     )
+    if parsed.engine.name == "spark" and parsed.datasets is None:
+        from recsys_eval.engine.inputs import inputs_note
+
+        typer.echo(inputs_note(parsed))
 
 
 @app.command()

@@ -125,9 +125,12 @@ EXPOSURE_COUNTS, AUC_SCORES, CURVE_CHUNKS = "exposure", "auc_scores", "curve_chu
 #: ``s<j>-p<k>-c<chunk>.json``, the note that marks the chunk done (:class:`FinishedChunk`); once the
 #: partition is done, ``s<j>-p<k>.json``, the note that lists its files (:class:`FinishedPartition`).
 PARTITIONS = "partitions"
+#: Scratch folder of a run on Spark whose inputs Spark made: each fold's split as Parquet
+#: partitioned by side, ``spark_splits/<fold>/side=<side>/`` (recsys_eval.engine.inputs).
+SPARK_SPLITS = "spark_splits"
 _RANGES = "ranges.json"
 _NOTE = re.compile(r"^s(\d+)-p(\d+)(?:-c(\d+))?\.json$")
-SCRATCH = ("folds", EXPOSURE_COUNTS, AUC_SCORES, CURVE_CHUNKS, PARTITIONS)
+SCRATCH = ("folds", EXPOSURE_COUNTS, AUC_SCORES, CURVE_CHUNKS, PARTITIONS, SPARK_SPLITS)
 #: Comparisons of a folder with other options than its run's (``recsys-eval compare``), one
 #: subfolder each.
 COMPARISONS = "comparisons"
@@ -533,6 +536,10 @@ class ResultsFolder:
         if kind not in SCRATCH:
             raise DataError(f"{kind!r} is not a scratch table of a results folder; expected one of {SCRATCH}")
         return atomic.write_parquet(frame, self.path / kind / f"{fold}.parquet")
+
+    def spark_splits(self) -> Path:
+        """Where a Spark job writes the folds' splits (:data:`SPARK_SPLITS`), kept until :meth:`finish`."""
+        return self.path / SPARK_SPLITS
 
     def scratch_files(self, kind: str) -> list[Path]:
         """Every fold's scratch table of ``kind``, in name order."""

@@ -55,10 +55,10 @@ def load_file(
         table = read_delimited(
             path,
             what=str(path),
-            separator=separator or _guess_separator(path),
+            separator=separator or guess_separator(path),
             header=header,
         )
-    roles = _roles(columns, table.frame.columns, str(path))
+    roles = roles_of(columns, table.frame.columns, str(path))
     table.check_not_null(list(roles.values()))
     frame = pl.DataFrame(
         {role: _convert(table, role, name, timestamp_format) for role, name in roles.items()}
@@ -81,7 +81,7 @@ def _read_parquet(path: Path) -> Table:
     return Table(frame, str(path), first_line=1, unit="row")
 
 
-def _guess_separator(path: Path) -> str:
+def guess_separator(path: Path) -> str:
     with open(path, "rb") as stream:
         first = stream.readline(1 << 16).decode("utf-8", errors="replace")
     counts = {sep: first.count(sep) for sep in _SEPARATORS}
@@ -96,7 +96,7 @@ def _guess_separator(path: Path) -> str:
     return best
 
 
-def _roles(columns: Mapping[str, str] | None, available: list[str], what: str) -> dict[str, str]:
+def roles_of(columns: Mapping[str, str] | None, available: list[str], what: str) -> dict[str, str]:
     """role -> column name, checked against the roles and the file's columns."""
     if columns is None:
         roles = {role: role for role in ROLES if role in available}

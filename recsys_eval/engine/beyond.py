@@ -27,7 +27,7 @@ the (system, protocol)'s last per-unit file and adds them to its summary, as the
 from __future__ import annotations
 
 import pickle
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -44,13 +44,6 @@ if TYPE_CHECKING:
 #: The kind of a task's table that holds one (system, protocol)'s run-level counts (pickled).
 RUN_COUNTS = "run_counts"
 _EXPOSURE, _ERRORS = "exposure", "errors"
-
-
-def rating_units(split: Split) -> np.ndarray:
-    """Per user index, its unit among the fold's rating rows: its rank among the users with test
-    rows (one unit each), as :func:`recsys_eval.measure.rating_metrics` numbers a fold's users."""
-    tested = (split.test.user_counts() > 0).astype(np.int64)
-    return np.cumsum(tested) - tested
 
 
 def chunk_exposure(measure: MeasureOptions, n_items: int, train: Interactions | None) -> RunExposure:
@@ -71,10 +64,11 @@ def run_counts(exposure: RunExposure, label: str, system: str) -> bytes:
 
 
 def rating_tables(measure: MeasureOptions, split: Split, models: dict, template: Interactions, fold: str,
-                  units: np.ndarray) -> Iterator[tuple[str, pl.DataFrame | bytes]]:
+                  units: Callable[[np.ndarray], np.ndarray]) -> Iterator[tuple[str, pl.DataFrame | bytes]]:
     """Per system of ``models`` (made ready for the chunk), the chunk's rating rows per user with the
-    fold's unit numbers (``units``: :func:`rating_units`), and its ratings' error sums
-    (:data:`RUN_COUNTS`) for the micro MAE and RMSE."""
+    fold's unit numbers (``units`` of the user indices: a user's rank among the fold's users with
+    test rows, as :func:`recsys_eval.measure.rating_metrics` numbers them), and its ratings' error
+    sums (:data:`RUN_COUNTS`) for the micro MAE and RMSE."""
     from recsys_eval.engine.fold import PER_UNIT
     from recsys_eval.measure import rating_metrics
     from recsys_eval.measure.metrics import RATINGS
@@ -89,7 +83,7 @@ def rating_tables(measure: MeasureOptions, split: Split, models: dict, template:
         rows = rating_metrics(frame, metrics=names, system=system, protocol=RATINGS, fold=fold)
         rows = rows.filter(pl.col("user").is_not_null())
         users = rows.get_column("user").cast(pl.Int64).to_numpy()
-        yield PER_UNIT, rows.with_columns(pl.Series("unit", units[users], dtype=pl.Int64),
+        yield PER_UNIT, rows.with_columns(pl.Series("unit", units(users), dtype=pl.Int64),
                                           template.user_ids.gather(users).alias("user"))
         errors = ErrorSums.of(frame.get_column("prediction").to_numpy() - frame.get_column("rating").cast(
             pl.Float64).to_numpy())

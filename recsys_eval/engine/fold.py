@@ -2,13 +2,16 @@
 
 The driver executes a :class:`~recsys_eval.pipeline.plan.FoldPlan` (built without target sets: the
 tasks build them): it computes what the target sets need of every user, item-side and small
-(:class:`recsys_eval.engine.targets.FoldTargets`: the item totals, a uniform test's moves, each
-user's first unit number), fits every recommender of the plan on each train side (the fold's, each
-uniform test's; ``spark_als`` fits on Spark), then broadcasts them (of a factor model, its item
+(:class:`recsys_eval.engine.targets.FoldTargets`: the item totals, a uniform test's moves), fits
+every recommender of the plan on each train side (the fold's, each uniform test's; ``spark_als``
+fits on Spark), then broadcasts them (of a factor model, its item
 factors alone: each user's factor row of each model, the model of a (system, train side), travels
-with the user's rows to the user's partition, :mod:`recsys_eval.engine.factors`). The fold's train
-and test rows are repartitioned by user; each task builds its users' target sets, ranks and measures them with
-the same functions the local fold calls (:meth:`recsys_eval.pipeline.plan.RunOptions.target_sets`,
+with the user's rows to the user's partition, :mod:`recsys_eval.engine.factors`), as does each
+user's first unit number per target set, counted and numbered by a Spark job
+(:func:`recsys_eval.engine.targets.unit_number_rows`). The fold's train and test rows (read by
+Spark from the split it wrote when it made the run's inputs, :mod:`recsys_eval.engine.inputs`;
+else sent from the driver's split) are repartitioned by user; each task builds its users' target
+sets, ranks and measures them with the same functions the local fold calls (:meth:`recsys_eval.pipeline.plan.RunOptions.target_sets`,
 :func:`recsys_eval.pipeline.jobs.rank`, :func:`~recsys_eval.pipeline.jobs.measure_ranking`). Targets are drawn per user from a
 counter-based generator keyed on the protocol's seed, so a user's targets do not depend on which
 users share its partition, and the per-unit values equal the local engine's. Units are numbered as
@@ -163,8 +166,8 @@ class FoldTask:
     fold's recommenders and rank options; ``template`` is the dataset with no rows (its user and item index, item
     metadata); ``targets`` (broadcast, :class:`~recsys_eval.engine.targets.SparkTargets`) what the
     target sets need of every user: each protocol entry's item totals (its candidates, sampling
-    weights, popularity bins and the exposure's bins) and train side, each target set's first unit
-    number per user (and each user's unit among the rating rows); ``models`` (broadcast) maps
+    weights, popularity bins and the exposure's bins) and train side (each user's first unit
+    numbers come as rows of the chunk, :func:`~recsys_eval.engine.targets.take_unit_numbers`); ``models`` (broadcast) maps
     (system, train side) to its fitted, broadcastable model; ``pool_auc``: whether scored targets
     are sampled for the pooled AUC, from ``n_parts`` partitions; ``files``: where the per-unit
     partitions go; ``item_sides`` (broadcast) per train side, its whole train's item side, which
@@ -213,13 +216,14 @@ def fold_chunk_tables(chunk: pl.DataFrame, task: FoldTask):
     with the chunk's users' factor rows of its (system, train side)."""
     from recsys_eval.engine.beyond import RUN_COUNTS, chunk_exposure, rating_tables, run_counts
     from recsys_eval.engine.factors import take_user_factors
-    from recsys_eval.engine.targets import TEST, chunk_split, partition_target_sets
+    from recsys_eval.engine.targets import TEST, chunk_split, partition_target_sets, take_unit_numbers
     from recsys_eval.measure.lists import with_item_side
     from recsys_eval.pipeline import jobs
     from recsys_eval.measure.metrics import RATINGS
 
     options = task.options
     chunk, user_factors = take_user_factors(chunk, task.factor_keys)
+    chunk, numbers = take_unit_numbers(chunk)
     if not chunk.height:  # factor rows of users with no row in this fold
         return
     models = getattr(task.models, "value", task.models)
@@ -232,7 +236,7 @@ def fold_chunk_tables(chunk: pl.DataFrame, task: FoldTask):
         users = target.targets.unit_user.astype(np.int64)
         starts = np.flatnonzero(np.r_[True, users[1:] != users[:-1]]) if len(users) else users
         within = np.arange(len(users)) - np.repeat(starts, np.diff(np.r_[starts, len(users)]))
-        global_unit = targets.first_unit[target.label][users] + within
+        global_unit = numbers.of(target.label, users) + within
         for job in task.jobs:
             key = (job.system, targets.trains[p])
             model = local_model(models[key], split.train, user_factors.get(key))
@@ -259,7 +263,7 @@ def fold_chunk_tables(chunk: pl.DataFrame, task: FoldTask):
         ready = {job.system: local_model(models[job.system, 0], split.train, user_factors.get((job.system, 0)))
                  for job in task.jobs}
         yield from rating_tables(options.measure, split, ready, task.template, task.fold,
-                                 targets.first_unit[RATINGS])
+                                 lambda users: numbers.of(RATINGS, users))
 
 
 def _ipc(frame: pl.DataFrame) -> bytes:
@@ -275,8 +279,9 @@ class SparkFold:
     on the driver through the run's sink, as :class:`~recsys_eval.pipeline.local.LocalFold` does."""
 
     def __init__(self, plan: FoldPlan, engine: EngineConfig, sink: RunSink, progress: Progress,
-                 timings: Timings) -> None:
+                 timings: Timings, written: str | None = None) -> None:
         self.plan, self.engine, self.sink, self.progress, self.timings = plan, engine, sink, progress, timings
+        self.written = written  # where Spark wrote the fold's split, if it made it
 
     def run(self) -> FoldSummary:
         from recsys_eval.core.spark import spark_session
@@ -323,7 +328,7 @@ class SparkFold:
             label: with_item_side(plan.data.with_frame(plan.data.frame.clear()), item_sides[targets.shipped.trains[p]])
             for p, protocol in enumerate(plan.options.protocols) for label in protocol_labels(protocol)}
                              if item_sides is not None else {})
-        out, exposure, scored = self._collect(spark, task, n_parts, targets.rows(split), run_level,
+        out, exposure, scored = self._collect(spark, task, n_parts, self._rows(spark, targets), run_level,
                                               [models[key] for key in factor_keys])
         self.timings.add(plan.fold, "", "rank and measure on Spark", start)
         if exposure:
@@ -335,13 +340,34 @@ class SparkFold:
         self.sink.write_fold_scratch(plan.fold, exposure, scored, [])
         return out
 
-    def _collect(self, spark, task: FoldTask, n_parts: int, rows: pl.DataFrame, run_level: RunLevel,
+    def _rows(self, spark, targets):
+        """The fold's rows as a Spark DataFrame (:meth:`~recsys_eval.engine.targets.FoldTargets.rows`'
+        columns): read from the split Spark wrote (:func:`recsys_eval.engine.inputs.fold_frame`),
+        with the uniform tests' flags of the test rows (the driver's choice) joined on (user, item)
+        and the fixed negatives' rows added; else sent from the driver's split."""
+        from recsys_eval.engine.inputs import fold_frame
+
+        split = self.plan.split
+        if self.written is None:
+            return spark.createDataFrame(targets.rows(split).to_arrow())
+        frame = fold_frame(spark, self.written, self.plan.data)
+        if targets.flags:
+            flags = split.test.frame.select("user", "item").with_columns(
+                pl.Series(column, stay) for column, stay in targets.flags.items())
+            frame = frame.join(spark.createDataFrame(flags.to_arrow()), on=["user", "item"], how="left")
+        if targets.negatives:
+            negatives = pl.concat([pairs.with_columns(pl.lit(True).alias(column))
+                                   for column, pairs in targets.negatives.items()], how="diagonal_relaxed")
+            frame = frame.unionByName(spark.createDataFrame(negatives.to_arrow()), allowMissingColumns=True)
+        return frame.fillna(False, subset=[*targets.flags, *targets.negatives])
+
+    def _collect(self, spark, task: FoldTask, n_parts: int, frame, run_level: RunLevel,
                  factor_models: list) -> tuple[FoldSummary, list, list]:
         """Every partition's tables from the fold's ``rows`` as they come back (its per-unit files'
         names and sums, exposure and scored rows, run-level counts summed into ``run_level``); then
         each (protocol, system) summarised, in config order, its run-level rows written as its last
         file. The user factors of ``factor_models`` (in ``task.factor_keys`` order) go along the
-        fold's rows, to their users' partitions."""
+        fold's rows (``frame``, a Spark DataFrame), to their users' partitions."""
         from pyspark.sql import types as T
 
         from recsys_eval.core.spark import spark_failures, task_threads
@@ -350,8 +376,11 @@ class SparkFold:
         from recsys_eval.engine.partitions import arrow_task
         from recsys_eval.engine.runs import job_error
 
+        from recsys_eval.engine.targets import UnitCounts, unit_number_rows
+
         plan = self.plan
-        frame = spark.createDataFrame(rows.to_arrow())
+        units = UnitCounts(plan.options, task.targets, task.template, plan.fold)
+        frame = frame.unionByName(unit_number_rows(frame, units, n_parts), allowMissingColumns=True)
         for index, model in enumerate(factor_models):
             frame = frame.unionByName(user_factor_rows(spark, model, index, frame.schema["user"].dataType),
                                       allowMissingColumns=True)

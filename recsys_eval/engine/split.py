@@ -23,39 +23,50 @@ from recsys_eval.split.common import check_drop_unknown, check_seed
 from recsys_eval.split.keyed import PerUserRule, row_keys
 
 TEST = "test"  # the column the split adds: whether the row goes to test
+#: The column :func:`mark_split` adds, and the folders :func:`write_sides` writes: where each row
+#: goes (``side=train/``, ``side=test/``), or why ``drop_unknown`` dropped a test row (its user, or
+#: its item, has no train row).
+SIDE, TRAIN_SIDE, TEST_SIDE, UNKNOWN_USER, UNKNOWN_ITEM = "side", "train", "test", "unknown_user", "unknown_item"
 
 
 @dataclass(frozen=True)
 class SplitTask:
     """Marks the test rows of a chunk of whole users (raw ids), as the local splitter would; with
-    ``drop_users`` drops the test rows of users left without a train row."""
+    ``drop_users`` marks the test rows of users left without a train row (column ``SIDE``)."""
 
     rule: PerUserRule
     seed: int
     drop_users: bool = False
 
     def __call__(self, chunk: pl.DataFrame) -> pl.DataFrame:
-        return split_chunk(chunk, self.rule, self.seed, self.drop_users)
+        marked = split_chunk(chunk, self.rule, self.seed)
+        test = marked.get_column(TEST).to_numpy()
+        side = np.where(test, TEST_SIDE, TRAIN_SIDE).astype(object)
+        if self.drop_users:
+            users = marked.get_column("user")
+            groups = (users.rank("dense") - 1).cast(pl.Int32).to_numpy()
+            in_train = np.bincount(groups[~test], minlength=int(groups.max()) + 1 if len(groups) else 0) > 0
+            side[test & ~in_train[groups]] = UNKNOWN_USER
+        return marked.drop(TEST).with_columns(pl.Series(SIDE, side, dtype=pl.String))
 
 
-def split_chunk(chunk: pl.DataFrame, rule: PerUserRule, seed: int, drop_users: bool = False) -> pl.DataFrame:
+def split_chunk(chunk: pl.DataFrame, rule: PerUserRule, seed: int) -> pl.DataFrame:
     """``chunk`` (every row of its users) with the boolean column ``test``."""
     users = chunk.get_column("user")
     groups = (users.rank("dense") - 1).cast(pl.Int32).to_numpy()
     n_groups = int(groups.max()) + 1 if len(groups) else 0
     keys = row_keys(seed, id_keys(users), id_keys(chunk.get_column("item")))
     times = chunk.get_column("timestamp").cast(pl.Int64).to_numpy() if rule.order == "latest" else None
-    test = rule.test_rows(groups, n_groups, keys, times)
-    if drop_users:
-        in_train = np.bincount(groups[~test], minlength=n_groups) > 0
-        return chunk.with_columns(pl.Series(TEST, test)).filter(pl.Series(in_train[groups] | ~test))
-    return chunk.with_columns(pl.Series(TEST, test))
+    return chunk.with_columns(pl.Series(TEST, rule.test_rows(groups, n_groups, keys, times)))
 
 
-def spark_split(frame, method: str, params: dict[str, Any], partitions: int):
+def mark_split(frame, method: str, params: dict[str, Any], partitions: int):
     """The Spark DataFrame ``frame`` (raw ids, integer ``timestamp`` seconds where the splitter
-    orders by time) with the column ``test`` of splitter ``method`` and its config ``params``
-    (``seed`` among them), test rows ``drop_unknown`` drops left out."""
+    orders by time, any other columns kept) with the column ``SIDE`` of splitter ``method`` and
+    its config ``params`` (``seed`` among them): ``train``, ``test``, or, for a test row
+    ``drop_unknown`` drops, ``unknown_user`` (its user has no train row; looked at first, as the
+    local splitter counts it) or ``unknown_item`` (its item has none: a join with the train
+    side's distinct items, item-side data)."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
@@ -65,21 +76,40 @@ def spark_split(frame, method: str, params: dict[str, Any], partitions: int):
     rule = PerUserRule.of(method, params)
     seed = check_seed(params.get("seed"))
     drop = check_drop_unknown(params.get("drop_unknown", False))
-    schema = T.StructType([*frame.schema.fields, T.StructField(TEST, T.BooleanType())])
+    schema = T.StructType([*frame.schema.fields, T.StructField(SIDE, T.StringType())])
     task = arrow_task(SplitTask(rule, seed, drop_users=drop in (True, "users")),
                       task_threads(frame.sparkSession), key="user")
-    split = frame.repartition(partitions, "user").sortWithinPartitions("user").mapInArrow(task, schema)
+    marked = frame.repartition(partitions, "user").sortWithinPartitions("user").mapInArrow(task, schema)
     if drop in (True, "items"):
-        known = split.filter(~F.col(TEST)).select("item").distinct().withColumn("_known", F.lit(True))
-        split = (split.join(known, on="item", how="left").filter(~F.col(TEST) | F.col("_known").isNotNull())
-                 .select(*frame.columns, TEST))
-    return split
+        known = (marked.filter(F.col(SIDE) == TRAIN_SIDE).select("item").distinct()
+                 .withColumn("_known", F.lit(True)))
+        unknown = (F.col(SIDE) == TEST_SIDE) & F.col("_known").isNull()
+        marked = (marked.join(known, on="item", how="left")
+                  .withColumn(SIDE, F.when(unknown, F.lit(UNKNOWN_ITEM)).otherwise(F.col(SIDE)))
+                  .select(*frame.columns, SIDE))
+    return marked
+
+
+def spark_split(frame, method: str, params: dict[str, Any], partitions: int):
+    """:func:`mark_split`'s rows as the split keeps them: the column ``test`` instead of ``SIDE``,
+    the test rows ``drop_unknown`` drops left out."""
+    from pyspark.sql import functions as F
+
+    marked = mark_split(frame, method, params, partitions)
+    return (marked.filter(F.col(SIDE).isin(TRAIN_SIDE, TEST_SIDE))
+            .withColumn(TEST, F.col(SIDE) == TEST_SIDE).drop(SIDE))
 
 
 def write_split(split, uri: str) -> None:
-    """The split's rows as Parquet partitioned by side (``side=train/``, ``side=test/``, raw ids,
-    the input's columns), read back with ``pl.scan_parquet(uri, hive_partitioning=True)``."""
+    """The split's rows (column ``test``) as Parquet partitioned by side (``side=train/``,
+    ``side=test/``, raw ids, the input's columns), read back with
+    ``pl.scan_parquet(uri, hive_partitioning=True)``."""
     from pyspark.sql import functions as F
 
-    sides = split.withColumn("side", F.when(F.col(TEST), "test").otherwise("train")).drop(TEST)
-    sides.write.mode("errorifexists").partitionBy("side").parquet(uri)
+    write_sides(split.withColumn(SIDE, F.when(F.col(TEST), TEST_SIDE).otherwise(TRAIN_SIDE)).drop(TEST), uri)
+
+
+def write_sides(marked, uri: str) -> None:
+    """Rows with the column ``SIDE`` as Parquet partitioned by it (``side=<side>/``), replacing
+    what ``uri`` held (a rerun of the same split writes the same rows)."""
+    marked.write.mode("overwrite").partitionBy(SIDE).parquet(uri)

@@ -18,8 +18,13 @@ A user's targets depend on its own rows and on item-side facts of the whole fold
   the whole fold as the local engine does, then ships each user's negatives with its rows (a
   column :data:`NEGATIVES` per such entry marks them);
 - units are numbered per target set in user-index order (one per user with a judged test item
-  under AR, one per relevant test item under 1R; within a percentile bin, the bin's items only):
-  :func:`first_units` gives each user's first unit number.
+  under AR, one per relevant test item under 1R; within a percentile bin, the bin's items only).
+  No array over users is broadcast for it: a Spark job counts each user's units in the tasks
+  (:class:`UnitCounts`, from the user's own rows and the item totals), sums them per block of
+  users, whose offsets (a few numbers per block) the driver adds up, and numbers each user within
+  its block by a window; each user's first unit number then travels as a row of its own, beside
+  its interactions, to its partition (:func:`unit_number_rows`, :func:`take_unit_numbers`), as a
+  factor model's user rows do. :func:`first_units` is the same numbering on a whole fold.
 
 The samples are drawn in the task, per user, from counter-based streams keyed on the protocol's
 seed and the user (:mod:`recsys_eval.targets.sampling`) over the fold's candidate pool and
@@ -49,6 +54,12 @@ if TYPE_CHECKING:
 #: test under the uniform-test entry ``i`` of the run's protocols, and that of the rows that are
 #: the fixed negatives of entry ``i`` (not interactions).
 TEST, STAYS, NEGATIVES = "test", "stays{}", "negatives{}"
+#: The columns of the unit-number rows added to a fold's rows: the target-set label (or the rating
+#: metrics' :data:`~recsys_eval.measure.metrics.RATINGS`) and the user's first unit number there.
+UNIT_LABEL, FIRST_UNIT = "unit_label", "first_unit"
+#: Users per block of the unit numbering's prefix sum (by user index): the driver holds one offset
+#: per block and target set.
+UNIT_BLOCK = 1 << 16
 _FLAGS = (TEST, STAYS.format(""), NEGATIVES.format(""))
 
 
@@ -60,15 +71,13 @@ class SparkTargets:
     that marks the test rows of the split it is drawn on (:data:`TEST`, or its own :data:`STAYS`
     for a uniform test); ``totals``, that split's item totals over every user; ``trains``, the
     index of the train side its recommenders were fitted on (0 the fold's); ``negatives``, the
-    column that marks its fixed negatives' rows and their file, or None. ``first_unit``: per
-    target-set label, each user index's first unit number in the fold (and with rating metrics,
-    under ``ratings``, each user's unit among the fold's rating rows)."""
+    column that marks its fixed negatives' rows and their file, or None. Item-side alone: each
+    user's unit numbers come as rows of its own (:func:`unit_number_rows`)."""
 
     test_columns: tuple[str, ...]
     totals: tuple[ItemTotals, ...]
     trains: tuple[int, ...]
     negatives: tuple[tuple[str, str] | None, ...]
-    first_unit: dict[str, np.ndarray]
 
 
 @dataclass
@@ -85,17 +94,15 @@ class FoldTargets:
 
     @classmethod
     def of(cls, options: RunOptions, split: Split) -> FoldTargets:
-        """Every protocol entry's split, totals, negatives and unit numbers on the fold ``split``;
-        a design or a negatives file that does not fit the fold raises here, as the local engine
-        raises."""
-        from recsys_eval.engine.beyond import rating_units
-        from recsys_eval.measure.metrics import RATINGS
+        """Every protocol entry's split, totals and negatives on the fold ``split``; a design, a
+        negatives file or a 1R protocol without relevant items that does not fit the fold raises
+        here, as the local engine raises."""
         from recsys_eval.targets.designs import check_bins, move_to_train, uniform_test_rows
         from recsys_eval.targets.totals import ItemTotals
 
         threshold = options.measure.relevance_threshold
         fold_totals = ItemTotals.of(split)
-        columns, totals, trains, files, first_unit = [], [], [], [], {}
+        columns, totals, trains, files = [], [], [], []
         flags: dict[str, np.ndarray] = {}
         negatives: dict[str, pl.DataFrame] = {}
         sides = [split.train]
@@ -117,10 +124,8 @@ class FoldTargets:
             totals.append(side_totals)
             trains.append(train)
             files.append(file)
-            first_unit.update(first_units(protocol, source, side_totals, threshold))
-        if options.measure.rating:
-            first_unit[RATINGS] = rating_units(split)
-        shipped = SparkTargets(tuple(columns), tuple(totals), tuple(trains), tuple(files), first_unit)
+            check_relevant(protocol, source, threshold)
+        shipped = SparkTargets(tuple(columns), tuple(totals), tuple(trains), tuple(files))
         return cls(shipped, flags, negatives, sides)
 
     def rows(self, split: Split) -> pl.DataFrame:
@@ -151,33 +156,139 @@ def _checked_negatives(options: RunOptions, protocol: ProtocolConfig, split: Spl
                                                                        "item": split.test.frame.schema["item"]})
 
 
-def first_units(protocol: ProtocolConfig, source: Split, totals: ItemTotals, threshold: float | None
+def check_relevant(protocol: ProtocolConfig, source: Split, threshold: float | None) -> None:
+    """A DataError when a 1R protocol entry is drawn on a split without a relevant test item."""
+    from recsys_eval.targets import Protocol
+    from recsys_eval.targets.relevance import qrels
+
+    parsed = Protocol.parse(protocol.name)
+    if parsed.relevant == "1R" and not (qrels(source, threshold).gain > 0).any():
+        raise DataError(f"split {source.name!r}: protocol {parsed.name} needs relevant test items, "
+                        f"and none reaches the threshold {threshold}")
+
+
+def unit_counts(protocol: ProtocolConfig, source: Split, totals: ItemTotals, threshold: float | None
                 ) -> dict[str, np.ndarray]:
-    """Per target-set label of a protocol entry drawn on ``source``, each user index's first unit
-    number: units are numbered in user-index order, one per user with a judged test item (AR) or
-    one per relevant test item (1R), as :func:`recsys_eval.targets.iter_targets` makes them; a
-    percentile bin counts the test items of its items only."""
+    """Per target-set label of a protocol entry drawn on ``source``, each user index's number of
+    units, as :func:`recsys_eval.targets.iter_targets` makes them: one per user with a judged test
+    item (AR) or one per relevant test item (1R); a percentile bin counts its items' test rows."""
     from recsys_eval.pipeline.targets import protocol_labels
     from recsys_eval.targets import Protocol
     from recsys_eval.targets.designs import item_popularity_bins
     from recsys_eval.targets.relevance import qrels
 
-    parsed = Protocol.parse(protocol.name)
+    one_relevant = Protocol.parse(protocol.name).relevant == "1R"
     judged = qrels(source, threshold)
-    if parsed.relevant == "1R" and not (judged.gain > 0).any():
-        raise DataError(f"split {source.name!r}: protocol {parsed.name} needs relevant test items, "
-                        f"and none reaches the threshold {threshold}")
-    labels = protocol_labels(protocol)
     if protocol.design == "percentiles":
         bins = item_popularity_bins(totals.train_counts, protocol.bins)
         judged_sets = [judged.restrict(bins == b) for b in range(1, protocol.bins + 1)]
     else:
         judged_sets = [judged]
-    out = {}
-    for label, within in zip(labels, judged_sets, strict=True):
-        units = within.relevant_counts() if parsed.relevant == "1R" else (within.counts() > 0)
-        out[label] = np.r_[0, np.cumsum(units, dtype=np.int64)[:-1]].astype(np.int64)
-    return out
+    return {label: (within.relevant_counts() if one_relevant else (within.counts() > 0)).astype(np.int64)
+            for label, within in zip(protocol_labels(protocol), judged_sets, strict=True)}
+
+
+def first_units(protocol: ProtocolConfig, source: Split, totals: ItemTotals, threshold: float | None
+                ) -> dict[str, np.ndarray]:
+    """Per target-set label, each user index's first unit number on a whole fold ``source``: the
+    exclusive running sum of :func:`unit_counts` in user-index order (what
+    :func:`unit_number_rows` computes without gathering the users)."""
+    check_relevant(protocol, source, threshold)
+    return {label: np.cumsum(units) - units for label, units in unit_counts(protocol, source, totals, threshold).items()}
+
+
+@dataclass(frozen=True)
+class UnitCounts:
+    """A task of :func:`unit_number_rows`: a chunk of whole users of a fold (the columns of
+    :meth:`FoldTargets.rows`) to ``user, unit_label, units`` rows, each user's number of units per
+    target-set label of the run's protocols (``targets``: the broadcast :class:`SparkTargets`), and
+    with rating metrics, one unit per user with a test row under
+    :data:`~recsys_eval.measure.metrics.RATINGS`; users without a unit left out."""
+
+    options: RunOptions
+    targets: object
+    template: Interactions
+    fold: str
+
+    def __call__(self, chunk: pl.DataFrame) -> pl.DataFrame:
+        from recsys_eval.measure.metrics import RATINGS
+
+        shipped = getattr(self.targets, "value", self.targets)
+        threshold = self.options.measure.relevance_threshold
+        splits = {column: chunk_split(chunk, column, self.template, self.fold)
+                  for column in dict.fromkeys([TEST, *shipped.test_columns])}
+        counts: dict[str, np.ndarray] = {}
+        for p, protocol in enumerate(self.options.protocols):
+            counts.update(unit_counts(protocol, splits[shipped.test_columns[p]], shipped.totals[p], threshold))
+        if self.options.measure.rating:
+            counts[RATINGS] = (splits[TEST].test.user_counts() > 0).astype(np.int64)
+        parts = []
+        for label, units in counts.items():
+            users = np.flatnonzero(units)
+            parts.append(pl.DataFrame({"user": users.astype(np.int32), UNIT_LABEL: label, "units": units[users]},
+                                      schema={"user": pl.Int32, UNIT_LABEL: pl.String, "units": pl.Int64}))
+        return pl.concat(parts) if parts else pl.DataFrame(schema={"user": pl.Int32, UNIT_LABEL: pl.String,
+                                                                   "units": pl.Int64})
+
+
+def unit_number_rows(frame, task: UnitCounts, partitions: int):
+    """Each user's first unit number per target-set label, ``user, unit_label, first_unit``, from
+    the fold's rows ``frame`` (a Spark DataFrame of :meth:`FoldTargets.rows`' columns), numbered
+    as :func:`first_units` numbers a whole fold: the tasks count each user's units
+    (:class:`UnitCounts`), the driver receives their sums per label and block of
+    :data:`UNIT_BLOCK` users by index and makes each block's offset, the running sum of the blocks
+    before it, and a window numbers the users within each block. Users without a unit have no row."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    from recsys_eval.core.spark import task_threads
+    from recsys_eval.engine.partitions import arrow_task
+
+    spark = frame.sparkSession
+    schema = T.StructType([T.StructField("user", T.IntegerType()), T.StructField(UNIT_LABEL, T.StringType()),
+                           T.StructField("units", T.LongType())])
+    counts = (frame.repartition(partitions, "user").sortWithinPartitions("user")
+              .mapInArrow(arrow_task(task, task_threads(spark), key="user"), schema)
+              .withColumn("_block", (F.col("user") / UNIT_BLOCK).cast("int"))
+              .localCheckpoint())  # counted once, read by the sums and by the window
+    sums = pl.DataFrame([row.asDict() for row in counts.groupBy(UNIT_LABEL, "_block")
+                         .agg(F.sum("units").alias("units")).collect()],
+                        schema={UNIT_LABEL: pl.String, "_block": pl.Int32, "units": pl.Int64})
+    offsets = sums.sort(UNIT_LABEL, "_block").with_columns(
+        (pl.col("units").cum_sum() - pl.col("units")).over(UNIT_LABEL).alias("_offset")).drop("units")
+    before = Window.partitionBy(UNIT_LABEL, "_block").orderBy("user").rowsBetween(Window.unboundedPreceding, -1)
+    return (counts.join(F.broadcast(spark.createDataFrame(offsets.to_arrow())), on=[UNIT_LABEL, "_block"])
+            .select("user", UNIT_LABEL, (F.col("_offset") + F.coalesce(F.sum("units").over(before), F.lit(0)))
+                    .cast("long").alias(FIRST_UNIT)))
+
+
+class UnitNumbers:
+    """A chunk's users' first unit numbers per target-set label (:func:`take_unit_numbers`)."""
+
+    def __init__(self, rows: pl.DataFrame) -> None:
+        self.labels = {label: (part.get_column("user").to_numpy().astype(np.int64),
+                               part.get_column(FIRST_UNIT).to_numpy())
+                       for (label,), part in rows.sort("user").partition_by(UNIT_LABEL, as_dict=True).items()}
+
+    def of(self, label: str, users: np.ndarray) -> np.ndarray:
+        """The first unit number under ``label`` of each user index of ``users`` (each has units)."""
+        known, first = self.labels.get(label, (np.zeros(0, np.int64), np.zeros(0, np.int64)))
+        at = np.searchsorted(known, users)
+        if len(users) and (at.max() >= len(known) or np.any(known[at] != users)):
+            raise ValueError(f"a user of target set {label!r} has no unit number in its partition")
+        return first[at]
+
+
+def take_unit_numbers(chunk: pl.DataFrame) -> tuple[pl.DataFrame, UnitNumbers]:
+    """A chunk of a fold's rows split into its other rows (the unit columns dropped) and its users'
+    :class:`UnitNumbers` (its rows with a ``unit_label``)."""
+    if UNIT_LABEL not in chunk.columns:
+        return chunk, UnitNumbers(pl.DataFrame(schema={"user": pl.Int32, UNIT_LABEL: pl.String,
+                                                       FIRST_UNIT: pl.Int64}))
+    is_unit = pl.col(UNIT_LABEL).is_not_null()
+    return (chunk.filter(~is_unit).drop(UNIT_LABEL, FIRST_UNIT),
+            UnitNumbers(chunk.filter(is_unit).select("user", UNIT_LABEL, FIRST_UNIT)))
 
 
 def partition_target_sets(options: RunOptions, shipped: SparkTargets, chunk: pl.DataFrame, template: Interactions,

@@ -68,7 +68,7 @@ def run_experiment(
     started = time.perf_counter()
     with Timings() as timings:
         with Progress(console or Console(), quiet=quiet) as progress:
-            data, splits, prepared = load_and_split(config, progress, timings)
+            data, splits, prepared, written = load_and_split(config, progress, timings, sink.folder.spark_splits())
             if config.analysis.slices:
                 start = time.perf_counter()
                 sink.write_user_slices(splits, config.analysis.slices, config.analysis.user_attributes,
@@ -77,7 +77,8 @@ def run_experiment(
             sink.set_layout([s.name for s in splits], options.systems, options.labels)
             folds = []
             for split in splits:
-                folds.append(run_fold(config, options, data, split, len(splits), sink, progress, timings))
+                folds.append(run_fold(config, options, data, split, len(splits), sink, progress, timings,
+                                      written.get(split.name)))
                 log.append(f"fold {split.name}: {len(folds[-1].partitions)} per-unit partitions{reuse_note(folds[-1])}")
             if config.learning_curve is not None:
                 from recsys_eval.pipeline.curve import learning_curve_rows
@@ -143,9 +144,22 @@ def reuse_note(fold: FoldSummary) -> str:
     return "".join(f", {n} {what} reused from an earlier attempt" for n, what in counts if n)
 
 
-def load_and_split(config: ExperimentConfig, progress: Progress,
-                   timings: Timings) -> tuple[Interactions, list[Split], list[dict]]:
-    """The dataset, prepared, and its folds; with what each preparation step removed."""
+def load_and_split(config: ExperimentConfig, progress: Progress, timings: Timings, spark_folder: Path | None = None
+                   ) -> tuple[Interactions, list[Split], list[dict], dict[str, str]]:
+    """The dataset, prepared, and its folds; with what each preparation step removed, and where
+    Spark wrote each fold's split (by fold name). On the Spark engine, with ``spark_folder``, Spark
+    reads, prepares and splits the data when it can (:mod:`recsys_eval.engine.inputs`: per-user
+    splits of a CSV or Parquet file), and the driver's copy is read from the written split."""
+    if spark_folder is not None and config.engine.name == "spark":
+        from recsys_eval.engine.inputs import local_only, spark_inputs
+
+        if not local_only(config):
+            with progress.step("read, prepare and split on Spark"):
+                start = time.perf_counter()
+                made = spark_inputs(config, RunOptions.from_config(config).seeds.split(), spark_folder)
+                timings.add("", "", "split", start)
+            progress.log(f"data: {made.data!r}", markup=False)
+            return made.data, made.splits, made.prepared, made.written
     with progress.step("load and prepare"):
         start = time.perf_counter()
         data = load_data(config.dataset)
@@ -158,7 +172,7 @@ def load_and_split(config: ExperimentConfig, progress: Progress,
         start = time.perf_counter()
         splits, on_train = prepare_splits(config.prepare, config_splits(config, data))
         timings.add("", "", "split", start)
-    return data, splits, prepared + on_train
+    return data, splits, prepared + on_train, {}
 
 
 def config_splits(config: ExperimentConfig, data: Interactions) -> list[Split]:
@@ -168,10 +182,11 @@ def config_splits(config: ExperimentConfig, data: Interactions) -> list[Split]:
 
 
 def run_fold(config: ExperimentConfig, options: RunOptions, data: Interactions, split: Split, n_folds: int,
-             sink: RunSink, progress: Progress, timings: Timings) -> FoldSummary:
+             sink: RunSink, progress: Progress, timings: Timings, written: str | None = None) -> FoldSummary:
     """One fold: reused when an earlier attempt completed it; else tuned, planned, executed on the
     configured engine (the local one reusing the partitions and chunks an earlier attempt finished;
-    Spark redoing the fold whole), its split saved, and marked done."""
+    Spark redoing the fold whole, its rows read from the split Spark ``written`` when there is
+    one), its split saved, and marked done."""
     from recsys_eval.tune import tune_fold
 
     done = sink.completed(split.name)
@@ -193,7 +208,7 @@ def run_fold(config: ExperimentConfig, options: RunOptions, data: Interactions, 
     if spark:
         from recsys_eval.engine.fold import SparkFold
 
-        fold = SparkFold(plan, config.engine, sink, progress, timings).run()
+        fold = SparkFold(plan, config.engine, sink, progress, timings, written).run()
     else:
         from recsys_eval.pipeline.local import LocalFold
 

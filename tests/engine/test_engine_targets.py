@@ -20,7 +20,17 @@ import pytest
 
 from config_text import HOLDOUT, config_text, ratings_file
 from recsys_eval.core.results import ResultsFolder
-from recsys_eval.engine.targets import FoldTargets, partition_target_sets
+from recsys_eval.engine import targets as targets_module
+from recsys_eval.engine.targets import (
+    FIRST_UNIT,
+    UNIT_LABEL,
+    FoldTargets,
+    UnitCounts,
+    first_units,
+    partition_target_sets,
+    take_unit_numbers,
+    unit_number_rows,
+)
 from recsys_eval.errors import ConfigError
 from recsys_eval.experiment.checks import check_names
 from recsys_eval.experiment.runner import config_splits, run_experiment
@@ -107,9 +117,13 @@ def test_partition_target_sets_are_the_whole_folds(tmp_path, synthetic_ratings):
     rows = fold.rows(split).sample(fraction=1.0, shuffle=True, seed=3)  # rows of a user in any order
     group = np.random.default_rng(4).integers(0, 3, split.n_users)
     template = data.with_frame(data.frame.clear())
+    chunks = [rows.filter(pl.Series(group[rows.get_column("user").to_numpy()] == g)).sort("user", maintain_order=True)
+              for g in range(3)]
+    # each user's units counted in its own group; numbered by a running sum over every user
+    counted = pl.concat([UnitCounts(options, shipped, template, split.name)(chunk) for chunk in chunks])
+    first_unit = _numbered(counted, split.n_users)
     numbered: dict[str, dict[int, tuple]] = {label: {} for label in whole}
-    for g in range(3):
-        chunk = rows.filter(pl.Series(group[rows.get_column("user").to_numpy()] == g)).sort("user", maintain_order=True)
+    for g, chunk in enumerate(chunks):
         for p, part_split, target_set in partition_target_sets(options, shipped, chunk, template, split.name):
             targets = target_set.whole().targets
             users = targets.unit_user.astype(np.int64)
@@ -121,7 +135,7 @@ def test_partition_target_sets_are_the_whole_folds(tmp_path, synthetic_ratings):
             assert np.array_equal(shipped.totals[p].train_counts, local.train.item_counts())
             assert fold.trains[shipped.trains[p]].frame.sort("user", "item").equals(local.train.frame.sort("user", "item"))
             assert np.array_equal(target_set.candidates[users], local.candidates[users])
-            first = shipped.first_unit[target_set.label]
+            first = first_unit[target_set.label]
             seen: dict[int, int] = {}
             for unit in _units(targets):
                 user = unit[0]
@@ -131,6 +145,47 @@ def test_partition_target_sets_are_the_whole_folds(tmp_path, synthetic_ratings):
         units = _units(target_set.whole().targets)
         assert sorted(numbered[label]) == list(range(len(units))), label
         assert [numbered[label][i] for i in range(len(units))] == units, label
+
+
+def _numbered(counted: pl.DataFrame, n_users: int) -> dict[str, np.ndarray]:
+    """Per label, each user index's first unit: the running sum of ``counted``'s units before it."""
+    out = {}
+    for (label,), part in counted.partition_by(UNIT_LABEL, as_dict=True).items():
+        units = np.zeros(n_users, np.int64)
+        np.add.at(units, part.get_column("user").to_numpy(), part.get_column("units").to_numpy())
+        out[label] = np.cumsum(units) - units
+    return out
+
+
+@pytest.mark.spark
+def test_unit_numbers_are_made_per_block_and_joined_to_their_users(spark, tmp_path, synthetic_ratings, monkeypatch):
+    monkeypatch.setattr(targets_module, "UNIT_BLOCK", 16)  # many blocks, users numbered across them
+    config, data, split = _fold(tmp_path, synthetic_ratings, PROTOCOLS)
+    options = RunOptions.from_config(config)
+    fold = FoldTargets.of(options, split)
+    task = UnitCounts(options, fold.shipped, data.with_frame(data.frame.clear()), split.name)
+    expected = _numbered(task(fold.rows(split)), split.n_users)
+    # on a whole fold of standard protocols, the numbering first_units gives
+    whole = first_units(options.protocols[0], split, fold.shipped.totals[0], 4)
+    assert np.array_equal(whole["TI+AR+AN"], expected["TI+AR+AN"])
+    frame = spark.createDataFrame(fold.rows(split).to_arrow())
+    for partitions in (1, 3, 7):
+        rows = pl.from_arrow(unit_number_rows(frame, task, partitions).toArrow())
+        assert rows.get_column(UNIT_LABEL).n_unique() == len(expected) == 5 + 2 + 3 + 4 + 1
+        for (label,), part in rows.partition_by(UNIT_LABEL, as_dict=True).items():
+            users = part.get_column("user").to_numpy()
+            assert np.array_equal(part.get_column(FIRST_UNIT).to_numpy(), expected[label][users]), (label, partitions)
+            units = task(fold.rows(split)).filter(pl.col(UNIT_LABEL) == label)
+            assert sorted(users) == sorted(units.get_column("user").to_list())  # a row per user with units alone
+        # a chunk takes its users' numbers out of its rows
+        chunk = fold.rows(split).head(50)
+        mixed = pl.concat([chunk, rows.filter(pl.col("user").is_in(chunk.get_column("user").unique().implode()))],
+                          how="diagonal_relaxed")
+        plain, numbers = take_unit_numbers(mixed)
+        assert plain.equals(chunk)
+        users = chunk.get_column("user").unique().sort().to_numpy().astype(np.int64)
+        with_units = users[np.isin(users, rows.filter(pl.col(UNIT_LABEL) == "TI+AR+AN").get_column("user"))]
+        assert np.array_equal(numbers.of("TI+AR+AN", with_units), expected["TI+AR+AN"][with_units])
 
 
 @pytest.mark.parametrize(("protocol", "message"), [

@@ -1,0 +1,331 @@
+"""A run's inputs made on Spark (``run --engine spark``): the dataset read, prepared and split by
+Spark jobs, the split written as Parquet partitioned by side, and the driver's copy read from it.
+
+- Read: ``[dataset] path``, a CSV (header, ``separator`` or the local reader's guess from the first
+  line) or Parquet file, through ``spark.read``; the roles mapped and typed as the local reader
+  types them (integer ids as 64-bit integers, text ids as text, ``rating`` float32, ``timestamp``
+  integer seconds), nulls, NaN ratings and repeated (user, item) pairs refused as
+  :meth:`~recsys_eval.core.Interactions.from_frame` refuses them. Each row carries its place in the
+  file, so that the driver's copy has the local reader's row order.
+- Prepare: the steps of :mod:`recsys_eval.data.prepare` as Spark filters, with the same results
+  (the threshold compared in float32, as numpy compares the float32 ratings; minimum counts
+  counted once on the input; the k-core peeled round by round to its fixed point), and the same
+  record of what each step removed.
+- Split: :func:`recsys_eval.engine.split.mark_split`, the local splitter's per-user rule drawn by
+  the executors (docs/CONVENTIONS.md#per-user-split-draws), written by
+  :func:`~recsys_eval.engine.split.write_sides` into the results folder's scratch
+  (``spark_splits/<fold>/side=<side>/``); the split's ``info`` counted by Spark.
+
+The driver still reads the written split back whole (:func:`read_split`): the recommenders fitted
+on the driver (implicit's, item kNN, the baselines), tuning and the run's statistics read the
+train side as :class:`~recsys_eval.core.Interactions`, indexed over the loaded dataset's sorted
+ids as the local loader indexes them. The fold's rows go to the executors from the written files
+(:func:`fold_frame`), not from the driver. What needs a global view of the rows stays with the
+local loader and splitter, named when the config is validated (:func:`local_only`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import polars as pl
+
+from recsys_eval.errors import DataError
+
+if TYPE_CHECKING:
+    from recsys_eval.core import Interactions, Split
+    from recsys_eval.pipeline.config import DatasetConfig, ExperimentConfig, PrepareConfig
+
+ROW = "_row"  # a row's place in the dataset file
+ROLES = ("user", "item", "rating", "timestamp")
+#: Why each splitter that is not drawn per user needs every row at once (it stays local).
+GLOBAL_SPLITS = {
+    "holdout": "a global holdout draws its test rows among every row (per_user = true splits on Spark)",
+    "kfold": "its folds cut one order of every row",
+    "time": "its split point is a quantile of every row's timestamp",
+    "rolling_time": "its windows are cut on every row's timestamp",
+    "user_time": "it is not yet drawn by the per-user rule of recsys_eval.split.keyed",
+    "official": "its folds are the dataset's own files",
+    "user_disjoint": "it draws whole users among every user",
+    "cold_items": "it draws whole items among every item",
+}
+
+
+def local_only(config: ExperimentConfig) -> list[str]:
+    """Why the config's inputs are loaded, prepared and split on the driver (empty: on Spark)."""
+    from recsys_eval.split.keyed import PER_USER_SPLITTERS
+
+    split, dataset = config.split, config.dataset
+    reasons = []
+    if split.method not in PER_USER_SPLITTERS or (split.method == "holdout" and not split.params.get("per_user")):
+        reasons.append(f"split {split.method!r}: {GLOBAL_SPLITS.get(split.method, 'it is not drawn per user')}")
+    if dataset.name is not None:
+        reasons.append(f"dataset {dataset.name!r}: a MovieLens archive is parsed by the local loader "
+                       "(give its ratings as a CSV or Parquet [dataset] path to read them with Spark)")
+    if dataset.timestamp_format is not None:
+        reasons.append("timestamp_format: text times are parsed with strftime codes by the local reader")
+    if config.prepare.on == "train":
+        reasons.append("prepare.on = 'train': each fold's train side is prepared on the driver")
+    return reasons
+
+
+def inputs_note(config: ExperimentConfig) -> str:
+    """One line for ``validate`` on the Spark engine: where the inputs are made, and why."""
+    reasons = local_only(config)
+    if not reasons:
+        return "inputs: read, prepared and split on Spark (the split written as Parquet; docs/SPARK.md)"
+    return "inputs: loaded, prepared and split on the driver (local-only): " + "; ".join(reasons)
+
+
+@dataclass
+class SparkInputs:
+    """The run's inputs as the runner uses them: the prepared ``data`` and its ``splits`` (the
+    driver's copies, read back from the written split), what each preparation step removed, and
+    where each fold's split was written (``written``, by fold name)."""
+
+    data: Interactions
+    splits: list[Split]
+    prepared: list[dict]
+    written: dict[str, str]
+
+
+def spark_inputs(config: ExperimentConfig, seed: int, folder: Path) -> SparkInputs:
+    """Read, prepare and split the config's dataset on Spark, write the split under ``folder``
+    and read the driver's copy back (see the module)."""
+    from recsys_eval.core.spark import spark_session
+    from recsys_eval.engine.split import mark_split, write_sides
+
+    spark = spark_session(config.engine.master)
+    raw = read_dataset(spark, config.dataset).persist()
+    try:
+        user_ids, item_ids = (_sorted_ids(raw, role) for role in ("user", "item"))
+        prepared, steps = spark_prepare(raw, config.prepare)
+        params = {**config.split.params, "seed": config.split.params.get("seed", seed)}
+        partitions = config.engine.partitions or 4 * spark.sparkContext.defaultParallelism
+        marked = mark_split(prepared, config.split.method, params, partitions).persist()
+        name, info = split_info(marked, prepared, config.split.method, params)
+        uri = str(folder / name)
+        write_sides(marked, uri)
+        marked.unpersist()
+    finally:
+        raw.unpersist()
+    data, split = read_split(uri, user_ids, item_ids, source=config.dataset.path, name=name, info=info)
+    if config.dataset.item_features is not None:
+        from recsys_eval.core import Split
+        from recsys_eval.pipeline.inputs import item_features
+
+        features = item_features(config.dataset.item_features, config.dataset.item_feature_column)
+        data = data.with_items_meta(features)
+        split = Split(data.with_frame(split.train.frame), data.with_frame(split.test.frame), name=name, info=info)
+    return SparkInputs(data, [split], steps, {name: uri})
+
+
+# -- read ------------------------------------------------------------------------------------------
+def read_dataset(spark, dataset: DatasetConfig):
+    """The dataset file as a Spark DataFrame of the roles it maps (``user, item[, rating][,
+    timestamp]``, typed as the local reader types them) and :data:`ROW`, checked."""
+    from pyspark.errors import AnalysisException
+    from pyspark.sql import functions as F
+
+    from recsys_eval.data.files import PARQUET_SUFFIXES, guess_separator, roles_of
+
+    path = dataset.path
+    try:
+        if Path(path).suffix.lower() in PARQUET_SUFFIXES:
+            frame = spark.read.parquet(path)
+        else:
+            separator = dataset.separator or guess_separator(Path(path))
+            frame = spark.read.csv(path, header=True, inferSchema=True, sep=separator)
+    except AnalysisException as exc:
+        raise DataError(f"{path}: could not be read by Spark ({str(exc).splitlines()[0]})") from None
+    roles = roles_of(dataset.columns, frame.columns, path)
+    frame = frame.select(*(F.col(f"`{name}`").alias(role) for role, name in roles.items()),
+                         F.monotonically_increasing_id().alias(ROW))
+    frame = frame.select(*(_typed(frame, role, path) for role in roles), ROW)
+    _check_rows(frame, path)
+    return frame
+
+
+def _typed(frame, role: str, path: str):
+    """The column of ``role`` in the local reader's type, or a DataError naming it."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    kind = frame.schema[role].dataType
+    column = F.col(role)
+    if role in ("user", "item"):
+        if isinstance(kind, T.IntegralType):
+            return column.cast("long").alias(role)
+        if isinstance(kind, T.StringType):
+            return column
+        raise DataError(f"{path}: column for {role!r} has type {kind.simpleString()}; expected integer or text ids")
+    if role == "rating":
+        if isinstance(kind, T.NumericType | T.BooleanType):
+            return column.cast("float").alias(role)
+        raise DataError(f"{path}: column for 'rating' has type {kind.simpleString()}; expected numbers")
+    if isinstance(kind, T.TimestampNTZType | T.DateType):  # wall-clock: its seconds as if in UTC, as polars counts
+        epoch = F.lit("1970-01-01 00:00:00").cast("timestamp_ntz")
+        return F.timestamp_diff("SECOND", epoch, column.cast("timestamp_ntz")).cast("long").alias(role)
+    if isinstance(kind, T.TimestampType):  # an instant
+        return F.unix_timestamp(column).cast("long").alias(role)
+    if isinstance(kind, T.NumericType):
+        return column.cast("long").alias(role)
+    raise DataError(f"{path}: column for 'timestamp' has type {kind.simpleString()}; expected integer seconds "
+                    "(timestamp_format, text times, is read by the local engine)")
+
+
+def _check_rows(frame, path: str) -> None:
+    """Nulls, NaN or infinite ratings, and repeated (user, item) pairs: a DataError naming the
+    column, or an example pair, as :meth:`Interactions.from_frame` names them."""
+    from pyspark.sql import functions as F
+
+    checks = [F.sum(F.col(c).isNull().cast("long")).alias(c) for c in frame.columns if c != ROW]
+    if "rating" in frame.columns:
+        checks.append(F.sum((F.isnan("rating") | F.col("rating").isin(float("inf"), float("-inf")))
+                            .cast("long")).alias("_bad_rating"))
+    counts = frame.agg(*checks).first().asDict()
+    for column, n in counts.items():
+        if n:
+            what = "NaN or infinite ratings" if column == "_bad_rating" else f"null values in column {column!r}"
+            raise DataError(f"{path}: {n:,} {what}")
+    repeated = frame.groupBy("user", "item").count().filter(F.col("count") > 1)
+    first = repeated.limit(1).collect()
+    if first:
+        pairs, rows = repeated.agg(F.count("*"), F.sum("count")).first()
+        raise DataError(f"{path}: {pairs:,} (user, item) pairs occur more than once ({rows:,} rows), e.g. user "
+                        f"{first[0]['user']!r}, item {first[0]['item']!r}; choose a duplicates policy: 'last', "
+                        "'max' or 'mean' (the local loader's)")
+
+
+def _sorted_ids(frame, role: str) -> pl.Series:
+    """The distinct raw ids of ``role``, sorted as the local index sorts them."""
+    ids = pl.from_arrow(frame.select(role).distinct().toArrow()).get_column(role).sort()
+    return ids.rename(f"{role}_id")
+
+
+# -- prepare ---------------------------------------------------------------------------------------
+def spark_prepare(frame, prepare: PrepareConfig) -> tuple[Any, list[dict]]:
+    """The steps of ``[prepare]`` (on = "data") as :func:`recsys_eval.pipeline.inputs.prepare_data`
+    applies them, on a Spark DataFrame; with what each step removed (the same records)."""
+    from pyspark.sql import functions as F
+
+    p = prepare
+    steps: list[dict] = []
+    if p.threshold is not None:
+        if "rating" not in frame.columns:
+            raise DataError("the dataset has no rating column to apply a threshold to")
+        threshold = float(p.threshold)
+        if not np.isfinite(threshold):
+            raise DataError(f"threshold must be a finite number, got {p.threshold!r}")
+        kept = frame.filter(F.col("rating") >= F.lit(threshold).cast("float"))  # in float32, as numpy
+        if p.binarize:
+            kept = kept.withColumn("rating", F.lit(1.0).cast("float"))
+        frame = _step(frame, kept, f"threshold {p.threshold}", steps)
+    if p.min_user_interactions or p.min_item_interactions:
+        frame = _step(frame, _min_counts(frame, p.min_user_interactions, p.min_item_interactions),
+                      "minimum counts", steps)
+    if p.k_core:
+        frame = _step(frame, _k_core(frame, p.k_core), f"{p.k_core}-core", steps)
+    return frame, steps
+
+
+def _min_counts(frame, min_user: int, min_item: int):
+    """Rows whose user has at least ``min_user`` and whose item at least ``min_item`` rows, both
+    counted on ``frame`` (:func:`recsys_eval.data.prepare.min_counts`)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    counted = frame.withColumn("_nu", F.count("*").over(Window.partitionBy("user"))) \
+                   .withColumn("_ni", F.count("*").over(Window.partitionBy("item")))
+    return counted.filter((F.col("_nu") >= min_user) & (F.col("_ni") >= min_item)).drop("_nu", "_ni")
+
+
+def _k_core(frame, k: int):
+    """The k-core (:func:`recsys_eval.data.prepare.k_core`): rows of users or items below ``k``
+    removed and recounted until none is (each round checkpointed, so that the plan stays short)."""
+    size = frame.count()
+    while size:
+        peeled = _min_counts(frame, k, k).localCheckpoint()
+        peeled_size = peeled.count()
+        if peeled_size == size:
+            break
+        frame, size = peeled, peeled_size
+    return frame
+
+
+def _step(before, after, step: str, steps: list[dict]):
+    """``after``, persisted, with what it removed from ``before`` recorded under ``step``."""
+    from pyspark.sql import functions as F
+
+    after = after.persist()
+    counts = [frame.agg(F.countDistinct("user"), F.countDistinct("item"), F.count("*")).first()
+              for frame in (before, after)]
+    steps.append({"step": step, **{what: int(counts[0][i] - counts[1][i])
+                                   for i, what in enumerate(("users", "items", "interactions"))}})
+    return after
+
+
+# -- the split -------------------------------------------------------------------------------------
+def split_info(marked, prepared, method: str, params: dict[str, Any]) -> tuple[str, dict]:
+    """The split's name and ``info``, as :func:`recsys_eval.split.common.build_split` records it,
+    counted by Spark on the marked rows and the prepared ones."""
+    from pyspark.sql import functions as F
+
+    from recsys_eval.engine.split import SIDE, TEST_SIDE, TRAIN_SIDE, UNKNOWN_ITEM, UNKNOWN_USER
+    from recsys_eval.split.common import check_drop_unknown
+    from recsys_eval.split.keyed import PerUserRule
+
+    rule = PerUserRule.of(method, params)
+    sides = dict(marked.groupBy(SIDE).count().collect())
+    per_user = prepared.groupBy("user").count()
+    kept = per_user.filter(F.col("count") < rule.min_user_interactions).agg(F.count("*"), F.sum("count")).first()
+    common = {"min_user_interactions": rule.min_user_interactions,
+              "drop_unknown": check_drop_unknown(params.get("drop_unknown", False))}
+    own = ({"fraction": rule.fraction, "per_user": True} if method == "holdout"
+           else {"n": rule.n} if method == "leave_last_n" else {"n": rule.n, "order": rule.order})
+    return method, {
+        "splitter": method, "params": {**own, **common}, "seed": int(params["seed"]),
+        "train_interactions": sides.get(TRAIN_SIDE, 0), "test_interactions": sides.get(TEST_SIDE, 0),
+        "users_kept_in_train": int(kept[0]), "interactions_kept_in_train": int(kept[1] or 0),
+        "test_dropped_unknown_users": sides.get(UNKNOWN_USER, 0),
+        "test_dropped_unknown_items": sides.get(UNKNOWN_ITEM, 0),
+    }
+
+
+def read_split(uri: str, user_ids: pl.Series, item_ids: pl.Series, *, source: str, name: str,
+               info: dict) -> tuple[Interactions, Split]:
+    """The driver's copy of a written split: the prepared data (every side, dropped test rows
+    included, as the local ``data`` holds them) and the Split, in the file's row order, indexed
+    over the loaded dataset's sorted ``user_ids`` and ``item_ids``."""
+    from recsys_eval.core import Interactions, Split
+    from recsys_eval.engine.split import SIDE, TEST_SIDE, TRAIN_SIDE
+
+    rows = pl.read_parquet(f"{uri}/**/*.parquet", hive_partitioning=True).sort(ROW)
+    base = Interactions(pl.DataFrame(), user_ids, item_ids, source=source)
+    frame = rows.with_columns(pl.Series("user", base.user_index(rows.get_column("user")), dtype=pl.Int32),
+                              pl.Series("item", base.item_index(rows.get_column("item")), dtype=pl.Int32))
+    data = base.with_frame(frame)
+    side = rows.get_column(SIDE)
+    train, test = (data.with_frame(frame.filter(side == which)) for which in (TRAIN_SIDE, TEST_SIDE))
+    return data, Split(train, test, name=name, info=info)
+
+
+def fold_frame(spark, uri: str, data: Interactions):
+    """The fold's rows for the executors, read by Spark from the written split: ``user, item``
+    (indices over ``data``'s index, by a join with the index of each), ``rating`` where there is
+    one, and ``test`` (the test side's rows); the dropped test rows left out."""
+    from pyspark.sql import functions as F
+
+    from recsys_eval.engine.split import SIDE, TEST_SIDE, TRAIN_SIDE
+    from recsys_eval.engine.targets import TEST
+
+    rows = spark.read.parquet(uri).filter(F.col(SIDE).isin(TRAIN_SIDE, TEST_SIDE))
+    for role, ids in (("user", data.user_ids), ("item", data.item_ids)):
+        index = spark.createDataFrame(pl.DataFrame({role: ids, "_index": np.arange(len(ids), dtype=np.int32)})
+                                      .to_arrow())
+        rows = rows.join(index, on=role).drop(role).withColumnRenamed("_index", role)
+    values = ["rating"] if "rating" in rows.columns else []
+    return rows.select("user", "item", *values, (F.col(SIDE) == TEST_SIDE).alias(TEST))
