@@ -32,11 +32,15 @@ def swapped_pairs(first: Mapping[str, float], second: Mapping[str, float]) -> li
     """System pairs (a, b), a ahead of b under ``first``, that ``second`` orders the other way; a
     pair tied (within :data:`TIE_TOLERANCE`) under either is not swapped."""
     systems = sorted(set(first) & set(second))
-    return [
-        (a, b) if first[a] > first[b] else (b, a)
-        for a, b in combinations(systems, 2)
-        if order(first[a], first[b]) * order(second[a], second[b]) < 0
-    ]
+    a, b = (np.array([values[s] for s in systems], dtype=np.float64) for values in (first, second))
+    i, j = np.triu_indices(len(systems), 1)  # the pairs of combinations(systems, 2), in its order
+    swapped = np.flatnonzero(_orders(a[i], a[j]) * _orders(b[i], b[j]) < 0)
+    return [(systems[i[p]], systems[j[p]]) if a[i[p]] > a[j[p]] else (systems[j[p]], systems[i[p]]) for p in swapped]
+
+
+def _orders(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """:func:`order` of each pair (a[i], b[i])."""
+    return np.where(np.abs(a - b) <= TIE_TOLERANCE, 0, np.where(a > b, 1, -1))
 
 
 def pair_agreement(reference: Mapping[str, float], other: Mapping[str, float]) -> float:
@@ -77,17 +81,12 @@ def protocol_agreement(summary_frame: pl.DataFrame, *, metric: str, k: int | Non
         raise ConfigError(f"protocol agreement needs at least two systems with a value for {MetricKey(metric, k).label}; got {systems}")
     if len(by_protocol) < 2:
         raise ConfigError(f"protocol agreement needs at least two protocols; the summary holds {sorted(by_protocol)}")
-    out = []
-    for pa, pb in combinations(sorted(by_protocol), 2):
-        common = sorted(set(by_protocol[pa]) & set(by_protocol[pb]))
-        tau, p_value = np.nan, np.nan
-        if len(common) >= 2:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                result = stats.kendalltau([by_protocol[pa][s] for s in common], [by_protocol[pb][s] for s in common])
-            tau, p_value = float(result.statistic), float(result.pvalue)
-        swaps = [f"{a} vs {b}" for a, b in swapped_pairs(by_protocol[pa], by_protocol[pb])]
-        out.append((pa, pb, tau, p_value, len(common), swaps))
+    pairs = list(combinations(sorted(by_protocol), 2))
+    commons = [sorted(set(by_protocol[pa]) & set(by_protocol[pb])) for pa, pb in pairs]
+    taus = _kendall_taus([[by_protocol[p][s] for s in common] for (p, _), common in zip(pairs, commons, strict=True)],
+                         [[by_protocol[p][s] for s in common] for (_, p), common in zip(pairs, commons, strict=True)])
+    out = [(pa, pb, tau, p_value, len(common), [f"{a} vs {b}" for a, b in swapped_pairs(by_protocol[pa], by_protocol[pb])])
+           for (pa, pb), common, (tau, p_value) in zip(pairs, commons, taus, strict=True)]
     return pl.DataFrame(
         out,
         schema={"protocol_a": pl.String, "protocol_b": pl.String, "tau": pl.Float64, "p_value": pl.Float64,
@@ -101,3 +100,21 @@ def ordering_agreement(
 ) -> dict[str, float]:
     """Share of system pairs the sampled and the corrected values order like the full ranking."""
     return {"sampled": pair_agreement(full, sampled), "corrected": pair_agreement(full, corrected)}
+
+
+def _kendall_taus(firsts: list[list[float]], seconds: list[list[float]]) -> list[tuple[float, float]]:
+    """(tau-b, p-value) of ``scipy.stats.kendalltau`` for each pair of value lists, NaN for fewer
+    than two values; the pairs of one length in one call (``axis=1``: the same test of each row,
+    its argument checks paid once)."""
+    result = [(np.nan, np.nan)] * len(firsts)
+    by_length: dict[int, list[int]] = {}
+    for at, values in enumerate(firsts):
+        if len(values) >= 2:
+            by_length.setdefault(len(values), []).append(at)
+    for rows in by_length.values():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tested = stats.kendalltau(np.array([firsts[r] for r in rows]), np.array([seconds[r] for r in rows]), axis=1)
+        for r, tau, p_value in zip(rows, np.atleast_1d(tested.statistic), np.atleast_1d(tested.pvalue), strict=True):
+            result[r] = (float(tau), float(p_value))
+    return result

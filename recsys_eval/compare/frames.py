@@ -57,6 +57,14 @@ class Partition:
                          self.values[np.ix_(kept, cols)], self.present[np.ix_(kept, cols)],
                          None if self.users is None else self.users.gather(kept))
 
+    def select(self, cols: np.ndarray) -> Partition:
+        """The partition of the columns at ``cols`` (ascending) alone: what :func:`partitions` makes
+        of their rows of the frame, the users without a value in any of them left out."""
+        present = self.present[:, cols]
+        kept = np.flatnonzero(present.any(axis=1))
+        return Partition(self.protocol, self.fold, self.columns[cols], self.values[np.ix_(kept, cols)], present[kept],
+                         None if self.users is None else self.users.gather(kept))
+
     def column(self, system: str, metric: str, k: int | None) -> int | None:
         """Index of the (system, metric, k) column, None if that system lacks it here."""
         return self._index.get((system, metric, k))
@@ -77,35 +85,39 @@ def partitions(frame: pl.DataFrame, source: str = "per-user results") -> list[Pa
         coded = part.with_columns(row=pl.col("user").rank("dense").cast(pl.Int64) - 1).join(
             columns.with_row_index("col"), on=list(COLUMN_KEYS), how="left", nulls_equal=True
         )
-        rows = coded["row"].to_numpy()
-        cols = coded["col"].to_numpy().astype(np.int64)
-        n_rows, n_cols = int(rows.max()) + 1, columns.height
-        flat = rows * n_cols + cols
-        if np.bincount(flat, minlength=n_rows * n_cols).max() > 1:
-            raise _more_than_one(source, coded.filter(pl.struct("row", "col").is_duplicated()))
-        values = np.full(n_rows * n_cols, np.nan)
-        values[flat] = coded["value"].to_numpy()
-        present = np.zeros(n_rows * n_cols, dtype=bool)
-        present[flat] = True
-        result.append(
-            Partition(
-                str(protocol), str(fold), columns,
-                values.reshape(n_rows, n_cols), present.reshape(n_rows, n_cols),
-                part.get_column("user").unique().sort(),
-            )
-        )
+        result.append(partition_of_cells(
+            str(protocol), str(fold), columns, coded["row"].to_numpy(), coded["col"].to_numpy().astype(np.int64),
+            coded["value"].to_numpy(), part.get_column("user").unique().sort(), source))
     return result
+
+
+def partition_of_cells(protocol: str, fold: str, columns: pl.DataFrame, rows: np.ndarray, cols: np.ndarray,
+                       values: np.ndarray, users: pl.Series, source: str = "per-user results") -> Partition:
+    """The :class:`Partition` of one (protocol, fold) from its cells: the value of the user
+    ``users[rows[i]]`` (``users`` ascending) in the column ``cols[i]`` of ``columns`` (system,
+    metric, k, sorted); a cell given twice is an error naming it."""
+    n_rows, n_cols = len(users), columns.height
+    flat = rows * n_cols + cols
+    if len(flat) and np.bincount(flat, minlength=n_rows * n_cols).max() > 1:
+        at = np.flatnonzero(np.bincount(flat, minlength=n_rows * n_cols) > 1)[0]
+        system, metric, k = columns.row(int(at % n_cols))
+        raise _more_than_one(source, {"system": system, "protocol": protocol, "fold": fold,
+                                      "user": users[int(at // n_cols)], "metric": metric, "k": k})
+    matrix = np.full(n_rows * n_cols, np.nan)
+    matrix[flat] = values
+    present = np.zeros(n_rows * n_cols, dtype=bool)
+    present[flat] = True
+    return Partition(protocol, fold, columns, matrix.reshape(n_rows, n_cols), present.reshape(n_rows, n_cols), users)
 
 
 def check_one_row_per_user(frame: pl.DataFrame, source: str = "per-user results") -> None:
     """A per-user frame (checked) has one row per (system, protocol, fold, metric, k, user)."""
     repeated = frame.filter(pl.struct(*PARTITION_KEYS, *COLUMN_KEYS, "user").is_duplicated())
     if repeated.height:
-        raise _more_than_one(source, repeated)
+        raise _more_than_one(source, repeated.row(0, named=True))
 
 
-def _more_than_one(source: str, repeated: pl.DataFrame) -> DataError:
-    dup = repeated.row(0, named=True)
+def _more_than_one(source: str, dup: dict) -> DataError:
     return DataError(
         f"{source}: more than one value for system {dup['system']!r}, protocol {dup['protocol']!r}, "
         f"fold {dup['fold']!r}, user {dup['user']!r}, metric {dup['metric']!r}, k {dup['k']!r}; "

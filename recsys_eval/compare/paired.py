@@ -27,7 +27,12 @@ from recsys_eval.compare.frames import (
     mask_groups,
     partitions,
 )
-from recsys_eval.compare.resampling import bootstrap_interval, bootstrap_means, permutation_pvalues, sign_flip_means
+from recsys_eval.compare.resampling import (
+    bootstrap_interval,
+    bootstrap_means,
+    permutation_pvalues,
+    sign_flip_means,
+)
 from recsys_eval.compare.signed_rank import wilcoxon_columns
 from recsys_eval.core.rng import derive_seed
 from recsys_eval.errors import ConfigError, DataError, check_choice, closest
@@ -143,6 +148,34 @@ def test_columns(
             for name, array in (values | relative).items():
                 columns[name] += array[keep].tolist()
     return columns
+
+
+def comparable_columns(part: Partition, baseline: str | None) -> list[np.ndarray]:
+    """The groups of a partition's columns that are tested together: the cutoffs of one metric
+    that the same set of systems has (e.g. MAE only for the rating predictors), each group's
+    columns ascending; a group with one system, or without the baseline, is left out."""
+    keys = part.columns.rows()
+    members: dict[tuple, set[str]] = {}
+    for system, metric, k in keys:
+        members.setdefault((metric, k), set()).add(system)
+    groups: dict[tuple, list[int]] = {}
+    for col, (_, metric, k) in enumerate(keys):
+        systems = members[metric, k]
+        if len(systems) >= 2 and (baseline is None or baseline in systems):
+            groups.setdefault((metric, *sorted(systems)), []).append(col)
+    return [np.asarray(cols) for cols in groups.values()]
+
+
+def partition_tests(part: Partition, *, correction: str = "holm", alpha: float = 0.05, **options) -> pl.DataFrame:
+    """:func:`paired_tests` of one partition, each group of its comparable columns
+    (:func:`comparable_columns`) tested on its own, as :func:`paired_tests` tests the per-user
+    rows of the group alone (its draws from ``seed`` afresh): the same rows, bit for bit, with no
+    frame laid out per group. ``options`` as for :func:`test_columns`."""
+    columns: dict[str, list] = {name: [] for name in TEST_SCHEMA}
+    for cols in comparable_columns(part, options.get("baseline")):
+        for name, values in test_columns([part.select(cols)], correction=correction, **options).items():
+            columns[name] += values
+    return correct(pl.DataFrame(columns, schema=TEST_SCHEMA), correction, alpha)
 
 
 def fold_paired_tests(

@@ -39,7 +39,7 @@ benchmarks/bench_sampled.py on ML-25M-sized inputs (thousands of distinct N).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import cached_property, lru_cache
 
 import numpy as np
@@ -58,6 +58,8 @@ RANK_MODELS = ("hypergeometric", "binomial")
 #: MRR at n = 100 within a quarter to a half of the sampled metric's while one unit's values stay
 #: within about +-1; smaller gammas gain little bias for much variance, larger ones lose bias fast.
 DEFAULT_GAMMA = 0.01
+#: Rows of P(r | R) for the head ranks R = 1, 2, ... computed at once (the deepest usual cutoff is 50).
+HEAD_ROWS = 64
 
 
 def rank_metric(ranks: np.ndarray, metric: str, k: int | None, n_candidates: int | np.ndarray,
@@ -139,8 +141,8 @@ def sampled_correction(
     Average the result over a user's units and then over users as for any metric. See the module
     docstring for the methods; ``params`` as for :func:`rank_metric`.
     """
-    return sampled_corrections(sampled_ranks, n_negatives, n_candidates, [(metric, k)], method=method, gamma=gamma,
-                               model=model, params=params)[0]
+    return next(sampled_corrections(sampled_ranks, n_negatives, n_candidates, [(metric, k)], method=method,
+                                    gamma=gamma, model=model, params=params))
 
 
 def sampled_corrections(
@@ -153,10 +155,11 @@ def sampled_corrections(
     gamma: float = DEFAULT_GAMMA,
     model: str = "hypergeometric",
     params: Mapping[str, float] | None = None,
-) -> np.ndarray:
-    """:func:`sampled_correction` of every (metric, k) of ``metrics`` (rows, in their order): the
-    same values, but each distinct N's rank distributions and Gram matrix are computed once for
-    all the metrics (they depend on n and N alone), not once per metric."""
+) -> Iterator[np.ndarray]:
+    """:func:`sampled_correction` of every (metric, k) of ``metrics``, one after another: the same
+    values, but each distinct N's rank distributions and Gram matrix are computed once for all the
+    metrics (they depend on n and N alone), not once per metric, and only one metric's per-unit
+    values are held at a time (a fold's 1R+NN units x 35 metrics is 400 MB at ML-1M size)."""
     check_choice("correction method", method, CORRECTION_METHODS)
     ranks = np.asarray(sampled_ranks)
     if ranks.size and (not np.issubdtype(ranks.dtype, np.integer) or ranks.min() < 1 or ranks.max() > n_negatives + 1):
@@ -166,13 +169,16 @@ def sampled_corrections(
         )
     counts = _check_counts(n_candidates, n_negatives, ranks.shape)
     if method == "sampled":
-        return np.stack([rank_metric(ranks, metric, k, n_negatives + 1, params) for metric, k in metrics])
+        yield from (rank_metric(ranks, metric, k, n_negatives + 1, params) for metric, k in metrics)
+        return
     if method == "rescale":
         rescaled = 1.0 + (ranks - 1.0) * (counts - 1.0) / n_negatives
-        return np.stack([rank_metric(rescaled, metric, k, counts, params) for metric, k in metrics])
+        yield from (rank_metric(rescaled, metric, k, counts, params) for metric, k in metrics)
+        return
     distinct, inverse = np.unique(np.broadcast_to(counts, ranks.shape), return_inverse=True)
     if not distinct.size:
-        return np.empty((len(metrics), *ranks.shape))
+        yield from (np.empty(ranks.shape) for _ in metrics)
+        return
     for metric, k in metrics:  # checks the arguments
         corrected_values(n_negatives, int(distinct.flat[0]), metric, k, gamma=gamma, model=model, params=params)
     tables = np.empty((len(metrics), distinct.size, n_negatives + 1))
@@ -180,7 +186,8 @@ def sampled_corrections(
         for j, n in enumerate(distinct.tolist()):  # each N's system once, for every metric
             for i, (metric, k) in enumerate(metrics):
                 tables[i, j] = _corrected(n_negatives, n, metric, k, float(gamma), model, _key(params))
-    return tables[:, inverse.reshape(ranks.shape), ranks - 1]
+    inverse = inverse.reshape(ranks.shape)
+    yield from (table[inverse, ranks - 1] for table in tables)
 
 
 def _key(params: Mapping[str, float] | None) -> tuple:
@@ -199,7 +206,7 @@ def _corrected(n_negatives: int, n_candidates: int, metric: str, k: int | None, 
     else:  # 1/R, 1/log2(R + 1) (not polynomials) or a polynomial of degree <= 1 (AUC, uncut recall)
         ranks, weights, rows = system.smooth
     f = rank_metric(ranks, metric, k, n_candidates, dict(params)) * weights
-    values = linalg.solve(system.gram, rows.T @ f, assume_a="pos")
+    values = system.solve(rows.T @ f)
     values.setflags(write=False)
     return values
 
@@ -220,10 +227,30 @@ class _RankSystem:
         self._head = np.empty((0, n_negatives + 1))
 
     def head(self, depth: int) -> np.ndarray:
-        """P(r | R) for R = 1..depth (rows)."""
+        """P(r | R) for R = 1..depth (rows); at least the first :data:`HEAD_ROWS` are computed at
+        once, which serve every usual cutoff (the rows of a shallower cutoff are the first rows of a
+        deeper one, the same bits)."""
         if depth > self._head.shape[0]:
-            self._head = rank_distribution(np.arange(1.0, depth + 1.0), self.n_negatives, self.n_candidates, self.model)
+            rows = min(self.n_candidates, max(depth, HEAD_ROWS, 2 * self._head.shape[0]))
+            self._head = rank_distribution(np.arange(1.0, rows + 1.0), self.n_negatives, self.n_candidates, self.model)
         return self._head[:depth]
+
+    def solve(self, b: np.ndarray) -> np.ndarray:
+        """x with gram @ x = b. The Cholesky factor is computed once for every metric's b, and each
+        b is solved on its own: LAPACK's potrf then potrs, what ``linalg.solve(gram, b,
+        assume_a="pos")`` runs, so the same bits (several b at once would round differently)."""
+        factor, potrs = self._factor
+        x, info = potrs(factor, b)
+        if info:
+            raise linalg.LinAlgError(f"the bias-variance system of n {self.n_negatives}, N {self.n_candidates} "
+                                     f"could not be solved (LAPACK potrs info {info})")
+        return x
+
+    @cached_property
+    def _factor(self) -> tuple[np.ndarray, Callable]:
+        """The upper Cholesky factor of the Gram matrix (scipy's ``cho_factor``) and LAPACK's potrs."""
+        factor, _ = linalg.cho_factor(self.gram)
+        return factor, linalg.get_lapack_funcs("potrs", (factor,))
 
     @cached_property
     def smooth(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

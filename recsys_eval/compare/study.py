@@ -11,14 +11,16 @@ run's config as recorded in its manifest.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from itertools import groupby
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 
-from recsys_eval.core.rng import derive_seed
+from recsys_eval.compare.parts import FULL_CANDIDATES, SAMPLED_RANK  # noqa: F401  (where the fold phase finds them)
+from recsys_eval.compare.parts import PartValues, read_parts
 from recsys_eval.core.results import (
     AUC_POOLING,
     DISTRIBUTION_CURVES,
@@ -29,55 +31,35 @@ from recsys_eval.core.results import (
     USER_SLICES,
     ResultsFolder,
 )
-from recsys_eval.measure.aggregate import ALL_FOLDS, fold_summary, per_user, with_all_folds
-from recsys_eval.measure.metrics import AUXILIARY_METRICS as AUXILIARY
-from recsys_eval.measure.metrics import N_RELEVANT, RATINGS
-
-#: The per-unit metric holding a 1R+NN unit's sampled rank: the relevant item's position among the
-#: n + 1 ranked targets (0 when the ranking left it out), an exact integer stored as a float.
-SAMPLED_RANK = "sampled_rank"
-#: The per-unit metric holding a 1R+NN unit's full candidate count N: its relevant item and every
-#: non-relevant candidate a full ranking would rank against it (|C(u)| - |Rel(u)| + 1).
-FULL_CANDIDATES = "full_candidates"
-
-
-def per_user_parts(folder: ResultsFolder, undefined: str) -> Iterator[pl.DataFrame]:
-    """Per-user values of every system, one (fold, protocol, metric) at a time, every cutoff of the
-    metric together, in the order of the per-unit files.
-
-    Each per-unit file (one system and chunk of users: whole users) is read once and reduced to its
-    users' values at once; only a (fold, protocol)'s per-user values are held, never its per-unit
-    rows (35M for a 1R protocol of the ML-1M study) nor the run's."""
-    for fold in folder.manifest.folds:
-        for protocol in folder.manifest.protocols:
-            by_metric: dict[str, list[pl.DataFrame]] = {}
-            for path in folder.per_unit_files(fold=fold, protocol=protocol):
-                units = pl.read_parquet(path).filter(pl.col("user").is_not_null() & ~pl.col("metric").is_in(AUXILIARY))
-                if units.height:
-                    for (metric,), users in per_user(units, undefined=undefined).partition_by(
-                            "metric", as_dict=True, maintain_order=True).items():
-                        by_metric.setdefault(metric, []).append(users)
-            for parts in by_metric.values():
-                yield pl.concat(parts)
+from recsys_eval.core.rng import derive_seed
+from recsys_eval.measure.aggregate import ALL_FOLDS, fold_summary, with_all_folds
+from recsys_eval.measure.metrics import RATINGS
 
 
 def _part_options(options: dict, definitions: dict, users: pl.DataFrame) -> dict:
     """The test options of one part of the per-user values (one fold and protocol), its resamples
     seeded by its fold and protocol definition."""
-    fold, label = users.item(0, "fold"), users.item(0, "protocol")
+    return _seeded(options, definitions, users.item(0, "fold"), users.item(0, "protocol"))
+
+
+def _seeded(options: dict, definitions: dict, fold: str, label: str) -> dict:
+    """``options`` with the seed of the (fold, protocol)'s resamples: derived from its fold and
+    protocol definition, so that a relabelled protocol keeps its p-values."""
     return {**options, "seed": derive_seed(options["seed"], "paired", fold, definitions.get(label, label))}
 
 
 def part_paired_tests(users: pl.DataFrame, options: dict, definitions: dict) -> list[pl.DataFrame]:
-    """The paired tests of one part of the per-user values (one fold, protocol and metric, every
-    system and cutoff: what :func:`per_user_parts` yields), each group of comparable systems
-    tested on its own, its resamples seeded by the part's fold and protocol definition
-    (:func:`_part_options`). A part's tests depend on its users alone, so they are the same bits
-    wherever the part is tested (this process, or a Spark task: :mod:`recsys_eval.engine.paired`)."""
-    from recsys_eval.compare import paired_tests
+    """The paired tests of one part of the per-user values (one fold and protocol, any of its
+    metrics, every system and cutoff), each group of comparable systems tested on its own
+    (:func:`~recsys_eval.compare.paired.partition_tests`), its resamples seeded by the part's fold
+    and protocol definition (:func:`_seeded`). A part's tests depend on its users alone, so they are
+    the same bits wherever the part is tested (the analysis of this process, which tests each
+    (fold, protocol)'s matrix as read, or a Spark task: :mod:`recsys_eval.engine.paired`)."""
+    from recsys_eval.compare.frames import partitions
+    from recsys_eval.compare.paired import partition_tests
 
-    part_options = _part_options(options, definitions, users)
-    return [paired_tests(group, **part_options) for group in _comparable_groups(users, options["baseline"])]
+    tested = [partition_tests(part, **_part_options(options, definitions, users)) for part in partitions(users)]
+    return [frame for frame in tested if frame.height]
 
 
 def _fold_means(users: pl.DataFrame) -> pl.DataFrame:
@@ -144,62 +126,72 @@ def agreement_table(summary: pl.DataFrame, folds: list[str]) -> pl.DataFrame:
     return pl.concat(tables, how="diagonal_relaxed") if tables else pl.DataFrame()
 
 
-def sampled_table(folder: ResultsFolder, summary: pl.DataFrame, undefined: str) -> pl.DataFrame:
-    """For every 1R+NN protocol: per system and metric@k, the sampled value, its rank-rescaled and
-    bias-variance corrected estimates of the full-ranking value (Krichene & Rendle), and the
+@dataclass
+class SampledCorrection:
+    """The sampled-metric table, gathered (fold, protocol) by (fold, protocol) as the analysis reads
+    them: for every 1R+NN protocol, per system and metric@k, the sampled value, its rank-rescaled
+    and bias-variance corrected estimates of the full-ranking value (Krichene & Rendle), and the
     full-ranking value where AI+1R+AN ran.
 
     Each estimate is a per-unit value (a function of the unit's sampled rank) averaged exactly like
     the summary: per user, then per fold, then over folds; so ``sampled`` equals the summary's
     value of the same protocol and metric, and ``full`` is the summary's AI+1R+AN value."""
-    from recsys_eval.compare.sampled import SAMPLED_METRICS
 
-    manifest = folder.manifest
-    definitions = manifest.protocol_definitions
-    sampled = [p for p, info in definitions.items()
-               if info["relevant"] == "1R" and info["nonrelevant"] == "NN" and info["design"] == "standard"]
-    if not sampled:
-        return pl.DataFrame()
-    # The full-ranking counterpart of a 1R+NN protocol is AI+1R+AN (one relevant item against every
-    # unseen item); AI+AR+AN ranks all relevant items together and is a different quantity.
-    full_label = "AI+1R+AN" if "AI+1R+AN" in definitions else None
-    folds = manifest.folds
-    run = run_rows(summary, folds)
-    metrics = [(m, k) for m, k in run.select("metric", "k").unique(maintain_order=True).iter_rows()
-               if m in SAMPLED_METRICS and m != "auc"]
-    n_items = manifest.items
-    rows = []
-    for label in sampled:
-        n = definitions[label]["n"]
-        fold_rows = []
-        for fold in folds:
-            fold_units = (
-                folder.scan_per_unit(fold=fold, protocol=label)
-                .filter(pl.col("metric").is_in([SAMPLED_RANK, FULL_CANDIDATES]))
-                .collect()
-            )
-            ranks = fold_units.filter(pl.col("metric") == SAMPLED_RANK)
-            ranks = ranks.with_columns(ranks.select("system", "unit").join(
-                fold_units.filter(pl.col("metric") == FULL_CANDIDATES).select("system", "unit", "value"),
-                on=["system", "unit"], how="left", maintain_order="left").get_column("value").alias("n_full"))
-            fold_rows += _sampled_fold_rows(ranks, label, n, metrics, n_items, undefined, manifest.metric_params)
-        if not fold_rows:
-            continue
-        estimates = run_rows(with_all_folds(pl.concat(fold_rows)), folds)
-        estimates = estimates.with_columns(
-            pl.col("protocol").str.split_exact("\x1f", 1).struct.rename_fields(["protocol", "estimate"])
-        ).unnest("protocol")
-        for system, metric, k, estimate, value in estimates.select(
-                "system", "metric", "k", "estimate", "mean").iter_rows():
-            rows.append({"system": system, "protocol": label, "full_protocol": full_label,
-                         "metric": metric, "k": k, "estimate": estimate, "value": value})
-        if full_label is not None:
-            full = run.filter(pl.col("protocol") == full_label)
-            for system, metric, k, value in full.select("system", "metric", "k", "mean").iter_rows():
-                if (metric, k) in metrics and system in set(estimates.get_column("system")):
-                    rows.append({"system": system, "protocol": label, "full_protocol": full_label,
-                                 "metric": metric, "k": k, "estimate": "full", "value": value})
-    return pl.DataFrame(rows, schema_overrides={"k": pl.Int32, "value": pl.Float64}) if rows else pl.DataFrame()
+    folder: ResultsFolder
+    summary: pl.DataFrame
+    undefined: str
+    fold_rows: dict[str, list[pl.DataFrame]] = field(default_factory=dict)
+
+    @cached_property
+    def protocols(self) -> list[str]:
+        """The 1R+NN protocols of the standard design."""
+        return [p for p, info in self.folder.manifest.protocol_definitions.items()
+                if info["relevant"] == "1R" and info["nonrelevant"] == "NN" and info["design"] == "standard"]
+
+    @cached_property
+    def metrics(self) -> list[tuple[str, int | None]]:
+        """The run's (metric, k)s that have a closed form of a one-relevant unit's rank, AUC aside."""
+        from recsys_eval.compare.sampled import SAMPLED_METRICS
+
+        run = run_rows(self.summary, self.folder.manifest.folds)
+        return [(m, k) for m, k in run.select("metric", "k").unique(maintain_order=True).iter_rows()
+                if m in SAMPLED_METRICS and m != "auc"]
+
+    def add(self, part: PartValues) -> None:
+        """The fold rows of a (fold, protocol)'s units, if it is a 1R+NN protocol."""
+        if part.ranks is not None and part.protocol in self.protocols:
+            manifest = self.folder.manifest
+            self.fold_rows.setdefault(part.protocol, []).extend(_sampled_fold_rows(
+                part.ranks, part.protocol, manifest.protocol_definitions[part.protocol]["n"], self.metrics,
+                manifest.items, self.undefined, manifest.metric_params))
+
+    def table(self) -> pl.DataFrame:
+        """The table of every protocol added."""
+        definitions = self.folder.manifest.protocol_definitions
+        # The full-ranking counterpart of a 1R+NN protocol is AI+1R+AN (one relevant item against every
+        # unseen item); AI+AR+AN ranks all relevant items together and is a different quantity.
+        full_label = "AI+1R+AN" if "AI+1R+AN" in definitions else None
+        folds = self.folder.manifest.folds
+        run = run_rows(self.summary, folds)
+        rows = []
+        for label in self.protocols:
+            if not self.fold_rows.get(label):
+                continue
+            estimates = run_rows(with_all_folds(pl.concat(self.fold_rows[label])), folds)
+            estimates = estimates.with_columns(
+                pl.col("protocol").str.split_exact("\x1f", 1).struct.rename_fields(["protocol", "estimate"])
+            ).unnest("protocol")
+            for system, metric, k, estimate, value in estimates.select(
+                    "system", "metric", "k", "estimate", "mean").iter_rows():
+                rows.append({"system": system, "protocol": label, "full_protocol": full_label,
+                             "metric": metric, "k": k, "estimate": estimate, "value": value})
+            if full_label is not None:
+                full = run.filter(pl.col("protocol") == full_label)
+                for system, metric, k, value in full.select("system", "metric", "k", "mean").iter_rows():
+                    if (metric, k) in self.metrics and system in set(estimates.get_column("system")):
+                        rows.append({"system": system, "protocol": label, "full_protocol": full_label,
+                                     "metric": metric, "k": k, "estimate": "full", "value": value})
+        return pl.DataFrame(rows, schema_overrides={"k": pl.Int32, "value": pl.Float64}) if rows else pl.DataFrame()
 
 
 def _sampled_fold_rows(ranks: pl.DataFrame, label: str, n: int, metrics: list[tuple], n_items: int, undefined: str,
@@ -221,11 +213,12 @@ def _sampled_fold_rows(ranks: pl.DataFrame, label: str, n: int, metrics: list[tu
     order = {metric: i for i, metric in enumerate(dict.fromkeys(m for m, _ in metrics))}
     frames = []
     for method in ("sampled", "rescale", "bias_variance"):
-        values = np.zeros((len(metrics), len(rank)))  # a unit whose relevant item was not ranked scores 0
-        values[:, ranked] = sampled_corrections(rank[ranked].astype(np.int64), n, n_full[ranked], metrics,
-                                                method=method, params=params)
+        corrected = sampled_corrections(rank[ranked].astype(np.int64), n, n_full[ranked], metrics, method=method,
+                                          params=params)
         parts = []
-        for (metric, k), value in zip(metrics, values, strict=True):
+        for (metric, k), estimates in zip(metrics, corrected, strict=True):
+            value = np.zeros(len(rank))  # a unit whose relevant item was not ranked scores 0
+            value[ranked] = estimates
             mean, sums, counts = user_means(value, starts, undefined)
             parts.append(users.with_columns(
                 pl.lit(f"{label}\x1f{method}").alias("protocol"), pl.lit(metric).alias("metric"),
@@ -286,26 +279,21 @@ def learning_curve_table(folder: ResultsFolder, undefined: str) -> pl.DataFrame:
     return pl.concat(tables)
 
 
-def aggregation_tables(folder: ResultsFolder, summary: pl.DataFrame) -> dict[str, pl.DataFrame]:
+def aggregation_tables(folder: ResultsFolder, summary: pl.DataFrame, f_sums: list[pl.DataFrame]) -> dict[str, pl.DataFrame]:
     """The aggregation audit of a cross-validated run (Forman & Scholz): the F-measure variants over
-    folds (from the ``f1`` rows), the AUC reported (per user, then folds) beside AUC_avg (each
-    fold's pooled scores) and AUC_merge (all folds pooled), and the system pairs each variant
-    orders unlike the reported value."""
+    folds (from ``f_sums``, each (fold, protocol)'s :func:`~recsys_eval.measure.aggregate.f_count_sums`
+    in the run's order), the AUC reported (per user, then folds) beside AUC_avg (each fold's pooled
+    scores) and AUC_merge (all folds pooled), and the system pairs each variant orders unlike the
+    reported value."""
     from recsys_eval.compare.audit import audit_changes
-    from recsys_eval.measure.aggregate import f_count_sums, f_measure_variants
+    from recsys_eval.measure.aggregate import f_measure_variants
 
     folds = folder.manifest.folds
     if len(folds) < 2:
         return {}
     tables = {}
-    if summary.filter(pl.col("metric") == "f1").height:
-        # one (fold, protocol) at a time, its f1 and relevant-count rows only: a fold's every
-        # protocol with the 1R protocols' auxiliary rows was the ML-100K study's peak (1.75 GB)
-        parts = (folder.scan_per_unit(fold=fold, protocol=protocol)
-                 .filter(pl.col("metric").is_in(["f1", N_RELEVANT])).collect()
-                 for fold in folds for protocol in folder.manifest.protocols)
-        sums = [f_count_sums(part) for part in parts if (part.get_column("metric") == "f1").any()]
-        tables["aggregation_f"] = f_measure_variants(pl.concat(sums), over="folds")
+    if summary.filter(pl.col("metric") == "f1").height and f_sums:
+        tables["aggregation_f"] = f_measure_variants(pl.concat(f_sums), over="folds")
     pooling = folder.table(AUC_POOLING)
     if pooling is not None:
         reported = summary.filter((pl.col("fold") == ALL_FOLDS) & (pl.col("metric") == "auc")).select(
@@ -338,7 +326,12 @@ def analyse(
     options, undefined)``, when given, computes the paired tests of every part elsewhere, as
     :func:`part_paired_tests` does here (a Spark job: :class:`recsys_eval.engine.paired.SparkPairedTests`)."""
     from recsys_eval.compare import fold_paired_tests
-    from recsys_eval.compare.distributions import CurveMeans, SortedValues, with_fold_means
+    from recsys_eval.compare.distributions import (
+        CurveMeans,
+        SortedValues,
+        with_fold_means,
+    )
+    from recsys_eval.compare.paired import partition_tests
     from recsys_eval.compare.slices import (
         popularity_parts,
         slice_fold_means,
@@ -348,6 +341,7 @@ def analyse(
         slice_tests,
     )
     from recsys_eval.errors import check_choice
+    from recsys_eval.measure.aggregate import f_count_sums
 
     folder = folder if isinstance(folder, ResultsFolder) else ResultsFolder.open(folder)
     manifest = folder.manifest
@@ -372,15 +366,17 @@ def analyse(
     slices = folder.table(USER_SLICES)
     definitions = manifest.protocol_definitions  # none in a folder no run wrote (evaluate)
     elsewhere = paired_runner(folder, options, undefined) if paired_runner is not None else None
-    for _, parts in groupby(per_user_parts(folder, undefined), key=lambda u: (u.item(0, "fold"), u.item(0, "protocol"))):
+    sampled, f_sums = SampledCorrection(folder, summary, undefined), []
+    for part in read_parts(folder, undefined):
+        # every test family lies within one (protocol, fold, metric, k): each (fold, protocol) is
+        # tested on its own, its resamples seeded by its (fold, protocol definition), so no part's
+        # tests depend on another's, a relabelled protocol keeps its p-values, and the metrics of
+        # one (fold, protocol), measured on the same users, share their sign flips
+        if paired_runner is None:
+            paired.append(partition_tests(part.matrix, **_seeded(options, definitions, part.fold, part.protocol)))
         kept = []
-        for users in parts:
-            # every test family lies within one (protocol, fold, metric, k): each part is tested on
-            # its own, its resamples seeded by its (fold, protocol definition), so no part's tests
-            # depend on another's, a relabelled protocol keeps its p-values, and the metrics of one
-            # (fold, protocol), measured on the same users, share their sign flips
-            if paired_runner is None:
-                paired += part_paired_tests(users, options, definitions)
+        for metric in part.metrics:
+            users = part.frame(metric)
             means.append(_fold_means(users))
             if curves is not None:  # one sort of each group's users serves its statistics and curves
                 groups = SortedValues.of(users)
@@ -397,6 +393,10 @@ def analyse(
             sliced.append(group_means)
             slice_paired += group_tests
             del users, kept
+        if part.f_users is not None:
+            f_sums.append(f_count_sums(part.f_users))
+        sampled.add(part)
+        del part
     units = folder.table(UNIT_SLICES)
     for users, groups in popularity_parts(folder, units, undefined) if units is not None else ():
         part_options = slice_test_options(_part_options(options, definitions, users))
@@ -411,6 +411,7 @@ def analyse(
         ]
     if elsewhere is not None and elsewhere.height:
         paired = [elsewhere]
+    paired = [tested for tested in paired if tested.height]
     if paired:
         tables["paired_tests"] = _in_part_order(pl.concat(paired), folds, manifest.protocols)
     if fold_paired:
@@ -423,7 +424,7 @@ def analyse(
         tested = [t for t in slice_paired if t.height]
         tables["slice_tests"] = pl.concat(tested) if tested else pl.DataFrame()
     tables["agreement"] = agreement_table(summary, folds)
-    tables["sampled_correction"] = sampled_table(folder, summary, undefined)
+    tables["sampled_correction"] = sampled.table()
     tables["sampled_ordering"] = sampled_ordering(tables["sampled_correction"])
     tables["popularity_bins"] = popularity_table(summary, folds, manifest.protocol_definitions)
     exposure = folder.table(EXPOSURE)
@@ -431,7 +432,7 @@ def analyse(
         tables["exposure"] = (exposure.group_by("system", "protocol", "bin", maintain_order=True)
                               .agg(pl.col("share").mean()))
     tables["learning_curve"] = learning_curve_table(folder, undefined)
-    tables.update(aggregation_tables(folder, summary))
+    tables.update(aggregation_tables(folder, summary, f_sums))
     target = ResultsFolder(Path(out)) if out is not None else folder
     for name, table in tables.items():
         if not table.is_empty():
