@@ -114,16 +114,18 @@ class RunSink:
         """The users per range of users ``fold`` is measured in, which a resume then keeps."""
         self.folder.record_ranges(fold, users_per_range)
 
-    def finish_chunk(self, fold: str, system: str, protocol: str, chunk: int, per_unit: Path,
+    def finish_chunk(self, fold: str, system: str, protocol: str, chunk: int, per_unit: pl.DataFrame,
                      scratch: dict[str, pl.DataFrame], counts: dict[str, np.ndarray] | None) -> FinishedChunk:
-        """A chunk of users of a partition complete: its scratch tables and the partition's
-        run-level ``counts`` so far written, then the note that marks it done, listing them and
-        its ``per_unit`` file (written before)."""
-        done = FinishedChunk(
-            per_unit,
-            {kind: self.folder.write_partition_scratch(fold, system, protocol, chunk, kind, frame)
-             for kind, frame in scratch.items()},
-            None if counts is None else self.folder.write_chunk_counts(fold, system, protocol, chunk, counts))
+        """A chunk of users of a partition complete: its ``per_unit`` rows (the partition's
+        ``chunk``-th file), its scratch tables and the partition's run-level ``counts`` so far
+        written, their folders made durable once for all of them (:func:`atomic.folders_synced_once`),
+        then the note that marks it done, listing them."""
+        with atomic.folders_synced_once():
+            done = FinishedChunk(
+                self.write_partition(per_unit, part=chunk),
+                {kind: self.folder.write_partition_scratch(fold, system, protocol, chunk, kind, frame)
+                 for kind, frame in scratch.items()},
+                None if counts is None else self.folder.write_chunk_counts(fold, system, protocol, chunk, counts))
         self.folder.mark_chunk_done(fold, system, protocol, chunk, done)
         return done
 
