@@ -19,32 +19,128 @@ popularity bin's items as a target set of its own.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import polars as pl
 
 from recsys_eval.compare.distributions import with_fold_means
-from recsys_eval.compare.frames import Partition, partitions
-from recsys_eval.compare.intervals import t_interval_rows
+from recsys_eval.compare.frames import COLUMN_KEYS, Partition, partitions
+from recsys_eval.compare.intervals import with_t_bounds
 from recsys_eval.core import Split
 from recsys_eval.core.results import UNIT_SLICES, ResultsFolder
-from recsys_eval.measure.aggregate import per_user
+from recsys_eval.measure.aggregate import per_user, run_stats
 from recsys_eval.measure.metrics import AUXILIARY_METRICS
 from recsys_eval.split.slices import UNIT_KINDS, SliceSpec, parse_slice, raw_users
 
 SLICE_KEYS = ["slice", "group", "order"]
 _KEYS = ["system", "protocol", "fold", "metric", "k"]
+_MEANS_SCHEMA = {**dict.fromkeys(_KEYS, pl.String), "k": pl.Int32, **dict.fromkeys(SLICE_KEYS, pl.String),
+                 "order": pl.Int32, **dict.fromkeys(("mean", "lower", "upper"), pl.Float64),
+                 "n": pl.Int64, "n_undefined": pl.Int64}
 
 
-def _sliced(per_user_frame: pl.DataFrame, slices: pl.DataFrame) -> pl.DataFrame:
-    """The per-user rows of the users of each slice group (a user appears once per slice)."""
-    return per_user_frame.join(slices.select("fold", "user", *SLICE_KEYS), on=["fold", "user"], how="inner")
+@dataclass(frozen=True)
+class SlicedPartitions:
+    """A per-user frame laid out once as users x columns matrices, one per (protocol, fold)
+    (:func:`~recsys_eval.compare.frames.partitions`), with the matrix rows of every slice group's
+    users: what the slice means and the slice tests of its parts are computed from, with no join
+    of the slice labels to every per-user row."""
+
+    parts: list[Partition]
+    members: list[dict[tuple, np.ndarray]]  # per part: (slice, group, order) -> the rows of its users
+    groups: list[tuple]  # every (slice, group, order): slices as first listed, groups in order
+
+    @classmethod
+    def of(cls, per_user_frame: pl.DataFrame, slices: pl.DataFrame) -> SlicedPartitions:
+        """The layout of ``per_user_frame`` with the groups of the slices table ``slices``."""
+        return cls.of_partitions(partitions(per_user_frame), slices)
+
+    @classmethod
+    def of_partitions(cls, parts: list[Partition], slices: pl.DataFrame) -> SlicedPartitions:
+        """The same of partitions already laid out (e.g. the analysis's matrix of a fold and protocol)."""
+        keys = slices.select(SLICE_KEYS).unique(maintain_order=True).rows()
+        first = {name: i for i, name in reversed(list(enumerate(k[0] for k in keys)))}
+        return cls(parts, [_members(part, slices) for part in parts], sorted(keys, key=lambda k: (first[k[0]], k[2])))
+
+    def means(self, level: float = 0.95) -> pl.DataFrame:
+        """:func:`slice_means` of these parts."""
+        tables = [table for part, members in zip(self.parts, self.members, strict=True)
+                  for table in _partition_means(part, members, level)]
+        if not tables:
+            return pl.DataFrame(schema=_MEANS_SCHEMA)
+        return pl.concat(tables).sort([*_KEYS, *SLICE_KEYS], nulls_last=True, maintain_order=True).select(*_MEANS_SCHEMA)
+
+    def tests(self, within: pl.DataFrame | None = None, **options) -> pl.DataFrame:
+        """:func:`slice_tests` of these parts, or of the columns (system, metric, k) that the
+        per-user frame ``within`` (a part of the laid out one) has."""
+        from recsys_eval.compare.paired import TEST_SCHEMA, correct, test_columns
+
+        options = dict(options)
+        correction, alpha = options.pop("correction", "holm"), options.pop("alpha", 0.05)
+        columns: dict[str, list] = {name: [] for name in [*TEST_SCHEMA, "_at", *SLICE_KEYS]}
+        for at, ((name, group, order), parts) in enumerate(self._group_partitions(within).items()):
+            if max(len(part.users) for part in parts) < 2 and len({u for part in parts for u in part.users}) < 2:
+                continue  # (a group's users differ between folds: the set is taken only when each has one)
+            rows = test_columns(parts, correction=correction, **options)
+            for column, values in rows.items():
+                columns[column] += values
+            for column, value in zip(("_at", *SLICE_KEYS), (at, name, group, order), strict=True):
+                columns[column] += [value] * len(rows["test"])
+        if not columns["test"]:
+            return pl.DataFrame()
+        frame = pl.DataFrame(columns, schema={**TEST_SCHEMA, "_at": pl.Int64, "slice": pl.String, "group": pl.String,
+                                              "order": pl.Int32})
+        return correct(frame, correction, alpha, labels=("_at", *SLICE_KEYS)).drop("_at")
+
+    def _group_partitions(self, within: pl.DataFrame | None) -> dict[tuple, list[Partition]]:
+        """Per slice group (slice, group, order; slices as first listed, groups in order), the
+        sub-partition of its users (and of the columns ``within`` has) in every part that has some."""
+        groups: dict[tuple, list[Partition]] = {key: [] for key in self.groups}
+        for part, members in zip(self.parts, self.members, strict=True):
+            shown = part if within is None else _columns_of(part, within)
+            for key, rows in members.items():
+                mask = np.zeros(len(part.users), dtype=bool)
+                mask[rows] = True
+                groups[key].append(shown.subset(mask))
+        return {key: [p for p in found if len(p.users)] for key, found in groups.items()
+                if any(len(p.users) for p in found)}
 
 
 def slice_means(per_user_frame: pl.DataFrame, slices: pl.DataFrame, *, level: float = 0.95) -> pl.DataFrame:
     """Per (system, protocol, fold, metric, k, slice, group): mean, lower, upper (t-interval at
-    ``level``), n (users with a defined value) and n_undefined, ordered by slice and group."""
-    rows = t_interval_rows(_sliced(per_user_frame, slices), [*_KEYS, *SLICE_KEYS], level)
-    return rows.select(*_KEYS, *SLICE_KEYS, "mean", "lower", "upper", "n", "n_undefined")
+    ``level``), n (users with a defined value) and n_undefined (users with a row but no defined
+    value), rows sorted by those keys.
+
+    Each (protocol, fold) is laid out once as a matrix (:class:`SlicedPartitions`); a group's rows
+    of it, transposed, lay each column's values of the group's users end to end, and every column
+    of every group is summed exactly in one pass, as the summary sums
+    (:func:`~recsys_eval.measure.aggregate.run_stats`): the means equal those of the group's rows
+    filtered by hand, bit for bit."""
+    return SlicedPartitions.of(per_user_frame, slices).means(level)
+
+
+def slice_tests(per_user_frame: pl.DataFrame, slices: pl.DataFrame, **options) -> pl.DataFrame:
+    """:func:`recsys_eval.compare.paired_tests` (with ``options``) on the users of each slice group,
+    with its slice, group and order; a group with fewer than two users is left out.
+
+    The rows equal ``paired_tests`` of the group's rows filtered by hand (the same seed, so the
+    same draws), but the per-user frame is laid out as matrices once and each group tests the
+    rows of its users (:meth:`~recsys_eval.compare.frames.Partition.subset`), instead of joining
+    and laying out every group's rows again."""
+    return SlicedPartitions.of(per_user_frame, slices).tests(**options)
+
+
+def slice_tables(per_user_frame: pl.DataFrame, slices: pl.DataFrame, comparable: list[pl.DataFrame],
+                 **options) -> tuple[pl.DataFrame, list[pl.DataFrame]]:
+    """From one layout of the users of ``per_user_frame`` (one fold and protocol, every metric):
+    its :func:`slice_means`, metric by metric in the order they first appear (the rows of a call
+    per metric, end to end), and :func:`slice_tests` (with ``options``) of each frame of
+    ``comparable`` (parts of its rows whose systems are tested together)."""
+    laid_out = SlicedPartitions.of(per_user_frame, slices)
+    metrics = per_user_frame.get_column("metric").unique(maintain_order=True)
+    means = laid_out.means().sort(pl.col("metric").replace_strict(metrics, range(len(metrics))), maintain_order=True)
+    return means, [laid_out.tests(None if part is per_user_frame else part, **options) for part in comparable]
 
 
 def slice_fold_means(means: pl.DataFrame) -> pl.DataFrame:
@@ -64,49 +160,40 @@ def slice_test_options(options: dict) -> dict:
     return {**options, "tests": ["wilcoxon" if "wilcoxon" in tests else tests[0]], "relative_resamples": 0}
 
 
-def slice_tests(per_user_frame: pl.DataFrame, slices: pl.DataFrame, **options) -> pl.DataFrame:
-    """:func:`recsys_eval.compare.paired_tests` (with ``options``) on the users of each slice group,
-    with its slice, group and order; a group with fewer than two users is left out.
-
-    The rows equal ``paired_tests`` of the group's rows filtered by hand (the same seed, so the
-    same draws), but the per-user frame is laid out as matrices once and each group tests the
-    rows of its users (:meth:`~recsys_eval.compare.frames.Partition.subset`), instead of joining
-    and laying out every group's rows again."""
-    from recsys_eval.compare.paired import TEST_SCHEMA, correct, test_columns
-
-    options = dict(options)
-    correction, alpha = options.pop("correction", "holm"), options.pop("alpha", 0.05)
-    columns: dict[str, list] = {name: [] for name in [*TEST_SCHEMA, "_at", *SLICE_KEYS]}
-    for at, ((name, group, order), parts) in enumerate(_group_partitions(partitions(per_user_frame), slices).items()):
-        if max(len(part.users) for part in parts) < 2 and len({u for part in parts for u in part.users}) < 2:
-            continue  # (a group's users differ between folds: the set is taken only when each has one)
-        rows = test_columns(parts, correction=correction, **options)
-        for column, values in rows.items():
-            columns[column] += values
-        for column, value in zip(("_at", *SLICE_KEYS), (at, name, group, order), strict=True):
-            columns[column] += [value] * len(rows["test"])
-    if not columns["test"]:
-        return pl.DataFrame()
-    frame = pl.DataFrame(columns, schema={**TEST_SCHEMA, "_at": pl.Int64, "slice": pl.String, "group": pl.String,
-                                          "order": pl.Int32})
-    return correct(frame, correction, alpha, labels=("_at", *SLICE_KEYS)).drop("_at")
+def _partition_means(part: Partition, members: dict[tuple, np.ndarray], level: float) -> list[pl.DataFrame]:
+    """The slice means of one partition: a row per slice group and column its users have a row
+    of. Each group's rows of the matrix, transposed, lay its users' values of each column end to
+    end; the groups' blocks end to end are summed in one pass."""
+    if not members:
+        return []
+    width = part.columns.height
+    values = np.concatenate([part.values[rows].T.ravel() for rows in members.values()])
+    sizes = np.repeat([len(rows) for rows in members.values()], width)
+    stats = with_t_bounds(pl.DataFrame(run_stats(values, np.cumsum(sizes) - sizes)), level)
+    present = np.concatenate([part.present[rows].sum(axis=0) for rows in members.values()])
+    labels = pl.DataFrame(list(members), schema={"slice": pl.String, "group": pl.String, "order": pl.Int32}, orient="row")
+    table = pl.concat([pl.concat([part.columns] * len(members)), labels.select(pl.all().repeat_by(width).explode()),
+                       stats], how="horizontal")
+    return [table.with_columns(protocol=pl.lit(part.protocol), fold=pl.lit(part.fold),
+                               n_undefined=pl.Series(present, dtype=pl.Int64) - pl.col("n")).filter(pl.Series(present > 0))]
 
 
-def _group_partitions(parts: list[Partition], slices: pl.DataFrame) -> dict[tuple, list[Partition]]:
-    """Per slice group (slice, group, order; slices as first listed, groups in order), the
-    sub-partition of its users in every partition of its fold that has some."""
-    keys = slices.select(SLICE_KEYS).unique(maintain_order=True).rows()
-    first = {name: i for i, name in reversed(list(enumerate(k[0] for k in keys)))}
-    groups: dict[tuple, list[Partition]] = {key: [] for key in sorted(keys, key=lambda k: (first[k[0]], k[2]))}
-    for part in parts:
-        members = (pl.DataFrame({"user": part.users}).with_row_index("row")
-                   .join(slices.filter(pl.col("fold") == part.fold).select("user", *SLICE_KEYS), on="user")
-                   .group_by(SLICE_KEYS).agg("row"))
-        for name, group, order, rows in members.iter_rows():
-            mask = np.zeros(len(part.users), dtype=bool)
-            mask[rows] = True
-            groups[name, group, order].append(part.subset(mask))
-    return {key: found for key, found in groups.items() if found}
+def _members(part: Partition, slices: pl.DataFrame) -> dict[tuple, np.ndarray]:
+    """Per slice group (slice, group, order) with users in ``part``: the matrix rows of its users."""
+    members = (pl.DataFrame({"user": part.users}).with_row_index("row")
+               .join(slices.filter(pl.col("fold") == part.fold).select("user", *SLICE_KEYS), on="user",
+                     maintain_order="left").group_by(SLICE_KEYS, maintain_order=True).agg("row"))
+    return {(name, group, order): np.asarray(rows, dtype=np.int64) for name, group, order, rows in members.iter_rows()}
+
+
+def _columns_of(part: Partition, within: pl.DataFrame) -> Partition:
+    """``part`` with only the columns (system, metric, k) that ``within`` has in its protocol and
+    fold, every user kept (rows without a value are dropped by ``subset``)."""
+    wanted = (within.filter((pl.col("protocol") == part.protocol) & (pl.col("fold") == part.fold))
+              .select(COLUMN_KEYS).unique().with_columns(pl.col("k").cast(pl.Int32)))
+    kept = (part.columns.with_row_index("_col").join(wanted, on=list(COLUMN_KEYS), nulls_equal=True)
+            .get_column("_col").sort().to_numpy())
+    return Partition(part.protocol, part.fold, part.columns[kept], part.values[:, kept], part.present[:, kept], part.users)
 
 
 def unit_slices(splits: list[Split], specs: list[str], threshold: float | None) -> pl.DataFrame:

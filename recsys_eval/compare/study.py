@@ -343,6 +343,7 @@ def analyse(
         popularity_parts,
         slice_fold_means,
         slice_means,
+        slice_tables,
         slice_test_options,
         slice_tests,
     )
@@ -386,14 +387,15 @@ def analyse(
                 spread.append(groups.summary())
                 curves.add(groups)
             if slices is not None:
-                fold_slices = slices.filter(pl.col("fold") == users.item(0, "fold"))
-                sliced.append(slice_means(users, fold_slices))
                 kept.append(users)
             del users
-        if kept:  # the slice tests of every metric at once: one layout of each group's users
+        if kept:  # the slice means and tests of every metric at once: one layout of the users
             users = pl.concat(kept)
+            fold_slices = slices.filter(pl.col("fold") == users.item(0, "fold"))
             part_options = slice_test_options(_part_options(options, definitions, users))
-            slice_paired += [slice_tests(group, fold_slices, **part_options) for group in _comparable_groups(users, baseline)]
+            group_means, group_tests = slice_tables(users, fold_slices, _comparable_groups(users, baseline), **part_options)
+            sliced.append(group_means)
+            slice_paired += group_tests
             del users, kept
     units = folder.table(UNIT_SLICES)
     for users, groups in popularity_parts(folder, units, undefined) if units is not None else ():

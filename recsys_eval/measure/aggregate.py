@@ -548,17 +548,22 @@ def group_stats(frame: pl.DataFrame, keys: list[str], value: str = "value") -> p
     """Per ``keys`` group, over its defined (non-NaN, non-null) values: ``n``, ``mean`` and the
     sample standard deviation ``sd`` (NaN below two values) from exact sums (as
     :meth:`SummaryState.moments`); ``rows`` counts the group's rows, defined or not."""
-    from recsys_eval.core.exact import group_sums, mean_and_sd
-
     frame, starts = grouped(frame, keys)
     values = frame.get_column(value).cast(pl.Float64).fill_null(float("nan")).to_numpy()
+    return frame[starts].select(keys).with_columns(*run_stats(values, starts),
+                                                   pl.Series("rows", np.diff(np.append(starts, len(values))), dtype=pl.Int64))
+
+
+def run_stats(values: np.ndarray, starts: np.ndarray) -> tuple[pl.Series, pl.Series, pl.Series]:
+    """``n``, ``mean`` and ``sd`` (as :func:`group_stats` defines them, from exact sums) of the
+    defined values of each run of ``values`` (NaN where undefined) starting at ``starts``."""
+    from recsys_eval.core.exact import group_sums, mean_and_sd
+
     n = _reduce((~np.isnan(values)).astype(np.int64), starts)
     total, square_total = group_sums(values, starts, squares=True)
     stats = [mean_and_sd(*sums) for sums in zip(n.tolist(), total, square_total, strict=True)]
-    return frame[starts].select(keys).with_columns(
-        pl.Series("n", n, dtype=pl.Int64), pl.Series("mean", [m for m, _ in stats], dtype=pl.Float64),
-        pl.Series("sd", [sd for _, sd in stats], dtype=pl.Float64),
-        pl.Series("rows", np.diff(np.append(starts, len(values))), dtype=pl.Int64))
+    return (pl.Series("n", n, dtype=pl.Int64), pl.Series("mean", [m for m, _ in stats], dtype=pl.Float64),
+            pl.Series("sd", [sd for _, sd in stats], dtype=pl.Float64))
 
 
 def _grouped_with_order(frame: pl.DataFrame, keys: list[str]) -> tuple[pl.DataFrame, np.ndarray, np.ndarray]:

@@ -98,3 +98,60 @@ def test_the_slice_groups_get_one_test_and_no_resampled_interval(rng):
     assert_frame_equal(warm.drop(bounds), expected.drop(bounds))
     assert warm.select(pl.col(bounds).is_nan().all()).row(0) == (True, True)
     assert expected.select(pl.col(bounds).is_nan().any()).row(0) == (False, False)
+
+
+def _two_protocol_frame(rng, n: int) -> pl.DataFrame:
+    """Three systems, two metrics (one without a cutoff), two protocols; a system undefined for
+    some users, and absent for every third user (all of the cold group and of Q1)."""
+    frames = []
+    for protocol in ("AI+AR+AN", "AI+1R+NN100"):
+        for metric, k in (("ndcg", 10), ("ndcg", 20), ("auc", None)):
+            values = {"A": rng.random(n), "B": rng.random(n), "C": np.round(rng.random(n), 1)}
+            values["A"][:7] = np.nan
+            frame = user_frame(values, protocol=protocol, metric=metric, k=k)
+            frames.append(frame.filter(~((pl.col("system") == "C") & (pl.col("user") % 3 == 0))))
+    return pl.concat(frames)
+
+
+def _two_slices(n: int) -> pl.DataFrame:
+    users = np.arange(n)
+    return pl.concat([_slices(n), pl.DataFrame({
+        "fold": "0", "user": users, "slice": "activity:3", "group": [f"Q{u % 3 + 1}" for u in users],
+        "order": pl.Series(users % 3, dtype=pl.Int32)})])
+
+
+def test_slice_means_are_the_t_intervals_of_each_groups_rows_filtered_by_hand_bit_for_bit(rng):
+    """Every row of slice_means is the t-interval (exact sums, as the summary) of the per-user rows
+    of its group's users, filtered by hand: the same bits, rows sorted by their keys."""
+    from recsys_eval.compare.intervals import t_interval_rows
+
+    n = 90
+    frame, slices = _two_protocol_frame(rng, n), _two_slices(n)
+    keys = ["system", "protocol", "fold", "metric", "k"]
+    expected = pl.concat([
+        t_interval_rows(frame.filter(pl.col("user").is_in(members["user"].implode())), keys)
+        .with_columns(slice=pl.lit(name), group=pl.lit(group), order=pl.lit(order, pl.Int32))
+        for (name, group, order), members in slices.group_by("slice", "group", "order")])
+    expected = expected.sort([*keys, "slice", "group", "order"], nulls_last=True).select(
+        *keys, "slice", "group", "order", "mean", "lower", "upper", "n", "n_undefined")
+    assert_frame_equal(slice_means(frame, slices), expected, check_exact=True)
+
+
+def test_slice_tables_equal_a_call_per_metric_and_per_comparable_part(rng):
+    """The analysis computes a (fold, protocol)'s slice means and tests from one layout: its means
+    equal slice_means called metric by metric, end to end, and its tests slice_tests of each
+    comparable part of the rows, bit for bit."""
+    from recsys_eval.compare.slices import slice_tables
+
+    n = 60
+    frame = _two_protocol_frame(rng, n).filter(pl.col("protocol") == "AI+AR+AN")
+    slices = _two_slices(n)
+    comparable = [frame, frame.filter(pl.col("system") != "C")]
+    options = dict(baseline="B", tests=["wilcoxon"], relative_resamples=0, seed=2)
+    means, tests = slice_tables(frame, slices, comparable, **options)
+    per_metric = pl.concat([slice_means(part, slices) for part in frame.partition_by("metric", maintain_order=True)])
+    assert_frame_equal(means, per_metric, check_exact=True)
+    assert len(tests) == 2
+    for got, part in zip(tests, comparable, strict=True):
+        assert_frame_equal(got, slice_tests(part, slices, **options), check_exact=True)
+    assert tests[1].filter(pl.col("system") == "C").is_empty() and not tests[0].filter(pl.col("system") == "C").is_empty()
