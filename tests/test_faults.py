@@ -272,6 +272,29 @@ def test_atomic_write_replaces_whole_files_with_the_umask_mode(tmp_path):
     assert os.listdir(target.parent) == ["a.txt"]
 
 
+def test_writes_in_a_block_sync_each_folder_once_after_the_last_rename(tmp_path, monkeypatch):
+    """Every rename into a folder precedes that folder's one fsync, which comes before the block ends
+    (what a note written after the block relies on); outside a block, each write syncs its own."""
+    events: list[tuple[str, str]] = []
+    real_replace = os.replace
+
+    def replace(source, target):
+        events.append(("rename", Path(target).parent.name))
+        real_replace(source, target)
+
+    monkeypatch.setattr(atomic.os, "replace", replace)
+    monkeypatch.setattr(atomic, "fsync_folder", lambda folder: events.append(("sync", folder.name)))
+    with atomic.folders_synced_once():
+        atomic.write_text(tmp_path / "a" / "1.txt", "x")
+        with atomic.folders_synced_once():  # inner blocks sync at the outer block's end
+            atomic.write_text(tmp_path / "b" / "2.txt", "x")
+        atomic.write_text(tmp_path / "a" / "3.txt", "x")
+        assert [kind for kind, _ in events] == ["rename"] * 3
+    assert events[3:] == [("sync", "a"), ("sync", "b")]
+    atomic.write_text(tmp_path / "a" / "4.txt", "x")
+    assert events[5:] == [("rename", "a"), ("sync", "a")]
+
+
 @pytest.mark.parametrize("failure", [KeyboardInterrupt(), ValueError("a bug")])
 def test_atomic_write_interrupted_keeps_the_old_file(tmp_path, failure):
     target = tmp_path / "a.txt"

@@ -54,7 +54,9 @@ def check_per_unit(frame: pl.DataFrame, source: str = "per-unit results") -> pl.
         raise DataError(f"{source}: missing columns {missing}; expected {list(PER_UNIT_COLUMNS)}")
     if not frame.schema["value"].is_numeric():
         raise DataError(f"{source}: column 'value' is {frame.schema['value']}; expected numbers")
-    return frame.select(PER_UNIT_COLUMNS)
+    # a frame already in order is returned as it is: a select is a query of polars' engine, which
+    # the keeper thread of a run (recsys_eval.pipeline.local) would pay for each chunk it writes
+    return frame if tuple(frame.columns) == PER_UNIT_COLUMNS else frame.select(PER_UNIT_COLUMNS)
 
 
 def partition_labels(per_unit: pl.DataFrame) -> dict[str, str] | None:
@@ -531,11 +533,15 @@ class ResultsFolder:
             self._layout = layout
         return layout
 
-    def write_scratch(self, kind: str, fold: str, frame: pl.DataFrame) -> Path:
-        """One fold's scratch table of ``kind`` (one of :data:`SCRATCH`), kept until :meth:`finish`."""
+    def write_scratch(self, kind: str, fold: str, frame: pl.DataFrame | pl.LazyFrame) -> Path:
+        """One fold's scratch table of ``kind`` (one of :data:`SCRATCH`), kept until :meth:`finish`;
+        a lazy ``frame`` is streamed into it, never held whole."""
         if kind not in SCRATCH:
             raise DataError(f"{kind!r} is not a scratch table of a results folder; expected one of {SCRATCH}")
-        return atomic.write_parquet(frame, self.path / kind / f"{fold}.parquet")
+        target = self.path / kind / f"{fold}.parquet"
+        if isinstance(frame, pl.LazyFrame):
+            return atomic.sink_parquet(frame, target)
+        return atomic.write_parquet(frame, target)
 
     def spark_splits(self) -> Path:
         """Where a Spark job writes the folds' splits (:data:`SPARK_SPLITS`), kept until :meth:`finish`."""

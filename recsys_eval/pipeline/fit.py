@@ -68,7 +68,12 @@ def fit_models(plan: FoldPlan, trains: dict[int, Interactions], progress: Progre
     there to evaluate meanwhile, they run in the background on all cores but one, and their
     systems are evaluated last (:meth:`FittedModels.wait_for`); otherwise two or more of them go
     side by side, one per core. Each has its own seed and state either way, so its factors are
-    those of a fit alone."""
+    those of a fit alone.
+
+    The background fits start once the other fits are done: those run on every core (implicit's
+    OpenMP threads, which spin at each barrier while a thread of theirs waits for a core), and a
+    background fit beside them would leave one of their threads without a core at every barrier.
+    The background fits overlap the ranking and measuring instead."""
     fold, threads = plan.fold, plan.options.threads
     to_fit = [_Fit(job, key, train, job.make(plan.data, threads), plan.split)
               for job in plan.models for key, train in trains.items()]
@@ -79,12 +84,7 @@ def fit_models(plan: FoldPlan, trains: dict[int, Interactions], progress: Progre
     with progress.step(f"[{fold}] fit", total=len(to_fit)) as advance:
         done: dict[int, object] = {}
         if single and in_background:
-            pool = ThreadPoolExecutor(max_workers=min(len(single), cores - 1), thread_name_prefix="recsys-fit")
-            for f in single:
-                fitted.background.setdefault(f.job.system, []).append((f.key, pool.submit(f.alone)))
-                done[id(f)] = None
-                advance()
-            pool.shutdown(wait=False)  # the workers finish their fits; nothing else is queued
+            done = {id(f): None for f in single}  # fitted below, after the others
         elif len(single) >= 2:
             with ThreadPoolExecutor(max_workers=min(len(single), cores)) as pool:
                 for f, (model, seconds) in zip(single, pool.map(_Fit.alone, single), strict=True):
@@ -107,4 +107,10 @@ def fit_models(plan: FoldPlan, trains: dict[int, Interactions], progress: Progre
                     progress.log(f"[yellow]{f.job.system}: {model.unknown_message()}[/]")
             fitted.models[f.job.system, f.key] = model
             advance()
+        if single and in_background:
+            pool = ThreadPoolExecutor(max_workers=min(len(single), cores - 1), thread_name_prefix="recsys-fit")
+            for f in single:
+                fitted.background.setdefault(f.job.system, []).append((f.key, pool.submit(f.alone)))
+                advance()
+            pool.shutdown(wait=False)  # the workers finish their fits; nothing else is queued
     return fitted

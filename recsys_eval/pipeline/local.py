@@ -123,11 +123,10 @@ class PartitionKeeper:
         start, (s, part, r), plan = time.perf_counter(), at, self.plan
         if offset:
             frame = frame.with_columns(pl.col("unit") + offset)
-        per_unit = self.sink.write_partition(frame, part=part)
         self.states[s, r].append(PartitionState.of(frame, undefined=plan.options.measure.undefined))
-        del frame
         self.chunks[s, r].append(self.sink.finish_chunk(plan.fold, plan.models[r].system, plan.sets[s].label, part,
-                                                        per_unit, scratch, counts))
+                                                        frame, scratch, counts))
+        del frame
         self.timings.add(plan.fold, plan.models[r].system, f"write {label}", start)
         if last:
             self.summarise(s, r)
