@@ -14,7 +14,7 @@ from scipy import special
 from recsys_eval.compare.bootstrap import bootstrap_columns
 from recsys_eval.compare.frames import check_one_row_per_user, check_per_user, partitions
 from recsys_eval.errors import ConfigError, check_choice
-from recsys_eval.measure.aggregate import group_stats, per_user
+from recsys_eval.measure.aggregate import group_stats
 
 INTERVAL_METHODS = ("t", "bootstrap")
 BOOTSTRAP_METHODS = ("bca", "percentile", "basic")

@@ -26,7 +26,6 @@ import dataclasses
 import functools
 import time
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from pathlib import Path
 
 import numpy as np
 import polars as pl

@@ -87,7 +87,7 @@ def track_mlflow(uri: str, folder: str | Path, *, experiment: str | None = None)
 
 
 def _log(mlflow, client, experiment_id: str, results: ResultsFolder, summary: pl.DataFrame | None) -> str:
-    from mlflow.entities import Metric, Param, RunTag
+    from mlflow.entities import Metric, Param
     from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID, MLFLOW_RUN_NAME
 
     manifest = results.manifest

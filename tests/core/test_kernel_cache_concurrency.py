@@ -17,7 +17,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
 
 DTYPES = ("int32", "int64", "float32", "float64")
 
