@@ -19,7 +19,9 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, {
         "distribution_curves", "distribution_summary", "lorenz"
     ],
     "recsys_eval.compare.slices": ["popularity_parts", "slice_means", "slice_tests", "unit_slices"],
-    "recsys_eval.compare.intervals": ["confidence_intervals", "fold_confidence_intervals", "per_user"],
+    "recsys_eval.compare.intervals": ["confidence_intervals", "fold_confidence_intervals"],
+    # a user's units averaged (its home is the measure stage's aggregation), where comparing starts
+    "recsys_eval.measure.aggregate": ["per_user"],
     "recsys_eval.compare.paired": ["TESTS", "fold_paired_tests", "paired_tests", "system_pairs"],
     "recsys_eval.compare.sampled": [
         "corrected_values", "rank_distribution", "rank_metric", "sampled_correction"
