@@ -16,8 +16,10 @@ defined value x_1..x_n (each user's mean over their units, as in the summary):
 
 Everything is read from one sort (:class:`SortedValues`): each group's values sorted once, with
 their running sums, laid end to end; every statistic and both curves of every group are then index
-arithmetic over those arrays, with no loop over groups or users. :class:`CurveMeans` averages the
-curves over folds part by part, so that the analysis keeps a few numbers per group, never the users.
+arithmetic over those arrays, with no loop over groups or users. The analysis sorts the columns of
+the matrix it read of each (fold, protocol) (:meth:`SortedValues.of_columns`), a per-user frame is
+sorted by group (:meth:`SortedValues.of`): the same bits. :class:`CurveMeans` averages the curves
+over folds part by part, so that the analysis keeps a few numbers per group, never the users.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from functools import cached_property
 import numpy as np
 import polars as pl
 
+from recsys_eval.compare.frames import Partition
 from recsys_eval.measure.aggregate import ALL_FOLDS
 
 QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9)
@@ -59,6 +62,20 @@ class SortedValues:
         return cls(grouped.select(_GROUP), grouped.get_column("x").explode().to_numpy(),
                    grouped.get_column("running").explode().to_numpy(),
                    grouped.get_column("x").list.len().to_numpy().astype(np.int64))
+
+    @classmethod
+    def of_columns(cls, part: Partition, columns: np.ndarray) -> SortedValues:
+        """The same of the ``columns`` of a (fold, protocol)'s matrix, in that order, each column
+        one group: its defined values sorted (numpy's sort leaves NaN last) and summed along, no
+        frame of the users built."""
+        ordered = np.sort(part.values[:, columns].T, axis=1)
+        counts = np.count_nonzero(~np.isnan(ordered), axis=1)
+        kept = counts > 0
+        ordered, counts = ordered[kept], counts[kept]
+        defined = np.arange(ordered.shape[1])[None, :] < counts[:, None]
+        keys = part.columns[columns[kept]].with_columns(pl.lit(part.protocol).alias("protocol"),
+                                                        pl.lit(part.fold).alias("fold")).select(_GROUP)
+        return cls(keys, ordered[defined], np.cumsum(ordered, axis=1)[defined], counts.astype(np.int64))
 
     @cached_property
     def starts(self) -> np.ndarray:
@@ -170,35 +187,39 @@ class CurveMeans:
     """The report's curves, gathered part by part during the analysis: each (system, protocol,
     metric, k) group's quantile function and Lorenz curve on :data:`GRID`, averaged point by point
     over the folds that have the group (a quantile average, Vincent's; fold ``all``), or the one
-    fold's curves when the run has one. Only groups x grid numbers are held, never users."""
+    fold's curves when the run has one. Only a running sum of each group's curves is held (folds
+    added in the run's order, as :meth:`table` divides them), never users, nor a fold's curves."""
 
     folds: list[str]
-    _keys: list[pl.DataFrame] = field(default_factory=list)
-    _quantiles: list[np.ndarray] = field(default_factory=list)
-    _lorenz: list[np.ndarray] = field(default_factory=list)
+    _groups: dict[tuple, int] = field(default_factory=dict)  # (system, protocol, metric, k) -> its row
+    _sums: list[np.ndarray] = field(default_factory=lambda: [np.zeros((0, GRID.size)) for _ in range(2)])
+    _counts: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     def add(self, groups: SortedValues) -> None:
         """The curves of one part's groups."""
-        if groups.counts.size:
-            self._keys.append(groups.keys.select(_CURVE_GROUP))
-            self._quantiles.append(groups.quantiles(GRID))
-            self._lorenz.append(groups.lorenz(GRID))
+        if not groups.counts.size:
+            return
+        rows = np.array([self._groups.setdefault(key, len(self._groups))
+                         for key in groups.keys.select(_CURVE_GROUP).rows()], dtype=np.int64)
+        grown = len(self._groups) - len(self._counts)
+        if grown:
+            self._sums = [np.concatenate([total, np.zeros((grown, GRID.size))]) for total in self._sums]
+            self._counts = np.concatenate([self._counts, np.zeros(grown, dtype=np.int64)])
+        for total, curve in zip(self._sums, (groups.quantiles(GRID), groups.lorenz(GRID)), strict=True):
+            np.add.at(total, rows, curve)
+        np.add.at(self._counts, rows, 1)
 
     def table(self) -> pl.DataFrame:
         """Columns system, protocol, fold, metric, k, p, quantile, lorenz; rows in order of first
         appearance, p ascending (NaN Lorenz where a fold's is undefined)."""
-        if not self._keys:
+        if not self._groups:
             return pl.DataFrame()
-        keys = pl.concat(self._keys).with_columns(pl.col("k").cast(pl.Int32))
-        unique = keys.unique(maintain_order=True).with_row_index("group")
-        index = keys.join(unique, on=_CURVE_GROUP, how="left", nulls_equal=True,
-                          maintain_order="left").get_column("group").to_numpy()
-        folds_of = np.bincount(index, minlength=unique.height)[:, None]
-        sums = [np.zeros((unique.height, GRID.size)) for _ in range(2)]
-        for total, parts in zip(sums, (self._quantiles, self._lorenz), strict=True):
-            np.add.at(total, index, np.concatenate(parts))
+        unique = pl.DataFrame(list(self._groups), schema={"system": pl.String, "protocol": pl.String,
+                                                          "metric": pl.String, "k": pl.Int32}, orient="row")
+        folds_of = self._counts[:, None]
         fold = ALL_FOLDS if len(self.folds) > 1 else self.folds[0]
-        return unique.drop("group").select(pl.all().repeat_by(GRID.size).explode()).with_columns(
+        return unique.select(pl.all().repeat_by(GRID.size).explode()).with_columns(
             pl.lit(fold).alias("fold"), pl.Series("p", np.tile(GRID, unique.height)),
-            pl.Series("quantile", (sums[0] / folds_of).ravel()), pl.Series("lorenz", (sums[1] / folds_of).ravel()),
+            pl.Series("quantile", (self._sums[0] / folds_of).ravel()),
+            pl.Series("lorenz", (self._sums[1] / folds_of).ravel()),
         ).select("system", "protocol", "fold", "metric", "k", "p", "quantile", "lorenz")

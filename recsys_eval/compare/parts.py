@@ -15,8 +15,10 @@ file, at once and in numpy (a few polars calls per file, none per metric):
 
 A (fold, protocol)'s per-user values are held as one users x (system, metric, k) matrix
 (:class:`~recsys_eval.compare.frames.Partition`; 6,040 users x 450 columns is 22 MB), never its
-per-unit rows; the paired tests take their groups of columns from it, and the per-user frame of a
-metric is laid out from it in the order of the files (:meth:`PartValues.frame`).
+per-unit rows; the paired tests take their groups of columns from it, so do the slices
+(:func:`~recsys_eval.compare.slices.slice_tables`) and the distributions (numpy's sort of each
+column), and the per-user frame of a metric is laid out from it in the order of the files
+(:meth:`PartValues.frame`).
 """
 
 from __future__ import annotations
@@ -83,6 +85,40 @@ class PartValues:
         """Each matrix column's metric as its place in :attr:`metrics`."""
         place = {name: i for i, name in enumerate(self.metrics)}
         return np.array([place[name] for name in self.matrix.columns.get_column("metric").to_list()], dtype=np.int64)
+
+    @cached_property
+    def frame_columns(self) -> np.ndarray:
+        """The matrix columns in the order :meth:`frame` first gives a value of each: metric by
+        metric in the order of :attr:`metrics`, within one metric by their first cell in the files."""
+        return self._in_frame_order(self.cells[0])
+
+    def defined_columns(self) -> np.ndarray:
+        """The columns with a defined value, in the order :meth:`frame`, its undefined values
+        left out, first gives one of each (the groups of such a frame in order of appearance)."""
+        cols, rows = self.cells
+        return self._in_frame_order(cols[~np.isnan(self.matrix.values[rows, cols])])
+
+    def _in_frame_order(self, cols: np.ndarray) -> np.ndarray:
+        """The distinct columns of ``cols`` (cells in file order) by metric, then first cell."""
+        _, first = np.unique(cols, return_index=True)
+        seen = cols[np.sort(first)]
+        return seen[np.argsort(self._metric_of_column[seen], kind="stable")]
+
+    def comparable_groups(self, baseline: str | None) -> list[np.ndarray]:
+        """The columns of each group of systems tested together, as the analysis splits
+        :meth:`frame` (``recsys_eval.compare.study._comparable_groups``): the (metric, k)s
+        that one set of systems has (at least two, the baseline among them), each group's columns
+        ascending, the groups in the order the frame first gives a row of each."""
+        keys = self.matrix.columns.rows()
+        members: dict[tuple, set[str]] = {}
+        for system, metric, k in keys:
+            members.setdefault((metric, k), set()).add(system)
+        groups: dict[tuple[str, ...], list[int]] = {}
+        for col in self.frame_columns.tolist():
+            systems = tuple(sorted(members[keys[col][1:]]))
+            if len(systems) >= 2 and (baseline is None or baseline in systems):
+                groups.setdefault(systems, []).append(col)
+        return [np.sort(cols) for cols in groups.values()]
 
     def frame(self, metric: str | None = None) -> pl.DataFrame:
         """The per-user frame (``PER_USER_COLUMNS``) of one metric, its rows in the order of the

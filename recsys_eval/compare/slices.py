@@ -25,7 +25,7 @@ import numpy as np
 import polars as pl
 
 from recsys_eval.compare.distributions import with_fold_means
-from recsys_eval.compare.frames import COLUMN_KEYS, Partition, partitions
+from recsys_eval.compare.frames import Partition, partitions
 from recsys_eval.compare.intervals import with_t_bounds
 from recsys_eval.core import Split
 from recsys_eval.core.results import UNIT_SLICES, ResultsFolder
@@ -71,15 +71,15 @@ class SlicedPartitions:
             return pl.DataFrame(schema=_MEANS_SCHEMA)
         return pl.concat(tables).sort([*_KEYS, *SLICE_KEYS], nulls_last=True, maintain_order=True).select(*_MEANS_SCHEMA)
 
-    def tests(self, within: pl.DataFrame | None = None, **options) -> pl.DataFrame:
-        """:func:`slice_tests` of these parts, or of the columns (system, metric, k) that the
-        per-user frame ``within`` (a part of the laid out one) has."""
+    def tests(self, cols: np.ndarray | None = None, **options) -> pl.DataFrame:
+        """:func:`slice_tests` of these parts, or of their matrix columns at ``cols`` (ascending;
+        one part only) alone."""
         from recsys_eval.compare.paired import TEST_SCHEMA, correct, test_columns
 
         options = dict(options)
         correction, alpha = options.pop("correction", "holm"), options.pop("alpha", 0.05)
         columns: dict[str, list] = {name: [] for name in [*TEST_SCHEMA, "_at", *SLICE_KEYS]}
-        for at, ((name, group, order), parts) in enumerate(self._group_partitions(within).items()):
+        for at, ((name, group, order), parts) in enumerate(self._group_partitions(cols).items()):
             if max(len(part.users) for part in parts) < 2 and len({u for part in parts for u in part.users}) < 2:
                 continue  # (a group's users differ between folds: the set is taken only when each has one)
             rows = test_columns(parts, correction=correction, **options)
@@ -93,12 +93,13 @@ class SlicedPartitions:
                                               "order": pl.Int32})
         return correct(frame, correction, alpha, labels=("_at", *SLICE_KEYS)).drop("_at")
 
-    def _group_partitions(self, within: pl.DataFrame | None) -> dict[tuple, list[Partition]]:
+    def _group_partitions(self, cols: np.ndarray | None) -> dict[tuple, list[Partition]]:
         """Per slice group (slice, group, order; slices as first listed, groups in order), the
-        sub-partition of its users (and of the columns ``within`` has) in every part that has some."""
+        sub-partition of its users (and of the columns ``cols``) in every part that has some."""
         groups: dict[tuple, list[Partition]] = {key: [] for key in self.groups}
         for part, members in zip(self.parts, self.members, strict=True):
-            shown = part if within is None else _columns_of(part, within)
+            shown = part if cols is None else Partition(part.protocol, part.fold, part.columns[cols],
+                                                        part.values[:, cols], part.present[:, cols], part.users)
             for key, rows in members.items():
                 mask = np.zeros(len(part.users), dtype=bool)
                 mask[rows] = True
@@ -131,16 +132,16 @@ def slice_tests(per_user_frame: pl.DataFrame, slices: pl.DataFrame, **options) -
     return SlicedPartitions.of(per_user_frame, slices).tests(**options)
 
 
-def slice_tables(per_user_frame: pl.DataFrame, slices: pl.DataFrame, comparable: list[pl.DataFrame],
+def slice_tables(part: Partition, metrics: list[str], slices: pl.DataFrame, comparable: list[np.ndarray],
                  **options) -> tuple[pl.DataFrame, list[pl.DataFrame]]:
-    """From one layout of the users of ``per_user_frame`` (one fold and protocol, every metric):
-    its :func:`slice_means`, metric by metric in the order they first appear (the rows of a call
-    per metric, end to end), and :func:`slice_tests` (with ``options``) of each frame of
-    ``comparable`` (parts of its rows whose systems are tested together)."""
-    laid_out = SlicedPartitions.of(per_user_frame, slices)
-    metrics = per_user_frame.get_column("metric").unique(maintain_order=True)
+    """From a (fold, protocol)'s matrix as the analysis reads it (every metric; ``metrics`` in the
+    order its per-user frame first gives them), with no other layout of its users: its
+    :func:`slice_means`, metric by metric (the rows of a call per metric, end to end), and
+    :func:`slice_tests` (with ``options``) of each group of columns of ``comparable`` (systems
+    tested together, as the frame's rows of those columns alone would be)."""
+    laid_out = SlicedPartitions.of_partitions([part], slices)
     means = laid_out.means().sort(pl.col("metric").replace_strict(metrics, range(len(metrics))), maintain_order=True)
-    return means, [laid_out.tests(None if part is per_user_frame else part, **options) for part in comparable]
+    return means, [laid_out.tests(cols, **options) for cols in comparable]
 
 
 def slice_fold_means(means: pl.DataFrame) -> pl.DataFrame:
@@ -184,16 +185,6 @@ def _members(part: Partition, slices: pl.DataFrame) -> dict[tuple, np.ndarray]:
                .join(slices.filter(pl.col("fold") == part.fold).select("user", *SLICE_KEYS), on="user",
                      maintain_order="left").group_by(SLICE_KEYS, maintain_order=True).agg("row"))
     return {(name, group, order): np.asarray(rows, dtype=np.int64) for name, group, order, rows in members.iter_rows()}
-
-
-def _columns_of(part: Partition, within: pl.DataFrame) -> Partition:
-    """``part`` with only the columns (system, metric, k) that ``within`` has in its protocol and
-    fold, every user kept (rows without a value are dropped by ``subset``)."""
-    wanted = (within.filter((pl.col("protocol") == part.protocol) & (pl.col("fold") == part.fold))
-              .select(COLUMN_KEYS).unique().with_columns(pl.col("k").cast(pl.Int32)))
-    kept = (part.columns.with_row_index("_col").join(wanted, on=list(COLUMN_KEYS), nulls_equal=True)
-            .get_column("_col").sort().to_numpy())
-    return Partition(part.protocol, part.fold, part.columns[kept], part.values[:, kept], part.present[:, kept], part.users)
 
 
 def unit_slices(splits: list[Split], specs: list[str], threshold: float | None) -> pl.DataFrame:

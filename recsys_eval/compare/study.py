@@ -374,25 +374,21 @@ def analyse(
         # one (fold, protocol), measured on the same users, share their sign flips
         if paired_runner is None:
             paired.append(partition_tests(part.matrix, **_seeded(options, definitions, part.fold, part.protocol)))
-        kept = []
         for metric in part.metrics:
             users = part.frame(metric)
             means.append(_fold_means(users))
-            if curves is not None:  # one sort of each group's users serves its statistics and curves
-                groups = SortedValues.of(users)
-                spread.append(groups.summary())
-                curves.add(groups)
-            if slices is not None:
-                kept.append(users)
             del users
-        if kept:  # the slice means and tests of every metric at once: one layout of the users
-            users = pl.concat(kept)
-            fold_slices = slices.filter(pl.col("fold") == users.item(0, "fold"))
-            part_options = slice_test_options(_part_options(options, definitions, users))
-            group_means, group_tests = slice_tables(users, fold_slices, _comparable_groups(users, baseline), **part_options)
+        # the diagnostics take the matrix as read: no other layout of the users, no frame of them
+        if curves is not None:  # one sort of each column serves its statistics and curves
+            groups = SortedValues.of_columns(part.matrix, part.defined_columns())
+            spread.append(groups.summary())
+            curves.add(groups)
+        if slices is not None and part.metrics:
+            part_options = slice_test_options(_seeded(options, definitions, part.fold, part.protocol))
+            group_means, group_tests = slice_tables(part.matrix, part.metrics, slices.filter(pl.col("fold") == part.fold),
+                                                    part.comparable_groups(baseline), **part_options)
             sliced.append(group_means)
             slice_paired += group_tests
-            del users, kept
         if part.f_users is not None:
             f_sums.append(f_count_sums(part.f_users))
         sampled.add(part)

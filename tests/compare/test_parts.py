@@ -149,3 +149,51 @@ def test_a_partition_is_tested_as_paired_tests_tests_each_group_of_its_rows(tmp_
                            check_exact=True)
         assert_frame_equal(pl.concat(part_paired_tests(part.frame(), OPTIONS, {})).sort(order, nulls_last=True),
                            expected, check_exact=True)
+
+
+@pytest.mark.parametrize("baseline", ["popular", "bias", None])
+def test_the_comparable_groups_are_the_columns_of_the_analysis_groups_of_the_frame(tmp_path, baseline):
+    """PartValues.comparable_groups gives the matrix columns of each frame _comparable_groups
+    splits the part's per-user frame into, in its order (bias lacks the cutoff 10: two groups)."""
+    folder = _folder(tmp_path)
+    for part in read_parts(folder, "skip"):
+        index = {key: i for i, key in enumerate(part.matrix.columns.rows())}
+        expected = [np.sort([index[key] for key in group.select("system", "metric", "k").unique().rows()])
+                    for group in _comparable_groups(part.frame(), baseline)]
+        got = part.comparable_groups(baseline)
+        assert len(got) == len(expected) == (1 if baseline == "bias" else 2)
+        for cols, want in zip(got, expected, strict=True):
+            np.testing.assert_array_equal(cols, want)
+
+
+def test_a_parts_distributions_are_those_of_its_per_user_frame(tmp_path):
+    """The distributions of a part's matrix columns (numpy's sort) are those of its per-user frame
+    (one polars sort per group), bit for bit, groups in the same order."""
+    from recsys_eval.compare.distributions import SortedValues
+
+    for part in read_parts(_folder(tmp_path), "skip"):
+        expected = SortedValues.of(part.frame())
+        got = SortedValues.of_columns(part.matrix, part.defined_columns())
+        assert_frame_equal(got.summary(), expected.summary(), check_exact=True)
+        assert_frame_equal(got.curves(), expected.curves(), check_exact=True)
+
+
+def test_a_column_whose_first_cells_are_undefined_comes_where_its_first_defined_value_does():
+    """The frame's groups of defined values follow the first defined value of each column: B's
+    first file holds only undefined values, so A's group comes first, then B's (its second file)."""
+    from recsys_eval.compare.distributions import SortedValues
+    from recsys_eval.compare.frames import partition_of_cells
+    from recsys_eval.compare.parts import PartValues
+
+    columns = pl.DataFrame({"system": ["A", "B"], "metric": ["ndcg", "ndcg"], "k": [5, 5]},
+                           schema={"system": pl.String, "metric": pl.String, "k": pl.Int32})
+    cols = np.array([1, 1, 1, 0, 0, 0, 1, 1, 1])  # B's first file, A's, B's second
+    rows = np.array([0, 1, 2, 0, 1, 2, 3, 4, 5])
+    values = np.array([np.nan] * 3 + [0.5, 0.0, 1.0] + [0.2, 0.4, 0.0])
+    matrix = partition_of_cells("p", "0", columns, rows, cols, values, pl.Series("user", np.arange(6)))
+    part = PartValues("0", "p", matrix, (cols, rows), None, None)
+    np.testing.assert_array_equal(part.frame_columns, [1, 0])
+    np.testing.assert_array_equal(part.defined_columns(), [0, 1])
+    got = SortedValues.of_columns(part.matrix, part.defined_columns()).summary()
+    assert_frame_equal(got, SortedValues.of(part.frame()).summary(), check_exact=True)
+    assert got.get_column("system").to_list() == ["A", "B"] and got.get_column("n").to_list() == [3, 3]

@@ -137,21 +137,25 @@ def test_slice_means_are_the_t_intervals_of_each_groups_rows_filtered_by_hand_bi
     assert_frame_equal(slice_means(frame, slices), expected, check_exact=True)
 
 
-def test_slice_tables_equal_a_call_per_metric_and_per_comparable_part(rng):
-    """The analysis computes a (fold, protocol)'s slice means and tests from one layout: its means
-    equal slice_means called metric by metric, end to end, and its tests slice_tests of each
-    comparable part of the rows, bit for bit."""
+@pytest.mark.parametrize("test", ["wilcoxon", "permutation"])
+def test_slice_tables_equal_a_call_per_metric_and_per_comparable_part(rng, test):
+    """The analysis computes a (fold, protocol)'s slice means and tests from its matrix as read:
+    its means equal slice_means called metric by metric, end to end, and the tests of each group
+    of columns slice_tests of the per-user rows of those columns alone (the same draws), bit for bit."""
+    from recsys_eval.compare.frames import partitions
     from recsys_eval.compare.slices import slice_tables
 
     n = 60
     frame = _two_protocol_frame(rng, n).filter(pl.col("protocol") == "AI+AR+AN")
     slices = _two_slices(n)
-    comparable = [frame, frame.filter(pl.col("system") != "C")]
-    options = dict(baseline="B", tests=["wilcoxon"], relative_resamples=0, seed=2)
-    means, tests = slice_tables(frame, slices, comparable, **options)
+    matrix = partitions(frame)[0]
+    without_c = np.flatnonzero(matrix.columns.get_column("system") != "C")
+    comparable = [np.arange(matrix.columns.height), without_c]
+    options = dict(baseline="B", tests=[test], relative_resamples=0, n_resamples=50, seed=2)
+    means, tests = slice_tables(matrix, ["ndcg", "auc"], slices, comparable, **options)
     per_metric = pl.concat([slice_means(part, slices) for part in frame.partition_by("metric", maintain_order=True)])
     assert_frame_equal(means, per_metric, check_exact=True)
     assert len(tests) == 2
-    for got, part in zip(tests, comparable, strict=True):
+    for got, part in zip(tests, [frame, frame.filter(pl.col("system") != "C")], strict=True):
         assert_frame_equal(got, slice_tests(part, slices, **options), check_exact=True)
     assert tests[1].filter(pl.col("system") == "C").is_empty() and not tests[0].filter(pl.col("system") == "C").is_empty()
