@@ -128,11 +128,17 @@ def _more_than_one(source: str, dup: dict) -> DataError:
 def mask_groups(defined: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
     """Group the columns of a boolean users x columns mask by identical pattern.
 
-    Returns (rows, columns) index pairs: columns that are defined on exactly the same users share
-    one set of resamples.
+    Returns (rows, columns) index pairs, in the order of each pattern's first column, columns
+    ascending: columns that are defined on exactly the same users share one set of resamples.
     """
-    groups: dict[bytes, list[int]] = {}
-    packed = np.packbits(defined, axis=0)
-    for c in range(defined.shape[1]):
-        groups.setdefault(packed[:, c].tobytes(), []).append(c)
-    return [(np.flatnonzero(defined[:, cols[0]]), np.asarray(cols)) for cols in groups.values()]
+    n_cols = defined.shape[1]
+    if not n_cols:
+        return []
+    packed = np.ascontiguousarray(np.packbits(defined, axis=0).T)  # a column's pattern as one row of bytes
+    if not packed.shape[1]:  # no users: every column has the empty pattern
+        return [(np.zeros(0, dtype=np.int64), np.arange(n_cols))]
+    patterns = packed.view(np.dtype((np.void, packed.shape[1]))).ravel()
+    _, first, group = np.unique(patterns, return_index=True, return_inverse=True)
+    by_group = np.argsort(group, kind="stable")  # each pattern's columns ascending
+    cols = np.split(by_group, np.cumsum(np.bincount(group))[:-1])
+    return [(np.flatnonzero(defined[:, first[g]]), cols[g]) for g in np.argsort(first)]

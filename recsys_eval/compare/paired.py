@@ -271,15 +271,21 @@ def _pair_columns(part: Partition, pairs: list[tuple[str, str]]) -> tuple[list[t
                             key=lambda mk: (mk[0], mk[1] is None, mk[1] or 0)):
         for system, baseline in pairs:
             a, b = part.column(system, metric, k), part.column(baseline, metric, k)
-            if a is None or b is None or not np.any(part.present[:, a] & part.present[:, b]):
-                raise DataError(
-                    f"no user was measured for both {system!r} and {baseline!r} (protocol {part.protocol!r}, "
-                    f"fold {part.fold!r}, metric {metric!r}, k {k!r}): a paired test needs overlapping users"
-                )
+            if a is None or b is None:
+                raise _no_overlap(part, metric, k, system, baseline)
             keys.append((metric, k, system, baseline))
             a_cols.append(a)
             b_cols.append(b)
+    overlap = (part.present[:, a_cols] & part.present[:, b_cols]).any(axis=0)
+    if not overlap.all():
+        metric, k, system, baseline = keys[int(np.argmin(overlap))]
+        raise _no_overlap(part, metric, k, system, baseline)
     return keys, a_cols, b_cols
+
+
+def _no_overlap(part: Partition, metric: str, k: int | None, system: str, baseline: str) -> DataError:
+    return DataError(f"no user was measured for both {system!r} and {baseline!r} (protocol {part.protocol!r}, "
+                     f"fold {part.fold!r}, metric {metric!r}, k {k!r}): a paired test needs overlapping users")
 
 
 def _relative(values: np.ndarray, a_cols: np.ndarray, b_cols: np.ndarray, level: float, n_resamples: int,

@@ -81,7 +81,8 @@ class SignedRanks:
         """One sort of all columns (each column's |d| ascending), then sums over its runs of ties."""
         n_users, n_cols = diffs.shape
         by_column = np.ascontiguousarray(diffs.T)
-        ordered = np.take_along_axis(by_column, np.argsort(np.abs(by_column), axis=1, kind="stable"), axis=1)
+        # the order within a run of equal |d| changes no sum below: numpy's fastest sort serves
+        ordered = np.take_along_axis(by_column, np.argsort(np.abs(by_column), axis=1), axis=1)
         size = np.abs(ordered)
         starts_run = np.ones(size.shape, dtype=bool)
         starts_run[:, 1:] = size[:, 1:] != size[:, :-1]

@@ -102,13 +102,17 @@ def group_sums(values: np.ndarray, starts: np.ndarray, *, squares: bool = False)
     sums, square_sums, infinite = _group_digits(bits, np.ascontiguousarray(starts, dtype=np.int64), squares)
     if infinite:
         raise ValueError(f"{infinite} infinite value(s) in a sum: every summed value must be finite or NaN")
-    return [_integer(row) for row in sums], [_integer(row) for row in square_sums]
+    return _integers(sums), _integers(square_sums)
 
 
-def _integer(digits: np.ndarray) -> int:
-    """The integer whose 32-bit digits (least significant first, the top one signed) are ``digits``."""
-    low = digits[:-1].astype(np.uint32).tobytes()
-    return int.from_bytes(low, "little") + (int(digits[-1]) << (32 * (len(digits) - 1)))
+def _integers(digits: np.ndarray) -> list[int]:
+    """Per row, the integer whose 32-bit digits (least significant first, the top one signed) are
+    the row's: the digits of every row turned to bytes at once, then each row's read as one integer."""
+    width = 4 * (digits.shape[1] - 1)
+    low = memoryview(np.ascontiguousarray(digits[:, :-1].astype(np.uint32)).tobytes())
+    shift = 32 * (digits.shape[1] - 1)
+    return [int.from_bytes(low[i * width:(i + 1) * width], "little") + (top << shift)
+            for i, top in enumerate(digits[:, -1].tolist())]
 
 
 def ratio(total: int, scale: int, n: int) -> float:
