@@ -39,7 +39,7 @@ from recsys_eval.compare.frames import (
 )
 from recsys_eval.core.results import ResultsFolder, check_per_unit, partition_labels
 from recsys_eval.errors import DataError
-from recsys_eval.measure.aggregate import f_user_counts, grouped, user_means
+from recsys_eval.measure.aggregate import f_unit_counts, f_user_counts, grouped, user_means
 from recsys_eval.measure.metrics import AUXILIARY_METRICS, N_RELEVANT
 
 #: The per-unit metric holding a 1R+NN unit's sampled rank: the relevant item's position among the
@@ -261,9 +261,9 @@ class _PartReader:
 
 def _f_users(frame: pl.DataFrame, blocks: _Blocks) -> dict[str, np.ndarray]:
     """The F-measure counts of each user of a file by column (k, user, tp, fp, fn), as
-    :func:`~recsys_eval.measure.aggregate.f_user_counts` gives them: per unit tp = f (k + |Rel|) / 2
-    (0 where f is undefined), fp = k - tp, fn = |Rel| - tp, summed over the user's units in file
-    order. Each ``f1`` block is matched to the ``n_relevant`` block unit by unit; a file whose
+    :func:`~recsys_eval.measure.aggregate.f_user_counts` gives them: each unit's
+    :func:`~recsys_eval.measure.aggregate.f_unit_counts` (f 0 where undefined), summed over the
+    user's units in file order. Each ``f1`` block is matched to the ``n_relevant`` block unit by unit; a file whose
     blocks list different units goes through :func:`~recsys_eval.measure.aggregate.f_user_counts` itself."""
     relevant = blocks.block(N_RELEVANT)
     f1 = [i for i, (metric, _) in enumerate(blocks.keys) if metric == "f1"]
@@ -277,11 +277,11 @@ def _f_users(frame: pl.DataFrame, blocks: _Blocks) -> dict[str, np.ndarray]:
         rows = blocks.rows(i)
         k = float(blocks.keys[i][1])
         value = blocks.value[rows]
-        tp = np.where(np.isnan(value), 0.0, value * (k + n_rel) / 2)
         runs = blocks.runs[(blocks.runs >= rows.start) & (blocks.runs < rows.stop)] - rows.start
         parts["k"].append(np.full(len(runs), blocks.keys[i][1], dtype=np.int32))
         parts["user"].append(blocks.user[rows][runs])
-        for name, counts in (("tp", tp), ("fp", k - tp), ("fn", n_rel - tp)):
+        unit_counts = f_unit_counts(np.where(np.isnan(value), 0.0, value), k, n_rel)
+        for name, counts in zip(("tp", "fp", "fn"), unit_counts, strict=True):
             parts[name].append(np.add.reduceat(counts, runs))
     return {name: np.concatenate(arrays) for name, arrays in parts.items()}
 

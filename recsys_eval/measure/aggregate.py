@@ -437,15 +437,23 @@ def f_counts(per_unit: pl.DataFrame) -> pl.DataFrame:
             "F-measure variants need each unit's relevant count (measure() adds it with 'f1')"
         )
     k = pl.col("k").cast(pl.Float64)
-    tp = pl.when(pl.col("value").is_nan()).then(0.0).otherwise(pl.col("value") * (k + pl.col("n_rel")) / 2)
+    tp, fp, fn = f_unit_counts(pl.col("value").fill_nan(0.0), k, pl.col("n_rel"))
     return joined.with_columns(tp.alias("tp")).select(
         *[*_RUN, "fold", "user", "unit"], pl.col("k"),
         pl.col("tp"),
-        (k - pl.col("tp")).alias("fp"),
-        (pl.col("n_rel") - pl.col("tp")).alias("fn"),
+        fp.alias("fp"),
+        fn.alias("fn"),
         _ratio(pl.col("tp"), pl.col("n_rel")).alias("r"),
         pl.col("value").fill_nan(None).alias("f"),
     )
+
+
+def f_unit_counts(f, k, n_relevant):
+    """A unit's (tp, fp, fn) from its F1 ``f`` at cutoff k (0 where undefined) and relevant count R:
+    F1 = 2 tp / (k + R) gives tp = f (k + R) / 2, fp = k - tp, fn = R - tp. Polars expressions or
+    numpy arrays alike (the analysis's read of the per-unit files takes them in numpy)."""
+    tp = f * (k + n_relevant) / 2
+    return tp, k - tp, n_relevant - tp
 
 
 def f_user_counts(per_unit: pl.DataFrame) -> pl.DataFrame:
