@@ -19,7 +19,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
+
+from recsys_eval.core.chunks import chunk_bounds, run_chunks
 
 #: Sums are integers in units of 2^-1074 (values) and 2^-2148 (squares).
 VALUE_SCALE, SQUARE_SCALE = 1074, 2148
@@ -52,16 +54,15 @@ def _carry(digits, g):  # pragma: no cover - compiled
         digits[g, d + 1] += carry
 
 
-@njit(cache=True, nogil=True, parallel=True)
-def _group_digits(bits, starts, squares):  # pragma: no cover - compiled
-    """Per run of values (their IEEE-754 ``bits`` as int64) starting at ``starts``, the digits of
-    the exact sum of its finite values and (``squares``) of their squares; NaN is skipped. Also the
-    count of infinite values."""
+@njit(cache=True, nogil=True)
+def _group_digits(lo, hi, bits, starts, squares, sums, square_sums, infinite):  # pragma: no cover - compiled
+    """For the runs ``lo:hi`` of values (their IEEE-754 ``bits`` as int64) starting at ``starts``,
+    into their rows of ``sums`` and (``squares``) ``square_sums``, the digits of the exact sum of
+    each run's finite values and of their squares; NaN is skipped, infinite values are counted in
+    ``infinite``. Runs are independent: each writes its own rows (:func:`run_chunks` runs chunks of
+    them on threads)."""
     n_groups = len(starts)
-    sums = np.zeros((n_groups, VALUE_DIGITS), dtype=np.int64)
-    square_sums = np.zeros((n_groups if squares else 0, SQUARE_DIGITS), dtype=np.int64)
-    infinite = np.zeros(n_groups, dtype=np.int64)
-    for g in prange(n_groups):  # groups are independent: each writes its own rows
+    for g in range(lo, hi):
         stop = starts[g + 1] if g + 1 < n_groups else len(bits)
         added = 0
         for i in range(starts[g], stop):
@@ -91,7 +92,6 @@ def _group_digits(bits, starts, squares):  # pragma: no cover - compiled
         _carry(sums, g)
         if squares:
             _carry(square_sums, g)
-    return sums, square_sums, infinite.sum()
 
 
 def group_sums(values: np.ndarray, starts: np.ndarray, *, squares: bool = False) -> tuple[list[int], list[int]]:
@@ -99,7 +99,12 @@ def group_sums(values: np.ndarray, starts: np.ndarray, *, squares: bool = False)
     ``values`` starting at ``starts`` and, with ``squares``, of their squares (units of
     2^-2148; else an empty list). NaN values are skipped; an infinite value is an error."""
     bits = np.ascontiguousarray(values, dtype=np.float64).view(np.int64)
-    sums, square_sums, infinite = _group_digits(bits, np.ascontiguousarray(starts, dtype=np.int64), squares)
+    starts = np.ascontiguousarray(starts, dtype=np.int64)
+    sums = np.zeros((len(starts), VALUE_DIGITS), dtype=np.int64)
+    square_sums = np.zeros((len(starts) if squares else 0, SQUARE_DIGITS), dtype=np.int64)
+    counted = np.zeros(len(starts), dtype=np.int64)
+    run_chunks(_group_digits, chunk_bounds(len(starts)), bits, starts, squares, sums, square_sums, counted)
+    infinite = int(counted.sum())
     if infinite:
         raise ValueError(f"{infinite} infinite value(s) in a sum: every summed value must be finite or NaN")
     return _integers(sums), _integers(square_sums)
