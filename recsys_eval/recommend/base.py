@@ -115,7 +115,9 @@ class Recommender(ABC):
 
     def factors(self) -> tuple[np.ndarray, np.ndarray] | None:
         """For a model whose score is a dot product: ``(user_factors, item_factors_t)``, float32,
-        row-major, score(u, i) = user_factors[r] @ item_factors_t[:, i], r the :meth:`factor_rows` of u.
+        row-major, score(u, i) = user_factors[r] @ item_factors_t[:, i], r the :meth:`factor_rows` of u,
+        summed as :mod:`recsys_eval.recommend.factor_scores` does (in order, in float32; factors of
+        another dtype are rounded to float32 first).
         Top-k then computes the scores a few rows at a time per thread and scans them while they
         are in cache. None otherwise."""
         return None

@@ -122,3 +122,24 @@ def test_top_k_is_a_sort_by_score_desc_then_item_asc():
         assert count[r] == len(expected)
         assert item[r, :count[r]].tolist() == expected
         assert score[r, :count[r]].tolist() == [exact[factor_rows[r], j] for j in expected]
+
+
+@pytest.mark.parametrize("name,params", [("als", {"factors": 7, "iterations": 2}), ("bpr", {"factors": 9, "iterations": 3})])
+def test_a_fitted_models_rankings_and_pairs_do_not_depend_on_the_chunk(name, params):
+    # the ranges of users a memory budget (or a Spark partition) gives are recommend_top_k's chunks
+    from recommend_data import random_data
+
+    from recsys_eval.recommend import make_recommender, recommend_top_k
+
+    data = random_data(8, n_users=61, n_items=90)
+    model = make_recommender(name, params, seed=2, threads=1).fit(data)
+    users = np.arange(data.n_users)
+    whole = recommend_top_k(model, data, users, 15)
+    for chunk in (1, 5, 13):
+        part = recommend_top_k(model, data, users, 15, chunk_size=chunk)
+        np.testing.assert_array_equal(part.items, whole.items)
+        np.testing.assert_array_equal(part.scores.view(np.int32), whole.scores.view(np.int32))
+    listed = model.score(np.repeat(users, np.diff(whole.offsets)).astype(np.int32), whole.items)
+    np.testing.assert_array_equal(listed.view(np.int32), whole.scores.view(np.int32))
+    np.testing.assert_array_equal(model.score_block(users[::-1])[::-1][np.repeat(users, np.diff(whole.offsets)),
+                                                                         whole.items], whole.scores)
