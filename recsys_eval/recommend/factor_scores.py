@@ -11,9 +11,9 @@ each product and each sum rounded to float32 (IEEE 754 multiply, then add: no fu
 no reassociation). So a score's bits depend on the two factor rows alone: not on the user's
 neighbours in a tile, the tile size, the range of users a memory budget or a Spark partition
 gives, the thread count, nor the machine (float32 multiply and add round the same on every IEEE
-CPU, in vector lanes or not). A BLAS product (OpenBLAS ``sgemm``) did not have this property: its
-kernels for a block's edge rows sum in another order, so a user's last bits moved with its place
-in the tile (up to 1e-5 in a score).
+CPU, in vector lanes or not, subnormals kept as numpy and numba keep them). A BLAS product
+(OpenBLAS ``sgemm``) did not have this property: its kernels for a block's edge rows sum in
+another order, so a user's last bits moved with its place in the tile (up to 1e-5 in a score).
 
 Speed: blocked as a BLAS kernel is. The item factors are packed in panels of :data:`W_ITEMS` items,
 ``packed[p, f, w] = V[p * W_ITEMS + w, f]`` (zeros past the last item), so that one factor of a
@@ -25,6 +25,9 @@ reassociate the sum over factors to vectorise it). Users are taken :data:`R_USER
 last block padded with zero rows) and panels :data:`PANELS_PER_PASS` at a time (256 KB at 64
 factors, reused from cache by every user block of a tile); a panel or block that overruns the
 scores' edge is computed by the same kernel into a scratch block and its valid part copied.
+Measured (benchmarks/bench_factor_scores.py, 10,000 users x 59,047 items x 64 factors, one thread,
+a shared 2-core machine): 67 GFLOP/s against 37 for the BLAS tiles (whose every tile allocated
+its scores afresh), top-100 of every user 3.4 s against 5.4 s.
 """
 
 from __future__ import annotations
