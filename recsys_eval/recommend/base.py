@@ -26,12 +26,10 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
-from contextlib import nullcontext
 from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
-from threadpoolctl import threadpool_limits
 
 from recsys_eval.core import Interactions, Rankings, Targets
 from recsys_eval.core.units import RelevantRanks
@@ -475,25 +473,23 @@ def _score_block_chunks(model, seen, rows, k, blocked, place_ptr, placed, above,
     rows_of = getattr(model, "factor_rows", None)  # a duck-typed model's factors hold every user
     if factors is None and not tiles:
         chunk_size = min(chunk_size, max(1, BLOCK_CELLS // max(len(blocked), 1)))
-    # a factor model's tiles are the parallelism: BLAS threads on top would oversubscribe
-    with threadpool_limits(1, "blas") if factors is not None else nullcontext():
-        for start in range(0, len(rows), chunk_size):
-            chunk = rows[start:start + chunk_size]
-            a, b = place_ptr[start], place_ptr[start + len(chunk)]
-            ptr = place_ptr[start:start + len(chunk) + 1] - a
-            place = (ptr, placed[a:b], above[a:b], tied[a:b], before[a:b])
-            if factors is not None:
-                tile = max(1, TILE_CELLS // max(len(blocked), 1))
-                item, score, count, nans = top_k_factors(*factors, chunk, seen.indptr, seen.indices, blocked, k,
-                                                         tile, *place, factor_rows=rows_of(chunk) if rows_of else None)
-            else:
-                scores = _checked_scores(model, model.score_block(chunk), (len(chunk), len(blocked)), "score_block")
-                item, score, count, nans = top_k_rows(scores, chunk, seen.indptr, seen.indices, blocked, k, *place)
-                if placed_scores is not None:
-                    placed_scores[a:b] = scores[np.repeat(np.arange(len(chunk)), np.diff(ptr)), placed[a:b]]
-            if nans:
-                raise _nan_scores(model, "factors" if factors is not None else "score_block")
-            yield start, item, score, count
+    for start in range(0, len(rows), chunk_size):
+        chunk = rows[start:start + chunk_size]
+        a, b = place_ptr[start], place_ptr[start + len(chunk)]
+        ptr = place_ptr[start:start + len(chunk) + 1] - a
+        place = (ptr, placed[a:b], above[a:b], tied[a:b], before[a:b])
+        if factors is not None:
+            tile = max(1, TILE_CELLS // max(len(blocked), 1))
+            item, score, count, nans = top_k_factors(*factors, chunk, seen.indptr, seen.indices, blocked, k,
+                                                     tile, *place, factor_rows=rows_of(chunk) if rows_of else None)
+        else:
+            scores = _checked_scores(model, model.score_block(chunk), (len(chunk), len(blocked)), "score_block")
+            item, score, count, nans = top_k_rows(scores, chunk, seen.indptr, seen.indices, blocked, k, *place)
+            if placed_scores is not None:
+                placed_scores[a:b] = scores[np.repeat(np.arange(len(chunk)), np.diff(ptr)), placed[a:b]]
+        if nans:
+            raise _nan_scores(model, "factors" if factors is not None else "score_block")
+        yield start, item, score, count
 
 
 def _global_order_chunks(model, item_scores, seen, rows, k, blocked, place_ptr, placed, above, tied, before,

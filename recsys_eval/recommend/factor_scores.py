@@ -183,17 +183,22 @@ def _factor_scores_chunk(t_lo, t_hi, user_factors, rows, packed, out):
         score_tile(user_factors, rows[lo:hi], packed, out[lo:hi], blocks, edge)
 
 
-@numba.njit(cache=True, parallel=True, nogil=True)
-def pair_scores(user_factors, item_factors, rows, cols):
-    """``score(rows[p], cols[p])`` for every p, from the (users, factors) and (items, factors) matrices
-    without gathering them: the same fixed-order float32 sum as a tile's lanes, so a listed pair
-    scores what full ranking gives it, to the bit."""
+def pair_scores(user_factors: np.ndarray, item_factors: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """``score(rows[p], cols[p])`` for every p, from the (users, factors) and (items, factors)
+    matrices without gathering them: the same fixed-order float32 sum as a tile's lanes, so a
+    listed pair scores what full ranking gives it, to the bit."""
     out = np.empty(len(rows), dtype=np.float32)
-    for p in numba.prange(len(rows)):
+    run_chunks(_pair_scores_chunk, chunk_bounds(len(rows)), user_factors, item_factors, rows, cols, out)
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _pair_scores_chunk(lo, hi, user_factors, item_factors, rows, cols, out):
+    """:func:`pair_scores` for the pairs ``lo:hi``."""
+    for p in range(lo, hi):
         u = user_factors[rows[p]]
         v = item_factors[cols[p]]
         total = np.float32(0.0)
         for f in range(len(u)):
             total = total + np.float32(u[f]) * np.float32(v[f])
         out[p] = total
-    return out
