@@ -16,7 +16,10 @@ process (on a loaded machine the CPU time is the steadier measure of the work). 
 - ILD apart (pairwise Jaccard distances, k(k-1)/2 pairs a list: docs/CONVENTIONS.md#beyond-accuracy);
 - novelty and Gini (which existed before), and every one of them together.
 
-Then each beyond metric alone (``measure(metrics=[name])``, its own table) in one more child.
+Then each beyond metric alone (``measure(metrics=[name])``, its own table) in one more child, and
+in one more the CPU seconds of the phases of the new metrics' share of measure() (:data:`PHASES`:
+the list pass's kernel, the per-unit rows, the run-level head/tail counts, the rest): what a
+further cut would have to come from.
 
     uv run python benchmarks/bench_beyond.py [--users 162541] [--repeat 2]
 """
@@ -24,6 +27,7 @@ Then each beyond metric alone (``measure(metrics=[name])``, its own table) in on
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -49,6 +53,13 @@ BEYOND = [*NEW, *OLDER, "ild"]
 #: The sets of beyond-accuracy metrics timed beside the accuracy metrics, each in a child process.
 SETS = {"issue 30's new metrics": NEW, "ILD": ["ild"], "novelty, Gini": OLDER, "all of them": BEYOND}
 GENRES = 20
+#: The phases of measure() timed apart: (module, class or None, function wrapped, label).
+PHASES = (("recsys_eval.measure.api", None, "ranking_matrix", "accuracy metrics' kernels"),
+          ("recsys_eval.measure.api", None, "long_frame", "accuracy metrics' per-unit rows"),
+          ("recsys_eval.measure.listpass", None, "run_chunks", "list pass kernel (numba, every thread)"),
+          ("recsys_eval.measure.beyond", None, "long_frame", "per-unit rows (long_frame)"),
+          ("recsys_eval.measure.beyond", "RunExposure", "add", "run-level counts (PopRSP/PopREO)"),
+          ("recsys_eval.measure.beyond", None, "beyond_accuracy", "new metrics (beyond_accuracy) in all"))
 
 
 def train_and_genres(n_users: int, seed: int = 43) -> tuple[Interactions, np.ndarray]:
@@ -79,7 +90,8 @@ def timed_cpu(call) -> tuple[float, float]:
 
 def child(users: int, repeat: int, which: str) -> None:
     """Make the input and time the accuracy metrics alone and with the set ``which`` (``accuracy``:
-    alone; ``each``: every beyond metric alone); print the best times as one JSON line."""
+    alone; ``each``: every beyond metric alone; ``phases``: :func:`phases`); print the best times as
+    one JSON line."""
     from recsys_eval.measure import measure
 
     warnings.filterwarnings("ignore", message=".*AUC reads every candidate")  # top-100 lists, as bench_metrics
@@ -88,10 +100,13 @@ def child(users: int, repeat: int, which: str) -> None:
     train, genres = train_and_genres(users)
     made = time.perf_counter() - start
     extra = dict(train=train, genres=genres)
-    calls = {"accuracy": METRICS} if which == "accuracy" else (
-        {name: [name] for name in BEYOND} if which == "each" else {"accuracy": METRICS, which: METRICS + SETS[which]})
     small_r, small_t = subsample(rankings, targets, min(1000, users))
     first = timed_cpu(lambda: measure(small_r, small_t, metrics=METRICS + BEYOND, k=CUTS, **extra))[0]
+    if which == "phases":
+        print(json.dumps({"phases": phases(rankings, targets, extra, repeat), "load": os.getloadavg()[0]}))
+        return
+    calls = {"accuracy": METRICS} if which == "accuracy" else (
+        {name: [name] for name in BEYOND} if which == "each" else {"accuracy": METRICS, which: METRICS + SETS[which]})
     best = {name: [float("inf"), float("inf")] for name in calls}
     for _ in range(repeat):  # alternately, so that a change of load touches both
         for name, metrics in calls.items():
@@ -99,6 +114,49 @@ def child(users: int, repeat: int, which: str) -> None:
             best[name] = [min(best[name][0], wall), min(best[name][1], cpu)]
     print(json.dumps({"made": made, "first": first, "best": best, "rows": len(train),
                       "top": int(rankings.lengths.max()), "load": os.getloadavg()[0]}))
+
+
+@contextlib.contextmanager
+def phase_clock(spent: dict[str, float]):
+    """Add each :data:`PHASES` function's CPU seconds (every thread) to ``spent`` while open."""
+    import importlib
+
+    saved = []
+    for module, owner, name, label in PHASES:
+        target = importlib.import_module(module)
+        target = getattr(target, owner) if owner else target
+        original = getattr(target, name)
+
+        def timed(*args, original=original, label=label, **kwargs):
+            start = time.process_time()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                spent[label] = spent.get(label, 0.0) + time.process_time() - start
+
+        saved.append((target, name, original))
+        setattr(target, name, timed)
+    try:
+        yield spent
+    finally:
+        for target, name, original in saved:
+            setattr(target, name, original)
+
+
+def phases(rankings, targets, extra: dict, repeat: int) -> dict[str, float]:
+    """The CPU seconds of each phase of measure() with the accuracy and the new metrics, in its
+    best of ``repeat`` calls, and of the call in all."""
+    from recsys_eval.measure import measure
+
+    best: dict[str, float] = {"measure() in all": float("inf")}
+    for _ in range(repeat):
+        with phase_clock({}) as spent:
+            start = time.process_time()
+            measure(rankings, targets, metrics=METRICS + NEW, k=CUTS, **extra)
+            spent["measure() in all"] = time.process_time() - start
+        if spent["measure() in all"] < best["measure() in all"]:
+            best = spent
+    return best
 
 
 def measured(users: int, repeat: int, which: str) -> tuple[dict, float]:
@@ -142,6 +200,10 @@ def main() -> None:
     for name in BEYOND:
         wall, cpu = each["best"][name]
         print(f"  {name:<16}cpu {cpu:.3f} s, wall {wall:.3f} s")
+    spent = measured(args.users, args.repeat, "phases")[0]["phases"]
+    print(f"issue 30's new metrics with the accuracy metrics, CPU s of measure()'s phases (best of {args.repeat}):")
+    for label, seconds in spent.items():
+        print(f"  {label:<40}{seconds:8.3f}")
     print(f"load average {os.getloadavg()[0]:.1f}")
     report_peak()
 

@@ -10,7 +10,8 @@ a user's factor rows land in the user's partition, sorted beside its interaction
 builds a :class:`PartitionFactors` of its chunk's users (:func:`take_user_factors`).
 
 Scores are the whole model's to the bit: the same float32 rows are multiplied by the same item
-factors, in the same tiles (:meth:`PartitionFactors.factor_rows` maps a user index to its row).
+factors (:meth:`PartitionFactors.factor_rows` maps a user index to its row), each score a
+fixed-order sum that no tile or partition changes (:mod:`recsys_eval.recommend.factor_scores`).
 """
 
 from __future__ import annotations

@@ -123,3 +123,33 @@ def wide_distances(listed_masks, listed_size, b, distance, stride):
             inter += _popcount(listed_masks[a, w] & listed_masks[b, w])
         total += distance[inter * stride + listed_size[a] + listed_size[b]]
     return total
+
+
+@njit(cache=True, nogil=True)
+def ild_units(lo, hi, offsets, items, packed, words, masks, sizes, distance, stride, cutoffs, row, out):
+    """ILD of the lists of units lo:hi at every cutoff (into ``out`` from ``row``): each new item's
+    distances to those above it (:func:`packed_distances` of the ``words`` when ``packed``, else
+    :func:`wide_distances` of the ``masks`` and ``sizes``) added to a running total, read at each
+    cutoff. One loop over the units, called once a chunk: a helper with array arguments called
+    per unit costs numba's atomic reference counts."""
+    kmax = cutoffs[len(cutoffs) - 1]
+    listed_words = np.zeros(kmax, dtype=np.uint64)  # the top k's genre words, contiguous
+    listed_masks = np.zeros((kmax, masks.shape[1]), dtype=np.uint64)  # or their genre bits and sizes
+    listed_sizes = np.zeros(kmax, dtype=np.int64)
+    for u in range(lo, hi):
+        first, length = offsets[u], min(offsets[u + 1] - offsets[u], kmax)
+        total, r = 0.0, 0
+        for c in range(len(cutoffs)):
+            stop = min(cutoffs[c], length)
+            while r < stop:
+                item = items[first + r]
+                if packed:
+                    listed_words[r] = words[item]
+                    total += packed_distances(listed_words, r, distance)
+                else:
+                    for w in range(masks.shape[1]):
+                        listed_masks[r, w] = masks[item, w]
+                    listed_sizes[r] = sizes[item]
+                    total += wide_distances(listed_masks, listed_sizes, r, distance, stride)
+                r += 1
+            out[row + c, u] = total / (r * (r - 1) / 2.0) if r >= 2 else np.nan

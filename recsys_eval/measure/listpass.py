@@ -4,17 +4,20 @@ EPC, EFD, unexpectedness, serendipity; :mod:`recsys_eval.measure.popularity` giv
 calibration (:mod:`recsys_eval.measure.calibration`), ILD (:mod:`recsys_eval.measure.diversity`),
 and the head/tail counts PopRSP and PopREO are ratios of.
 
-A numba kernel over chunks of units marks each unit's relevant targets, reads its list once from
-one 64-byte record an item (:func:`item_table`: its popularity values and place in the
-most-popular order, one cache line) into running sums and small buffers, and writes each asked
-metric at every cutoff straight into its row of the caller's metric-major matrix (columns x
-units, what :func:`~recsys_eval.measure.frames.long_frame` takes without a copy); the run-level
-head/tail counts are summed per chunk. MostPop (from the user's train places in the
-most-popular order, kept ascending), calibration (from the user's kept genre profile) and ILD (from
-packed genre words) are each a tight loop of their own over the unit's list, run only when a
-metric asks: a loop that tests every family's flag at every item, or calls a helper with array
-arguments (numba's reference counting per call), measured slower. No units x cutoffs x sums array
-is kept.
+A numba kernel over chunks of units runs, for each family a metric asks for, one loop of its own
+over the chunk's units, each writing every asked metric at every cutoff straight into its row of the
+caller's metric-major matrix (columns x units, what :func:`~recsys_eval.measure.frames.long_frame`
+takes without a copy): the popularity metrics mark each unit's relevant targets and read its list
+from one 64-byte record an item (:func:`item_table`: its popularity values, one cache line) into
+running sums, and sum the run-level head/tail counts per chunk; MostPop reads the user's train
+places in the most-popular order (kept ascending) and each listed item's place (a small int32
+table, which stays in cache); calibration (:func:`~recsys_eval.measure.calibration.calibration_units`)
+reads the user's kept genre profile, ILD (:func:`~recsys_eval.measure.diversity.ild_units`) packed
+genre words. No helper that takes an array is called per unit or cutoff unless numba inlines it
+without reference counts: each such call cost an atomic increment and decrement of every array it
+took, which measured more than the popularity metrics' arithmetic (the loops of the families, each
+a function called once a chunk, made the pass of issue 30's metrics about 0.8x its time as one loop
+with inlined helpers, values bit-identical). No units x cutoffs x sums array is kept.
 """
 
 from __future__ import annotations
@@ -28,8 +31,8 @@ from numba import njit
 from recsys_eval.core.chunks import chunk_bounds, run_chunks
 from recsys_eval.core.units import Rankings, Targets
 from recsys_eval.errors import DataError
-from recsys_eval.measure.calibration import add_item, genre_rows, miscalibration, profiles
-from recsys_eval.measure.diversity import GenreSets, packed_distances, wide_distances
+from recsys_eval.measure.calibration import calibration_units, genre_rows, profiles
+from recsys_eval.measure.diversity import GenreSets, ild_units
 from recsys_eval.measure.lists import per_train, train_rows
 
 #: The metrics the pass computes, in the order of its column table.
@@ -76,6 +79,7 @@ def list_pass(rankings: Rankings, cutoffs: Sequence[int], out: np.ndarray | None
     most_popular = train is not None and bool({"unexpectedness", "serendipity"} & set(rows))
     calibrate = train is not None and genres is not None and "calibration" in rows
     indptr, places = _train_places(train if most_popular else None, records, rankings)
+    place = records[:, _PLACE].astype(np.int32) if most_popular else np.zeros(0, dtype=np.int32)
     g_rows, g_weight, p_offsets, p_entries, p_counts = (
         _profiles(train, n_items, genres, alpha) if calibrate else
         (np.zeros((1, 1), dtype=np.uint8), np.zeros(1), np.zeros(1, dtype=np.int64), np.zeros((0, 3)),
@@ -85,7 +89,8 @@ def list_pass(rankings: Rankings, cutoffs: Sequence[int], out: np.ndarray | None
     totals = np.zeros((len(bounds) - 1, len(cutoffs), N_TOTALS))
     flags = np.array([records is not None, most_popular, calibrate, "ild" in rows, sets.packed], dtype=np.bool_)
     run_chunks(_pass_chunk, bounds, rankings.offsets, rankings.items, rankings.unit_user, t_offsets, t_items, t_gain,
-               records if records is not None else np.zeros((1, _RECORD)), sets.words, sets.masks, sets.sizes, sets.distance, sets.stride, discount(int(cutoffs[-1])),
+               records if records is not None else np.zeros((1, _RECORD)), place, sets.words, sets.masks, sets.sizes,
+               sets.distance, sets.stride, discount(int(cutoffs[-1])),
                indptr, places, g_rows, g_weight, p_offsets, p_entries, p_counts,
                genres.shape[1] if calibrate else 0, float(alpha), flags,
                cutoffs, column, out, totals, n_items, index=True)
@@ -169,206 +174,158 @@ def _sorted_places_chunk(lo, hi, indptr, indices, place, places):
 
 
 @njit(cache=True, nogil=True)
-def _pass_chunk(chunk, lo, hi, offsets, items, unit_user, t_offsets, t_items, t_gain, table, words, masks, sizes,
+def _pass_chunk(chunk, lo, hi, offsets, items, unit_user, t_offsets, t_items, t_gain, table, place, words, masks, sizes,
                 distance, stride, discount, indptr, places, g_rows, g_weight, p_offsets, p_entries, p_counts,
-                n_genres, alpha, flags, cutoffs,
-                column, out, totals, n_items):
-    """Units lo:hi of :func:`list_pass`; ``flags``: popularity, MostPop, calibration, ILD, ILD of
-    packed words.
-    Each unit's list is read from the item records once, into small buffers (places, relevance)
-    that the loops of MostPop, calibration and ILD, each its own tight loop, read again."""
+                n_genres, alpha, flags, cutoffs, column, out, totals, n_items):
+    """Units lo:hi of :func:`list_pass`, one family after the other, each its own loop over the
+    units; ``flags``: popularity, MostPop, calibration, ILD, ILD of packed words."""
     popular, most_popular, calibrate, ild, packed = flags[0], flags[1], flags[2], flags[3], flags[4]
-    n_cut = len(cutoffs)
-    kmax = cutoffs[n_cut - 1]
-    marked = np.zeros(n_items, dtype=np.bool_)  # the unit's relevant targets, unmarked after it
-    seen = np.zeros(n_items, dtype=np.bool_)  # by place in the most-popular order: the user's train items
-    bound = np.zeros(n_cut, dtype=np.int64)  # per cutoff, the first place past MostPop's top k
-    expected = np.zeros((n_cut, 2), dtype=np.int64)  # listed items by the first cutoff of MostPop's they are in
-    listed_place = np.zeros(kmax, dtype=np.int64)
-    listed_relevant = np.zeros(kmax)
-    listed_words = np.zeros(kmax, dtype=np.uint64)  # ILD: the top k's genre words, contiguous
-    listed_masks = np.zeros((kmax, masks.shape[1]), dtype=np.uint64)  # or their genre bits and sizes
-    listed_sizes = np.zeros(kmax, dtype=np.int64)
-    listed_genres = np.zeros(n_genres + 1)  # calibration's q, and add_item's spare slot
-    for u in range(lo, hi):
-        first, length = offsets[u], min(offsets[u + 1] - offsets[u], kmax)
-        listed = items[first:first + length]
-        n_relevant = 0
-        for j in range(t_offsets[u], t_offsets[u + 1]):
-            marked[t_items[j]] = t_gain[j] > 0
-            n_relevant += t_gain[j] > 0
-        if popular:
-            _popularity(chunk, u, listed, marked, n_relevant, table, discount, cutoffs, column, out, totals,
-                        listed_place, listed_relevant)
-        for j in range(t_offsets[u], t_offsets[u + 1]):
-            marked[t_items[j]] = False
-        if most_popular:
-            train = places[indptr[unit_user[u]]:indptr[unit_user[u] + 1]]
-            below = _most_popular_bounds(train, n_items, cutoffs, bound)
-            for j in range(below):
-                seen[train[j]] = True
-            _unexpected(out, column, u, length, cutoffs, seen, bound, listed_place, listed_relevant, expected)
-            for j in range(below):
-                seen[train[j]] = False
-        if calibrate:
-            _calibration(u, unit_user[u], listed, p_offsets, p_entries, p_counts, g_rows, g_weight, alpha, cutoffs,
-                         column[CALIBRATION], out, listed_genres)
-        if ild and packed:
-            _packed_ild(u, listed, words, distance, cutoffs, column[ILD], out, listed_words)
-        elif ild:
-            _wide_ild(u, listed, masks, sizes, distance, stride, cutoffs, column[ILD], out, listed_masks,
-                      listed_sizes)
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _popularity(chunk, u, listed, marked, n_relevant, table, discount, cutoffs, column, out, totals,
-                listed_place, listed_relevant):
-    """The popularity metrics of unit u's list at every cutoff, from running sums over its items'
-    records, and the head/tail counts; each item's place and relevance kept for MostPop."""
-    holders = tail = surprisal = information = disc = epc = efd = relevant = relevant_tail = 0.0
-    r = 0
-    for c in range(len(cutoffs)):
-        stop = min(cutoffs[c], len(listed))  # the top k, or the whole list when shorter
-        while r < stop:
-            item = listed[r]
-            listed_place[r] = np.int64(table[item, _PLACE])
-            holders += table[item, _HOLDERS]
-            tail += table[item, _TAIL]
-            surprisal += table[item, _SURPRISAL]
-            information += table[item, _SELF_INFORMATION]
-            disc += discount[r]
-            listed_relevant[r] = 0.0
-            if marked[item]:
-                listed_relevant[r] = 1.0
-                epc += discount[r] * table[item, _EPC_GAIN]
-                efd += discount[r] * table[item, _EFD_GAIN]
-                relevant += 1.0
-                relevant_tail += table[item, _TAIL]
-            r += 1
-        _write(out, column, c, u, r, holders, tail, surprisal, information, disc, epc, efd, n_relevant)
-        totals[chunk, c, LISTED] += r
-        totals[chunk, c, LISTED_TAIL] += tail
-        totals[chunk, c, LISTED_RELEVANT] += relevant
-        totals[chunk, c, LISTED_RELEVANT_TAIL] += relevant_tail
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _calibration(u, user, listed, p_offsets, p_entries, p_counts, g_rows, g_weight, alpha, cutoffs, row, out,
-                 listed_genres):
-    """C_KL of unit u's list at every cutoff (into ``out`` from ``row``), p its user's profile
-    (:func:`~recsys_eval.measure.calibration.profiles`), q from the list's items; NaN where either
-    has no genre data."""
-    for g in range(len(listed_genres)):
-        listed_genres[g] = 0.0
-    known = user < len(p_counts)  # a user past the train rows has no profile
-    n_profile = p_counts[user, 1] if known else 0
-    start = p_offsets[user] if known else 0
-    stop = start + (p_counts[user, 0] if known else 0)
-    n_listed, r = 0, 0
-    for c in range(len(cutoffs)):
-        end = min(cutoffs[c], len(listed))
-        while r < end:
-            n_listed += add_item(listed[r], g_rows, g_weight, listed_genres)
-            r += 1
-        out[row + c, u] = miscalibration(p_entries, start, stop, listed_genres, n_listed, alpha) \
-            if n_profile > 0 and n_listed > 0 else np.nan
+    if popular:
+        _popularity_units(chunk, lo, hi, offsets, items, t_offsets, t_items, t_gain, table, discount, cutoffs, column,
+                          out, totals, n_items)
+    if most_popular:
+        _most_popular_units(lo, hi, offsets, items, unit_user, t_offsets, t_items, t_gain, place, indptr, places,
+                            cutoffs, column, out, n_items)
+    if calibrate:
+        calibration_units(lo, hi, offsets, items, unit_user, p_offsets, p_entries, p_counts, g_rows, g_weight,
+                          n_genres, alpha, cutoffs, column[CALIBRATION], out)
+    if ild:
+        ild_units(lo, hi, offsets, items, packed, words, masks, sizes, distance, stride, cutoffs, column[ILD], out)
 
 
 @njit(cache=True, nogil=True)
-def _packed_ild(u, listed, words, distance, cutoffs, row, out, listed_words):
-    """ILD of unit u's list at every cutoff (into ``out`` from ``row``), packed genre words."""
-    total, r = 0.0, 0
-    for c in range(len(cutoffs)):
-        stop = min(cutoffs[c], len(listed))
-        while r < stop:
-            listed_words[r] = words[listed[r]]
-            total += packed_distances(listed_words, r, distance)
-            r += 1
-        out[row + c, u] = total / (r * (r - 1) / 2.0) if r >= 2 else np.nan
+def _popularity_units(chunk, lo, hi, offsets, items, t_offsets, t_items, t_gain, table, discount, cutoffs, column,
+                      out, totals, n_items):
+    """The popularity metrics of the lists of units lo:hi at every cutoff, from running sums over
+    their items' records (undefined for an empty list: the means; without a relevant target: EPC
+    and EFD, 0 for an empty list, which discovers nothing), and the head/tail counts of the chunk."""
+    marked = np.zeros(n_items, dtype=np.bool_)  # the unit's relevant targets, unmarked after it
+    kmax = cutoffs[len(cutoffs) - 1]
+    arp, aplt, aclt, surprisal_row, novelty, epc_row, efd_row = (
+        column[ARP], column[APLT], column[ACLT], column[SURPRISAL], column[NOVELTY], column[EPC], column[EFD])
+    for u in range(lo, hi):
+        first, length = offsets[u], min(offsets[u + 1] - offsets[u], kmax)
+        n_relevant = _mark(marked, t_offsets[u], t_offsets[u + 1], t_items, t_gain, True)
+        holders = tail = surprisal = information = disc = epc = efd = relevant = relevant_tail = 0.0
+        r = 0
+        for c in range(len(cutoffs)):
+            stop = min(cutoffs[c], length)
+            while r < stop:
+                item = items[first + r]
+                holders += table[item, _HOLDERS]
+                tail += table[item, _TAIL]
+                surprisal += table[item, _SURPRISAL]
+                information += table[item, _SELF_INFORMATION]
+                disc += discount[r]
+                if marked[item]:
+                    epc += discount[r] * table[item, _EPC_GAIN]
+                    efd += discount[r] * table[item, _EFD_GAIN]
+                    relevant += 1.0
+                    relevant_tail += table[item, _TAIL]
+                r += 1
+            if arp >= 0:  # written out: a helper taking ``out`` costs a reference count a cutoff
+                out[arp + c, u] = holders / r if r > 0 else np.nan
+            if aplt >= 0:
+                out[aplt + c, u] = tail / r if r > 0 else np.nan
+            if surprisal_row >= 0:
+                out[surprisal_row + c, u] = surprisal / r if r > 0 else np.nan
+            if novelty >= 0:
+                out[novelty + c, u] = information / r if r > 0 else np.nan
+            if aclt >= 0:
+                out[aclt + c, u] = tail
+            if epc_row >= 0:
+                out[epc_row + c, u] = np.nan if n_relevant == 0 else (epc / disc if r > 0 else 0.0)
+            if efd_row >= 0:
+                out[efd_row + c, u] = np.nan if n_relevant == 0 else (efd / disc if r > 0 else 0.0)
+            totals[chunk, c, LISTED] += r
+            totals[chunk, c, LISTED_TAIL] += tail
+            totals[chunk, c, LISTED_RELEVANT] += relevant
+            totals[chunk, c, LISTED_RELEVANT_TAIL] += relevant_tail
+        _mark(marked, t_offsets[u], t_offsets[u + 1], t_items, t_gain, False)
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _wide_ild(u, listed, masks, sizes, distance, stride, cutoffs, row, out, listed_masks, listed_sizes):
-    """ILD of unit u's list at every cutoff (into ``out`` from ``row``), genre sets of several words."""
-    total, r = 0.0, 0
-    for c in range(len(cutoffs)):
-        stop = min(cutoffs[c], len(listed))
-        while r < stop:
-            for w in range(masks.shape[1]):
-                listed_masks[r, w] = masks[listed[r], w]
-            listed_sizes[r] = sizes[listed[r]]
-            total += wide_distances(listed_masks, listed_sizes, r, distance, stride)
-            r += 1
-        out[row + c, u] = total / (r * (r - 1) / 2.0) if r >= 2 else np.nan
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _write(out, column, c, u, n, holders, tail, surprisal, information, disc, epc, efd, n_relevant):
-    """The popularity metrics of a unit's top n items at cutoff c, from their sums: means over the
-    list (undefined for an empty one), the long-tail count, and EPC and EFD (undefined without a
-    relevant target; 0 for an empty list, which discovers nothing)."""
-    _put(out, column[ARP], c, u, holders / n if n > 0 else np.nan)
-    _put(out, column[APLT], c, u, tail / n if n > 0 else np.nan)
-    _put(out, column[SURPRISAL], c, u, surprisal / n if n > 0 else np.nan)
-    _put(out, column[NOVELTY], c, u, information / n if n > 0 else np.nan)
-    _put(out, column[ACLT], c, u, tail)
-    _put(out, column[EPC], c, u, np.nan if n_relevant == 0 else (epc / disc if n > 0 else 0.0))
-    _put(out, column[EFD], c, u, np.nan if n_relevant == 0 else (efd / disc if n > 0 else 0.0))
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _put(out, row, c, u, value):
-    """``value`` at cutoff c of the metric whose first row is ``row`` (-1: not asked)."""
-    if row >= 0:
-        out[row + c, u] = value
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _unexpected(out, column, u, length, cutoffs, seen, bound, listed_place, listed_relevant, expected):
-    """Unexpectedness and serendipity of unit u's list at every cutoff k: the share of its top n
-    items outside MostPop's top k (seen in train, or placed at or past ``bound``), and of those the
-    relevant ones; undefined for an empty list. Each item of some MostPop top k (placed below the
-    last bound, unseen: about one listed item in five) is counted once, under the first cutoff whose
-    top k holds it (``expected``: counts, relevant counts), so that at each cutoff the unexpected
-    are the items so far less those counted under it or a smaller one; the others, never expected,
-    cost a comparison."""
+@njit(cache=True, nogil=True)
+def _most_popular_units(lo, hi, offsets, items, unit_user, t_offsets, t_items, t_gain, place, indptr, places,
+                        cutoffs, column, out, n_items):
+    """Unexpectedness and serendipity of the lists of units lo:hi at every cutoff k: the share of
+    the top n items outside MostPop's top k for the unit's user (seen in train, or placed at or
+    past its ``bound``), and of those the relevant ones; undefined for an empty list. Each item of
+    some MostPop top k (placed below the last bound, unseen: about one listed item in five) is
+    counted once, under the first cutoff whose top k holds it (``expected``: counts, relevant
+    counts), so that at each cutoff the unexpected are the items so far less those counted under
+    it or a smaller one; the others, never expected, cost a comparison."""
     n_cut = len(cutoffs)
-    for c in range(n_cut):
-        expected[c, 0] = expected[c, 1] = 0
-    last = bound[n_cut - 1]
-    r = relevant = 0
-    for c in range(n_cut):
-        stop = min(cutoffs[c], length)
-        while r < stop:
-            place = listed_place[r]
-            hit = listed_relevant[r] > 0
-            relevant += hit
-            if place < last and not seen[place]:
-                first = 0
-                for b in range(n_cut):  # the bounds ascend: the cutoffs whose MostPop top k lacks it
-                    first += place >= bound[b]
-                expected[first, 0] += 1
-                expected[first, 1] += hit
-            r += 1
-        in_top, relevant_in_top = 0, 0
-        for f in range(c + 1):
-            in_top += expected[f, 0]
-            relevant_in_top += expected[f, 1]
-        _put(out, column[UNEXPECTED], c, u, (r - in_top) / r if r > 0 else np.nan)
-        _put(out, column[SERENDIPITY], c, u, (relevant - relevant_in_top) / r if r > 0 else np.nan)
+    kmax = cutoffs[n_cut - 1]
+    marked = np.zeros(n_items, dtype=np.bool_)  # the unit's relevant targets, for serendipity
+    seen = np.zeros(n_items, dtype=np.bool_)  # by place in the most-popular order: the user's train items
+    bound = np.zeros(n_cut, dtype=np.int64)  # per cutoff, the first place past MostPop's top k
+    expected = np.zeros((n_cut, 2), dtype=np.int64)
+    unexpected_row, serendipity_row = column[UNEXPECTED], column[SERENDIPITY]
+    relevance = serendipity_row >= 0
+    for u in range(lo, hi):
+        first, length = offsets[u], min(offsets[u + 1] - offsets[u], kmax)
+        if relevance:
+            _mark(marked, t_offsets[u], t_offsets[u + 1], t_items, t_gain, True)
+        start = indptr[unit_user[u]]
+        below = start + _most_popular_bounds(places, start, indptr[unit_user[u] + 1], n_items, cutoffs, bound)
+        for j in range(start, below):
+            seen[places[j]] = True
+        for c in range(n_cut):
+            expected[c, 0] = expected[c, 1] = 0
+        last = bound[n_cut - 1]
+        r = relevant = 0
+        for c in range(n_cut):
+            stop = min(cutoffs[c], length)
+            while r < stop:
+                item = items[first + r]
+                at = place[item]
+                hit = marked[item]
+                relevant += hit
+                if at < last and not seen[at]:
+                    earliest = 0
+                    for b in range(n_cut):  # the bounds ascend: the cutoffs whose MostPop top k lacks it
+                        earliest += at >= bound[b]
+                    expected[earliest, 0] += 1
+                    expected[earliest, 1] += hit
+                r += 1
+            in_top, relevant_in_top = 0, 0
+            for f in range(c + 1):
+                in_top += expected[f, 0]
+                relevant_in_top += expected[f, 1]
+            if unexpected_row >= 0:
+                out[unexpected_row + c, u] = (r - in_top) / r if r > 0 else np.nan
+            if serendipity_row >= 0:
+                out[serendipity_row + c, u] = (relevant - relevant_in_top) / r if r > 0 else np.nan
+        for j in range(start, below):
+            seen[places[j]] = False
+        if relevance:
+            _mark(marked, t_offsets[u], t_offsets[u + 1], t_items, t_gain, False)
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _most_popular_bounds(train, n_places, cutoffs, bound):
+def _mark(marked, start, stop, t_items, t_gain, on):
+    """Mark the relevant targets start:stop (gain > 0), or unmark them all (``on`` False); their
+    count."""
+    n_relevant = 0
+    for j in range(start, stop):
+        relevant = t_gain[j] > 0
+        marked[t_items[j]] = relevant and on
+        n_relevant += relevant
+    return n_relevant
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _most_popular_bounds(places, start, stop, n_places, cutoffs, bound):
     """Per cutoff k, the first place in the most-popular order past the user's MostPop top k (its
-    k-th item not in ``train``, the user's train places ascending, + 1; the catalogue's end
-    ``n_places`` when fewer remain): an unseen item is in MostPop's top k iff its place is below
-    the bound. The k-th unseen place is k - 1 + j, j the train places at or below it, found by one
-    merge walk over the cutoffs; returns j at the last, the train places below its bound."""
+    k-th item not in train, the user's train places ``places[start:stop]`` ascending, + 1; the
+    catalogue's end ``n_places`` when fewer remain): an unseen item is in MostPop's top k iff its
+    place is below the bound. The k-th unseen place is k - 1 + j, j the train places at or below
+    it, found by one merge walk over the cutoffs; returns j at the last, the train places below its
+    bound."""
     j = 0
     for c in range(len(cutoffs)):
         k = cutoffs[c]
-        while j < len(train) and train[j] <= k - 1 + j:
+        while start + j < stop and places[start + j] <= k - 1 + j:
             j += 1
         bound[c] = min(k + j, n_places)
     return j

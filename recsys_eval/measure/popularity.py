@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from recsys_eval.core.interactions import Interactions
 from recsys_eval.core.units import Rankings, Targets
@@ -171,8 +172,8 @@ class PopularityParity:
         n_head = float(self.head.sum())
         self.candidates += [(n_head - seen_head).sum(), (len(self.head) - n_head - (seen_all - seen_head)).sum()]
         if targets is not None:
-            rel_head = self.head[targets.items[targets.gain > 0]]
-            self.relevant += [rel_head.sum(), (~rel_head).sum()]
+            in_head, relevant = _relevant_in(targets.items, targets.gain, self.head)
+            self.relevant += [in_head, relevant - in_head]
 
     def user_counts(self) -> tuple[np.ndarray, np.ndarray]:
         """Per user index, its train items in the head, and in all: read when lists are first added,
@@ -213,6 +214,18 @@ def _train_head_counts(train, n_items: int, head: np.ndarray) -> np.ndarray:
     rows = np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
     return np.vstack([np.bincount(rows, weights=head[indices], minlength=len(indptr) - 1),
                       np.diff(indptr).astype(np.float64)])
+
+
+@njit(cache=True, nogil=True)
+def _relevant_in(items, gain, head):
+    """The relevant targets (gain > 0) of ``items`` in the ``head``, and in all: one pass, instead
+    of masking, gathering and summing arrays as long as the targets (a few ms a million)."""
+    in_head = relevant = 0
+    for j in range(len(items)):
+        if gain[j] > 0:
+            relevant += 1
+            in_head += head[items[j]]
+    return in_head, relevant
 
 
 def _of_users(per_user: np.ndarray, users: np.ndarray) -> np.ndarray:

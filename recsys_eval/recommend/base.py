@@ -26,12 +26,10 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
-from contextlib import nullcontext
 from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
-from threadpoolctl import threadpool_limits
 
 from recsys_eval.core import Interactions, Rankings, Targets
 from recsys_eval.core.units import RelevantRanks
@@ -51,9 +49,9 @@ from recsys_eval.recommend.topk import (
 # Cells (users x columns) of one dense block computed at once where the caller did not choose a
 # chunk: 8M float32 = 32 MB.
 BLOCK_CELLS = 8_000_000
-# Scores a thread computes at once for a factor model's top-k (32 MB float32). Measured at ML-25M
-# size (59,047 items, 64 factors, 2 threads): 8 MB tiles (35 users) ran the product and scan of
-# 20,000 users in 9.8 s, 32 MB tiles (142 users) in 7.6 s: BLAS is faster on taller blocks.
+# Scores a thread computes at once for a factor model's top-k (32 MB float32). With the fixed-order
+# kernel (factor_scores.py) at 59,047 items x 64 factors, 6,000 users' product and scan took the
+# same CPU time (1.29-1.35 s, 1 and 2 threads) with tiles of 36 to 142 users, more at 12 or 284.
 TILE_CELLS = 1 << 23
 # Fewest (user, item) pairs rank_targets scores in one call (4 MB of scores).
 MIN_PAIRS = 1 << 20
@@ -115,7 +113,9 @@ class Recommender(ABC):
 
     def factors(self) -> tuple[np.ndarray, np.ndarray] | None:
         """For a model whose score is a dot product: ``(user_factors, item_factors_t)``, float32,
-        row-major, score(u, i) = user_factors[r] @ item_factors_t[:, i], r the :meth:`factor_rows` of u.
+        row-major, score(u, i) = user_factors[r] @ item_factors_t[:, i], r the :meth:`factor_rows` of u,
+        summed as :mod:`recsys_eval.recommend.factor_scores` does (in order, in float32; factors of
+        another dtype are rounded to float32 first).
         Top-k then computes the scores a few rows at a time per thread and scans them while they
         are in cache. None otherwise."""
         return None
@@ -473,25 +473,23 @@ def _score_block_chunks(model, seen, rows, k, blocked, place_ptr, placed, above,
     rows_of = getattr(model, "factor_rows", None)  # a duck-typed model's factors hold every user
     if factors is None and not tiles:
         chunk_size = min(chunk_size, max(1, BLOCK_CELLS // max(len(blocked), 1)))
-    # a factor model's tiles are the parallelism: BLAS threads on top would oversubscribe
-    with threadpool_limits(1, "blas") if factors is not None else nullcontext():
-        for start in range(0, len(rows), chunk_size):
-            chunk = rows[start:start + chunk_size]
-            a, b = place_ptr[start], place_ptr[start + len(chunk)]
-            ptr = place_ptr[start:start + len(chunk) + 1] - a
-            place = (ptr, placed[a:b], above[a:b], tied[a:b], before[a:b])
-            if factors is not None:
-                tile = max(1, TILE_CELLS // max(len(blocked), 1))
-                item, score, count, nans = top_k_factors(*factors, chunk, seen.indptr, seen.indices, blocked, k,
-                                                         tile, *place, factor_rows=rows_of(chunk) if rows_of else None)
-            else:
-                scores = _checked_scores(model, model.score_block(chunk), (len(chunk), len(blocked)), "score_block")
-                item, score, count, nans = top_k_rows(scores, chunk, seen.indptr, seen.indices, blocked, k, *place)
-                if placed_scores is not None:
-                    placed_scores[a:b] = scores[np.repeat(np.arange(len(chunk)), np.diff(ptr)), placed[a:b]]
-            if nans:
-                raise _nan_scores(model, "factors" if factors is not None else "score_block")
-            yield start, item, score, count
+    for start in range(0, len(rows), chunk_size):
+        chunk = rows[start:start + chunk_size]
+        a, b = place_ptr[start], place_ptr[start + len(chunk)]
+        ptr = place_ptr[start:start + len(chunk) + 1] - a
+        place = (ptr, placed[a:b], above[a:b], tied[a:b], before[a:b])
+        if factors is not None:
+            tile = max(1, TILE_CELLS // max(len(blocked), 1))
+            item, score, count, nans = top_k_factors(*factors, chunk, seen.indptr, seen.indices, blocked, k,
+                                                     tile, *place, factor_rows=rows_of(chunk) if rows_of else None)
+        else:
+            scores = _checked_scores(model, model.score_block(chunk), (len(chunk), len(blocked)), "score_block")
+            item, score, count, nans = top_k_rows(scores, chunk, seen.indptr, seen.indices, blocked, k, *place)
+            if placed_scores is not None:
+                placed_scores[a:b] = scores[np.repeat(np.arange(len(chunk)), np.diff(ptr)), placed[a:b]]
+        if nans:
+            raise _nan_scores(model, "factors" if factors is not None else "score_block")
+        yield start, item, score, count
 
 
 def _global_order_chunks(model, item_scores, seen, rows, k, blocked, place_ptr, placed, above, tied, before,

@@ -7,7 +7,8 @@ users is one matrix product instead of one library call per user.
 Threads: implicit parallelises fitting over its own threads; OpenBLAS threads on top of them only
 oversubscribe the cores (implicit warns about it), so ALS, the one that solves with BLAS, is fitted
 with BLAS limited to one thread.
-Scoring is a plain BLAS product and keeps BLAS's threads.
+Scoring is :mod:`recsys_eval.recommend.factor_scores`' fixed-order float32 sums, the same bits
+for a (user, item) pair whether it is scored alone, in a block or in a full ranking's tile.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import os
 import warnings
 from contextlib import nullcontext
 
-import numba
 import numpy as np
 import scipy.sparse as sp
 from implicit.cpu.als import AlternatingLeastSquares
@@ -25,20 +25,7 @@ from threadpoolctl import threadpool_limits
 
 from recsys_eval.core import Interactions
 from recsys_eval.recommend.base import Recommender, SparseRecommender
-
-
-@numba.njit(cache=True, parallel=True, nogil=True)
-def pair_dots(left, right, rows, cols):
-    """left[rows[p]] . right[cols[p]] for every p, without gathering the factor rows."""
-    out = np.empty(len(rows), dtype=np.float32)
-    for p in numba.prange(len(rows)):
-        a = left[rows[p]]
-        b = right[cols[p]]
-        total = np.float32(0.0)
-        for f in range(len(a)):
-            total += a[f] * b[f]
-        out[p] = total
-    return out
+from recsys_eval.recommend.factor_scores import factor_scores, pack_items, pair_scores
 
 
 def default_threads(threads: int | None) -> int:
@@ -52,6 +39,8 @@ class FactorModel(Recommender):
     For BPR and logistic MF, implicit stores the item biases as an extra factor column matched by
     a column of ones on the user side, so the dot product is the model's full score.
     """
+
+    pairs_match_blocks = True  # pairs, blocks and tiles: one fixed-order sum per score
 
     def __init__(self, model_class: type, params: dict, *, seed: int, threads: int, blas_in_fit: bool = True) -> None:
         self.params = dict(params)
@@ -88,10 +77,17 @@ class FactorModel(Recommender):
         return self
 
     def score(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
-        return pair_dots(self.user_factors, self.item_factors, self.factor_rows(np.asarray(users)), np.asarray(items))
+        return pair_scores(self.user_factors, self.item_factors, self.factor_rows(np.asarray(users)), np.asarray(items))
 
     def score_block(self, users: np.ndarray) -> np.ndarray:
-        return self.user_factors[self.factor_rows(np.asarray(users))] @ self._item_factors_t
+        return factor_scores(self.user_factors, self.packed_items(), self.factor_rows(np.asarray(users)), self.n_items)
+
+    def packed_items(self) -> np.ndarray:
+        """The item factors in :func:`~recsys_eval.recommend.factor_scores.pack_items`' panels,
+        packed once per item matrix."""
+        if getattr(self, "_packed_for", None) is not self._item_factors_t:
+            self._packed, self._packed_for = pack_items(self._item_factors_t), self._item_factors_t
+        return self._packed
 
     def factors(self) -> tuple[np.ndarray, np.ndarray]:
         return self.user_factors, self._item_factors_t

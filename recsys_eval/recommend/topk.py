@@ -21,6 +21,7 @@ import numpy as np
 
 from recsys_eval.core.chunks import chunk_bounds, run_chunks
 from recsys_eval.core.sorting import equal_range, sort_items, stable_argsort
+from recsys_eval.recommend.factor_scores import R_USERS, W_ITEMS, pack_items, score_tile
 
 
 @numba.njit(cache=True, inline="always")
@@ -211,28 +212,33 @@ def top_k_factors(user_factors, item_factors_t, rows, seen_indptr, seen_indices,
     """:func:`top_k_rows` of the scores ``user_factors[factor_rows] @ item_factors_t``, computed
     ``tile`` rows at a time by each thread and scanned while they are in cache: no rows x items
     block. ``factor_rows`` (default ``rows``) are the rows of ``user_factors`` holding the users
-    ``rows``, for a model that holds only some users' factors. Call with BLAS limited to one thread
-    (the tiles are the parallelism)."""
+    ``rows``, for a model that holds only some users' factors. Scores are
+    :mod:`recsys_eval.recommend.factor_scores`' fixed-order float32 sums: a row's do not depend on
+    the tile, its place in it, the rows given or the threads."""
     n_rows = len(rows)
     factor_rows = rows if factor_rows is None else factor_rows
     out_i = np.full((n_rows, k), -1, dtype=np.int32)
     out_s = np.full((n_rows, k), -np.inf, dtype=np.float32)
     counts = np.zeros(n_rows, dtype=np.int64)
     nans = np.zeros(n_rows, dtype=np.int64)
-    run_chunks(_top_k_factors_chunk, chunk_bounds((n_rows + tile - 1) // tile), user_factors, item_factors_t, rows,
-               factor_rows, seen_indptr, seen_indices, blocked, tile, place_ptr, placed, above, tied, before, out_i, out_s,
-               counts, nans)
+    packed = pack_items(item_factors_t)
+    run_chunks(_top_k_factors_chunk, chunk_bounds((n_rows + tile - 1) // tile), user_factors, packed,
+               item_factors_t.shape[1], rows, np.asarray(factor_rows, dtype=np.int64), seen_indptr, seen_indices,
+               blocked, tile, place_ptr, placed, above, tied, before, out_i, out_s, counts, nans)
     return out_i, out_s, counts, nans.sum()
 
 
 @numba.njit(cache=True, nogil=True)
-def _top_k_factors_chunk(t_lo, t_hi, user_factors, item_factors_t, rows, factor_rows, seen_indptr, seen_indices,
+def _top_k_factors_chunk(t_lo, t_hi, user_factors, packed, n_items, rows, factor_rows, seen_indptr, seen_indices,
                          blocked, tile, place_ptr, placed, above, tied, before, out_i, out_s, counts, nans):
     """:func:`top_k_factors` for the tiles ``t_lo:t_hi``."""
     n_rows = len(rows)
+    scores = np.empty((tile, n_items), dtype=np.float32)
+    blocks = np.zeros(((tile + R_USERS - 1) // R_USERS, R_USERS, packed.shape[1]), dtype=np.float32)
+    edge = np.zeros((R_USERS, W_ITEMS), dtype=np.float32)
     for t in range(t_lo, t_hi):
         lo, hi = t * tile, min((t + 1) * tile, n_rows)
-        scores = np.dot(user_factors[factor_rows[lo:hi]], item_factors_t)
+        score_tile(user_factors, factor_rows[lo:hi], packed, scores, blocks, edge)
         for r in range(lo, hi):
             first, last = seen_indptr[rows[r]], seen_indptr[rows[r] + 1]
             a, b = place_ptr[r], place_ptr[r + 1]

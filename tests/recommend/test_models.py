@@ -308,8 +308,8 @@ def test_a_shared_block_scores_what_the_model_scores(name, params):
 
     data = random_data(21, n_users=40, n_items=25, density=0.3)
     model = make_recommender(name, params, seed=3).fit(data)
-    if name in ("als", "bpr", "lmf", "popular"):  # tiles and one global order: a BLAS block's bits
-        assert not SharedBlock.shares(model)      # depend on its shape, so factors are never shared
+    if name in ("als", "bpr", "lmf", "popular"):  # ranked by tiles or one global order, no block
+        assert not SharedBlock.shares(model)
         return
     assert SharedBlock.shares(model)
     shared = SharedBlock(model, 10, 30)
