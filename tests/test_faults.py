@@ -325,58 +325,6 @@ def test_a_refused_fsync_at_the_end_of_a_block_names_its_file(tmp_path, monkeypa
             atomic.write_text(tmp_path / "2.txt", "x")
 
 
-def test_a_chunk_handed_on_is_marked_done_only_after_its_files_are_durable(tmp_path, monkeypatch):
-    """finish_chunk with ``later``: the chunk's files are in place at once, and the task handed on
-    fsyncs them all, then their folders, then writes the note marking the chunk done."""
-    from recsys_eval.core.results import ResultsFolder
-    from recsys_eval.pipeline.sink import RunSink
-
-    events: list[tuple[str, str]] = []
-    monkeypatch.setattr(atomic, "_fsync_file", lambda path: events.append(("fsync", Path(path).name)))
-    monkeypatch.setattr(atomic, "fsync_folder", lambda folder: events.append(("sync", folder.name)))
-    folder = ResultsFolder.create(tmp_path / "out", "exp", "abc123", resume=False)
-    try:
-        folder.set_layout(["f1"], ["pop"], ["AI+AR+AN"])
-        monkeypatch.setattr(folder, "mark_chunk_done", lambda *args: events.append(("note", str(args[3]))))
-        rows = pl.DataFrame({"system": "pop", "protocol": "AI+AR+AN", "fold": "f1", "user": [1, 2], "unit": [0, 1],
-                             "metric": "ndcg", "k": 5, "value": [0.5, 1.0]},
-                            schema={"system": pl.String, "protocol": pl.String, "fold": pl.String, "user": pl.Int64,
-                                    "unit": pl.Int64, "metric": pl.String, "k": pl.Int32, "value": pl.Float64})
-        handed: list = []
-        events.clear()  # the layout's own writes
-        done = RunSink(folder).finish_chunk("f1", "pop", "AI+AR+AN", 0, rows, {"curve_chunks": pl.DataFrame({"a": [1]})},
-                                            {"counts": np.arange(3)}, later=handed.append)
-        files = [done.per_unit, *done.scratch.values(), done.counts]
-        assert all(path.is_file() for path in files) and len(handed) == 1
-        assert pl.read_parquet(done.per_unit).equals(rows)
-        assert [kind for kind, _ in events] == []  # nothing durable yet, no note
-        handed[0]()
-        assert sorted(events[:3]) == sorted(("fsync", path.name) for path in files)
-        assert [kind for kind, _ in events[3:]] == ["sync", "sync", "note"]
-    finally:
-        folder.lock.release()
-
-
-def test_notes_handed_on_stop_at_the_first_failure(tmp_path):
-    """PartitionKeeper.later runs its tasks in order, each only if those before succeeded, and
-    settle raises the first failure (a partition is never marked done after a chunk failed)."""
-    from types import SimpleNamespace
-
-    from recsys_eval.pipeline.local import PartitionKeeper
-
-    ran: list[str] = []
-
-    def fail():
-        raise OutputError("cannot write chunk: the disk is full")
-
-    keeper = SimpleNamespace(marking=[], kept=[], waited=0.0, drain=lambda: None)
-    for task in (lambda: ran.append("chunk 0"), fail, lambda: ran.append("partition")):
-        PartitionKeeper.later(keeper, task)
-    with pytest.raises(OutputError, match="disk is full"):
-        PartitionKeeper.settle(keeper)
-    assert ran == ["chunk 0"]
-
-
 @pytest.mark.parametrize("failure", [KeyboardInterrupt(), ValueError("a bug")])
 def test_atomic_write_interrupted_keeps_the_old_file(tmp_path, failure):
     target = tmp_path / "a.txt"

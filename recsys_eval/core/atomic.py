@@ -166,64 +166,35 @@ def atomic_path(target: str | Path) -> Iterator[Path]:
     if deferred is None:
         fsync_folder(target.parent)
     else:
-        deferred.add(target)
+        deferred.append(target)
+        _deferred.folders.add(target.parent)
 
 
 _deferred = threading.local()
 
 
-class Written:
-    """The files a block of writes renamed into place, not yet durable (:func:`synced_later`)."""
-
-    def __init__(self) -> None:
-        self.files: list[Path] = []
-        self.folders: set[Path] = set()
-
-    def add(self, path: Path) -> None:
-        self.files.append(path)
-        self.folders.add(path.parent)
-
-    def sync(self) -> None:
-        """Make the files durable: fsynced side by side (concurrent fsyncs share the file system's
-        journal commits, about 4 ms each on a virtual disk), then each folder once."""
-        for synced in [_syncer().submit(_fsync_written, path) for path in self.files]:
-            synced.result()
-        for folder in sorted(self.folders):
-            fsync_folder(folder)
-
-
-@contextmanager
-def synced_later() -> Iterator[Written]:
-    """Within the block, the writes of this thread rename each file into place at once and leave
-    it to the :class:`Written` yielded to make them durable, by its ``sync``, on any thread. Until
-    then a crash may leave a renamed file whose content is not durable: the caller marks the files
-    done (a note) only after ``sync``, and trusts no file without its mark (a resume writes it
-    again). A block inside another adds to the outer one's."""
-    outer = getattr(_deferred, "files", None)
-    if outer is not None:
-        yield outer
-        return
-    _deferred.files = written = Written()
-    try:
-        yield written
-    finally:
-        _deferred.files = None
-
-
 @contextmanager
 def folders_synced_once() -> Iterator[None]:
     """Within the block, the writes of this thread are made durable together when the block ends
-    (:meth:`Written.sync`) instead of one after the other (a chunk of a run writes up to six
-    files); a note marking them done is written after the block (see :func:`synced_later`). A
-    block inside another syncs at the outer one's end."""
-    if getattr(_deferred, "files", None) is not None:
+    instead of one after the other: each file is renamed into place as it is written, and at the
+    end the block's files are fsynced side by side (concurrent fsyncs share the file system's
+    journal commits, about 4 ms each on a virtual disk, and a chunk of a run writes up to six
+    files), then each folder once. Until then a crash may leave a renamed file whose content is
+    not durable: a caller marks the files done (a note) after the block, so that the mark is never
+    durable before them, and trusts no file without its mark (a resume writes it again). A block
+    inside another syncs at the outer one's end."""
+    if getattr(_deferred, "folders", None) is not None:
         yield
         return
-    with synced_later() as written:
-        try:
-            yield
-        finally:
-            written.sync()
+    _deferred.folders, _deferred.files = pending, files = set(), []
+    try:
+        yield
+    finally:
+        _deferred.folders = _deferred.files = None
+        for synced in [_syncer().submit(_fsync_written, path) for path in files]:
+            synced.result()
+        for folder in sorted(pending):
+            fsync_folder(folder)
 
 
 @functools.cache

@@ -12,9 +12,8 @@ chunks are done, so the whole per-unit table is never held. Outputs are in targe
 whatever the ranges.
 
 A chunk of users of a (system, protocol) partition is marked done as soon as its files are written
-and durable (:meth:`~recsys_eval.pipeline.sink.RunSink.finish_chunk`; the disk's commits and the
-notes on a thread of their own, so that the keeper does not wait for them), and the partition once
-its last chunk and run-level rows are (:meth:`~recsys_eval.pipeline.sink.RunSink.finish_partition`), so that a resumed
+(:meth:`~recsys_eval.pipeline.sink.RunSink.finish_chunk`), and the partition once its last chunk and
+run-level rows are (:meth:`~recsys_eval.pipeline.sink.RunSink.finish_partition`), so that a resumed
 run redoes only what its interrupted attempt had not finished of an unfinished fold: it cuts the
 fold into the ranges of users the attempt recorded (:meth:`~recsys_eval.pipeline.sink.RunSink.record_ranges`),
 reads back the partitions and the chunks it finished, and measures the rest, with the same files
@@ -96,9 +95,6 @@ class PartitionKeeper:
             if chunks and chunks[-1].counts is not None:
                 self.exposure[pair].add_state(read_counts(chunks[-1].counts))
         self.kept: list[Future] = []
-        #: The notes marking chunks and partitions done, each once its files are durable, in order
-        #: on their own thread (:func:`_durability`): the keeper does not wait for the disk.
-        self.marking: list[Future] = []
         self.waited = 0.0  # the main thread's time spent waiting for the keeper
 
     def submit(self, task, *args) -> None:
@@ -113,32 +109,9 @@ class PartitionKeeper:
             self.kept.pop().result()
         self.waited += time.perf_counter() - start
 
-    def settle(self) -> None:
-        """Wait for the keeper's tasks and for every note they handed on: the fold's files are all
-        durable and marked done; an error of either is raised here."""
-        self.drain()
-        start = time.perf_counter()
-        while self.marking:
-            self.marking.pop(0).result()
-        self.waited += time.perf_counter() - start
-
-    def later(self, task) -> None:
-        """``task`` on the thread that makes files durable and marks them done, after those before,
-        and only if they succeeded (a partition is never marked done after a chunk failed to be)."""
-        before = self.marking[-1] if self.marking else None
-
-        def after_the_others() -> None:
-            if before is not None:
-                before.result()
-            task()
-
-        self.marking = [f for f in self.marking if not f.done() or f.exception() is not None]
-        self.marking.append(_durability().submit(after_the_others))
-
     def close(self) -> None:
-        """On an error, the tasks under way finish before the error goes up."""
+        """On an error, the task under way finishes before the error goes up."""
         wait(self.kept)
-        wait(self.marking)
 
     def keep(self, at: tuple[int, int, int], frame: pl.DataFrame, offset: int, label: str, last: bool,
              scratch: dict[str, pl.DataFrame], counts: dict[str, np.ndarray] | None) -> None:
@@ -151,7 +124,7 @@ class PartitionKeeper:
             frame = frame.with_columns(pl.col("unit") + offset)
         self.states[s, r].append(PartitionState.of(frame, undefined=plan.options.measure.undefined))
         self.chunks[s, r].append(self.sink.finish_chunk(plan.fold, plan.models[r].system, plan.sets[s].label, part,
-                                                        frame, scratch, counts, later=self.later))
+                                                        frame, scratch, counts))
         del frame
         self.timings.add(plan.fold, plan.models[r].system, f"write {label}", start)
         if last:
@@ -165,16 +138,15 @@ class PartitionKeeper:
         plan, start = self.plan, time.perf_counter()
         system, names = plan.models[r].system, plan.options.measure.run_level
         chunks = self.chunks.pop((s, r))
-        frame = None
+        files = [chunk.per_unit for chunk in chunks]
         if names:
             labels = {"system": system, "protocol": plan.sets[s].label, "fold": plan.fold}
             user_type = pl.Int64 if plan.data.user_ids.dtype.is_integer() else pl.String
             frame = run_frame(self.exposure.pop((s, r)).values(names), labels, user_type)
+            files.append(self.sink.write_partition(frame, part=len(chunks)))
             self.states[s, r].append(PartitionState.of(frame, undefined=plan.options.measure.undefined))
         self.summaries[s, r] = partition_rows(plan.options.summarising, PartitionState.merge(self.states.pop((s, r))))
-        self.finished[s, r] = self.sink.finish_partition(plan.fold, system, plan.sets[s].label,
-                                                         [chunk.per_unit for chunk in chunks], chunks,
-                                                         later=self.later, run_rows=frame)
+        self.finished[s, r] = self.sink.finish_partition(plan.fold, system, plan.sets[s].label, files, chunks)
         self.timings.add(plan.fold, system, f"summarise {plan.sets[s].label}", start)
 
     def fold_summary(self) -> FoldSummary:
@@ -226,7 +198,7 @@ class LocalFold:
         fitted = fit_models(dataclasses.replace(plan, models=needed), trains, self.progress, self.timings)
         try:
             self._ranges(fitted, trains, keeper)
-            keeper.settle()
+            keeper.drain()
             self.timings.add(plan.fold, "", "wait for writes", time.perf_counter() - keeper.waited)
         finally:
             keeper.close()
@@ -347,13 +319,6 @@ def _keeper() -> ThreadPoolExecutor:
     process: a new thread per fold would take a new malloc arena each time, and the process would
     grow by ~150 MB a fold at ML-1M size."""
     return ThreadPoolExecutor(max_workers=1, thread_name_prefix="recsys-keep")
-
-
-@functools.cache
-def _durability() -> ThreadPoolExecutor:
-    """The one thread that makes the keeper's files durable and writes the notes marking them done,
-    in the order handed to it (a partition's note after its chunks')."""
-    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="recsys-durable")
 
 
 def chunk_counts(plan: FoldPlan, per_range: int) -> tuple[np.ndarray, list[int]]:

@@ -12,7 +12,7 @@ one fold.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -52,14 +52,6 @@ if TYPE_CHECKING:
     import numpy as np
 
     from recsys_eval.core import Interactions, Split
-
-
-#: Runs a task on another thread, after the tasks handed to it before (:meth:`RunSink.finish_chunk`).
-Later = Callable[[Callable[[], None]], None]
-
-
-def _now(task: Callable[[], None]) -> None:
-    task()
 
 
 class RunSink:
@@ -123,47 +115,28 @@ class RunSink:
         self.folder.record_ranges(fold, users_per_range)
 
     def finish_chunk(self, fold: str, system: str, protocol: str, chunk: int, per_unit: pl.DataFrame,
-                     scratch: dict[str, pl.DataFrame], counts: dict[str, np.ndarray] | None,
-                     later: Later | None = None) -> FinishedChunk:
+                     scratch: dict[str, pl.DataFrame], counts: dict[str, np.ndarray] | None) -> FinishedChunk:
         """A chunk of users of a partition complete: its ``per_unit`` rows (the partition's
         ``chunk``-th file), its scratch tables and the partition's run-level ``counts`` so far
-        written, then made durable together (:func:`atomic.synced_later`), then the note that marks
-        it done, listing them. With ``later`` (a thread's queue, in order), the files are written
-        here and made durable and marked done by ``later``: a run's keeper thread goes on measuring
-        while the disk commits."""
-        with atomic.synced_later() as written:
+        written, their folders made durable once for all of them (:func:`atomic.folders_synced_once`),
+        then the note that marks it done, listing them."""
+        with atomic.folders_synced_once():
             done = FinishedChunk(
                 self.write_partition(per_unit, part=chunk),
                 {kind: self.folder.write_partition_scratch(fold, system, protocol, chunk, kind, frame)
                  for kind, frame in scratch.items()},
                 None if counts is None else self.folder.write_chunk_counts(fold, system, protocol, chunk, counts))
-
-        def mark() -> None:
-            written.sync()
-            self.folder.mark_chunk_done(fold, system, protocol, chunk, done)
-
-        (later or _now)(mark)
+        self.folder.mark_chunk_done(fold, system, protocol, chunk, done)
         return done
 
     def finish_partition(self, fold: str, system: str, protocol: str, per_unit: list[Path],
-                         chunks: Sequence[FinishedChunk] = (), later: Later | None = None,
-                         run_rows: pl.DataFrame | None = None) -> FinishedPartition:
-        """A partition complete: its ``run_rows`` (whole-run values) written as its file after its
-        ``per_unit`` files (its chunks', written before), then the note that marks it done (by
-        ``later`` when given, after what it was handed before, once that file is durable), listing
-        them and its ``chunks``' scratch tables."""
-        with atomic.synced_later() as written:
-            if run_rows is not None:
-                per_unit = [*per_unit, self.write_partition(run_rows, part=len(chunks))]
+                         chunks: Sequence[FinishedChunk] = ()) -> FinishedPartition:
+        """A partition complete: the note that marks it done, listing its ``per_unit`` files
+        (its chunks' and its run-level rows', written before) and its ``chunks``' scratch tables."""
         kinds = dict.fromkeys(kind for chunk in chunks for kind in chunk.scratch)
         done = FinishedPartition(per_unit, {kind: [c.scratch[kind] for c in chunks if kind in c.scratch]
                                             for kind in kinds})
-
-        def mark() -> None:
-            written.sync()
-            self.folder.mark_partition_done(fold, system, protocol, done)
-
-        (later or _now)(mark)
+        self.folder.mark_partition_done(fold, system, protocol, done)
         return done
 
     def write_fold_scratch_of(self, fold: str, partitions: list[FinishedPartition]) -> None:
