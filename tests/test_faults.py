@@ -295,6 +295,36 @@ def test_writes_in_a_block_sync_each_folder_once_after_the_last_rename(tmp_path,
     assert events[5:] == [("rename", "a"), ("sync", "a")]
 
 
+def test_writes_in_a_block_are_fsynced_together_at_its_end(tmp_path, monkeypatch):
+    """Inside a block each file is renamed at once but fsynced only when the block ends, every file
+    before any folder; outside a block each write fsyncs its own temporary before the rename."""
+    events: list[tuple[str, str]] = []
+    real_replace = os.replace
+    monkeypatch.setattr(atomic.os, "replace", lambda s, t: (events.append(("rename", Path(t).name)), real_replace(s, t)))
+    monkeypatch.setattr(atomic, "_fsync_file", lambda path: events.append(("fsync", Path(path).name)))
+    monkeypatch.setattr(atomic, "fsync_folder", lambda folder: events.append(("sync", folder.name)))
+    with atomic.folders_synced_once():
+        for name in ("1.txt", "2.txt", "3.txt"):
+            atomic.write_text(tmp_path / "a" / name, name)
+        assert events == [("rename", "1.txt"), ("rename", "2.txt"), ("rename", "3.txt")]
+    assert sorted(events[3:6]) == [("fsync", "1.txt"), ("fsync", "2.txt"), ("fsync", "3.txt")]
+    assert events[6:] == [("sync", "a")]
+    assert [p.read_text() for p in sorted((tmp_path / "a").iterdir())] == ["1.txt", "2.txt", "3.txt"]
+    events.clear()
+    atomic.write_text(tmp_path / "a" / "4.txt", "x")
+    assert [kind for kind, _ in events] == ["fsync", "rename", "sync"] and events[0][1].startswith(".4.txt.")
+
+
+def test_a_refused_fsync_at_the_end_of_a_block_names_its_file(tmp_path, monkeypatch):
+    def refuse(path):
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    monkeypatch.setattr(atomic, "_fsync_file", refuse)
+    with pytest.raises(OutputError, match=r"cannot write .*2\.txt: the disk is full"):
+        with atomic.folders_synced_once():
+            atomic.write_text(tmp_path / "2.txt", "x")
+
+
 @pytest.mark.parametrize("failure", [KeyboardInterrupt(), ValueError("a bug")])
 def test_atomic_write_interrupted_keeps_the_old_file(tmp_path, failure):
     target = tmp_path / "a.txt"

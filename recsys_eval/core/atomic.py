@@ -3,8 +3,10 @@
 Every file the package writes goes through :func:`atomic_path`: the content is written to a
 temporary file in the target's own folder (same file system, so the rename is atomic), flushed and
 fsynced, then renamed over the target with :func:`os.replace`, and the folder is fsynced so that
-the rename survives a crash (once per folder for a block of writes, :func:`folders_synced_once`). On any failure, an interruption included, the temporary is removed and
-the previous file is left as it was. A process killed outright (SIGKILL, power loss) can leave a
+the rename survives a crash. A block of writes that a later note marks done
+(:func:`folders_synced_once`) renames each file at once and makes them all durable together at its
+end. On any failure, an interruption included, the temporary is removed and the previous file is
+left as it was. A process killed outright (SIGKILL, power loss) can leave a
 temporary behind: its name matches :func:`is_scratch`, so a resumed run can delete it.
 
 A write that fails for a reason of the environment (full disk or quota, read-only file system,
@@ -18,13 +20,14 @@ member, a figure): write to the path it yields, and the file appears at ``target
 
 Because every write passes here, this is also where the fault tests stop a process at a chosen
 write: with ``RECSYS_EVAL_STOP_AFTER_WRITES=n`` in the environment, the process SIGKILLs itself
-when its n-th write has its temporary written and fsynced but not yet renamed, so that n - 1 files
+when its n-th write has its temporary written (and fsynced, outside a block) but not yet renamed, so that n - 1 files
 are complete and the n-th is a hidden temporary, the state a crash at any moment can leave.
 """
 
 from __future__ import annotations
 
 import errno
+import functools
 import itertools
 import json
 import os
@@ -32,6 +35,7 @@ import re
 import signal
 import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -136,15 +140,18 @@ def _stop_here_if_asked() -> None:
 @contextmanager
 def atomic_path(target: str | Path) -> Iterator[Path]:
     """Yield a temporary path beside ``target``; when the block ends normally, the file written
-    there is fsynced and renamed over ``target``. The folder is created if needed."""
+    there is fsynced and renamed over ``target`` (inside :func:`folders_synced_once`: renamed at
+    once, fsynced when that block ends). The folder is created if needed."""
     target = Path(target)
     tmp = scratch_path(target)
+    deferred = getattr(_deferred, "files", None)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         # Created here with the umask's permissions (polars and others then open it again).
         os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
         yield tmp
-        _fsync_file(tmp)
+        if deferred is None:
+            _fsync_file(tmp)
         _stop_here_if_asked()
         os.replace(tmp, target)
     except BaseException as exc:
@@ -156,11 +163,11 @@ def atomic_path(target: str | Path) -> Iterator[Path]:
         if error is not None:
             raise error from None
         raise
-    pending = getattr(_deferred, "folders", None)
-    if pending is None:
+    if deferred is None:
         fsync_folder(target.parent)
     else:
-        pending.add(target.parent)
+        deferred.append(target)
+        _deferred.folders.add(target.parent)
 
 
 _deferred = threading.local()
@@ -168,21 +175,40 @@ _deferred = threading.local()
 
 @contextmanager
 def folders_synced_once() -> Iterator[None]:
-    """Within the block, the writes of this thread make their renames durable once per folder, when
-    the block ends, instead of after each rename (each fsync of a folder is a journal commit, about
-    4 ms on a virtual disk, and a chunk of a run writes up to six files into two folders). A caller
-    that marks the files done (a note) writes the mark after the block, so that the mark is never
-    durable before them. A block inside another syncs at the outer one's end."""
+    """Within the block, the writes of this thread are made durable together when the block ends
+    instead of one after the other: each file is renamed into place as it is written, and at the
+    end the block's files are fsynced side by side (concurrent fsyncs share the file system's
+    journal commits, about 4 ms each on a virtual disk, and a chunk of a run writes up to six
+    files), then each folder once. Until then a crash may leave a renamed file whose content is
+    not durable: a caller marks the files done (a note) after the block, so that the mark is never
+    durable before them, and trusts no file without its mark (a resume writes it again). A block
+    inside another syncs at the outer one's end."""
     if getattr(_deferred, "folders", None) is not None:
         yield
         return
-    _deferred.folders = pending = set()
+    _deferred.folders, _deferred.files = pending, files = set(), []
     try:
         yield
     finally:
-        _deferred.folders = None
+        _deferred.folders = _deferred.files = None
+        for synced in [_syncer().submit(_fsync_written, path) for path in files]:
+            synced.result()
         for folder in sorted(pending):
             fsync_folder(folder)
+
+
+@functools.cache
+def _syncer() -> ThreadPoolExecutor:
+    """The threads that fsync a block's files side by side (:func:`folders_synced_once`)."""
+    return ThreadPoolExecutor(max_workers=8, thread_name_prefix="recsys-fsync")
+
+
+def _fsync_written(path: Path) -> None:
+    """fsync a file a block wrote; a refusal becomes the OutputError naming it."""
+    try:
+        _fsync_file(path)
+    except OSError as exc:
+        raise output_error(exc, path) from None
 
 
 def write_bytes(path: str | Path, data: bytes) -> Path:
