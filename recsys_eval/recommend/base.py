@@ -34,6 +34,7 @@ import scipy.sparse as sp
 from recsys_eval.core import Interactions, Rankings, Targets
 from recsys_eval.core.units import RelevantRanks
 from recsys_eval.errors import ConfigError, DataError
+from recsys_eval.recommend.factor_scores import pack_items
 from recsys_eval.recommend.topk import (
     compact_units,
     no_places,
@@ -473,6 +474,7 @@ def _score_block_chunks(model, seen, rows, k, blocked, place_ptr, placed, above,
     rows_of = getattr(model, "factor_rows", None)  # a duck-typed model's factors hold every user
     if factors is None and not tiles:
         chunk_size = min(chunk_size, max(1, BLOCK_CELLS // max(len(blocked), 1)))
+    packed = pack_items(factors[1]) if factors is not None else None  # once, not per chunk
     for start in range(0, len(rows), chunk_size):
         chunk = rows[start:start + chunk_size]
         a, b = place_ptr[start], place_ptr[start + len(chunk)]
@@ -481,7 +483,8 @@ def _score_block_chunks(model, seen, rows, k, blocked, place_ptr, placed, above,
         if factors is not None:
             tile = max(1, TILE_CELLS // max(len(blocked), 1))
             item, score, count, nans = top_k_factors(*factors, chunk, seen.indptr, seen.indices, blocked, k,
-                                                     tile, *place, factor_rows=rows_of(chunk) if rows_of else None)
+                                                     tile, *place, factor_rows=rows_of(chunk) if rows_of else None,
+                                                     packed=packed)
         else:
             scores = _checked_scores(model, model.score_block(chunk), (len(chunk), len(blocked)), "score_block")
             item, score, count, nans = top_k_rows(scores, chunk, seen.indptr, seen.indices, blocked, k, *place)

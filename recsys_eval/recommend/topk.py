@@ -208,20 +208,22 @@ def _top_k_rows_chunk(lo, hi, scores, rows, seen_indptr, seen_indices, blocked, 
 
 
 def top_k_factors(user_factors, item_factors_t, rows, seen_indptr, seen_indices, blocked, k, tile,
-                  place_ptr, placed, above, tied, before, factor_rows=None):
+                  place_ptr, placed, above, tied, before, factor_rows=None, packed=None):
     """:func:`top_k_rows` of the scores ``user_factors[factor_rows] @ item_factors_t``, computed
     ``tile`` rows at a time by each thread and scanned while they are in cache: no rows x items
     block. ``factor_rows`` (default ``rows``) are the rows of ``user_factors`` holding the users
     ``rows``, for a model that holds only some users' factors. Scores are
     :mod:`recsys_eval.recommend.factor_scores`' fixed-order float32 sums: a row's do not depend on
-    the tile, its place in it, the rows given or the threads."""
+    the tile, its place in it, the rows given or the threads. ``packed``: the item factors as
+    :func:`~recsys_eval.recommend.factor_scores.pack_items` gives them, for a caller that ranks
+    chunk after chunk of one model (packed here when None)."""
     n_rows = len(rows)
     factor_rows = rows if factor_rows is None else factor_rows
     out_i = np.full((n_rows, k), -1, dtype=np.int32)
     out_s = np.full((n_rows, k), -np.inf, dtype=np.float32)
     counts = np.zeros(n_rows, dtype=np.int64)
     nans = np.zeros(n_rows, dtype=np.int64)
-    packed = pack_items(item_factors_t)
+    packed = pack_items(item_factors_t) if packed is None else packed
     run_chunks(_top_k_factors_chunk, chunk_bounds((n_rows + tile - 1) // tile), user_factors, packed,
                item_factors_t.shape[1], rows, np.asarray(factor_rows, dtype=np.int64), seen_indptr, seen_indices,
                blocked, tile, place_ptr, placed, above, tied, before, out_i, out_s, counts, nans)
