@@ -25,6 +25,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from recsys_eval.core.results import PER_UNIT_FILE_COLUMNS, per_unit_file, read_per_unit
+
 METRICS = ("precision", "recall", "f1", "ap", "ndcg", "rr", "hit", "auc")
 K = (1, 5, 10, 20, 50, 100)
 CHUNK = 20_000
@@ -48,8 +50,9 @@ def write_per_unit(folder: Path, users: int) -> list[str]:
         relevant = pl.DataFrame({"system": "als", "protocol": "AI+AR+AN", "fold": "0", "user": ids, "unit": ids,
                                  "metric": "n_relevant", "k": pl.Series([None] * n, dtype=pl.Int32),
                                  "value": np.full(n, 3.0)})  # f1's relevant counts, written beside it
-        path = folder / f"s0-p0-{first}.parquet"
-        pl.concat([frame, relevant]).write_parquet(path)
+        path = folder / per_unit_file({"fold": "0", "protocol": "AI+AR+AN", "system": "als"}, first)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        pl.concat([frame, relevant]).select(PER_UNIT_FILE_COLUMNS).write_parquet(path)  # as a run writes them
         paths.append(str(path))
     return paths
 
@@ -62,7 +65,7 @@ def child(engine: str, files: list[str], out: str, resamples: int) -> None:
         from recsys_eval.measure.aggregate import PartitionState
 
         # as a run summarises a partition: each file's state, merged (auxiliary rows left out)
-        state = PartitionState.merge([PartitionState.of(pl.read_parquet(f)) for f in files])
+        state = PartitionState.merge([PartitionState.of(read_per_unit([f]).collect()) for f in files])
         users = state.user_values().select("system", "protocol", "fold", "user", "metric", "k", "value")
         result = confidence_intervals(users, method="bootstrap", n_resamples=resamples, seed=SEED)
     else:

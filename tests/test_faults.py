@@ -389,7 +389,7 @@ def test_report_force_on_a_full_disk_keeps_the_old_report(tmp_path, reference, m
     assert scratch_files(folder) == []
 
 
-@pytest.mark.parametrize("name", ["s0-p0-00000.parquet", "summary.parquet", "manifest.json"])
+@pytest.mark.parametrize("name", ["part-00000.parquet", "summary.parquet", "manifest.json"])
 def test_evaluate_on_a_full_disk_is_one_line_and_keeps_the_earlier_folder(tmp_path, monkeypatch, capsys, name):
     """evaluate --out --force on a full disk: one line naming the file, nothing half-written beside
     the output, and the earlier results untouched."""
@@ -410,7 +410,7 @@ def test_evaluate_on_a_full_disk_is_one_line_and_keeps_the_earlier_folder(tmp_pa
     assert sorted(p.name for p in out.parent.iterdir()) == ["mine"]  # no work folder left
 
 
-@pytest.mark.parametrize("name", ["s0-p0-00000.parquet", "summary.csv", "config.toml", "train.parquet"])
+@pytest.mark.parametrize("name", ["part-00000.parquet", "summary.csv", "config.toml", "train.parquet"])
 def test_run_on_a_full_disk_fails_cleanly_and_resumes(tmp_path, data_file, monkeypatch, capsys, name):
     config = write_config(tmp_path, data_file, report=False)
     out = tmp_path / "out"

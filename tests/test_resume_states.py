@@ -92,7 +92,7 @@ def split_saved_in_an_open_fold(out: Path) -> bool:
     resume once failed with "splits/<fold> exists ... --force")."""
     (work,) = (out / "kill").glob(".partial-*")
     layout = json.loads((work / "layout.json").read_text()) if (work / "layout.json").is_file() else {"folds": []}
-    return any((work / "splits" / fold).is_dir() and not (work / "per_unit" / f"f{i}" / "complete.json").is_file()
+    return any((work / "splits" / fold).is_dir() and not (work / "partitions" / f"f{i}" / "complete.json").is_file()
                for i, fold in enumerate(layout["folds"]))
 
 
@@ -131,7 +131,7 @@ def chunks_done(out: Path) -> dict[str, dict[str, tuple[int, int]]]:
     done: dict[str, dict[str, tuple[int, int]]] = {}
     for i, fold in enumerate(layout["folds"]):
         notes = work / "partitions" / f"f{i}"
-        if (work / "per_unit" / f"f{i}" / "complete.json").is_file():
+        if (work / "partitions" / f"f{i}" / "complete.json").is_file():
             continue
         files = [json.loads(note.read_text())["per_unit"] for note in notes.glob("s*-p*-c*.json")
                  if not (notes / f"{note.stem.rsplit('-', 1)[0]}.json").is_file()]
@@ -254,7 +254,7 @@ def test_a_resume_reuses_the_finished_partitions_of_an_unfinished_fold(tmp_path,
         assert cli_exit(forks, [*run, str(out)], stop_after=notes[done - 1] + 1) == -signal.SIGKILL
         (work,) = (out / "fold").glob(".partial-*")
         listed = finished_notes(work)
-        assert len(listed) == done and not (work / "per_unit" / "f0" / "complete.json").exists()
+        assert len(listed) == done and not (work / "partitions" / "f0" / "complete.json").exists()
         kept = {name: (work / name).stat() for files in listed.values() for name in files}
         assert kept, "a finished partition lists its per-unit files"
         assert cli_exit(forks, [*run, str(out), "--resume"]) == 0, f"resume after {done} partitions"

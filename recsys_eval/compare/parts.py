@@ -37,7 +37,7 @@ from recsys_eval.compare.frames import (
     Partition,
     partition_of_cells,
 )
-from recsys_eval.core.results import ResultsFolder, check_per_unit, partition_labels
+from recsys_eval.core.results import ResultsFolder, labels_of, read_per_unit
 from recsys_eval.errors import DataError
 from recsys_eval.measure.aggregate import f_unit_counts, f_user_counts, grouped, user_means
 from recsys_eval.measure.metrics import AUXILIARY_METRICS, N_RELEVANT
@@ -205,15 +205,15 @@ class _PartReader:
     user_type: pl.DataType = pl.Int64
 
     def add(self, path: Path) -> None:
-        frame = check_per_unit(pl.read_parquet(path), str(path))
+        labels = labels_of(path)
+        if (labels["fold"], labels["protocol"]) != (self.fold, self.protocol):
+            raise DataError(f"{path}: expected the per-unit values of one system under protocol {self.protocol!r} "
+                            f"in fold {self.fold!r}; the file holds {labels}")
+        frame = read_per_unit([path]).collect()
         if frame.get_column("user").null_count():
             frame = frame.filter(pl.col("user").is_not_null())  # a whole run's values (catalog coverage)
         if not frame.height:
             return
-        labels = partition_labels(frame)
-        if labels is None or (labels["fold"], labels["protocol"]) != (self.fold, self.protocol):
-            raise DataError(f"{path}: expected the per-unit values of one system under protocol {self.protocol!r} "
-                            f"in fold {self.fold!r}; the file holds {labels or 'several'}")
         system, self.user_type = labels["system"], frame.schema["user"]
         blocks = _Blocks.of(frame)
         mean, _, _ = user_means(blocks.value, blocks.runs, self.undefined)

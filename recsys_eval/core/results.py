@@ -19,6 +19,7 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime, timezone
 from pathlib import Path
@@ -44,6 +45,75 @@ PER_UNIT_SCHEMA: dict[str, pl.DataType] = {
     "value": pl.Float64,
 }
 PER_UNIT_COLUMNS: tuple[str, ...] = tuple(PER_UNIT_SCHEMA)
+#: The label columns of the per-unit table, constant within a per-unit file: they name its folders,
+#: hive-style, instead of being stored in it (:class:`PartitionFiles`). Fold first, then protocol:
+#: a fold is one folder (what a resume cleans), and so is a (fold, protocol), what the end-of-run
+#: analysis reads at a time (:mod:`recsys_eval.compare.parts`); its systems are its subfolders.
+PER_UNIT_LABELS: tuple[str, ...] = ("fold", "protocol", "system")
+#: The columns a per-unit file holds, in order.
+PER_UNIT_FILE_COLUMNS: tuple[str, ...] = tuple(c for c in PER_UNIT_COLUMNS if c not in PER_UNIT_LABELS)
+#: The types of the label folders, for a hive reader: ``pl.scan_parquet("<folder>/per_unit/**/*.parquet",
+#: hive_schema=PER_UNIT_HIVE_SCHEMA)`` keeps a fold named ``1`` or a system named ``2024`` text.
+PER_UNIT_HIVE_SCHEMA: dict[str, pl.DataType] = {c: pl.String for c in PER_UNIT_LABELS}
+#: The characters a label folder escapes as ``%XX`` (upper-case hex), the set Spark's
+#: ``ExternalCatalogUtils.escapePathName`` escapes on a POSIX system (control characters, DEL and
+#: ``"#%'*/:=?\{[]^``), so that Spark's ``partitionBy`` names the folders of a label as this package
+#: does; every other character, non-ASCII ones included, stays as it is (UTF-8). Spark and polars both
+#: decode any ``%XX`` back.
+_ESCAPES = {c: f"%{c:02X}" for c in [*range(0x20), 0x7F, *map(ord, "\"#%'*/:=?\\{[]^")]}
+_ESCAPED = re.compile(r"%([0-9A-Fa-f]{2})")
+
+
+def label_folder(key: str, value: str) -> str:
+    """The folder name of a label, hive-style: ``protocol=AI+1R+NN100``, ``system=a%2Fb`` (see
+    :data:`_ESCAPES`); an empty or missing label is an error (Spark would write it as null)."""
+    if not value:
+        raise DataError(f"a per-unit {key} label must be a non-empty string; got {value!r}")
+    return f"{key}={value.translate(_ESCAPES)}"
+
+
+def per_unit_folder(labels: dict[str, str]) -> str:
+    """The folder of a (fold, protocol, system)'s per-unit files within the results folder:
+    ``per_unit/fold=<fold>/protocol=<protocol>/system=<system>``."""
+    return "/".join([PER_UNIT, *(label_folder(key, labels[key]) for key in PER_UNIT_LABELS)])
+
+
+def per_unit_file(labels: dict[str, str], part: int) -> str:
+    """A per-unit file within the results folder: the ``part``-th of its (fold, protocol, system),
+    ``<per_unit_folder>/part-<part, 5 digits>.parquet``."""
+    return f"{per_unit_folder(labels)}/part-{part:05d}.parquet"
+
+
+def labels_of(path: str | Path) -> dict[str, str]:
+    """The labels a per-unit file's folders name (:func:`per_unit_folder`), decoded; a path not in
+    that layout is an error naming it."""
+    folders = str(path).replace("\\", "/").split("/")[-4:-1]
+    labels = {}
+    for key, folder in zip(PER_UNIT_LABELS, folders, strict=False):
+        name, sep, value = folder.partition("=")
+        if name != key or not sep:
+            break
+        labels[key] = _ESCAPED.sub(lambda code: chr(int(code.group(1), 16)), value)
+    if len(labels) != len(PER_UNIT_LABELS):
+        raise DataError(f"{path}: not a per-unit file of a results folder; expected "
+                        f"{PER_UNIT}/fold=<fold>/protocol=<protocol>/system=<system>/<file>.parquet")
+    return labels
+
+
+def read_per_unit(files: Sequence[str | Path]) -> pl.LazyFrame:
+    """The per-unit table of ``files`` (per-unit files of a results folder, of either engine), in
+    the order given, as one lazy frame of :data:`PER_UNIT_COLUMNS`: each file's columns with the
+    labels its folders name (String, whatever they look like), constant columns that cost no
+    memory per row. The one reader of per-unit files; files of one folder in a row are one scan."""
+    scans = []
+    for _, grouped in itertools.groupby(map(Path, files), key=lambda path: path.parent):
+        group = list(grouped)
+        scans.append(pl.scan_parquet(group, hive_partitioning=False).with_columns(
+            pl.lit(value, pl.String).alias(key) for key, value in labels_of(group[0]).items()
+        ).select(PER_UNIT_COLUMNS))
+    if not scans:
+        return pl.LazyFrame(schema=PER_UNIT_SCHEMA)
+    return scans[0] if len(scans) == 1 else pl.concat(scans, how="vertical")
 
 
 def check_per_unit(frame: pl.DataFrame, source: str = "per-unit results") -> pl.DataFrame:
@@ -72,7 +142,9 @@ def partition_labels(per_unit: pl.DataFrame) -> dict[str, str] | None:
 
 
 # -- the results folder -------------------------------------------------------------------------
-FORMAT_VERSION = 2
+#: 3: per-unit files in hive-style folders named by their labels, without label columns (2: one
+#: folder per fold, files named by indices, each with its labels in every row).
+FORMAT_VERSION = 3
 CONFIG = "config.toml"
 #: Beside the resolved config a run reads (:data:`CONFIG`): the config file as written, and the
 #: command-line options (``--set`` ...) that changed it, one a line.
@@ -131,6 +203,8 @@ PARTITIONS = "partitions"
 #: partitioned by side, ``spark_splits/<fold>/side=<side>/`` (recsys_eval.engine.inputs).
 SPARK_SPLITS = "spark_splits"
 _RANGES = "ranges.json"
+#: The note of a fold complete, listing its per-unit files (``partitions/f<i>/complete.json``).
+_FOLD_DONE = "complete.json"
 _NOTE = re.compile(r"^s(\d+)-p(\d+)(?:-c(\d+))?\.json$")
 SCRATCH = ("folds", EXPOSURE_COUNTS, AUC_SCORES, CURVE_CHUNKS, PARTITIONS, SPARK_SPLITS)
 #: Comparisons of a folder with other options than its run's (``recsys-eval compare``), one
@@ -271,19 +345,23 @@ def config_hash(config_text: str) -> str:
 
 @dataclass(frozen=True)
 class PartitionFiles:
-    """The per-unit partition files of a results folder: ``per_unit/f<i>/s<j>-p<k>-<part>.parquet``,
-    ``i``, ``j``, ``k`` the indices of the fold, system and protocol in ``layout``. Small and
-    picklable, so that a Spark task writes its partitions itself, where the local run writes them."""
+    """The per-unit partition files of a results folder, hive-style:
+    ``per_unit/fold=<fold>/protocol=<protocol>/system=<system>/part-<part>.parquet``
+    (:func:`per_unit_file`, docs/CONVENTIONS.md#per-unit-files), each holding
+    :data:`PER_UNIT_FILE_COLUMNS`; the labels, constant within a file, are its folders' names
+    (written once per folder, not once per row: their three columns were half the CPU of writing a
+    chunk). Small and picklable, so that a Spark task writes its partitions itself, where the local
+    run writes them."""
 
     path: Path
     layout: dict[str, list[str]]
 
     def file(self, fold: str, system: str, protocol: str, part: int = 0) -> Path:
-        i, j, k = self.indices(fold, system, protocol)
-        return self.path / PER_UNIT / f"f{i}" / f"s{j}-p{k}-{part:05d}.parquet"
+        self.indices(fold, system, protocol)  # a label the run does not have is an error naming it
+        return self.path / per_unit_file({"fold": fold, "system": system, "protocol": protocol}, part)
 
     def indices(self, fold: str, system: str, protocol: str) -> tuple[int, int, int]:
-        """The indices of a (fold, system, protocol) in the layout, which name its files."""
+        """The indices of a (fold, system, protocol) in the layout, which name its scratch files."""
         try:
             return tuple(self.layout[f"{key}s"].index(name)
                          for key, name in zip(_KEY_COLUMNS, (fold, system, protocol), strict=True))
@@ -294,7 +372,7 @@ class PartitionFiles:
 
     def write(self, per_unit: pl.DataFrame, *, part: int = 0) -> Path:
         """Write the per-unit rows of one (fold, system, protocol), or of its ``part``-th chunk of
-        users, as its own file (atomically)."""
+        users, as its own file (atomically), its labels in its folders' names."""
         labels = partition_labels(per_unit)
         if labels is None:
             keys = per_unit.select(*_KEY_COLUMNS).unique(maintain_order=True)
@@ -304,7 +382,8 @@ class PartitionFiles:
             )
         target = self.file(labels["fold"], labels["system"], labels["protocol"], part)
         # zstd level 1: smaller and faster to write and read than the default level here
-        atomic.write_parquet(check_per_unit(per_unit), target, compression="zstd", compression_level=1)
+        atomic.write_parquet(check_per_unit(per_unit).select(PER_UNIT_FILE_COLUMNS), target,
+                             compression="zstd", compression_level=1)
         return target
 
 
@@ -317,10 +396,12 @@ class ResultsFolder:
     work folder of the same config. An existing results folder is never overwritten.
 
     Per-unit values are written per (fold, system, protocol) as they are produced, one Parquet file
-    per chunk of users (``per_unit/f<i>/s<j>-p<k>-<chunk>.parquet``, indices into the manifest's
-    ``folds``, ``systems`` and ``protocols``), and read back as one table by :meth:`scan_per_unit` (or by
-    ``pl.scan_parquet("<folder>/per_unit/**/*.parquet")``). The manifest lists every partition; a
-    partition missing from the folder is an error naming it, never a silently partial mean.
+    per chunk of users in hive-style folders named by the labels
+    (``per_unit/fold=<fold>/protocol=<protocol>/system=<system>/part-<chunk>.parquet``,
+    :class:`PartitionFiles`), and read back as one table by :meth:`scan_per_unit` (or by
+    ``pl.scan_parquet("<folder>/per_unit/**/*.parquet", hive_schema=PER_UNIT_HIVE_SCHEMA)``). The
+    manifest lists every partition; a partition missing from the folder is an error naming it, never
+    a silently partial mean.
     """
 
     def __init__(self, path: Path, root: Path | None = None, *, target: Path | None = None) -> None:
@@ -385,10 +466,15 @@ class ResultsFolder:
         return work._locked_or_removed()
 
     def set_layout(self, folds: list[str], systems: list[str], protocols: list[str]) -> None:
-        """Fix the partition keys of the run (the indices in partition file names)."""
-        layout = {"folds": folds, "systems": systems, "protocols": protocols}
+        """Fix the partition keys of the run (the indices in its scratch files' names), and the
+        results format its work folder is written in (a resume by another format is refused)."""
+        layout = {"folds": folds, "systems": systems, "protocols": protocols, "format": FORMAT_VERSION}
         known = self.path / "layout.json"
-        if known.is_file() and json.loads(known.read_text()) != layout:
+        earlier = json.loads(known.read_text()) if known.is_file() else layout
+        if earlier.get("format") != FORMAT_VERSION:
+            raise ConfigError(f"{self.path}: the work folder was written in results format {earlier.get('format', 2)}, "
+                              f"this version writes format {FORMAT_VERSION}; run again without --resume")
+        if earlier != layout:
             raise ConfigError(f"{self.path}: the work folder was written for other folds, systems or protocols")
         self.write_json("layout.json", layout)
         self._layout = layout
@@ -406,15 +492,16 @@ class ResultsFolder:
         return PartitionFiles(self.path, self._layout_keys())
 
     def fold_done(self, fold: str) -> bool:
-        return (self._fold_folder(fold) / "complete.json").is_file()
+        return (self._progress_folder(fold) / _FOLD_DONE).is_file()
 
     def mark_fold_done(self, fold: str, partitions: list[Path]) -> None:
-        names = [str(p.relative_to(self.path)) for p in partitions]
-        self.write_json(str((self._fold_folder(fold) / "complete.json").relative_to(self.path)), names)
+        """The fold is complete: the note listing its partitions, beside its other notes (the
+        per-unit folders hold Parquet files alone)."""
+        self.write_json(self._relative(self._progress_folder(fold) / _FOLD_DONE), [self._relative(p) for p in partitions])
 
     def fold_partitions(self, fold: str) -> list[Path]:
         """The partitions of a fold marked complete, in the order they were written."""
-        marker = self._fold_folder(fold) / "complete.json"
+        marker = self._progress_folder(fold) / _FOLD_DONE
         return [self.path / name for name in json.loads(marker.read_text())]
 
     def record_ranges(self, fold: str, users_per_range: int) -> None:
@@ -487,9 +574,10 @@ class ResultsFolder:
                 kept.update([*(of_pair[c] for c in prefix), out.chunks[key][-1].counts,
                              *(p for chunk in out.chunks[key] for p in (chunk.per_unit, *chunk.scratch.values()))])
         for stale in [*folder.glob("s*-p*.json"), *folder.glob("*.parquet"), *folder.glob("*.npz"),
-                      *(self.path / PER_UNIT / folder.name).glob("*.parquet")]:
+                      *self._fold_folder(fold).rglob("*.parquet")]:
             if stale not in kept:
                 stale.unlink()
+        _remove_empty_folders(self._fold_folder(fold))
         ranges = folder / _RANGES
         if ranges.is_file():
             out = dataclasses.replace(out, users_per_range=json.loads(ranges.read_text())["users_per_range"])
@@ -517,7 +605,8 @@ class ResultsFolder:
         return note.with_name(f"{note.stem}-c{chunk:05d}.json")
 
     def _fold_folder(self, fold: str) -> Path:
-        return self.path / PER_UNIT / f"f{self._layout_keys()['folds'].index(fold)}"
+        """The folder of a fold's per-unit files: ``per_unit/fold=<fold>``."""
+        return self.path / PER_UNIT / label_folder("fold", fold)
 
     @property
     def layout(self) -> dict[str, list[str]]:
@@ -643,9 +732,12 @@ class ResultsFolder:
             )
         raw = json.loads(manifest.read_text())
         if raw.get("format") != FORMAT_VERSION:
+            older = isinstance(raw.get("format"), int) and raw["format"] < FORMAT_VERSION
             raise DataError(
                 f"{folder.path}: results format {raw.get('format')!r}, this version reads format "
                 f"{FORMAT_VERSION}; rerun the experiment with this version"
+                + ("; its per-unit files, which hold their labels, still read as one table with "
+                   f'pl.scan_parquet("{folder.path}/{PER_UNIT}/**/*.parquet")' if older else "")
             )
         return folder
 
@@ -666,12 +758,8 @@ class ResultsFolder:
         """The per-unit partitions, all or one fold's and/or one protocol's, in the manifest's order;
         a missing one is an error naming it."""
         names = self.manifest.partitions
-        if fold is not None:
-            prefix = f"{PER_UNIT}/f{self.manifest.folds.index(fold)}/"
-            names = [name for name in names if name.startswith(prefix)]
-        if protocol is not None:
-            mark = f"-p{self._layout_keys()['protocols'].index(protocol)}-"
-            names = [name for name in names if mark in name.rsplit("/", 1)[-1]]
+        if fold is not None or protocol is not None:
+            names = [name for name in names if _of_part(labels_of(name), fold, protocol)]
         absent = [name for name in names if not (self.path / name).is_file()]
         if absent:
             raise DataError(
@@ -683,8 +771,7 @@ class ResultsFolder:
     def scan_per_unit(self, *, fold: str | None = None, protocol: str | None = None) -> pl.LazyFrame:
         """The per-unit table as a lazy scan over its partitions: one fold's with ``fold``, one
         protocol's with ``protocol`` (only that protocol's files are opened)."""
-        files = self.per_unit_files(fold=fold, protocol=protocol)
-        return pl.scan_parquet(files) if files else pl.LazyFrame(schema=PER_UNIT_SCHEMA)
+        return read_per_unit(self.per_unit_files(fold=fold, protocol=protocol))
 
     def table(self, name: str) -> pl.DataFrame | None:
         """A table of the folder by name (``summary``, ``paired_tests``, ...), None if absent."""
@@ -727,6 +814,21 @@ def _cannot_create(folder: Path, exc: OSError) -> OutputError:
     """The error of a results folder that cannot be made: ``cannot create results folder F: the
     disk is full (ENOSPC)``."""
     return OutputError(f"cannot create results folder {folder}: {atomic.reason(exc.errno) if exc.errno else exc}")
+
+
+def _of_part(labels: dict[str, str], fold: str | None, protocol: str | None) -> bool:
+    """Whether a per-unit file's ``labels`` are of ``fold`` and ``protocol`` (None: any)."""
+    return fold in (None, labels["fold"]) and protocol in (None, labels["protocol"])
+
+
+def _remove_empty_folders(folder: Path) -> None:
+    """Remove the empty folders under ``folder`` (and it, if empty): a per-unit folder whose stale
+    files a resume deleted is no partition of the run."""
+    for path in sorted((p for p in folder.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
+        if not any(path.iterdir()):
+            path.rmdir()
+    if folder.is_dir() and not any(folder.iterdir()):
+        folder.rmdir()
 
 
 def _table_name(name: str) -> str:

@@ -19,9 +19,9 @@ the local runner numbers them (per target set, in user-index order).
 
 Per-unit rows never come back to the driver: each task writes them into the results folder in
 its layout (:class:`recsys_eval.core.results.PartitionFiles`: one file per (system, protocol) and
-chunk of users, ``per_unit/f<i>/s<j>-p<k>-<first user>.parquet``; the executors must reach the
-results folder's file system, as they do on a local master or a shared file system) and hands
-back the file's name and its users' exact sums
+chunk of users, ``per_unit/fold=<fold>/protocol=<protocol>/system=<system>/part-<first user>.parquet``;
+the executors must reach the results folder's file system, as they do on a local master or a shared
+file system) and hands back the file's name and its users' exact sums
 (:class:`recsys_eval.measure.aggregate.SummaryState`), which the driver merges into the local
 engine's summary bit for bit. Beyond-accuracy and rating metrics are measured per user in the tasks
 with the whole train's item side broadcast (of each train side a target set is drawn on), and the

@@ -14,7 +14,8 @@ relevant row, a user TEST and RUN share).
 The three tables become one long table (``kind`` 0 TEST, 1 RUN, 2 TRAIN), repartitioned by a
 hash of the user id (Spark's Murmur3 partitioner: deterministic) and sorted by unit within each
 partition. The executors write the per-unit values in the local engine's results-folder layout
-(``per_unit/f0/s0-p0-<partition>.parquet``, no checksum or marker files beside them), and reduce
+(``per_unit/fold=0/protocol=<protocol>/system=<system>/part-<partition>.parquet``, no checksum or
+marker files beside them, the labels in the folders' names and not in the files), and reduce
 their users to the summary's exact sums (:class:`~recsys_eval.measure.aggregate.SummaryState`),
 which reach the driver through an accumulator: the driver never reads a per-unit row, and its
 summary is the local engine's to the last bit. ``summary.csv``/``.parquet`` and the manifest are
@@ -25,7 +26,7 @@ with ``recsys-eval report`` and ``compare`` like the local engine's.
 Rating metrics are measured per user on the judged pairs RUN scores (TEST needs ratings and RUN
 scores), each user numbered by its rank among the users with such a pair (a Spark job, as the units);
 the micro MAE and RMSE, values of the whole run, are made on the driver from the partitions' exact
-error sums and written as the last per-unit file (``s0-p0-<partitions>.parquet``).
+error sums and written as the last per-unit file (``part-<partitions>.parquet``).
 
 Beyond-accuracy metrics read the whole input's items: Spark jobs index the catalogue (every item of
 the three files, its raw ids collected and sorted as the local index sorts them) and count TRAIN
@@ -52,8 +53,18 @@ from typing import TYPE_CHECKING
 import numpy as np
 import polars as pl
 
-from recsys_eval.core.results import MANIFEST, PER_UNIT, PER_UNIT_SCHEMA, SUMMARY, Manifest
-from recsys_eval.data.runs import GRADED_FORMATS, read_table
+from recsys_eval.core.results import (
+    MANIFEST,
+    PER_UNIT_FILE_COLUMNS,
+    PER_UNIT_LABELS,
+    PER_UNIT_SCHEMA,
+    SUMMARY,
+    Manifest,
+    partition_labels,
+    per_unit_file,
+    per_unit_folder,
+)
+from recsys_eval.data.runs import FULL_RANKING, GRADED_FORMATS, read_table
 from recsys_eval.engine.formats import LINE_FORMATS, SPARK_FORMATS, read_lines, spark_format
 from recsys_eval.engine.partitions import (
     RUN,
@@ -84,8 +95,6 @@ from recsys_eval.measure.metrics import (
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-#: Where the per-unit parts go, as the local engine writes an evaluated run's (one fold, system, protocol).
-PARTS = f"{PER_UNIT}/f0"
 #: Rows of each file the driver reads first, to check columns and types with the local reader.
 SAMPLE_ROWS = 1000
 _FLOAT = re.compile(r"^(Float|Double|Decimal)Type$")
@@ -136,8 +145,8 @@ def evaluate_spark(
     test_format: str | None = None,
     genres: str | None = None,
 ) -> SparkRunResult:
-    """Score a run against test interactions on Spark; write ``per_unit.parquet/`` (a folder of
-    Parquet files) and ``summary.csv`` into the folder ``out`` (any Hadoop URI), and return the
+    """Score a run against test interactions on Spark; write ``per_unit/`` (the local engine's
+    layout) and ``summary.csv`` into the folder ``out`` (any Hadoop URI), and return the
     summary. ``partitions``: user partitions (default: Spark's default parallelism x 4);
     ``params``: metric parameters (``rbp_persistence``), their defaults where absent;
     ``run_format`` and ``test_format`` (TEST and TRAIN): the files' formats, default from their
@@ -204,7 +213,7 @@ def evaluate_spark(
         engine={"name": "spark", "master": spark.sparkContext.master, "partitions": n_parts},
         dataset=test, users=n_users, items=n_items, folds=["0"], systems=[spec.system], metrics=names, k=cutoffs,
         metric_params=spec.options.params, relevance_threshold=threshold, undefined=undefined, tests=[])
-    summary = write_atomically(fs, per_unit, sums, manifest, force, text_ids[0])
+    summary = write_atomically(fs, per_unit, sums, manifest, force, text_ids[0], protocol=FULL_RANKING)
     return SparkRunResult(out, summary, notes)
 
 
@@ -256,7 +265,6 @@ def _run_level(options: MeasureOptions, catalogue: Catalogue, text_users: bool):
     """The driver's sum of the chunks' run-level counts, over the catalogue and TRAIN's item side
     (:class:`~recsys_eval.engine.beyond.RunLevel`); None without a run-level metric."""
     from recsys_eval.core.interactions import Interactions
-    from recsys_eval.data.runs import FULL_RANKING
     from recsys_eval.engine.beyond import RunLevel
     from recsys_eval.measure.lists import with_item_side
 
@@ -514,23 +522,27 @@ class HadoopFolder:
 
 
 def write_atomically(out: HadoopFolder, per_unit: DataFrame, sums, manifest: Manifest, force: bool,
-                     text_users: bool = False) -> pl.DataFrame:
-    """Run the job into a temporary sibling of ``out``; name its parts as the local engine does;
-    write the run-level rows (of the partitions' run-level counts and rating error sums) as the
-    last part; summarise the partitions' summed states (``sums``, an accumulator of
-    :class:`~recsys_eval.engine.partitions.SummedPartitions` the job fills) with them; write the
-    summary and ``manifest``; then move the folder into place. On any failure the temporary folder
-    is removed and ``out`` is left as it was. ``text_users``: whether user ids are text."""
+                     text_users: bool = False, *, protocol: str) -> pl.DataFrame:
+    """Run the job into a temporary sibling of ``out``, its rows of the one (fold, ``protocol``,
+    system) of an evaluated run written without their labels into the folder the labels name;
+    name its parts as the local engine does; write the run-level rows (of the partitions'
+    run-level counts and rating error sums) as the last part; summarise the partitions' summed
+    states (``sums``, an accumulator of :class:`~recsys_eval.engine.partitions.SummedPartitions`
+    the job fills) with them; write the summary and ``manifest``; then move the folder into
+    place. On any failure the temporary folder is removed and ``out`` is left as it was.
+    ``text_users``: whether user ids are text."""
     from recsys_eval.measure.aggregate import PartitionState, SummaryState
     from recsys_eval.pipeline.evaluate import FOLD, summary_of
 
     temp = out.sibling("tmp")
+    labels = {"fold": FOLD, "protocol": protocol, "system": manifest.systems[0]}
+    folder = per_unit_folder(labels)
     try:
         try:
-            per_unit.write.option("compression", "zstd").parquet(temp.child(PARTS))
+            per_unit.drop(*PER_UNIT_LABELS).write.option("compression", "zstd").parquet(temp.child(folder))
         except spark_failures() as exc:
             raise job_error(exc) from None
-        parts = temp.name_parts(PARTS, "s0-p0-")
+        parts = temp.name_parts(folder, "part-")
         summed = sums.value
         runs = [] if summed.run_level is None else summed.run_level.frames(FOLD)
         if summed.errors is not None:
@@ -541,12 +553,17 @@ def write_atomically(out: HadoopFolder, per_unit: DataFrame, sums, manifest: Man
         state = summed.state
         if runs:
             run = pl.concat(runs, how="vertical")
-            parts.append(f"{PARTS}/s0-p0-{manifest.engine['partitions']:05d}.parquet")
-            temp.write_bytes(parts[-1], _parquet_bytes(run))
+            if partition_labels(run) != labels:
+                raise SparkError(f"an evaluated run's run-level rows are of {labels}; got "
+                                 f"{run.select(*PER_UNIT_LABELS).unique().rows()}")
+            parts.append(per_unit_file(labels, manifest.engine["partitions"]))
+            temp.write_bytes(parts[-1], _parquet_bytes(run.select(PER_UNIT_FILE_COLUMNS)))
             state = SummaryState.merge([state, PartitionState.of(run, undefined=manifest.undefined).reduced()])
             state.order = _rating_last(state.order)
         summary = summary_of(state, manifest.undefined)
         protocols = summary.get_column("protocol").unique(maintain_order=True).to_list()
+        if set(protocols) - {protocol}:  # the rows' labels are the folder's, which named them
+            raise SparkError(f"an evaluated run's rows are of protocol {protocol!r}; got {protocols}")
         temp.write_bytes(f"{SUMMARY}.parquet", _parquet_bytes(summary))
         temp.write_bytes(f"{SUMMARY}.csv", summary.write_csv().encode())
         text = json.dumps(manifest.replace(partitions=parts, protocols=protocols).to_json(), indent=2, default=str)

@@ -29,6 +29,7 @@ import polars as pl
 
 from recsys_eval.compare.bootstrap import BLOCK_USERS, BlockCounts, Resampled, ResamplePlan, bounds
 from recsys_eval.compare.frames import partitions
+from recsys_eval.core.results import PER_UNIT_COLUMNS, PER_UNIT_LABELS
 from recsys_eval.engine.partitions import user_chunks
 from recsys_eval.measure.aggregate import PartitionState
 
@@ -86,7 +87,7 @@ def per_user_table(spark: SparkSession, files: list[str], undefined: str, partit
     from pyspark.sql import types as T
 
     # every metric, the auxiliary ones too: the per-user reduction reads what it needs (f1's relevant counts)
-    frame = spark.read.parquet(*files).where(F.col("user").isNotNull())
+    frame = read_per_unit_spark(spark, files).where(F.col("user").isNotNull())
     text = isinstance(frame.schema["user"].dataType, T.StringType)
     if text:  # the rank among the key's users, as the local engine numbers text ids
         rank = F.dense_rank().over(Window.partitionBy(*_KEY).orderBy("user")) - 1
@@ -100,6 +101,22 @@ def per_user_table(spark: SparkSession, files: list[str], undefined: str, partit
                            T.StructField("metric", T.StringType()), T.StructField("k", T.IntegerType()),
                            T.StructField("value", T.DoubleType())])
     return ordered.mapInArrow(_user_values(undefined), schema)
+
+
+def read_per_unit_spark(spark: SparkSession, files: list[str]) -> DataFrame:
+    """The per-unit table of ``files`` (a results folder's per-unit files) read by Spark, with the
+    columns of the local reader (:func:`recsys_eval.core.results.read_per_unit`): Spark's partition
+    discovery gives each file the labels its folders name, from the per-unit folder (``basePath``),
+    decoded as Spark escapes them, and typed as text by the schema, never inferred (a fold ``1``
+    stays ``"1"``)."""
+    from pyspark.sql import types as T
+
+    from recsys_eval.engine.runs import per_unit_schema
+
+    root = files[0].rsplit("/", len(PER_UNIT_LABELS) + 1)[0]
+    text = isinstance(spark.read.parquet(files[0]).schema["user"].dataType, T.StringType)
+    return (spark.read.schema(per_unit_schema(text)).option("basePath", root).parquet(*files)
+            .select(*PER_UNIT_COLUMNS))
 
 
 def _user_values(undefined: str):

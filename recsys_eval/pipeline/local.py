@@ -31,7 +31,7 @@ import numpy as np
 import polars as pl
 
 from recsys_eval.core.memory import format_size, resident_bytes
-from recsys_eval.core.results import AUC_SCORES, CURVE_CHUNKS, EXPOSURE_COUNTS, UnfinishedFold, read_counts
+from recsys_eval.core.results import AUC_SCORES, CURVE_CHUNKS, EXPOSURE_COUNTS, UnfinishedFold, read_counts, read_per_unit
 from recsys_eval.errors import ConfigError
 from recsys_eval.measure.aggregate import PartitionState
 from recsys_eval.measure.metrics import RATINGS
@@ -86,7 +86,7 @@ class PartitionKeeper:
         #: How many chunks of each unfinished pair an earlier attempt finished.
         self.reused_chunks = {pair: len(chunks) for pair, chunks in self.chunks.items() if chunks}
         self.states: dict[tuple[int, int], list[PartitionState]] = {pair: [
-            PartitionState.of(pl.read_parquet(chunk.per_unit), undefined=options.measure.undefined)
+            PartitionState.of(read_per_unit([chunk.per_unit]).collect(), undefined=options.measure.undefined)
             for chunk in self.chunks[pair]] for pair in todo}
         #: Run-level metrics from exposure counts summed over the chunks of each (set, recommender).
         self.exposure = {(s, r): run_exposure(plan.data.n_items, list(options.measure.k), plan.sets[s].train,

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import polars as pl
 
+from recsys_eval.core.results import labels_of, read_per_unit
 from recsys_eval.measure.aggregate import PartitionState, SummaryState
 
 _KEYS = ["system", "protocol", "fold", "metric", "k"]
@@ -89,8 +90,8 @@ def reuse_fold(options: Summarising, partitions: list[Path]) -> FoldSummary:
     """The summary of a fold an earlier attempt completed, read back one partition at a time."""
     files: dict[tuple[str, str], list[Path]] = {}
     for path in partitions:
-        first = pl.read_parquet(path, n_rows=1).row(0, named=True)
-        files.setdefault((first["system"], first["protocol"]), []).append(path)
+        labels = labels_of(path)
+        files.setdefault((labels["system"], labels["protocol"]), []).append(path)
     out = FoldSummary(partitions=partitions, reused=len(files))
     for listed in files.values():
         out.add(reuse_partition(options, listed))
@@ -101,7 +102,7 @@ def reuse_partition(options: Summarising, files: list[Path]) -> tuple[pl.DataFra
     """The rows of one (fold, system, protocol) an earlier attempt completed, from its per-unit
     files (its chunks, then its run-level rows) read back one at a time: a file read back reduces
     to the state of the frame written, so these are the rows its attempt summarised."""
-    states = [PartitionState.of(pl.read_parquet(path), undefined=options.undefined) for path in files]
+    states = [PartitionState.of(read_per_unit([path]).collect(), undefined=options.undefined) for path in files]
     return partition_rows(options, PartitionState.merge(states))
 
 

@@ -22,6 +22,7 @@ from recsys_eval.core.results import (
     Manifest,
     PartitionFiles,
     ResultsFolder,
+    read_per_unit,
 )
 from recsys_eval.measure.aggregate import f_count_sums, per_user
 from recsys_eval.measure.metrics import AUXILIARY_METRICS, N_RELEVANT
@@ -84,7 +85,7 @@ def _folder(tmp_path, text_users: bool = False, shuffle: bool = False) -> Result
 
 
 def _per_unit_files(folder: ResultsFolder, fold: str, protocol: str) -> list[pl.DataFrame]:
-    return [pl.read_parquet(path) for path in folder.per_unit_files(fold=fold, protocol=protocol)]
+    return [read_per_unit([path]).collect() for path in folder.per_unit_files(fold=fold, protocol=protocol)]
 
 
 def _per_user_by_metric(folder: ResultsFolder, fold: str, protocol: str) -> dict[str, pl.DataFrame]:

@@ -18,17 +18,27 @@ from recsys_eval.core.atomic import scratch_path
 from recsys_eval.core.results import (
     FORMAT_VERSION,
     PER_UNIT_COLUMNS,
+    PER_UNIT_FILE_COLUMNS,
+    PER_UNIT_HIVE_SCHEMA,
     PER_UNIT_SCHEMA,
     FinishedChunk,
     FinishedPartition,
     Manifest,
     ResultsFolder,
     UnfinishedFold,
+    labels_of,
     read_counts,
+    read_per_unit,
 )
 from recsys_eval.errors import ConfigError, DataError
 
 LAYOUT = (["f1", "f2"], ["popular", "random"], ["AI+AR+AN"])
+#: Labels a user can give (protocol labels, system names, fold names of a splitter): what a folder
+#: name must escape ('/', '%', '=', ':', control characters, glob characters), what it keeps
+#: (spaces, '+', parentheses, non-ASCII), and names polars or Spark would read as numbers.
+TRICKY = (["1", "2024-01 é/x"],
+          ["2024", "als (k=64, 50%)/v2", "C:\\x #?*[]{}^'\"\t"],
+          ["AI+1R+NN100", "pop 0.5 (Ω=1) %2F", "..", "AI+AR+AN\n"])
 STAMP = re.compile(r"^\d{8}T\d{6}Z$")
 
 
@@ -86,7 +96,7 @@ def test_resume_takes_the_newest_work_folder_of_the_config_and_drops_leftover_sc
     other_config = root / ".partial-fff999-20260101T000000Z-cccc"
     for folder in (older, newest, other_config):
         (folder / "per_unit" / "f0").mkdir(parents=True)
-    kept = [newest / "layout.json", newest / "per_unit" / "f0" / "s0-p0-00000.parquet"]
+    kept = [newest / "layout.json", newest / "per_unit" / "f0" / "s0-p0-00000.parquet"]  # any file of a work folder
     scratch = [scratch_path(newest / "summary.parquet"), scratch_path(kept[1])]
     for path in kept + scratch:
         path.write_text("x")
@@ -126,7 +136,9 @@ def test_each_partition_and_part_has_its_own_file_holding_its_rows(work):
     frame = rows("f2", "random")
     written = work.write_partition(frame, part=1)
     assert written == paths["f2", "random", "AI+AR+AN", 1] and written.is_file()
-    assert pl.read_parquet(written).equals(frame.select(PER_UNIT_COLUMNS))
+    assert written == work.path / "per_unit" / "fold=f2" / "protocol=AI+AR+AN" / "system=random" / "part-00001.parquet"
+    assert pl.read_parquet(written).equals(frame.select(PER_UNIT_FILE_COLUMNS))  # no label column in the file
+    assert read_per_unit([written]).collect().equals(frame)
 
 
 def test_a_partition_of_mixed_or_missing_keys_is_refused_with_the_keys_it_holds(work):
@@ -194,7 +206,7 @@ def test_a_resume_reads_back_the_chunks_done_from_the_first_and_deletes_what_els
     # an engine that redoes the fold whole (Spark) keeps nothing of it but its ranges
     assert work.unfinished_fold("f1", reuse=False) == UnfinishedFold(users_per_range=3)
     assert [p.name for p in (work.path / "partitions" / "f0").iterdir()] == ["ranges.json"]
-    assert list((work.path / "per_unit" / "f0").iterdir()) == []
+    assert not (work.path / "per_unit" / "fold=f1").exists()  # its emptied folders too
 
 
 # -- finish ---------------------------------------------------------------------------------------
@@ -234,7 +246,11 @@ def test_open_names_a_missing_folder_missing_files_and_another_format(work, tmp_
     (final / "summary.parquet").write_text("")
     manifest = json.loads((final / "manifest.json").read_text())
     (final / "manifest.json").write_text(json.dumps({**manifest, "format": FORMAT_VERSION - 1}))
-    with pytest.raises(DataError, match=f"results format {FORMAT_VERSION - 1}, this version reads format {FORMAT_VERSION}"):
+    with pytest.raises(DataError, match=f"results format {FORMAT_VERSION - 1}, this version reads format {FORMAT_VERSION}"
+                                        r"; rerun.*still read as one table with pl\.scan_parquet"):
+        ResultsFolder.open(final)
+    (final / "manifest.json").write_text(json.dumps({**manifest, "format": FORMAT_VERSION + 1}))
+    with pytest.raises(DataError, match=f"results format {FORMAT_VERSION + 1}, .*this version$"):
         ResultsFolder.open(final)
 
 
@@ -272,3 +288,61 @@ def test_a_table_the_folder_does_not_hold_is_refused_by_name(work):
         work.write_table("sumary", pl.DataFrame({"a": [1]}))
     with pytest.raises(DataError, match="'absent' is not a table"):
         work.table("absent")
+
+
+# -- labels in folder names -----------------------------------------------------------------------
+def test_every_label_a_user_can_give_names_its_folder_and_reads_back_as_text(tmp_path):
+    """Each (fold, protocol, system) of TRICKY its own folder, one level per label; read back, by
+    the folder's reader, by its manifest's fold and protocol and by the documented polars glob, with
+    the labels as given, as text (a fold "1" and a system "2024" stay strings)."""
+    work = ResultsFolder.create(tmp_path / "out", "exp", "abc123", resume=False)
+    work.set_layout(*TRICKY)
+    written, frames = [], []
+    for fold in TRICKY[0]:
+        parts = []
+        for protocol in TRICKY[2]:
+            for system in TRICKY[1]:
+                frames.append(rows(fold, system, protocol, users=range(2 * len(frames), 2 * len(frames) + 2)))
+                parts.append(work.write_partition(frames[-1]))
+                assert labels_of(parts[-1]) == {"fold": fold, "protocol": protocol, "system": system}
+                assert len(parts[-1].relative_to(work.path).parts) == 5  # per_unit, 3 labels, the file
+        work.mark_fold_done(fold, parts)
+        written += parts
+    assert len({p.parent for p in written}) == len(written)
+    work.write_text("config.toml", "")
+    work.write_table("summary", pl.DataFrame({"system": TRICKY[1]}))
+    folder = ResultsFolder.open(work.finish(Manifest(folds=TRICKY[0], systems=TRICKY[1], protocols=TRICKY[2],
+                                                     partitions=[str(p.relative_to(work.path)) for p in written])))
+    expected = pl.concat(frames)
+    assert folder.scan_per_unit().collect().equals(expected)  # in the manifest's order, the columns in order
+    one = folder.scan_per_unit(fold="2024-01 é/x", protocol="pop 0.5 (Ω=1) %2F").collect()
+    assert one.equals(expected.filter((pl.col("fold") == "2024-01 é/x") & (pl.col("protocol") == "pop 0.5 (Ω=1) %2F")))
+    glob = pl.scan_parquet(folder.path / "per_unit" / "**" / "*.parquet", hive_schema=PER_UNIT_HIVE_SCHEMA).collect()
+    assert glob.select(PER_UNIT_COLUMNS).sort("user").equals(expected.sort("user"))
+
+
+def test_a_folder_name_escapes_what_spark_escapes_and_nothing_else(work):
+    """The folder of a label escapes as %XX (upper-case hex) the characters Spark's escapePathName
+    does on a POSIX system, written out here from its source, and keeps every other one."""
+    spark_escapes = {*map(chr, range(1, 0x20)), '"', "#", "%", "'", "*", "/", ":", "=", "?", "\\", "\x7f", "{", "[",
+                     "]", "^"}
+    from recsys_eval.core.results import label_folder
+
+    for code in [*range(1, 0x80), 0xE9, 0x65E5, 0x1F600]:
+        char = chr(code)
+        expected = f"%{code:02X}" if char in spark_escapes else char
+        assert label_folder("system", f"a{char}b") == f"system=a{expected}b", repr(char)
+    with pytest.raises(DataError, match="system label must be a non-empty string"):
+        label_folder("system", "")
+
+
+def test_a_path_outside_the_layout_is_an_error_naming_it(tmp_path):
+    with pytest.raises(DataError, match=r"f0/s0-p0-00000.parquet: not a per-unit file of a results folder"):
+        labels_of(tmp_path / "per_unit" / "f0" / "s0-p0-00000.parquet")
+
+
+def test_a_work_folder_of_another_results_format_is_not_resumed(work):
+    layout = json.loads((work.path / "layout.json").read_text())
+    (work.path / "layout.json").write_text(json.dumps({k: v for k, v in layout.items() if k != "format"}))
+    with pytest.raises(ConfigError, match=f"results format 2, this version writes format {FORMAT_VERSION}; run again without --resume"):
+        ResultsFolder(work.path).set_layout(*LAYOUT)

@@ -227,7 +227,7 @@ def test_evaluate_rating_metrics_on_spark_equal_local(spark, tmp_path, partition
     assert set(b.filter(pl.col("value").is_not_nan()).get_column("metric")) >= set(names)
     assert (tmp_path / "local" / "summary.csv").read_bytes() == (tmp_path / "spark" / "summary.csv").read_bytes()
     manifest = ResultsFolder.open(tmp_path / "spark").manifest
-    assert manifest.partitions[-1] == f"per_unit/f0/s0-p0-{partitions:05d}.parquet"
+    assert manifest.partitions[-1] == f"per_unit/fold=0/protocol=AI+AR+AN/system=sys/part-{partitions:05d}.parquet"
 
 
 @pytest.mark.spark

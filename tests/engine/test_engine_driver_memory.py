@@ -27,7 +27,7 @@ SCRIPT = textwrap.dedent("""
     result = evaluate_spark(spark, test, run, out, metrics=["precision", "ndcg", "ap"], k=[5, 10, 20],
                             partitions=4)
     try:
-        rows = spark.read.parquet(out + "/per_unit/f0").toArrow().num_rows
+        rows = spark.read.parquet(out + "/per_unit").toArrow().num_rows
         collected = f"collected {rows} rows"
     except Exception as exc:
         collected = str(exc)

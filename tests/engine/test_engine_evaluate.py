@@ -98,7 +98,9 @@ def test_partition_count_changes_no_value(spark, tmp_path):
 
 def _per_unit(out) -> pl.DataFrame:
     """The per-unit table of a results folder, read as the docs say any folder reads."""
-    return pl.scan_parquet(f"{out}/per_unit/**/*.parquet").collect()
+    from recsys_eval.core.results import PER_UNIT_HIVE_SCHEMA
+
+    return pl.scan_parquet(f"{out}/per_unit/**/*.parquet", hive_schema=PER_UNIT_HIVE_SCHEMA).collect()
 
 
 def test_results_folder_is_the_local_engines(spark, tmp_path):
@@ -116,8 +118,8 @@ def test_results_folder_is_the_local_engines(spark, tmp_path):
     evaluate_run(data, MeasureOptions.of(METRICS, [1, 3, 10], threshold=3.0), system="sys", out=tmp_path / "local",
                  force=False, source=paths["test"])
     files = sorted(str(p.relative_to(spark_out)) for p in spark_out.rglob("*") if p.is_file())
-    assert files == ["manifest.json", *[f"per_unit/f0/s0-p0-{i:05d}.parquet" for i in range(4)],
-                     "summary.csv", "summary.parquet"]
+    assert files == ["manifest.json", *[f"per_unit/fold=0/protocol=AI+AR+AN/system=sys/part-{i:05d}.parquet"
+                                        for i in range(4)], "summary.csv", "summary.parquet"]
     for name in ("summary.csv", "summary.parquet"):
         assert (spark_out / name).read_bytes() == (tmp_path / "local" / name).read_bytes()
     folder = ResultsFolder.open(spark_out)
