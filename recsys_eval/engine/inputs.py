@@ -316,16 +316,17 @@ def read_split(uri: str, user_ids: pl.Series, item_ids: pl.Series, *, source: st
 def fold_frame(spark, uri: str, data: Interactions):
     """The fold's rows for the executors, read by Spark from the written split: ``user, item``
     (indices over ``data``'s index, by a join with the index of each), ``rating`` where there is
-    one, and ``test`` (the test side's rows); the dropped test rows left out."""
+    one, ``test`` (the test side's rows) and the raw user id
+    (:data:`~recsys_eval.engine.targets.RAW_USER`); the dropped test rows left out."""
     from pyspark.sql import functions as F
 
     from recsys_eval.engine.split import SIDE, TEST_SIDE, TRAIN_SIDE
-    from recsys_eval.engine.targets import TEST
+    from recsys_eval.engine.targets import RAW_USER, TEST
 
-    rows = spark.read.parquet(uri).filter(F.col(SIDE).isin(TRAIN_SIDE, TEST_SIDE))
+    rows = spark.read.parquet(uri).filter(F.col(SIDE).isin(TRAIN_SIDE, TEST_SIDE)).withColumn(RAW_USER, F.col("user"))
     for role, ids in (("user", data.user_ids), ("item", data.item_ids)):
         index = spark.createDataFrame(pl.DataFrame({role: ids, "_index": np.arange(len(ids), dtype=np.int32)})
                                       .to_arrow())
         rows = rows.join(index, on=role).drop(role).withColumnRenamed("_index", role)
     values = ["rating"] if "rating" in rows.columns else []
-    return rows.select("user", "item", *values, (F.col(SIDE) == TEST_SIDE).alias(TEST))
+    return rows.select("user", "item", *values, (F.col(SIDE) == TEST_SIDE).alias(TEST), RAW_USER)
