@@ -78,12 +78,19 @@ class SignedRanks:
 
     @classmethod
     def of(cls, diffs: np.ndarray) -> SignedRanks:
-        """One sort of all columns (each column's |d| ascending), then sums over its runs of ties."""
+        """One sort of all columns (each column's |d| ascending), then sums over its runs of ties.
+
+        A non-negative double orders as its bit pattern, so each value is sorted as one integer key:
+        the bits of |d| shifted left by one, the sign of d in the freed lowest bit. Sorting the keys
+        in place sorts |d| and carries every sign along, with no argsort and no gather (the order
+        within a run of equal |d|, negatives last, changes no sum below)."""
         n_users, n_cols = diffs.shape
         by_column = np.ascontiguousarray(diffs.T)
-        # the order within a run of equal |d| changes no sum below: numpy's fastest sort serves
-        ordered = np.take_along_axis(by_column, np.argsort(np.abs(by_column), axis=1), axis=1)
-        size = np.abs(ordered)
+        keys = np.abs(by_column).view(np.uint64) << np.uint64(1)
+        keys |= by_column < 0
+        keys.sort(axis=1)
+        size = keys >> np.uint64(1)
+        negative = (keys & np.uint64(1)).astype(bool)
         starts_run = np.ones(size.shape, dtype=bool)
         starts_run[:, 1:] = size[:, 1:] != size[:, :-1]
         starts = np.flatnonzero(starts_run)  # runs of equal |d|, never across two columns
@@ -93,9 +100,10 @@ class SignedRanks:
         nonzero = size.ravel()[starts] != 0
         # a run's average 1-based rank among its column's non-zero values (the zeros sort first)
         rank = np.where(nonzero, first - zeros[column] + (lengths + 1) / 2, 0.0)
-        flat = ordered.ravel()
+        flat_negative = negative.ravel()
         positives, negatives = (np.add.reduceat(side.astype(np.int64), starts) if starts.size
-                                else np.zeros(0, np.int64) for side in (flat > 0, flat < 0))
+                                else np.zeros(0, np.int64)
+                                for side in ((size.ravel() != 0) & ~flat_negative, flat_negative))
         t = lengths.astype(np.float64)
         return cls(
             plus=np.bincount(column, weights=rank * positives, minlength=n_cols),

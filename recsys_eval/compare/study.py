@@ -157,13 +157,19 @@ class SampledCorrection:
         return [(m, k) for m, k in run.select("metric", "k").unique(maintain_order=True).iter_rows()
                 if m in SAMPLED_METRICS and m != "auc"]
 
-    def add(self, part: PartValues) -> None:
-        """The fold rows of a (fold, protocol)'s units, if it is a 1R+NN protocol."""
-        if part.ranks is not None and part.protocol in self.protocols:
-            manifest = self.folder.manifest
-            self.fold_rows.setdefault(part.protocol, []).extend(_sampled_fold_rows(
-                part.ranks, part.protocol, manifest.protocol_definitions[part.protocol]["n"], self.metrics,
-                manifest.items, self.undefined, manifest.metric_params))
+    def rows(self, part: PartValues) -> tuple[str, list[pl.DataFrame]] | None:
+        """(protocol, fold rows) of a (fold, protocol)'s units if it is a 1R+NN protocol: a function
+        of the part alone, so parts may be computed on several threads and :meth:`extend` in order."""
+        if part.ranks is None or part.protocol not in self.protocols:
+            return None
+        manifest = self.folder.manifest
+        return part.protocol, _sampled_fold_rows(part.ranks, part.protocol, manifest.protocol_definitions[part.protocol]["n"],
+                                                 self.metrics, manifest.items, self.undefined, manifest.metric_params)
+
+    def extend(self, rows: tuple[str, list[pl.DataFrame]] | None) -> None:
+        """Gather the :meth:`rows` of a part (in the run's order of parts)."""
+        if rows is not None:
+            self.fold_rows.setdefault(rows[0], []).extend(rows[1])
 
     def table(self) -> pl.DataFrame:
         """The table of every protocol added."""
@@ -306,6 +312,61 @@ def aggregation_tables(folder: ResultsFolder, summary: pl.DataFrame, f_sums: lis
     return tables
 
 
+@dataclass(frozen=True)
+class _PartDone:
+    """What the analysis keeps of one (fold, protocol) part, gathered in the run's order of parts."""
+
+    paired: list[pl.DataFrame]
+    means: list[pl.DataFrame]
+    spread: list[pl.DataFrame]  # its per-user distributions' statistics, with distributions
+    sorted_values: object | None  # and the compare.distributions.SortedValues of its columns
+    sliced: list[pl.DataFrame]
+    slice_paired: list[pl.DataFrame]
+    f_sums: list[pl.DataFrame]
+    sampled: tuple[str, list[pl.DataFrame]] | None
+
+
+@dataclass(frozen=True)
+class _PartWork:
+    """The analysis of one (fold, protocol) part as read: its paired tests, fold means, per-user
+    distributions, slices, F-measure count sums and sampled-metric rows. Each is a function of the
+    part alone (its resamples seeded by its fold and protocol definition, :func:`_seeded`), so two
+    parts are analysed at once on two threads (numpy, polars and the numba kernels release the GIL)
+    and their tables gathered in the run's order: the same bytes as one part after another."""
+
+    options: dict
+    definitions: dict
+    baseline: str | None
+    slices: pl.DataFrame | None
+    distributions: bool
+    test_here: bool  # False when a paired_runner tests every part elsewhere
+    sampled: SampledCorrection
+
+    def __call__(self, part: PartValues) -> _PartDone:
+        from recsys_eval.compare.distributions import SortedValues
+        from recsys_eval.compare.paired import partition_tests
+        from recsys_eval.compare.slices import slice_tables, slice_test_options
+        from recsys_eval.measure.aggregate import f_count_sums
+
+        seeded = _seeded(self.options, self.definitions, part.fold, part.protocol)
+        # every test family lies within one (protocol, fold, metric, k): each (fold, protocol) is
+        # tested on its own, its resamples seeded by its (fold, protocol definition), so no part's
+        # tests depend on another's, a relabelled protocol keeps its p-values, and the metrics of
+        # one (fold, protocol), measured on the same users, share their sign flips
+        paired = [partition_tests(part.matrix, **seeded)] if self.test_here else []
+        means = [_fold_means(part.frame(metric)) for metric in part.metrics]
+        # the diagnostics take the matrix as read: no other layout of the users, no frame of them
+        # (one sort of each column serves its statistics and curves)
+        spread = SortedValues.of_columns(part.matrix, part.defined_columns()) if self.distributions else None
+        sliced, slice_paired = [], []
+        if self.slices is not None and part.metrics:
+            group_means, slice_paired = slice_tables(part.matrix, part.metrics, self.slices.filter(pl.col("fold") == part.fold),
+                                                     part.comparable_groups(self.baseline), **slice_test_options(seeded))
+            sliced = [group_means]
+        f_sums = [f_count_sums(part.f_users)] if part.f_users is not None else []
+        return _PartDone(paired, means, [spread.summary()] if spread is not None else [], spread, sliced, slice_paired, f_sums, self.sampled.rows(part))
+
+
 def analyse(
     folder: str | Path | ResultsFolder,
     *,
@@ -326,22 +387,16 @@ def analyse(
     options, undefined)``, when given, computes the paired tests of every part elsewhere, as
     :func:`part_paired_tests` does here (a Spark job: :class:`recsys_eval.engine.paired.SparkPairedTests`)."""
     from recsys_eval.compare import fold_paired_tests
-    from recsys_eval.compare.distributions import (
-        CurveMeans,
-        SortedValues,
-        with_fold_means,
-    )
-    from recsys_eval.compare.paired import partition_tests
+    from recsys_eval.compare.distributions import CurveMeans, with_fold_means
     from recsys_eval.compare.slices import (
         popularity_parts,
         slice_fold_means,
         slice_means,
-        slice_tables,
         slice_test_options,
         slice_tests,
     )
+    from recsys_eval.core.chunks import map_in_order
     from recsys_eval.errors import check_choice
-    from recsys_eval.measure.aggregate import f_count_sums
 
     folder = folder if isinstance(folder, ResultsFolder) else ResultsFolder.open(folder)
     manifest = folder.manifest
@@ -367,32 +422,17 @@ def analyse(
     definitions = manifest.protocol_definitions  # none in a folder no run wrote (evaluate)
     elsewhere = paired_runner(folder, options, undefined) if paired_runner is not None else None
     sampled, f_sums = SampledCorrection(folder, summary, undefined), []
-    for part in read_parts(folder, undefined):
-        # every test family lies within one (protocol, fold, metric, k): each (fold, protocol) is
-        # tested on its own, its resamples seeded by its (fold, protocol definition), so no part's
-        # tests depend on another's, a relabelled protocol keeps its p-values, and the metrics of
-        # one (fold, protocol), measured on the same users, share their sign flips
-        if paired_runner is None:
-            paired.append(partition_tests(part.matrix, **_seeded(options, definitions, part.fold, part.protocol)))
-        for metric in part.metrics:
-            users = part.frame(metric)
-            means.append(_fold_means(users))
-            del users
-        # the diagnostics take the matrix as read: no other layout of the users, no frame of them
-        if curves is not None:  # one sort of each column serves its statistics and curves
-            groups = SortedValues.of_columns(part.matrix, part.defined_columns())
-            spread.append(groups.summary())
-            curves.add(groups)
-        if slices is not None and part.metrics:
-            part_options = slice_test_options(_seeded(options, definitions, part.fold, part.protocol))
-            group_means, group_tests = slice_tables(part.matrix, part.metrics, slices.filter(pl.col("fold") == part.fold),
-                                                    part.comparable_groups(baseline), **part_options)
-            sliced.append(group_means)
-            slice_paired += group_tests
-        if part.f_users is not None:
-            f_sums.append(f_count_sums(part.f_users))
-        sampled.add(part)
-        del part
+    work = _PartWork(options, definitions, baseline, slices, curves is not None, paired_runner is None, sampled)
+    for done in map_in_order(work, read_parts(folder, undefined)):
+        paired += done.paired
+        means += done.means
+        spread += done.spread
+        if done.sorted_values is not None:
+            curves.add(done.sorted_values)
+        sliced += done.sliced
+        slice_paired += done.slice_paired
+        f_sums += done.f_sums
+        sampled.extend(done.sampled)
     units = folder.table(UNIT_SLICES)
     for users, groups in popularity_parts(folder, units, undefined) if units is not None else ():
         part_options = slice_test_options(_part_options(options, definitions, users))

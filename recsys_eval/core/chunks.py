@@ -1,4 +1,5 @@
-"""Running a serial ``nogil`` kernel over chunks of units on a pool of threads.
+"""Running a serial ``nogil`` kernel over chunks of units on a pool of threads; mapping a function
+over a stream of independent parts on threads, its results in the stream's order.
 
 numba compiles a ``parallel=True`` (``prange``) kernel several times slower than the same loop
 without it: the parfor passes, the outlined gufunc and the threading-layer glue cost seconds per
@@ -16,7 +17,8 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -69,3 +71,23 @@ def run_chunks(kernel: Callable[..., Any], bounds: np.ndarray, *args: Any, index
     futures = [_executor().submit(work) for _ in range(threads)]
     for future in futures:
         future.result()
+
+
+def map_in_order(function: Callable[[Any], Any], items: Iterable[Any], *, workers: int = 2, ahead: int = 2) -> Iterator[Any]:
+    """``function(item)`` of every item, computed on ``workers`` threads and yielded in the items'
+    order: the same results as a loop when ``function`` depends on its item alone. At most
+    ``ahead`` items are taken from ``items`` before their results are yielded, so a stream of large
+    parts holds about ``ahead + 1`` of them at once (the one the caller reads next among them).
+
+    Threads pay where ``function`` spends its time in code that releases the GIL (numpy, polars,
+    ``nogil`` numba kernels). Its own pool: a function that calls :func:`run_chunks` does not wait
+    on the pool it runs in. Raises what a call raised, when its result is reached."""
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="recsys-parts") as pool:
+        pending: deque = deque()
+        for item in items:
+            pending.append(pool.submit(function, item))
+            del item  # the pending call holds it until it is done
+            if len(pending) >= ahead:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()

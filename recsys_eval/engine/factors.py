@@ -9,6 +9,11 @@ factors travel as rows of a Spark DataFrame ``(user, factor_model, factors)`` (:
 a user's factor rows land in the user's partition, sorted beside its interactions, and a task
 builds a :class:`PartitionFactors` of its chunk's users (:func:`take_user_factors`).
 
+The bias predictor's user biases (:class:`~recsys_eval.recommend.rating.BiasPredictor`, one float64
+per user) travel the same way, as rows ``(user, factor_model, user_bias)``: the broadcast model keeps
+the global mean and the item biases, and a task gives it its users' biases
+(:func:`with_user_biases`).
+
 Scores are the whole model's to the bit: the same float32 rows are multiplied by the same item
 factors (:meth:`PartitionFactors.factor_rows` maps a user index to its row), each score a
 fixed-order sum that no tile or partition changes (:mod:`recsys_eval.recommend.factor_scores`).
@@ -24,8 +29,16 @@ from recsys_eval.errors import ConfigError
 from recsys_eval.recommend.implicit_models import FactorModel
 
 #: The columns the user factor rows add to a fold's rows: which factor model (an index into the
-#: task's ``factor_keys``) and the user's factors (a list of float32).
-MODEL, FACTORS = "factor_model", "factors"
+#: task's ``factor_keys``) and the user's factors (a list of float32), or its bias (a float64).
+MODEL, FACTORS, BIAS = "factor_model", "factors", "user_bias"
+
+
+def has_user_rows(model) -> bool:
+    """Whether a fitted model's per-user part travels as rows to its users' partitions (factor
+    models' user factors, the bias predictor's user biases) instead of being broadcast."""
+    from recsys_eval.recommend.rating import BiasPredictor
+
+    return isinstance(model, FactorModel | BiasPredictor)
 
 
 class PartitionFactors(FactorModel):
@@ -74,15 +87,25 @@ def item_side(model: FactorModel) -> PartitionFactors:
     return PartitionFactors(model.item_factors, model._item_factors_t)
 
 
-def user_factor_rows(spark, model: FactorModel, index: int, user_type):
-    """The user factors of ``model`` as a Spark DataFrame ``(user, factor_model, factors)``, one
-    row per user index, ``factor_model`` = ``index`` and ``user`` cast to ``user_type`` (the fold's
-    rows'). ``spark_als``'s are its fitted DataFrame, never collected; a model fitted on the driver
-    (implicit's) has its matrix sent once, as rows, instead of once to every executor."""
+def user_factor_rows(spark, model, index: int, user_type):
+    """The user factors of ``model`` as a Spark DataFrame ``(user, factor_model, factors)`` (a bias
+    predictor's biases: ``(user, factor_model, user_bias)``), one row per user index,
+    ``factor_model`` = ``index`` and ``user`` cast to ``user_type`` (the fold's rows').
+    ``spark_als``'s are its fitted DataFrame, never collected; a model fitted on the driver
+    (implicit's, the bias predictor) has its matrix sent once, as rows, instead of once to every
+    executor."""
     from pyspark.sql import functions as F
 
+    from recsys_eval.recommend.rating import BiasPredictor
     from recsys_eval.recommend.spark_als import SparkALS
 
+    if isinstance(model, BiasPredictor):
+        import pyarrow as pa
+
+        biases = pa.table({"user": pa.array(np.arange(len(model.user_bias), dtype=np.int64)),
+                           BIAS: pa.array(np.asarray(model.user_bias, np.float64))})
+        return spark.createDataFrame(biases).select(F.col("user").cast(user_type).alias("user"),
+                                                    F.lit(index).cast("int").alias(MODEL), F.col(BIAS))
     if isinstance(model, SparkALS):
         frame = model.user_frame.select(F.col("id").alias("user"), F.col("features").alias(FACTORS))
     else:
@@ -111,16 +134,32 @@ def _factor_table(user_factors: np.ndarray):
 
 def take_user_factors(chunk: pl.DataFrame, keys: tuple) -> tuple[pl.DataFrame, dict]:
     """A chunk of a fold's rows split into its interaction rows (the factor columns dropped) and,
-    per factor model of ``keys`` (indexed by ``factor_model``; on a Spark fold, the (system, train
-    side) it was fitted for: a uniform test's model has user factors of its own), its users'
-    factor rows as ``(users, (n, width) float32 matrix)``."""
+    per model of ``keys`` (indexed by ``factor_model``; on a Spark fold, the (system, train side)
+    it was fitted for: a uniform test's model has user factors of its own), its users' factor rows
+    as ``(users, (n, width) float32 matrix)``, or a bias predictor's as ``(users, float64 biases)``."""
     if MODEL not in chunk.columns:
         return chunk, {}
     is_factor = pl.col(MODEL).is_not_null()
-    rows = chunk.filter(~is_factor).drop(MODEL, FACTORS)
+    rows = chunk.filter(~is_factor).drop(MODEL, FACTORS, BIAS, strict=False)
     out = {}
     for (index,), part in chunk.filter(is_factor).partition_by(MODEL, as_dict=True).items():
         users = part.get_column("user").to_numpy()
+        if BIAS in part.columns and not part.get_column(BIAS).has_nulls():  # a bias predictor's rows
+            out[keys[index]] = (users, part.get_column(BIAS).to_numpy())
+            continue
         flat = part.get_column(FACTORS).explode().to_numpy().astype(np.float32, copy=False)
         out[keys[index]] = (users, flat.reshape(len(users), -1))
     return rows, out
+
+
+def with_user_biases(model, users: np.ndarray, biases: np.ndarray):
+    """A broadcast bias predictor (its user biases dropped) made whole for the users ``users``
+    (indices) with their ``biases``: an array over the indices up to the largest, 0 elsewhere (as
+    the fitted model has for a user without train ratings)."""
+    import copy
+
+    ready = copy.copy(model)
+    users = np.asarray(users, np.int64)
+    ready.user_bias = np.zeros(int(users.max()) + 1 if len(users) else 0)
+    ready.user_bias[users] = biases
+    return ready

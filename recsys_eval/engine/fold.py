@@ -121,16 +121,21 @@ def check_spark_config(config: ExperimentConfig, at) -> None:
 # -- what the executors get ------------------------------------------------------------------------
 def broadcastable(model: Any) -> Any:
     """The part of a fitted recommender the executors need: the library object is dropped (item
-    counts, similarities, biases kept); a factor model keeps its item factors alone (its users' rows
-    are joined to their partitions, :mod:`recsys_eval.engine.factors`); item kNN leaves its train
-    matrix behind (a task reads its users' rows from its own partition, :func:`local_model`)."""
+    counts, similarities kept); a factor model keeps its item factors alone and the bias predictor
+    its mean and item biases (their users' rows are joined to their partitions,
+    :mod:`recsys_eval.engine.factors`); item kNN leaves its train matrix behind (a task reads its
+    users' rows from its own partition, :func:`local_model`)."""
     from recsys_eval.engine.factors import item_side
     from recsys_eval.recommend.baselines import PopularRecommender, RandomRecommender
     from recsys_eval.recommend.implicit_models import FactorModel, ItemKNN
     from recsys_eval.recommend.rating import BiasPredictor
 
-    if isinstance(model, RandomRecommender | PopularRecommender | BiasPredictor):
+    if isinstance(model, RandomRecommender | PopularRecommender):
         return model
+    if isinstance(model, BiasPredictor):  # its user biases go to their users' partitions as rows
+        light = copy.copy(model)
+        light.user_bias = None
+        return light
     if isinstance(model, FactorModel):
         return item_side(model)
     if isinstance(model, ItemKNN):
@@ -143,16 +148,19 @@ def broadcastable(model: Any) -> Any:
 
 def local_model(model: Any, train: Interactions, user_factors: tuple | None = None) -> Any:
     """A broadcast model made ready for a chunk of users: item kNN scores a user from the user's
-    train row, a factor model from the user's factor row (``user_factors``: the chunk's ``(users,
-    rows)``), both of which the partition holds."""
-    from recsys_eval.engine.factors import PartitionFactors
+    train row, a factor model from the user's factor row, the bias predictor with the user's bias
+    (``user_factors``: the chunk's ``(users, rows)``), all of which the partition holds."""
+    from recsys_eval.engine.factors import PartitionFactors, with_user_biases
     from recsys_eval.recommend.implicit_models import ItemKNN
+    from recsys_eval.recommend.rating import BiasPredictor
 
     if isinstance(model, ItemKNN):
         model = copy.copy(model)
         model.user_items = train.csr()
     if isinstance(model, PartitionFactors) and user_factors is not None:
         model = model.with_users(*user_factors)
+    if isinstance(model, BiasPredictor) and user_factors is not None:
+        model = with_user_biases(model, *user_factors)
     return model
 
 
@@ -160,11 +168,14 @@ def local_model(model: Any, train: Interactions, user_factors: tuple | None = No
 class FoldTask:
     """How a task turns a chunk of whole users of a fold (columns ``user, item, rating, test`` and
     the uniform tests' flags, :meth:`recsys_eval.engine.targets.FoldTargets.rows`: user and item
-    indices, the rating, whether the row is a test row) into tables for the driver.
+    indices, the rating, whether the row is a test row; and the user's raw id,
+    :data:`~recsys_eval.engine.targets.RAW_USER`) into tables for the driver.
 
     ``options``: the run's options (protocols, measure options, seeds); ``jobs`` and ``rank``: the
-    fold's recommenders and rank options; ``template`` is the dataset with no rows (its user and item index, item
-    metadata); ``targets`` (broadcast, :class:`~recsys_eval.engine.targets.SparkTargets`) what the
+    fold's recommenders and rank options; ``template`` is the dataset with no rows and no user ids
+    (:func:`~recsys_eval.engine.targets.shipped_template`: its item index and metadata; each chunk
+    takes its users' raw ids from its rows, :func:`~recsys_eval.engine.targets.chunk_template`);
+    ``targets`` (broadcast, :class:`~recsys_eval.engine.targets.SparkTargets`) what the
     target sets need of every user: each protocol entry's item totals (its candidates, sampling
     weights, popularity bins and the exposure's bins) and train side (each user's first unit
     numbers come as rows of the chunk, :func:`~recsys_eval.engine.targets.take_unit_numbers`); ``models`` (broadcast) maps
@@ -216,7 +227,7 @@ def fold_chunk_tables(chunk: pl.DataFrame, task: FoldTask):
     with the chunk's users' factor rows of its (system, train side)."""
     from recsys_eval.engine.beyond import RUN_COUNTS, chunk_exposure, rating_tables, run_counts
     from recsys_eval.engine.factors import take_user_factors
-    from recsys_eval.engine.targets import TEST, chunk_split, partition_target_sets, take_unit_numbers
+    from recsys_eval.engine.targets import TEST, chunk_split, chunk_template, partition_target_sets, take_unit_numbers
     from recsys_eval.measure.lists import with_item_side
     from recsys_eval.pipeline import jobs
     from recsys_eval.measure.metrics import RATINGS
@@ -226,10 +237,11 @@ def fold_chunk_tables(chunk: pl.DataFrame, task: FoldTask):
     chunk, numbers = take_unit_numbers(chunk)
     if not chunk.height:  # factor rows of users with no row in this fold
         return
+    chunk, template = chunk_template(task.template, chunk)
     models = getattr(task.models, "value", task.models)
     targets = getattr(task.targets, "value", task.targets)
     item_sides = getattr(task.item_sides, "value", task.item_sides)
-    for p, split, target_set in partition_target_sets(options, targets, chunk, task.template, task.fold):
+    for p, split, target_set in partition_target_sets(options, targets, chunk, template, task.fold):
         if item_sides is not None:
             with_item_side(split.train, item_sides[targets.trains[p]])
         target = target_set.whole()
@@ -241,9 +253,9 @@ def fold_chunk_tables(chunk: pl.DataFrame, task: FoldTask):
             key = (job.system, targets.trains[p])
             model = local_model(models[key], split.train, user_factors.get(key))
             rankings = jobs.rank(task.rank, model, target)
-            exposure = chunk_exposure(options.measure, task.template.n_items, target.train) if options.measure.run_level \
+            exposure = chunk_exposure(options.measure, template.n_items, target.train) if options.measure.run_level \
                 else None
-            frame = jobs.measure_ranking(options.measure, task.template, rankings, target, job.system, task.fold,
+            frame = jobs.measure_ranking(options.measure, template, rankings, target, job.system, task.fold,
                                          run_level=False, exposure=exposure)
             mapped = pl.Series("unit", global_unit, dtype=pl.Int64).gather(frame.get_column("unit"))
             yield PER_UNIT, frame.with_columns(mapped)
@@ -259,10 +271,10 @@ def fold_chunk_tables(chunk: pl.DataFrame, task: FoldTask):
                 yield SCORED, jobs.scored_rows(rankings, target, job.system, task.fold, seed=seed,
                                                n_chunks=task.n_parts)
     if options.measure.rating:  # on the fold's split, by the recommenders fitted on its train (side 0)
-        split = chunk_split(chunk, TEST, task.template, task.fold)
+        split = chunk_split(chunk, TEST, template, task.fold)
         ready = {job.system: local_model(models[job.system, 0], split.train, user_factors.get((job.system, 0)))
                  for job in task.jobs}
-        yield from rating_tables(options.measure, split, ready, task.template, task.fold,
+        yield from rating_tables(options.measure, split, ready, template, task.fold,
                                  lambda users: numbers.of(RATINGS, users))
 
 
@@ -286,13 +298,13 @@ class SparkFold:
     def run(self) -> FoldSummary:
         from recsys_eval.core.spark import spark_session
         from recsys_eval.engine.beyond import RunLevel
-        from recsys_eval.engine.targets import FoldTargets
+        from recsys_eval.engine.targets import FoldTargets, shipped_template
         from recsys_eval.measure.beyond import whole_item_side
         from recsys_eval.measure.lists import with_item_side
         from recsys_eval.measure.metrics import BEYOND_METRICS
         from recsys_eval.pipeline.fit import fit_models
         from recsys_eval.pipeline.targets import protocol_labels
-        from recsys_eval.recommend.implicit_models import FactorModel
+        from recsys_eval.engine.factors import has_user_rows
 
         plan, split = self.plan, self.plan.split
         spark = spark_session(self.engine.master)  # first: no PySpark or Java is one message naming the extra
@@ -307,14 +319,14 @@ class SparkFold:
         side = {id(train): i for i, train in enumerate(targets.trains)}
         fitted_models = fit_models(plan, trains, self.progress, self.timings).all(plan.fold, self.timings)
         models = {(name, side[key]): m for (name, key), m in fitted_models.items()}
-        factor_keys = tuple(key for key, m in models.items() if isinstance(m, FactorModel))
+        factor_keys = tuple(key for key, m in models.items() if has_user_rows(m))
         n_parts = self.engine.partitions or 4 * context.defaultParallelism
         measure = plan.options.measure
         # per train side, what its beyond-accuracy metrics read of every train user
         item_sides = tuple(whole_item_side(train, train.n_items, measure.ranking, measure.params)
                            for train in targets.trains) if any(n in BEYOND_METRICS for n in measure.ranking) else None
         task = FoldTask(
-            options=plan.options, jobs=plan.models, rank=plan.rank, template=plan.data.with_frame(plan.data.frame.clear()),
+            options=plan.options, jobs=plan.models, rank=plan.rank, template=shipped_template(plan.data),
             fold=plan.fold, targets=context.broadcast(targets.shipped),
             models=context.broadcast({key: broadcastable(m) for key, m in models.items()}),
             pool_auc=plan.pool_auc, n_parts=n_parts,
@@ -342,14 +354,16 @@ class SparkFold:
 
     def _rows(self, spark, targets):
         """The fold's rows as a Spark DataFrame (:meth:`~recsys_eval.engine.targets.FoldTargets.rows`'
-        columns): read from the split Spark wrote (:func:`recsys_eval.engine.inputs.fold_frame`),
-        with the uniform tests' flags of the test rows (the driver's choice) joined on (user, item)
-        and the fixed negatives' rows added; else sent from the driver's split."""
+        columns and each row's raw user id, :data:`~recsys_eval.engine.targets.RAW_USER`): read from
+        the split Spark wrote (:func:`recsys_eval.engine.inputs.fold_frame`), with the uniform
+        tests' flags of the test rows (the driver's choice) joined on (user, item) and the fixed
+        negatives' rows added; else sent from the driver's split."""
         from recsys_eval.engine.inputs import fold_frame
+        from recsys_eval.engine.targets import with_raw_users
 
-        split = self.plan.split
+        split, user_ids = self.plan.split, self.plan.data.user_ids
         if self.written is None:
-            return spark.createDataFrame(targets.rows(split).to_arrow())
+            return spark.createDataFrame(with_raw_users(targets.rows(split), user_ids).to_arrow())
         frame = fold_frame(spark, self.written, self.plan.data)
         if targets.flags:
             flags = split.test.frame.select("user", "item").with_columns(
@@ -358,7 +372,8 @@ class SparkFold:
         if targets.negatives:
             negatives = pl.concat([pairs.with_columns(pl.lit(True).alias(column))
                                    for column, pairs in targets.negatives.items()], how="diagonal_relaxed")
-            frame = frame.unionByName(spark.createDataFrame(negatives.to_arrow()), allowMissingColumns=True)
+            frame = frame.unionByName(spark.createDataFrame(with_raw_users(negatives, user_ids).to_arrow()),
+                                      allowMissingColumns=True)
         return frame.fillna(False, subset=[*targets.flags, *targets.negatives])
 
     def _collect(self, spark, task: FoldTask, n_parts: int, frame, run_level: RunLevel,
@@ -413,7 +428,7 @@ class SparkFold:
                 states = sums.pop((system, label), [])
                 run = run_level.frame(system, label, plan.fold)
                 if run is not None:  # after every chunk, as the local fold writes it
-                    out.partitions.append(self.sink.write_partition(run, part=task.template.n_users))
+                    out.partitions.append(self.sink.write_partition(run, part=plan.data.n_users))
                     states.append(PartitionState.of(run, undefined=undefined).reduced())
                 if states:
                     key = (pl.col("system") == system) & (pl.col("protocol") == label)

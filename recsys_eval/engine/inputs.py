@@ -11,10 +11,11 @@ Spark jobs, the split written as Parquet partitioned by side, and the driver's c
   (the threshold compared in float32, as numpy compares the float32 ratings; minimum counts
   counted once on the input; the k-core peeled round by round to its fixed point), and the same
   record of what each step removed.
-- Split: :func:`recsys_eval.engine.split.mark_split`, the local splitter's per-user rule drawn by
-  the executors (docs/CONVENTIONS.md#per-user-split-draws), written by
+- Split: :func:`recsys_eval.engine.split.split_folds`, the local splitter's per-user rule drawn by
+  the executors (docs/CONVENTIONS.md#per-user-split-draws), or a time split's point (found by a
+  Spark sort for a quantile) or rolling windows, each fold written by
   :func:`~recsys_eval.engine.split.write_sides` into the results folder's scratch
-  (``spark_splits/<fold>/side=<side>/``); the split's ``info`` counted by Spark.
+  (``spark_splits/<fold>/side=<side>/``); each fold's ``info`` counted by Spark.
 
 The driver still reads the written split back whole (:func:`read_split`): the recommenders fitted
 on the driver (implicit's, item kNN, the baselines), tuning and the run's statistics read the
@@ -45,9 +46,6 @@ ROLES = ("user", "item", "rating", "timestamp")
 GLOBAL_SPLITS = {
     "holdout": "a global holdout draws its test rows among every row (per_user = true splits on Spark)",
     "kfold": "its folds cut one order of every row",
-    "time": "its split point is a quantile of every row's timestamp",
-    "rolling_time": "its windows are cut on every row's timestamp",
-    "user_time": "it is not yet drawn by the per-user rule of recsys_eval.split.keyed",
     "official": "its folds are the dataset's own files",
     "user_disjoint": "it draws whole users among every user",
     "cold_items": "it draws whole items among every item",
@@ -56,11 +54,11 @@ GLOBAL_SPLITS = {
 
 def local_only(config: ExperimentConfig) -> list[str]:
     """Why the config's inputs are loaded, prepared and split on the driver (empty: on Spark)."""
-    from recsys_eval.split.keyed import PER_USER_SPLITTERS
+    from recsys_eval.engine.split import SPARK_SPLITTERS
 
     split, dataset = config.split, config.dataset
     reasons = []
-    if split.method not in PER_USER_SPLITTERS or (split.method == "holdout" and not split.params.get("per_user")):
+    if split.method not in SPARK_SPLITTERS or (split.method == "holdout" and not split.params.get("per_user")):
         reasons.append(f"split {split.method!r}: {GLOBAL_SPLITS.get(split.method, 'it is not drawn per user')}")
     if dataset.name is not None:
         reasons.append(f"dataset {dataset.name!r}: a MovieLens archive is parsed by the local loader "
@@ -93,34 +91,41 @@ class SparkInputs:
 
 
 def spark_inputs(config: ExperimentConfig, seed: int, folder: Path) -> SparkInputs:
-    """Read, prepare and split the config's dataset on Spark, write the split under ``folder``
-    and read the driver's copy back (see the module)."""
+    """Read, prepare and split the config's dataset on Spark, write each fold's split under
+    ``folder`` and read the driver's copy back (see the module)."""
     from recsys_eval.core.spark import spark_session
-    from recsys_eval.engine.split import mark_split, write_sides
+    from recsys_eval.engine.split import split_folds, write_sides
 
     spark = spark_session(config.engine.master)
     raw = read_dataset(spark, config.dataset).persist()
+    method, source = config.split.method, config.dataset.path
+    written, infos = {}, {}
     try:
         user_ids, item_ids = (_sorted_ids(raw, role) for role in ("user", "item"))
         prepared, steps = spark_prepare(raw, config.prepare)
         params = {**config.split.params, "seed": config.split.params.get("seed", seed)}
         partitions = config.engine.partitions or 4 * spark.sparkContext.defaultParallelism
-        marked = mark_split(prepared, config.split.method, params, partitions).persist()
-        name, info = split_info(marked, prepared, config.split.method, params)
-        uri = str(folder / name)
-        write_sides(marked, uri)
-        marked.unpersist()
+        for name, marked, extra in split_folds(prepared, method, params, partitions, source):
+            marked = marked.persist()
+            infos[name] = split_info(marked, prepared, method, params, extra)
+            written[name] = str(folder / name)
+            write_sides(marked, written[name])
+            marked.unpersist()
     finally:
         raw.unpersist()
-    data, split = read_split(uri, user_ids, item_ids, source=config.dataset.path, name=name, info=info)
+    data, splits = None, []
+    for name, uri in written.items():  # every fold's file holds every prepared row: the data read once
+        data, split = read_split(uri, user_ids, item_ids, source=source, name=name, info=infos[name], data=data)
+        splits.append(split)
     if config.dataset.item_features is not None:
         from recsys_eval.core import Split
         from recsys_eval.pipeline.inputs import item_features
 
         features = item_features(config.dataset.item_features, config.dataset.item_feature_column)
         data = data.with_items_meta(features)
-        split = Split(data.with_frame(split.train.frame), data.with_frame(split.test.frame), name=name, info=info)
-    return SparkInputs(data, [split], steps, {name: uri})
+        splits = [Split(data.with_frame(s.train.frame), data.with_frame(s.test.frame), name=s.name, info=s.info)
+                  for s in splits]
+    return SparkInputs(data, splits, steps, written)
 
 
 # -- read ------------------------------------------------------------------------------------------
@@ -269,25 +274,21 @@ def _step(before, after, step: str, steps: list[dict]):
 
 
 # -- the split -------------------------------------------------------------------------------------
-def split_info(marked, prepared, method: str, params: dict[str, Any]) -> tuple[str, dict]:
-    """The split's name and ``info``, as :func:`recsys_eval.split.common.build_split` records it,
-    counted by Spark on the marked rows and the prepared ones."""
+def split_info(marked, prepared, method: str, params: dict[str, Any], extra: dict[str, Any] | None = None) -> dict:
+    """A fold's ``info``, as :func:`recsys_eval.split.common.build_split` records it, counted by
+    Spark on the marked rows and the prepared ones; ``extra``: what the splitter records beyond the
+    counts (:func:`recsys_eval.engine.split.split_folds`')."""
     from pyspark.sql import functions as F
 
     from recsys_eval.engine.split import SIDE, TEST_SIDE, TRAIN_SIDE, UNKNOWN_ITEM, UNKNOWN_USER
-    from recsys_eval.split.common import check_drop_unknown
-    from recsys_eval.split.keyed import PerUserRule
 
-    rule = PerUserRule.of(method, params)
+    recorded, min_user = recorded_params(method, params)
     sides = dict(marked.groupBy(SIDE).count().collect())
     per_user = prepared.groupBy("user").count()
-    kept = per_user.filter(F.col("count") < rule.min_user_interactions).agg(F.count("*"), F.sum("count")).first()
-    common = {"min_user_interactions": rule.min_user_interactions,
-              "drop_unknown": check_drop_unknown(params.get("drop_unknown", False))}
-    own = ({"fraction": rule.fraction, "per_user": True} if method == "holdout"
-           else {"n": rule.n} if method == "leave_last_n" else {"n": rule.n, "order": rule.order})
-    return method, {
-        "splitter": method, "params": {**own, **common}, "seed": int(params["seed"]),
+    kept = per_user.filter(F.col("count") < min_user).agg(F.count("*"), F.sum("count")).first()
+    seed = params.get("seed")
+    return {
+        "splitter": method, "params": recorded, "seed": None if seed is None else int(seed), **(extra or {}),
         "train_interactions": sides.get(TRAIN_SIDE, 0), "test_interactions": sides.get(TEST_SIDE, 0),
         "users_kept_in_train": int(kept[0]), "interactions_kept_in_train": int(kept[1] or 0),
         "test_dropped_unknown_users": sides.get(UNKNOWN_USER, 0),
@@ -295,11 +296,35 @@ def split_info(marked, prepared, method: str, params: dict[str, Any]) -> tuple[s
     }
 
 
+def recorded_params(method: str, params: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    """The parameters a split of ``method`` records in its ``info`` (the local splitter's, its
+    defaults filled in), and its ``min_user_interactions``."""
+    from recsys_eval.engine.split import time_min_interactions
+    from recsys_eval.split.common import check_drop_unknown
+    from recsys_eval.split.keyed import PerUserRule
+    from recsys_eval.split.rolling import rolling_params
+    from recsys_eval.split.temporal import recorded_at
+
+    drop = check_drop_unknown(params.get("drop_unknown", False))
+    if method == "rolling_time":  # every user split: no minimum recorded
+        return rolling_params(params["length"], params.get("n"), params.get("starts"), drop), 1
+    if method == "time":
+        own, min_user = {"at": recorded_at(params["at"])}, time_min_interactions(params)
+    else:
+        rule = PerUserRule.of(method, params)
+        min_user = rule.min_user_interactions
+        own = ({"fraction": rule.fraction, "per_user": True} if method == "holdout"
+               else {"fraction": rule.fraction, "n": rule.n} if method == "user_time"
+               else {"n": rule.n} if method == "leave_last_n" else {"n": rule.n, "order": rule.order})
+    return {**own, "min_user_interactions": min_user, "drop_unknown": drop}, min_user
+
+
 def read_split(uri: str, user_ids: pl.Series, item_ids: pl.Series, *, source: str, name: str,
-               info: dict) -> tuple[Interactions, Split]:
-    """The driver's copy of a written split: the prepared data (every side, dropped test rows
-    included, as the local ``data`` holds them) and the Split, in the file's row order, indexed
-    over the loaded dataset's sorted ``user_ids`` and ``item_ids``."""
+               info: dict, data: Interactions | None = None) -> tuple[Interactions, Split]:
+    """The driver's copy of a written split: the prepared data (every side, dropped test rows and
+    a window's later rows included, as the local ``data`` holds them; ``data`` when given, read
+    from another fold's file) and the Split, in the file's row order, indexed over the loaded
+    dataset's sorted ``user_ids`` and ``item_ids``."""
     from recsys_eval.core import Interactions, Split
     from recsys_eval.engine.split import SIDE, TEST_SIDE, TRAIN_SIDE
 
@@ -307,7 +332,7 @@ def read_split(uri: str, user_ids: pl.Series, item_ids: pl.Series, *, source: st
     base = Interactions(pl.DataFrame(), user_ids, item_ids, source=source)
     frame = rows.with_columns(pl.Series("user", base.user_index(rows.get_column("user")), dtype=pl.Int32),
                               pl.Series("item", base.item_index(rows.get_column("item")), dtype=pl.Int32))
-    data = base.with_frame(frame)
+    data = base.with_frame(frame) if data is None else data
     side = rows.get_column(SIDE)
     train, test = (data.with_frame(frame.filter(side == which)) for which in (TRAIN_SIDE, TEST_SIDE))
     return data, Split(train, test, name=name, info=info)
@@ -316,16 +341,17 @@ def read_split(uri: str, user_ids: pl.Series, item_ids: pl.Series, *, source: st
 def fold_frame(spark, uri: str, data: Interactions):
     """The fold's rows for the executors, read by Spark from the written split: ``user, item``
     (indices over ``data``'s index, by a join with the index of each), ``rating`` where there is
-    one, and ``test`` (the test side's rows); the dropped test rows left out."""
+    one, ``test`` (the test side's rows) and the raw user id
+    (:data:`~recsys_eval.engine.targets.RAW_USER`); the dropped test rows left out."""
     from pyspark.sql import functions as F
 
     from recsys_eval.engine.split import SIDE, TEST_SIDE, TRAIN_SIDE
-    from recsys_eval.engine.targets import TEST
+    from recsys_eval.engine.targets import RAW_USER, TEST
 
-    rows = spark.read.parquet(uri).filter(F.col(SIDE).isin(TRAIN_SIDE, TEST_SIDE))
+    rows = spark.read.parquet(uri).filter(F.col(SIDE).isin(TRAIN_SIDE, TEST_SIDE)).withColumn(RAW_USER, F.col("user"))
     for role, ids in (("user", data.user_ids), ("item", data.item_ids)):
         index = spark.createDataFrame(pl.DataFrame({role: ids, "_index": np.arange(len(ids), dtype=np.int32)})
                                       .to_arrow())
         rows = rows.join(index, on=role).drop(role).withColumnRenamed("_index", role)
     values = ["rating"] if "rating" in rows.columns else []
-    return rows.select("user", "item", *values, (F.col(SIDE) == TEST_SIDE).alias(TEST))
+    return rows.select("user", "item", *values, (F.col(SIDE) == TEST_SIDE).alias(TEST), RAW_USER)

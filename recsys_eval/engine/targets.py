@@ -61,6 +61,9 @@ UNIT_LABEL, FIRST_UNIT = "unit_label", "first_unit"
 #: per block and target set.
 UNIT_BLOCK = 1 << 16
 _FLAGS = (TEST, STAYS.format(""), NEGATIVES.format(""))
+#: The column of a fold's rows that carries the raw id of the row's user (whose index is ``user``):
+#: a task learns its users' raw ids from their rows, not from an array of every user's.
+RAW_USER = "raw_user"
 
 
 @dataclass(frozen=True)
@@ -215,7 +218,8 @@ class UnitCounts:
 
         shipped = getattr(self.targets, "value", self.targets)
         threshold = self.options.measure.relevance_threshold
-        splits = {column: chunk_split(chunk, column, self.template, self.fold)
+        chunk, template = chunk_template(self.template, chunk)
+        splits = {column: chunk_split(chunk, column, template, self.fold)
                   for column in dict.fromkeys([TEST, *shipped.test_columns])}
         counts: dict[str, np.ndarray] = {}
         for p, protocol in enumerate(self.options.protocols):
@@ -314,6 +318,38 @@ def partition_target_sets(options: RunOptions, shipped: SparkTargets, chunk: pl.
         for target_set in options.target_sets(protocol, split, shipped.totals[p], designed=True, fixed=fixed):
             if target_set.users:
                 yield p, split, target_set
+
+
+def shipped_template(data: Interactions) -> Interactions:
+    """What a fold's tasks are sent of the dataset: its item index and metadata and the type of its
+    user ids, but no row and no user id (an array over every user, 0.8 GB at 100M users): each
+    chunk makes its own from its rows (:func:`chunk_template`)."""
+    from recsys_eval.core import Interactions
+
+    return Interactions(data.frame.clear(), data.user_ids.clear(), data.item_ids, data.items_meta, data.source)
+
+
+def with_raw_users(rows: pl.DataFrame, user_ids: pl.Series) -> pl.DataFrame:
+    """``rows`` (a ``user`` index column) with each row's raw user id, :data:`RAW_USER`."""
+    return rows.with_columns(user_ids.gather(rows.get_column("user")).alias(RAW_USER))
+
+
+def chunk_template(template: Interactions, chunk: pl.DataFrame) -> tuple[pl.DataFrame, Interactions]:
+    """A chunk's rows without :data:`RAW_USER`, and the dataset (:func:`shipped_template`'s) over
+    the user indices up to the chunk's largest, each of the chunk's users' raw id at its index (the
+    rows' :data:`RAW_USER`; null at the other users' indices, whose rows are not in the chunk).
+    A user's index, hence its seeds and unit numbers, is the fold's; its arrays over users reach
+    the largest index of the chunk instead of every user's."""
+    from recsys_eval.core import Interactions
+
+    if RAW_USER not in chunk.columns:
+        return chunk, template
+    size = int(chunk.get_column("user").max()) + 1 if chunk.height else 0
+    ids = chunk.select("user", pl.col(RAW_USER).cast(template.user_ids.dtype)).drop_nulls(RAW_USER).unique("user")
+    indices = pl.DataFrame({"user": pl.int_range(size, dtype=chunk.schema["user"], eager=True)})
+    user_ids = indices.join(ids, on="user", how="left", maintain_order="left").get_column(RAW_USER)
+    return chunk.drop(RAW_USER), Interactions(template.frame, user_ids.rename(template.user_ids.name),
+                                              template.item_ids, template.items_meta, template.source)
 
 
 def chunk_split(chunk: pl.DataFrame, column: str, template: Interactions, fold: str) -> Split:

@@ -56,29 +56,26 @@ def add_item(item, g_rows, g_weight, into):
 
 
 def profiles(indptr: np.ndarray, indices: np.ndarray, g_rows: np.ndarray, g_weight: np.ndarray,
-             n_genres: int, alpha: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+             n_genres: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every train user's genre profile p(.|u) from its train row (CSR ``indptr``, ``indices``), as
     its non-zero entries in genre order: row offsets (each user's room is min(genres, sum of its
-    items' genre counts)), the entries (entries x 3: genre, p, and the term p log(p / (alpha p)) of
-    C_KL where the list lacks the genre, q(g|u) = 0) and per user its entry count and |H|, the
-    train items with genres (users x 2). A user's profile depends on its train items alone, so that
-    every list of the user, of any system, reads it instead of its train row; the terms of absent
-    genres, most of a short list's, are then a read instead of a logarithm."""
+    items' genre counts)), the entries (entries x 3: genre, p(g|u) and log p(g|u)) and per user its
+    entry count (none: no train item with genres, H empty). A user's profile depends on its
+    train items alone, so that every list of the user, of any system, reads it instead of its
+    train row, and every cutoff of every list reads its logarithms instead of computing them."""
     n_users = len(indptr) - 1
     row = np.repeat(np.arange(n_users), np.diff(indptr))
     room = np.minimum(np.bincount(row, weights=g_rows[indices, 0], minlength=n_users), n_genres).astype(np.int64)
     offsets = np.concatenate([[0], np.cumsum(room)]).astype(np.int64)
-    entries, counts = np.zeros((offsets[-1], 3)), np.zeros((n_users, 2), dtype=np.int64)
-    run_chunks(_profiles_chunk, chunk_bounds(n_users), indptr, indices, g_rows, g_weight, n_genres, float(alpha),
-               offsets, entries, counts)
+    entries, counts = np.zeros((offsets[-1], 3)), np.zeros(n_users, dtype=np.int64)
+    run_chunks(_profiles_chunk, chunk_bounds(n_users), indptr, indices, g_rows, g_weight, n_genres, offsets, entries,
+               counts)
     return offsets, entries, counts
 
 
 @njit(cache=True, nogil=True)
-def _profiles_chunk(lo, hi, indptr, indices, g_rows, g_weight, n_genres, alpha, offsets, entries, counts):
-    """:func:`profiles` of users lo:hi: p(g|u) = sum_{i in H} p(g|i) / |H|, summed in train order,
-    and the term of C_KL at q(g|u) = 0 as :func:`miscalibration` would compute it ((1 - alpha) 0 /
-    n + alpha p is alpha p exactly)."""
+def _profiles_chunk(lo, hi, indptr, indices, g_rows, g_weight, n_genres, offsets, entries, counts):
+    """:func:`profiles` of users lo:hi: p(g|u) = sum_{i in H} p(g|i) / |H|, summed in train order."""
     profile = np.zeros(n_genres + 1)  # the spare slot of add_item
     for user in range(lo, hi):
         n_profile = 0
@@ -89,62 +86,44 @@ def _profiles_chunk(lo, hi, indptr, indices, g_rows, g_weight, n_genres, alpha, 
             if profile[g] > 0:
                 entries[e, 0] = g
                 entries[e, 1] = profile[g] / max(n_profile, 1)
-                entries[e, 2] = entries[e, 1] * np.log(entries[e, 1] / (alpha * entries[e, 1]))
+                entries[e, 2] = np.log(entries[e, 1])
                 e += 1
             profile[g] = 0.0
-        counts[user, 0] = e - offsets[user]
-        counts[user, 1] = n_profile
+        counts[user] = e - offsets[user]
 
 
 @njit(cache=True, nogil=True)
 def calibration_units(lo, hi, offsets, items, unit_user, p_offsets, p_entries, p_counts, g_rows, g_weight, n_genres,
                       alpha, cutoffs, row, out):
-    """C_KL of the lists of units lo:hi at every cutoff (into ``out`` from ``row``): p the profile of
-    the unit's user (:func:`profiles`; none past its rows), q the genre sums of the list's items,
-    added in list order (:func:`add_item`); NaN where either has no genre data. One loop over the
-    units, called once a chunk: helpers with array arguments called per unit cost numba's atomic
-    reference counts, which measured more than the metric's arithmetic."""
+    """C_KL of the lists of units lo:hi at every cutoff (into ``out`` from ``row``); NaN where the
+    profile or the list has no genre data. p is the profile of the unit's user (:func:`profiles`;
+    none past its rows), q the genre sums of the list's items, added in list order (:func:`add_item`),
+    each cutoff's a prefix of the next's; at cutoff k, with L the n listed items with genres,
+
+        C_KL = sum_{g: p > 0} p (log p - log((1 - alpha) / n q_g + alpha p))
+
+    log p read from the profile: one logarithm a term, no division (a genre the list lacks takes
+    the same formula, log(alpha p), without a branch on it). One loop over the units, called once a
+    chunk: helpers with array arguments called per unit cost numba's atomic reference counts, which
+    measured more than the metric's arithmetic."""
     kmax = cutoffs[len(cutoffs) - 1]
-    listed_genres = np.zeros(n_genres + 1)  # q, and add_item's spare slot
-    present = np.zeros((max(n_genres, 1), 3))  # miscalibration's room
+    q = np.zeros(n_genres + 1)  # the list's genre sums, and add_item's spare slot
     for u in range(lo, hi):
-        first, length = offsets[u], min(offsets[u + 1] - offsets[u], kmax)
         user = unit_user[u]
-        for g in range(n_genres + 1):
-            listed_genres[g] = 0.0
-        known = user < len(p_counts)
-        n_profile = p_counts[user, 1] if known else 0
-        start = p_offsets[user] if known else 0
-        stop = start + (p_counts[user, 0] if known else 0)
-        n_listed, r = 0, 0
+        start = p_offsets[user] if user < len(p_counts) else 0
+        stop = start + (p_counts[user] if user < len(p_counts) else 0)
+        first, length = offsets[u], min(offsets[u + 1] - offsets[u], kmax)
+        n_listed = r = 0
         for c in range(len(cutoffs)):
             end = min(cutoffs[c], length)
             while r < end:
-                n_listed += add_item(items[first + r], g_rows, g_weight, listed_genres)
+                n_listed += add_item(items[first + r], g_rows, g_weight, q)
                 r += 1
-            out[row + c, u] = miscalibration(p_entries, start, stop, listed_genres, n_listed, alpha, present) \
-                if n_profile > 0 and n_listed > 0 else np.nan
-
-
-@njit(cache=True, nogil=True, inline="always")
-def miscalibration(entries, start, stop, q, n_listed, alpha, present):
-    """C_KL of the profile entries start:stop (genre, p(g|u) > 0, the term where q(g|u) = 0) and
-    the genre sums ``q`` of ``n_listed`` items with genres. The terms of the genres the list holds
-    are computed first, gathered into ``present`` (room for p, q and the term of every entry) by a
-    loop without branches, then every term is added in genre order: the same terms added in the same
-    order as a loop that branches on each genre, without its mispredicted branches."""
-    m = 0
-    for e in range(start, stop):
-        listed = q[np.int64(entries[e, 0])]
-        present[m, 0] = entries[e, 1]
-        present[m, 1] = listed
-        m += listed != 0.0
-    for i in range(m):
-        p = present[i, 0]
-        present[i, 2] = p * np.log(p / ((1.0 - alpha) * present[i, 1] / n_listed + alpha * p))
-    total, i = 0.0, 0
-    for e in range(start, stop):
-        listed = q[np.int64(entries[e, 0])] != 0.0
-        total += present[i, 2] if listed else entries[e, 2]
-        i += listed
-    return total
+            scale = (1.0 - alpha) / max(n_listed, 1)
+            kl = 0.0
+            for e in range(start, stop):
+                p = p_entries[e, 1]
+                kl += p * (p_entries[e, 2] - np.log(scale * q[np.int64(p_entries[e, 0])] + alpha * p))
+            out[row + c, u] = kl if stop > start and n_listed > 0 else np.nan
+        for g in range(n_genres + 1):
+            q[g] = 0.0

@@ -81,9 +81,9 @@ def list_pass(rankings: Rankings, cutoffs: Sequence[int], out: np.ndarray | None
     indptr, places = _train_places(train if most_popular else None, records, rankings)
     place = records[:, _PLACE].astype(np.int32) if most_popular else np.zeros(0, dtype=np.int32)
     g_rows, g_weight, p_offsets, p_entries, p_counts = (
-        _profiles(train, n_items, genres, alpha) if calibrate else
+        _profiles(train, n_items, genres) if calibrate else
         (np.zeros((1, 1), dtype=np.uint8), np.zeros(1), np.zeros(1, dtype=np.int64), np.zeros((0, 3)),
-         np.zeros((0, 2), dtype=np.int64)))
+         np.zeros(0, dtype=np.int64)))
     t_offsets, t_items, t_gain = _target_arrays(targets, rankings.n_units)
     bounds = chunk_bounds(rankings.n_units)
     totals = np.zeros((len(bounds) - 1, len(cutoffs), N_TOTALS))
@@ -118,17 +118,17 @@ def discount(kmax: int) -> np.ndarray:
     return 1.0 / np.log2(np.arange(kmax, dtype=np.float64) + 2.0)
 
 
-def _profiles(train, n_items: int, genres: np.ndarray, alpha: float) -> tuple[np.ndarray, ...]:
+def _profiles(train, n_items: int, genres: np.ndarray) -> tuple[np.ndarray, ...]:
     """The genre rows (:func:`~recsys_eval.measure.calibration.genre_rows`) and every train user's
-    genre profile under smoothing ``alpha`` (:func:`~recsys_eval.measure.calibration.profiles`),
-    kept with an Interactions under the genres' digest."""
+    genre profile (:func:`~recsys_eval.measure.calibration.profiles`), kept with an Interactions
+    under the genres' digest (any smoothing alpha reads the same)."""
     digest = hashlib.blake2b(np.packbits(genres).tobytes() + repr(genres.shape).encode(), digest_size=16).hexdigest()
 
     def compute() -> tuple[np.ndarray, ...]:
         g_rows, g_weight = genre_rows(genres)
-        return g_rows, g_weight, *profiles(*train_rows(train, n_items), g_rows, g_weight, genres.shape[1], alpha)
+        return g_rows, g_weight, *profiles(*train_rows(train, n_items), g_rows, g_weight, genres.shape[1])
 
-    return per_train(train, ("calibration profiles", n_items, digest, float(alpha)), compute)
+    return per_train(train, ("calibration profiles", n_items, digest), compute)
 
 
 def _target_arrays(targets: Targets | None, n_units: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

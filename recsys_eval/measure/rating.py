@@ -22,9 +22,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
-from numba import njit, prange
+from numba import njit
 
-from recsys_eval.core.chunks import chunk_bounds
+from recsys_eval.core.chunks import chunk_bounds, run_chunks
 from recsys_eval.core.columns import polars_frame
 from recsys_eval.core.results import PER_UNIT_COLUMNS
 from recsys_eval.core.sorting import stable_argsort
@@ -53,7 +53,8 @@ def rating_metrics(
     offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     truth = frame.get_column("rating").to_numpy().astype(np.float64)
     pred = frame.get_column("prediction").to_numpy().astype(np.float64)
-    values = _per_user_kernel(offsets, truth, pred, chunk_bounds(len(sizes)))
+    values = np.full((len(sizes), 5), np.nan)
+    run_chunks(_per_user_chunk, chunk_bounds(len(sizes)), offsets, truth, pred, values)
     order = [RATING_METRICS.index(m) for m in names]
     labels = {"system": system, "protocol": protocol, "fold": str(fold)}
     unit_user = np.arange(len(sizes), dtype=np.int64)
@@ -193,12 +194,10 @@ def _user_values(truth, pred, out):
     out[4] = (2.0 * contrary + compat) / (2.0 * strict) if strict > 0.0 else np.nan
 
 
-@njit(parallel=True, cache=True)
-def _per_user_kernel(offsets, truth, pred, bounds):
-    n_users = len(offsets) - 1
-    out = np.full((n_users, 5), np.nan)
-    for chunk in prange(len(bounds) - 1):
-        for u in range(bounds[chunk], bounds[chunk + 1]):
-            lo, hi = offsets[u], offsets[u + 1]
-            _user_values(truth[lo:hi], pred[lo:hi], out[u])
-    return out
+@njit(cache=True, nogil=True)
+def _per_user_chunk(first, last, offsets, truth, pred, out):
+    """The five values of the users ``first:last`` into their rows of ``out``, on the chunk pool
+    (core/chunks.py): a prange loop here left numba's OpenMP threads spinning after each call."""
+    for u in range(first, last):
+        lo, hi = offsets[u], offsets[u + 1]
+        _user_values(truth[lo:hi], pred[lo:hi], out[u])

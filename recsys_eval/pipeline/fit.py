@@ -27,9 +27,16 @@ class FittedModels:
     models: dict[tuple[str, int], object]
     background: dict[str, list[tuple[int, Future]]]
 
-    def wait_for(self, system: str, fold: str, timings: Timings) -> None:
-        """The background fits of ``system``, once they are done (a fit's error is raised here)."""
-        for key, future in self.background.pop(system, []):
+    def wait_for(self, system: str, fold: str, timings: Timings, train: int | None = None) -> None:
+        """The background fits of ``system`` on the train side ``train`` (its ``id``; None: on every
+        side), once they are done (a fit's error is raised here). A caller that measures one side
+        after the other waits for each side's fit only when it comes to it: the first side is
+        measured while the second is still fitting."""
+        pending = self.background.pop(system, [])
+        later = [fit for fit in pending if train not in (None, fit[0])]
+        if later:
+            self.background[system] = later
+        for key, future in (fit for fit in pending if fit not in later):
             start = time.perf_counter()
             model, seconds = future.result()
             timings.add(fold, system, "wait for background fit", start)

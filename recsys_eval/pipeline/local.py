@@ -240,13 +240,14 @@ class LocalFold:
                 for r in order:
                     pending = keeper.pending(r)
                     measured = [s for s in todo if s in pending and not keeper.chunk_done(s, r, part[s])]
-                    if measured:
-                        fitted.wait_for(plan.models[r].system, plan.fold, self.timings)
                     blocks: dict[int, object] = {}
                     for s in measured:
                         key = id(sets[s].train)
                         if key not in blocks:
                             blocks.clear()  # the previous train's block is done with
+                            # a model fitted in the background on a later train side may still be
+                            # fitting while this side is measured
+                            fitted.wait_for(plan.models[r].system, plan.fold, self.timings, key)
                             model = fitted.models[plan.models[r].system, key]
                             blocks[key] = SharedBlock(model, int(first), stop) if SharedBlock.shares(model) else model
                         self._measure(blocks[key], chunks[s], (s, part[s], r), before[s], stop == n_users,

@@ -25,10 +25,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+import numba
 import numpy as np
 import polars as pl
 
 from recsys_eval.core import Interactions, Rankings, Targets
+from recsys_eval.core.chunks import chunk_bounds, run_chunks
 from recsys_eval.core.units import RelevantRanks
 from recsys_eval.errors import ConfigError
 from recsys_eval.recommend.base import (
@@ -124,17 +126,16 @@ class OneRelevantRanking:
         per_block = max(1, BLOCK_CELLS // max(n_items, 1))
         for first in range(0, len(users), per_block):
             block = users[first:first + per_block]
-            scores = _checked_scores(model, model.score_block(block), (len(block), n_items), "score_block").copy()
-            out = np.zeros_like(scores, dtype=bool)
-            out[:, blocked] = True
-            rows = seen[block]
-            out[np.repeat(np.arange(len(block)), np.diff(rows.indptr)), rows.indices] = True
-            lo, hi = starts[first], starts[first + len(block)] if first + len(block) < len(starts) else targets.n_units
-            out[group[lo:hi] - first, targets.items[lo:hi]] = True
-            if np.isnan(scores[~out]).any():
+            scores = _checked_scores(model, model.score_block(block), (len(block), n_items), "score_block")
+            hi = starts[first + len(block)] if first + len(block) < len(starts) else targets.n_units
+            unit_starts = np.append(starts[first:first + len(block)], hi).astype(np.int64)
+            kept = np.empty_like(scores)
+            nans = np.zeros(len(block), dtype=np.int64)
+            run_chunks(_kept_candidates_chunk, chunk_bounds(len(block)), scores, block, seen.indptr, seen.indices,
+                       unit_starts, targets.items, blocked, kept, nans)
+            if nans.any():
                 raise _nan_scores(model, "score_block")
-            scores[out] = -np.inf
-            yield first, scores
+            yield first, kept
 
     def lists(self, depth: int) -> Rankings:
         """Every unit's top-``depth`` ranked list (and scores): what ranking its listed targets
@@ -210,6 +211,27 @@ class OneRelevantRanking:
             descending = -np.sort(-scores[rows], axis=1)  # only the rows sampled, values only
             out[mine] = descending[inverse, positions[mine]]
         return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _kept_candidates_chunk(lo, hi, scores, users, seen_indptr, seen_indices, unit_starts, items, blocked, kept, nans):
+    """For the rows ``lo:hi`` of a block of every-candidate groups' scores (row r: user
+    ``users[r]``, its relevant items ``items[unit_starts[r]:unit_starts[r + 1]]``): ``kept[r]``,
+    the row with its blocked, train and relevant items at -inf, and ``nans[r]``, the NaN scores
+    left. One pass over the block, where boolean masks of it took five."""
+    n_items = scores.shape[1]
+    for r in range(lo, hi):
+        for j in range(n_items):
+            kept[r, j] = -np.inf if blocked[j] else scores[r, j]
+        u = users[r]
+        for p in range(seen_indptr[u], seen_indptr[u + 1]):
+            kept[r, seen_indices[p]] = -np.inf
+        for p in range(unit_starts[r], unit_starts[r + 1]):
+            kept[r, items[p]] = -np.inf
+        count = 0
+        for j in range(n_items):
+            count += kept[r, j] != kept[r, j]
+        nans[r] = count
 
 
 def _ranked(scores: np.ndarray) -> np.ndarray:

@@ -1,9 +1,9 @@
 """The per-user splits' draws: every row keyed on (seed, raw user id, raw item id), so that a user's
 split depends on the seed and the user's own rows alone (docs/CONVENTIONS.md#per-user-split-draws).
 
-A per-user splitter (per-user holdout, all-but-n, given-n, leave-last-n) sends to test the last
-``n_test(c)`` of a user's ``c`` rows in one order of them: by a random key (``order = "random"``),
-or by time with rows of equal time ordered by that key (``"latest"``). The key of a row is a
+A per-user splitter (per-user holdout, all-but-n, given-n, leave-last-n, the user time split)
+sends to test the last ``n_test(c)`` of a user's ``c`` rows in one order of them: by a random key
+(``order = "random"``), or by time with rows of equal time ordered by that key (``"latest"``). The key of a row is a
 splitmix64 hash of the split's seed and the :func:`~recsys_eval.core.rng.id_keys` of its raw user
 and item ids; i.i.d. uniform keys sort a user's rows into a uniformly random order. Nothing in it
 depends on the index, on other users, on the order the rows come in, or on which process computes
@@ -28,7 +28,7 @@ from recsys_eval.split.order import keyed_rank_within
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 #: The per-user splitters drawn by :class:`PerUserRule` (holdout with ``per_user = true``).
-PER_USER_SPLITTERS = ("holdout", "all_but_n", "given_n", "leave_last_n")
+PER_USER_SPLITTERS = ("holdout", "all_but_n", "given_n", "leave_last_n", "user_time")
 
 
 @numba.njit(cache=True)
@@ -59,8 +59,9 @@ class PerUserRule:
     :data:`PER_USER_SPLITTERS` with its checked ``n`` or ``fraction``, ``order`` ("random" or
     "latest") and ``min_user_interactions`` (users with fewer rows stay wholly in train).
 
-    - holdout: ``min(round_half_up(fraction * c), c - 1)`` (every split user keeps a train row);
-    - all_but_n and leave_last_n: ``min(n, c)``; given_n: ``max(c - n, 0)``."""
+    - with a ``fraction`` (holdout, user_time): ``min(round_half_up(fraction * c), c - 1)`` (every
+      split user keeps a train row);
+    - all_but_n, leave_last_n and user_time with ``n``: ``min(n, c)``; given_n: ``max(c - n, 0)``."""
 
     splitter: str
     min_user_interactions: int
@@ -81,13 +82,28 @@ class PerUserRule:
                  if p.default is not inspect.Parameter.empty} | dict(params)
         if method == "holdout":
             return cls(method, _min_interactions(given, 2), fraction=check_fraction("fraction", given["fraction"]))
+        if method == "user_time":
+            return cls.user_time(given.get("fraction"), given.get("n"), given.get("min_user_interactions"))
         n = check_count("n", given.get("n"))
         order = "latest" if method == "leave_last_n" else check_order(given["order"])
         return cls(method, _min_interactions(given, n + 1), order=order, n=n)
 
+    @classmethod
+    def user_time(cls, fraction: Any, n: Any, min_user_interactions: Any) -> PerUserRule:
+        """The user time split's rule: each user's latest ``fraction`` or latest ``n`` rows (exactly
+        one given; ``min_user_interactions`` by default 2, or ``n + 1``)."""
+        if (fraction is None) == (n is None):
+            raise ConfigError("user_time_split: give exactly one of fraction and n")
+        if fraction is not None:
+            fraction = check_fraction("fraction", fraction)
+        else:
+            n = check_count("n", n)
+        least = _min_interactions({"min_user_interactions": min_user_interactions}, 2 if n is None else n + 1)
+        return cls("user_time", least, order="latest", n=n, fraction=fraction)
+
     def n_test(self, counts: np.ndarray) -> np.ndarray:
         """Test rows of every user with ``counts`` rows."""
-        if self.splitter == "holdout":
+        if self.fraction is not None:
             wanted = np.minimum(round_half_up(self.fraction * counts), counts - 1)
         elif self.splitter == "given_n":
             wanted = np.maximum(counts - self.n, 0)

@@ -1,6 +1,6 @@
 """A factor model as a Spark task sees it (item factors broadcast, its users' factor rows joined)
 scores and ranks its users to the bit as the whole fitted model does, and what is broadcast holds
-no user's factors."""
+no user's factors; a bias predictor's user biases travel as rows too."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 from recsys_eval.core import Interactions, Targets
-from recsys_eval.engine.factors import FACTORS, MODEL, PartitionFactors, item_side, take_user_factors
+from recsys_eval.engine.factors import BIAS, FACTORS, MODEL, PartitionFactors, item_side, take_user_factors
 from recsys_eval.engine.fold import broadcastable, local_model
 from recsys_eval.recommend import make_recommender, rank_targets, recommend_top_k
 
@@ -97,3 +97,23 @@ def test_chunk_factor_rows_are_taken_per_system():
     plain = chunk.select("user", "item", "test")
     same, none = take_user_factors(plain, ())
     assert same is plain and none == {}
+
+
+def test_a_bias_predictor_travels_as_its_item_side_and_its_users_bias_rows(data):
+    rated = data.with_frame(data.frame.with_columns(
+        rating=pl.Series(np.random.default_rng(5).integers(1, 6, len(data)).astype(np.float32))))
+    fitted = make_recommender("bias", {"iterations": 2}).fit(rated)
+    light = broadcastable(fitted)
+    assert light.user_bias is None and fitted.user_bias is not None and light.item_bias is fitted.item_bias
+    assert len(pickle.dumps(light)) < fitted.item_bias.nbytes + 2000  # no array over the users
+    # a chunk's rows: interactions of users 4 and 9, and the bias rows of the model's every user
+    biases = pl.DataFrame({"user": np.arange(N_USERS), MODEL: 0, BIAS: fitted.user_bias},
+                          schema_overrides={MODEL: pl.Int32})
+    chunk = pl.concat([pl.DataFrame({"user": [4, 9], "item": [1, 2]}), biases.filter(pl.col("user").is_in([4, 9]))],
+                      how="diagonal_relaxed")
+    rows, taken = take_user_factors(chunk, ("bias",))
+    assert rows.columns == ["user", "item"] and taken["bias"][1].dtype == np.float64
+    ready = local_model(light, None, taken["bias"])
+    users, items = np.array([9, 4, 9]), np.array([0, 44, 7])
+    assert np.array_equal(ready.predict(users, items), fitted.predict(users, items))  # the same float64 sums
+    assert np.array_equal(ready.score_block(np.array([4, 9])), fitted.score_block(np.array([4, 9])))

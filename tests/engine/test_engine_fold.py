@@ -4,6 +4,7 @@ summary for the same config, and a config the Spark engine cannot run is refused
 from __future__ import annotations
 
 import json
+import pickle
 
 import numpy as np
 import polars as pl
@@ -146,3 +147,28 @@ def test_spark_als_fits_on_spark_and_runs_on_both_engines(spark, tmp_path, synth
 
 def _collected(model):
     raise AssertionError("the Spark engine collected spark_als's user factors to the driver")
+
+
+@pytest.mark.parametrize("text_ids", [False, True])
+def test_the_template_sent_to_the_tasks_does_not_grow_with_the_users(text_ids):
+    from recsys_eval.core import Interactions
+    from recsys_eval.engine.targets import chunk_template, shipped_template, with_raw_users
+
+    sizes = []
+    for n_users in (100, 200_000):
+        users = np.arange(n_users) * 3 + 7
+        frame = pl.DataFrame({"user": users, "item": users % 50})
+        if text_ids:
+            frame = frame.with_columns(pl.format("user-{}", "user").alias("user"))
+        data = Interactions.from_frame(frame)
+        template = shipped_template(data)
+        sizes.append(len(pickle.dumps(template)))
+        assert template.item_ids.equals(data.item_ids) and template.user_ids.dtype == data.user_ids.dtype
+        # a chunk of some users learns their raw ids from its rows: the fold's user indices kept
+        rows = with_raw_users(data.frame.filter(pl.col("user").is_in([3, 40, 41, 99])), data.user_ids)
+        rest, local = chunk_template(template, rows)
+        assert rest.columns == data.frame.columns and local.n_users == 100
+        users = rest.get_column("user").to_numpy()
+        assert local.user_ids.gather(users).equals(data.user_ids.gather(users))
+        assert local.user_ids.null_count() == 100 - 4
+    assert sizes[0] == sizes[1]  # no array over the users

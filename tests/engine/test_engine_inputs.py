@@ -100,24 +100,27 @@ def test_bad_rows_are_refused_naming_what_is_wrong(spark, tmp_path):
     ("all_but_n", {"n": 3, "order": "latest", "min_user_interactions": 40, "drop_unknown": "items"},
      "users_kept_in_train"),
     ("leave_last_n", {"n": 2, "drop_unknown": "users"}, "test_interactions"),
+    ("time", {"at": 0.75, "min_user_interactions": 45, "drop_unknown": True}, "users_kept_in_train"),
+    ("rolling_time", {"length": "60d", "n": 2, "drop_unknown": True}, "test_interactions"),
 ])
 def test_spark_inputs_are_the_local_split_on_any_partitions(spark, tmp_path, synthetic_ratings, method, params,
                                                             counted):
     data = load_file(synthetic_ratings, COLUMNS)
     prepare = {"threshold": 2.3}  # leaves rare items, whose test rows drop_unknown drops
     prepared, _ = prepare_data(PrepareConfig(**prepare), data)
-    local = make_splits(load_config(_path(tmp_path, synthetic_ratings, split_table(method, **params))).split,
-                        prepared, seed=17)[0]
+    folds = make_splits(load_config(_path(tmp_path, synthetic_ratings, split_table(method, **params))).split,
+                        prepared, seed=17)
     for partitions in (1, 3, 8):
         config = load_config(_path(tmp_path, synthetic_ratings, split_table(method, **params), partitions=partitions,
                                    prepare=prepare))
         made = inputs.spark_inputs(config, 17, tmp_path / f"splits-{method}-{partitions}")
-        (split,) = made.splits
-        assert split.name == local.name and split.info == local.info, partitions
-        for mine, theirs in ((split.train, local.train), (split.test, local.test), (made.data, prepared)):
-            assert mine.user_ids.equals(theirs.user_ids) and mine.item_ids.equals(theirs.item_ids)
-            assert mine.frame.equals(theirs.frame), partitions  # the same rows, in the local order
-    assert local.info[counted] > 0  # the record's counts are compared where they are not all zero
+        assert len(made.splits) == len(folds) and list(made.written) == [local.name for local in folds]
+        for split, local in zip(made.splits, folds, strict=True):
+            assert split.name == local.name and split.info == local.info, partitions
+            for mine, theirs in ((split.train, local.train), (split.test, local.test), (made.data, prepared)):
+                assert mine.user_ids.equals(theirs.user_ids) and mine.item_ids.equals(theirs.item_ids)
+                assert mine.frame.equals(theirs.frame), partitions  # the same rows, in the local order
+    assert all(local.info[counted] > 0 for local in folds)  # the counts compared are not all zero
 
 
 def _path(tmp_path, data, split=HOLDOUT, engine="spark", partitions=3, prepare=None, **extra):
@@ -159,8 +162,8 @@ def test_a_run_whose_inputs_spark_made_equals_the_local_run(spark, tmp_path, syn
 
 def test_validate_names_where_the_inputs_are_made(tmp_path, synthetic_ratings, capsys):
     for split, expected in ((HOLDOUT, "inputs: read, prepared and split on Spark"),
-                            (split_table("time", at=0.8),
-                             "split 'time': its split point is a quantile of every row's timestamp"),
+                            (split_table("time", at=0.8), "inputs: read, prepared and split on Spark"),
+                            (split_table("kfold", k=3), "split 'kfold': its folds cut one order of every row"),
                             (split_table("holdout", fraction=0.2), "per_user = true splits on Spark")):
         with pytest.raises(SystemExit) as exit_info:
             main(["validate", str(_path(tmp_path, synthetic_ratings, split))])
@@ -168,3 +171,25 @@ def test_validate_names_where_the_inputs_are_made(tmp_path, synthetic_ratings, c
         assert expected in capsys.readouterr().out
     config = load_config(_path(tmp_path, synthetic_ratings, prepare={"on": "train", "k_core": 2}))
     assert inputs.local_only(config) == ["prepare.on = 'train': each fold's train side is prepared on the driver"]
+
+
+@pytest.mark.parametrize(("method", "params"), [
+    ("holdout", {"fraction": 0.3, "per_user": True}),
+    ("all_but_n", {"n": 3, "order": "latest", "min_user_interactions": 40}),
+    ("given_n", {"n": 2, "drop_unknown": "items"}),
+    ("leave_last_n", {"n": 2, "drop_unknown": "users"}),
+    ("user_time", {"fraction": 0.2}),
+    ("user_time", {"n": 2, "drop_unknown": True}),
+    ("time", {"at": 0.6, "min_user_interactions": 3}),
+    ("rolling_time", {"length": "90d", "n": 2}),
+])
+def test_the_spark_split_records_the_local_splitters_params(synthetic_ratings, method, params):
+    from recsys_eval.split import make_split
+
+    data = load_file(synthetic_ratings, COLUMNS)
+    made = make_split(data, method, seed=3, **params)
+    recorded, least = inputs.recorded_params(method, {**params, "seed": 3})
+    counts = data.user_counts()
+    for split in made if isinstance(made, list) else [made]:
+        assert split.info["params"] == recorded
+        assert split.info["users_kept_in_train"] == int(((counts > 0) & (counts < least)).sum())

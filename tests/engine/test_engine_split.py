@@ -1,14 +1,28 @@
-"""Per-user splits drawn on Spark are the local splitters' splits, row for row, whatever the
-partitions, and are written as Parquet partitioned by side."""
+"""Per-user splits, the global time split and rolling time windows drawn on Spark are the local
+splitters' splits, row for row, whatever the partitions, and are written as Parquet partitioned by
+side."""
 
 from __future__ import annotations
+
+import datetime as dt
 
 import numpy as np
 import polars as pl
 import pytest
 
 from recsys_eval.core import Interactions
-from recsys_eval.engine.split import TEST, split_chunk, spark_split, write_split
+from recsys_eval.engine.split import (
+    LATER,
+    SIDE,
+    TEST,
+    nth_smallest,
+    rolling_folds,
+    spark_split,
+    split_chunk,
+    split_sides,
+    write_split,
+)
+from recsys_eval.errors import ConfigError, DataError
 from recsys_eval.split import make_split
 from recsys_eval.split.keyed import PerUserRule
 
@@ -17,6 +31,8 @@ CASES = [
     ("all_but_n", {"n": 2}),
     ("given_n", {"n": 3, "order": "latest", "drop_unknown": "items"}),
     ("leave_last_n", {"n": 1, "min_user_interactions": 4, "drop_unknown": True}),
+    ("user_time", {"fraction": 0.3, "drop_unknown": "users"}),
+    ("user_time", {"n": 2, "min_user_interactions": 40, "drop_unknown": True}),
 ]
 
 
@@ -65,3 +81,93 @@ def test_spark_splits_equal_the_local_ones_on_any_partitions(spark, tmp_path, te
     train, test = _local(raw, "all_but_n", {"n": 2})
     assert set(back.filter(pl.col("side") == "test").select("user", "item").iter_rows()) == test
     assert back.height == raw.height == len(train) + len(test)
+
+
+@pytest.mark.spark
+def test_the_nth_smallest_value_is_the_sorted_columns_on_any_partitions(spark):
+    rng = np.random.default_rng(3)
+    values = rng.integers(0, 40, 500)  # many ties
+    frame = spark.createDataFrame(pl.DataFrame({"timestamp": values}).to_arrow())
+    expected = np.sort(values)
+    for partitions in (1, 3, 7):
+        spread = frame.repartition(partitions)
+        for index in (0, 1, 137, 250, 498, 499):
+            assert nth_smallest(spread, "timestamp", index) == expected[index], (partitions, index)
+    with pytest.raises(IndexError):
+        nth_smallest(frame, "timestamp", 500)
+
+
+TIME_CASES = [
+    {"at": 0.8},  # a quantile: the order statistic of every row's timestamp
+    {"at": 0.35, "min_user_interactions": 40, "drop_unknown": True},
+    {"at": 17_000, "drop_unknown": "items"},  # a timestamp: the last second of train
+    {"at": dt.datetime(1970, 1, 1, 3), "drop_unknown": "users"},  # a datetime: train before it
+]
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("text_ids", [False, True])
+def test_spark_time_splits_equal_the_local_ones_on_any_partitions(spark, text_ids):
+    raw = _raw(text_ids=text_ids).with_columns(pl.col("timestamp") * 1000 + pl.int_range(pl.len()) % 7)
+    frame = spark.createDataFrame(raw.to_arrow())
+    local_point = {}
+    for params in TIME_CASES:
+        split = make_split(Interactions.from_frame(raw), "time", seed=21, **params)
+        train, test = (set(side.to_raw().select("user", "item").iter_rows()) for side in (split.train, split.test))
+        assert test and train
+        local_point[str(params["at"])] = split.info["split_point"]
+        for partitions in (3,) if text_ids else (1, 3, 7):
+            marked, extra = split_sides(frame, "time", {**params, "seed": 21}, partitions)
+            assert extra == {k: split.info[k] for k in ("split_point", "split_point_utc")}
+            rows = pl.from_arrow(marked.toArrow())
+            assert rows.height == raw.height
+            assert set(rows.filter(pl.col(SIDE) == "test").select("user", "item").iter_rows()) == test
+            assert set(rows.filter(pl.col(SIDE) == "train").select("user", "item").iter_rows()) == train
+            dropped = rows.filter(~pl.col(SIDE).is_in(["train", "test"])).get_column(SIDE).value_counts()
+            counts = dict(dropped.iter_rows())
+            assert counts.get("unknown_user", 0) == split.info["test_dropped_unknown_users"], params
+            assert counts.get("unknown_item", 0) == split.info["test_dropped_unknown_items"], params
+    # the quantile's point is the timestamp at place ceil(q n) - 1 of the sorted column
+    assert local_point["0.8"] == np.sort(raw.get_column("timestamp").to_numpy())[int(np.ceil(0.8 * raw.height)) - 1]
+
+
+@pytest.mark.spark
+def test_a_spark_time_split_outside_the_data_is_refused_as_locally(spark):
+    raw = _raw()
+    frame = spark.createDataFrame(raw.to_arrow())
+    for at in (10**9, "1969-01-01"):
+        with pytest.raises(ConfigError) as local:
+            make_split(Interactions.from_frame(raw), "time", seed=1, at=at)
+        with pytest.raises(ConfigError) as spark_error:
+            split_sides(frame, "time", {"at": at, "seed": 1}, 2)
+        assert str(spark_error.value) == str(local.value)
+    with pytest.raises(DataError, match="time_split needs timestamps"):
+        split_sides(frame.drop("timestamp"), "time", {"at": 0.5, "seed": 1}, 2)
+
+
+@pytest.mark.spark
+def test_spark_rolling_windows_equal_the_local_ones(spark):
+    raw = _raw().with_columns(pl.col("timestamp") * 1000 + pl.int_range(pl.len()) % 7)
+    frame = spark.createDataFrame(raw.to_arrow())
+    data = Interactions.from_frame(raw)
+    for params in ({"length": 6000, "n": 3, "drop_unknown": True},
+                   {"length": "1h", "starts": [9000, "1970-01-01T05:00:00"], "drop_unknown": "items"}):
+        local = make_split(data, "rolling_time", seed=2, **params)
+        folds = rolling_folds(frame, {**params, "seed": 2})
+        assert [name for name, _, _ in folds] == [split.name for split in local]
+        for (_, marked, extra), split in zip(folds, local, strict=True):
+            assert extra == {k: split.info[k] for k in ("fold", "window_start", "window_end", "window_utc")}
+            rows = pl.from_arrow(marked.toArrow())
+            for side, local_side in (("train", split.train), ("test", split.test)):
+                assert (set(rows.filter(pl.col(SIDE) == side).select("user", "item").iter_rows())
+                        == set(local_side.to_raw().select("user", "item").iter_rows())), (params, side)
+            dropped = dict(rows.get_column(SIDE).value_counts().iter_rows())
+            assert dropped.get("unknown_user", 0) == split.info["test_dropped_unknown_users"]
+            assert dropped.get("unknown_item", 0) == split.info["test_dropped_unknown_items"]
+            assert dropped.get(LATER, 0) == raw.height - len(split.train) - len(split.test) - sum(
+                split.info[k] for k in ("test_dropped_unknown_users", "test_dropped_unknown_items"))
+    with pytest.raises(DataError) as local_error:
+        make_split(data, "rolling_time", seed=2, length=10, starts=[500])  # no row in [500, 510)
+    with pytest.raises(DataError) as spark_error:
+        rolling_folds(frame, {"length": 10, "starts": [500]})
+    assert str(spark_error.value) == str(local_error.value)

@@ -26,10 +26,13 @@ from recsys_eval.engine.targets import (
     UNIT_LABEL,
     FoldTargets,
     UnitCounts,
+    chunk_template,
     first_units,
     partition_target_sets,
+    shipped_template,
     take_unit_numbers,
     unit_number_rows,
+    with_raw_users,
 )
 from recsys_eval.errors import ConfigError
 from recsys_eval.experiment.checks import check_names
@@ -114,9 +117,10 @@ def test_partition_target_sets_are_the_whole_folds(tmp_path, synthetic_ratings):
 
     fold = FoldTargets.of(options, split)
     shipped = fold.shipped
-    rows = fold.rows(split).sample(fraction=1.0, shuffle=True, seed=3)  # rows of a user in any order
+    # rows of a user in any order, with its raw id: the tasks' dataset has no user id (an array over users)
+    rows = with_raw_users(fold.rows(split), data.user_ids).sample(fraction=1.0, shuffle=True, seed=3)
     group = np.random.default_rng(4).integers(0, 3, split.n_users)
-    template = data.with_frame(data.frame.clear())
+    template = shipped_template(data)
     chunks = [rows.filter(pl.Series(group[rows.get_column("user").to_numpy()] == g)).sort("user", maintain_order=True)
               for g in range(3)]
     # each user's units counted in its own group; numbered by a running sum over every user
@@ -124,7 +128,8 @@ def test_partition_target_sets_are_the_whole_folds(tmp_path, synthetic_ratings):
     first_unit = _numbered(counted, split.n_users)
     numbered: dict[str, dict[int, tuple]] = {label: {} for label in whole}
     for g, chunk in enumerate(chunks):
-        for p, part_split, target_set in partition_target_sets(options, shipped, chunk, template, split.name):
+        chunk, chunk_data = chunk_template(template, chunk)  # the user indices up to the chunk's largest
+        for p, part_split, target_set in partition_target_sets(options, shipped, chunk, chunk_data, split.name):
             targets = target_set.whole().targets
             users = targets.unit_user.astype(np.int64)
             assert set(users) <= set(np.flatnonzero(group == g))

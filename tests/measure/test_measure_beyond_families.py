@@ -205,3 +205,74 @@ def test_each_metric_alone_equals_it_among_all(case):
         alone = measured(units, train, genres, alpha, share, [name])
         for k in CUTS:
             assert all(same(a, b) for a, b in zip(values(alone, name, k), values(together, name, k), strict=True))
+
+
+def long_run(seed: int, n_genres: int, n_users: int = 40, n_items: int = 300):
+    """Lists of 0 to 100 items and train profiles of 0 to 150 over ``n_genres`` genres (0 to 6 an
+    item, some items without), the last user without train rows, and targets."""
+    rng = np.random.default_rng(seed)
+    genres = np.zeros((n_items, n_genres), dtype=bool)
+    for item in range(n_items):
+        genres[item, rng.choice(n_genres, size=rng.integers(0, min(7, n_genres + 1)), replace=False)] = True
+    seen = [set(rng.choice(n_items, size=rng.integers(0, 151), replace=False).tolist()) if user < n_users - 1
+            else set() for user in range(n_users)]
+    train = pl.DataFrame({"user": [u for u, items in enumerate(seen) for _ in items],
+                          "item": [i for items in seen for i in sorted(items)]}, schema={"user": pl.Int64, "item": pl.Int64})
+    lists = [rng.permutation(n_items)[: rng.integers(0, 101)].tolist() for _ in range(n_users)]
+    relevant = [{int(i): 1.0 for i in rng.choice(n_items, size=rng.integers(0, 30), replace=False)} for _ in lists]
+    return lists, relevant, train, seen, genres
+
+
+@pytest.mark.parametrize(("n_genres", "alpha"), [(20, 0.01), (70, 0.3), (3, 0.01)])
+def test_calibration_of_long_lists_equals_the_reference(n_genres, alpha):
+    """Every cutoff of the benchmark's (1 to 100) of lists up to 100 long, profiles up to 150 items
+    and up to 6 genres an item, packed or not: the kernel's C_KL (the list's genre sums as prefixes,
+    log p read from the profile, one logarithm a genre both hold) agrees with the reference's sum
+    over every genre of the profile to 1e-12."""
+    from beyond_reference import calibration
+
+    lists, _, train, seen, genres = long_run(n_genres, n_genres)
+    by_item = {i: set(np.flatnonzero(row).tolist()) for i, row in enumerate(genres)}
+    cuts = [1, 5, 10, 20, 50, 100]
+    frame = beyond_accuracy(rankings_of(lists), k=cuts, n_items=len(genres), metrics=["calibration"], train=train,
+                            genres=genres, params={"calibration_alpha": alpha})
+    for k in cuts:
+        want = [calibration(ranked[:k], seen[user], by_item, alpha) for user, ranked in enumerate(lists)]
+        got = values(frame, "calibration", k)
+        assert all(same(g, w) for g, w in zip(got, want, strict=True)), (k, got, want)
+    assert any(math.isnan(v) for v in values(frame, "calibration", 100))  # the user without train
+
+
+def test_values_do_not_depend_on_threads_or_chunks_of_users():
+    """The same units measured on one thread, on two (other chunk bounds), and as two chunks of
+    users measured apart give every per-unit value bit for bit."""
+    import dataclasses
+
+    import numba
+
+    lists, relevant, train, _, genres = long_run(3, 20, n_users=300)
+    data = Interactions(train.cast(pl.Int32), pl.Series("user_id", np.arange(len(lists))),
+                        pl.Series("item_id", np.arange(len(genres))), source="long run")
+    names = [*UNIT_METRICS, "ild", "novelty", "user_coverage"]
+
+    def measured_units(lo: int, hi: int) -> np.ndarray:
+        users = np.arange(lo, hi, dtype=np.int32)
+        rankings = dataclasses.replace(rankings_of(lists[lo:hi]), unit_user=users)
+        targets = dataclasses.replace(targets_of(relevant[lo:hi], len(genres)), unit_user=users)
+        frame = beyond_accuracy(rankings, k=[1, 5, 10, 20, 50, 100], n_items=len(genres), metrics=names,
+                                train=data, genres=genres, targets=targets)
+        return frame.sort("metric", "k", "unit", maintain_order=True).get_column("value").to_numpy()
+
+    threads = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        one = measured_units(0, len(lists))
+    finally:
+        numba.set_num_threads(threads)
+    whole = measured_units(0, len(lists))
+    assert one.tobytes() == whole.tobytes()
+    parts = [measured_units(0, 137), measured_units(137, len(lists))]
+    per_metric = len(whole) // len(lists)  # rows of each (metric, k), units ascending within
+    joined = np.concatenate([np.concatenate([part.reshape(per_metric, -1)[row] for part in parts])
+                             for row in range(per_metric)])
+    assert joined.tobytes() == whole.tobytes()

@@ -10,7 +10,7 @@ import pytest
 from recsys_eval.core import Interactions
 from recsys_eval.core.rng import id_keys
 from recsys_eval.errors import ConfigError
-from recsys_eval.split import all_but_n, given_n, holdout, leave_last_n
+from recsys_eval.split import all_but_n, given_n, holdout, leave_last_n, user_time_split
 from recsys_eval.split.keyed import PerUserRule, row_keys
 from recsys_eval.split.order import keyed_rank_within
 
@@ -22,6 +22,8 @@ SPLITS = [
     lambda d, s: all_but_n(d, 2, order="latest", seed=s),
     lambda d, s: given_n(d, 3, seed=s),
     lambda d, s: leave_last_n(d, 2, seed=s),
+    lambda d, s: user_time_split(d, fraction=0.3, seed=s),
+    lambda d, s: user_time_split(d, n=2, seed=s),
 ]
 
 
