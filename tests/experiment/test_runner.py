@@ -590,3 +590,23 @@ def test_an_external_run_is_measured_by_the_rank_agreement_metrics(tmp_path):
     summary = pl.read_parquet(folder / "summary.parquet").filter(pl.col("protocol") == "ratings")
     assert sorted(summary["metric"]) == ["kendall", "ndpm", "spearman"]
     assert summary["mean"].is_finite().all()
+
+
+def test_experiments_tables_script_prints_the_readme_tables_of_a_run(tmp_path):
+    """experiments/tables.py, which makes experiments/README.md's tables, reads a results folder
+    of this version (its typed manifest) and prints each table with the command that made it."""
+    import subprocess
+    import sys
+
+    folder = run(write_config(tmp_path), tmp_path / "results")
+    script = Path(__file__).resolve().parents[2] / "experiments" / "tables.py"
+    done = subprocess.run([sys.executable, str(script), str(folder), "--sampled", "AI+1R+NN50"],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "(seed 7," in done.stdout and "folds holdout." in done.stdout
+    for title in ("ndcg@10 by protocol", "sampled-metric correction", "protocol agreement", "exposure"):
+        assert f"#### {title}" in done.stdout
+    ndcg = pl.read_parquet(folder / "summary.parquet").filter(
+        (pl.col("system") == "popular") & (pl.col("protocol") == "AI+AR+AN") & (pl.col("metric") == "ndcg")
+        & (pl.col("k") == 10))
+    assert f"{ndcg['mean'][0]:.3f}" in done.stdout
