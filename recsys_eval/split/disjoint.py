@@ -55,24 +55,15 @@ def user_disjoint(
     its latest (``order="latest"``: fold-in is the user's past, ties in time in seeded random
     order). Halves round up; ``fold_in = 0`` holds out whole users (cold users).
     """
-    if (fraction is None) == (n_users is None):
-        raise ConfigError("user_disjoint: give exactly one of fraction and n_users")
-    share = check_fraction("fraction", fraction) if fraction is not None else None
-    wanted_users = check_count("n_users", n_users) if n_users is not None else None
-    keep = _check_fold_in(fold_in)
-    order = check_order(order)
+    share, wanted_users, keep, order = user_disjoint_params(fraction, n_users, fold_in, order)
     opts = options(data, seed=seed, min_user_interactions=min_user_interactions,
                    drop_unknown=drop_unknown, default_min=2 if keep > 0 else 1)
     times = require_timestamps(data, "user_disjoint with order 'latest'") if order == "latest" else None
     is_test_user = _pick(data.user_ids, opts.seed, opts.eligible, share, wanted_users)
-    counts = opts.counts
-    n_fold_in = np.where(is_test_user, np.minimum(round_half_up(keep * counts), counts - 1), 0)
-    users = data.users
-    rank = keyed_rank_within(users, data.n_users, split_keys(data, opts.seed), times)
-    test = is_test_user[users] & (rank >= n_fold_in[users])
+    test = fold_in_test(data.users, data.n_users, split_keys(data, opts.seed), times, is_test_user, keep)
     params = opts.params(fraction=share, n_users=wanted_users, fold_in=keep, order=order)
     extra = {"fold_in": True, "test_users": int(is_test_user.sum()),
-             "fold_in_interactions": int(n_fold_in.sum())}
+             "fold_in_interactions": int(np.count_nonzero(is_test_user[data.users] & ~test))}
     return build_split(data, test, opts, name="user_disjoint", splitter="user_disjoint", params=params,
                        extra=extra)
 
@@ -92,6 +83,41 @@ def cold_items(
     ``drop_unknown`` may drop test rows of users without a train interaction (``"users"``); it
     cannot drop unknown items, which every test row is by design.
     """
+    share, wanted_items = cold_items_params(fraction, n_items, drop_unknown)
+    opts = options(data, seed=seed, min_user_interactions=1, drop_unknown=drop_unknown)
+    seen = data.item_counts() > 0
+    is_cold = _pick(data.item_ids, opts.seed, seen, share, wanted_items, what="items")
+    test = is_cold[data.items]
+    params = {"fraction": share, "n_items": wanted_items, "drop_unknown": opts.drop_unknown}
+    return build_split(data, test, opts, name="cold_items", splitter="cold_items", params=params,
+                       extra={"cold_items": int(is_cold.sum())})
+
+
+def user_disjoint_params(fraction: Any, n_users: Any, fold_in: Any, order: Any
+                         ) -> tuple[float | None, int | None, float, str]:
+    """The user-disjoint split's checked ``fraction`` or ``n_users`` (the other None), ``fold_in``
+    and ``order``; a ConfigError naming what is wrong."""
+    if (fraction is None) == (n_users is None):
+        raise ConfigError("user_disjoint: give exactly one of fraction and n_users")
+    share = check_fraction("fraction", fraction) if fraction is not None else None
+    wanted_users = check_count("n_users", n_users) if n_users is not None else None
+    return share, wanted_users, _check_fold_in(fold_in), check_order(order)
+
+
+def fold_in_test(groups: np.ndarray, n_groups: int, keys: np.ndarray, times: np.ndarray | None,
+                 is_test_user: np.ndarray, keep: float) -> np.ndarray:
+    """Whether each row is a held-out (test) row: a test user's (``is_test_user``, one per group
+    0..n_groups-1, all of a user's rows present) rows after its first ``min(round(keep * c), c - 1)``
+    in the order of their ``keys`` (by ``times`` first, when given)."""
+    counts = np.bincount(groups, minlength=n_groups).astype(np.int64)
+    n_fold_in = np.where(is_test_user, np.minimum(round_half_up(keep * counts), counts - 1), 0)
+    rank = keyed_rank_within(groups, n_groups, keys, times)
+    return is_test_user[groups] & (rank >= n_fold_in[groups])
+
+
+def cold_items_params(fraction: Any, n_items: Any, drop_unknown: Any) -> tuple[float | None, int | None]:
+    """The cold-item split's checked ``fraction`` or ``n_items`` (the other None); a ConfigError
+    for both or neither, or for a ``drop_unknown`` that would drop every test row."""
     if (fraction is None) == (n_items is None):
         raise ConfigError("cold_items: give exactly one of fraction and n_items")
     if drop_unknown is True or drop_unknown == "items":
@@ -100,14 +126,7 @@ def cold_items(
             "unknown to train by design); use false or 'users'"
         )
     share = check_fraction("fraction", fraction) if fraction is not None else None
-    wanted_items = check_count("n_items", n_items) if n_items is not None else None
-    opts = options(data, seed=seed, min_user_interactions=1, drop_unknown=drop_unknown)
-    seen = data.item_counts() > 0
-    is_cold = _pick(data.item_ids, opts.seed, seen, share, wanted_items, what="items")
-    test = is_cold[data.items]
-    params = {"fraction": share, "n_items": wanted_items, "drop_unknown": opts.drop_unknown}
-    return build_split(data, test, opts, name="cold_items", splitter="cold_items", params=params,
-                       extra={"cold_items": int(is_cold.sum())})
+    return share, check_count("n_items", n_items) if n_items is not None else None
 
 
 def _check_fold_in(value: Any) -> float:

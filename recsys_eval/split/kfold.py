@@ -38,20 +38,13 @@ def kfold(
     k = check_count("k", k, minimum=2)
     users = data.users
     if per_user:
-        largest = int(opts.counts[opts.eligible].max(initial=0))
-        if k > largest:
-            raise ConfigError(
-                f"k = {k} folds per user, but the largest user profile has {largest} interactions "
-                f"(of users with at least {opts.min_user_interactions}); choose k <= {largest}"
-            )
+        check_user_folds(k, int(opts.counts[opts.eligible].max(initial=0)), opts.min_user_interactions)
         user_draws = id_draws(opts.seed, id_keys(data.user_ids))
         fold = user_folds(users, data.n_users, split_keys(data, opts.seed), user_draws, k)
         fold[~opts.eligible[users]] = -1
     else:
         in_play = opts.eligible[users]
-        n_play = int(in_play.sum())
-        if k > n_play:
-            raise ConfigError(f"k = {k} folds, but only {n_play} interactions are to be split")
+        check_folds(k, int(in_play.sum()))
         fold = np.where(in_play, global_rank(data, opts.seed, in_play) % k, -1)
     params = opts.params(k=k, per_user=bool(per_user))
     return [
@@ -68,3 +61,18 @@ def user_folds(groups: np.ndarray, n_groups: int, keys: np.ndarray, user_draws: 
     group 0..n_groups-1: :func:`~recsys_eval.split.keyed.id_draws`)."""
     start = (np.asarray(user_draws, np.uint64) % np.uint64(k)).astype(np.int64)
     return (keyed_rank_within(groups, n_groups, keys) + start[groups]) % k
+
+
+def check_user_folds(k: int, largest: int, min_user_interactions: int) -> None:
+    """A ConfigError when per-user k-fold has more folds than the ``largest`` profile split."""
+    if k > largest:
+        raise ConfigError(
+            f"k = {k} folds per user, but the largest user profile has {largest} interactions "
+            f"(of users with at least {min_user_interactions}); choose k <= {largest}"
+        )
+
+
+def check_folds(k: int, n_play: int) -> None:
+    """A ConfigError when global k-fold has more folds than the ``n_play`` interactions split."""
+    if k > n_play:
+        raise ConfigError(f"k = {k} folds, but only {n_play} interactions are to be split")
