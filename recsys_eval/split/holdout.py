@@ -14,7 +14,7 @@ from recsys_eval.split.common import (
     options,
     round_half_up,
 )
-from recsys_eval.split.keyed import PerUserRule, global_rank, split_keys
+from recsys_eval.split.keyed import PerUserRule, first_rows, split_keys
 
 
 def holdout(
@@ -29,7 +29,7 @@ def holdout(
     """A uniformly random ``fraction`` of the interactions to test, the rest to train.
 
     Global: the ``round(fraction * n)`` of the n interactions of the users that are split with the
-    smallest keys (:func:`~recsys_eval.split.keyed.global_rank`: each row's key from the seed and
+    smallest keys (:func:`~recsys_eval.split.keyed.first_rows`: each row's key from the seed and
     its raw ids alone; docs/CONVENTIONS.md#global-split-draws). Per user: ``round(fraction * n_u)`` of each user's n_u, at most ``n_u - 1`` so that every user
     split keeps a training interaction, drawn from the seed and the user's own rows alone
     (:mod:`recsys_eval.split.keyed`). Halves round up. ``min_user_interactions`` defaults to 1
@@ -43,8 +43,8 @@ def holdout(
         rule = PerUserRule("holdout", opts.min_user_interactions, fraction=fraction)
         test = rule.test_rows(users, data.n_users, split_keys(data, opts.seed))
     else:
-        rank = global_rank(data, opts.seed, opts.eligible[users])
-        test = (rank >= 0) & (rank < round_half_up(fraction * np.count_nonzero(rank >= 0)))
+        in_play = opts.eligible[users]
+        test = first_rows(data, opts.seed, in_play, int(round_half_up(fraction * np.count_nonzero(in_play))))
     params = opts.params(fraction=fraction, per_user=bool(per_user))
     return build_split(data, test, opts, name="holdout", splitter="holdout", params=params)
 

@@ -30,7 +30,7 @@ from recsys_eval.core.interactions import Interactions
 from recsys_eval.core.rng import id_keys, splitmix64
 from recsys_eval.errors import ConfigError
 from recsys_eval.split.common import check_count, check_fraction, check_order, round_half_up
-from recsys_eval.split.order import keyed_rank, keyed_rank_within
+from recsys_eval.split.order import keyed_first, keyed_rank, keyed_rank_within
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 #: The per-user splitters drawn by :class:`PerUserRule` (holdout with ``per_user = true``).
@@ -84,21 +84,29 @@ def split_keys(data: Interactions, seed: int) -> np.ndarray:
 
 def global_rank(data: Interactions, seed: int, in_play: np.ndarray) -> np.ndarray:
     """0-based place of every row in play (bool per row) in the order of its key (equal keys in
-    the order of the raw user id, then the raw item id), -1 for the other rows: a global holdout
-    tests the places below its size, global k-fold deals places to folds."""
+    the order of the raw user id, then the raw item id), -1 for the other rows: global k-fold deals
+    places to folds (a global holdout tests the places below its size: :func:`first_rows`)."""
     rows = np.flatnonzero(in_play)
     rank = np.full(len(in_play), -1, np.int64)
     rank[rows] = keyed_rank(split_keys(data, seed)[rows], data.users[rows], data.items[rows])
     return rank
 
 
+def first_rows(data: Interactions, seed: int, in_play: np.ndarray, size: int) -> np.ndarray:
+    """Bool per row: the ``size`` first rows in play (bool per row) in :func:`global_rank`'s order
+    (a global holdout's test rows), without the full sort."""
+    rows = np.flatnonzero(in_play)
+    chosen = np.zeros(len(in_play), dtype=bool)
+    chosen[rows[keyed_first(split_keys(data, seed)[rows], size, data.users[rows], data.items[rows])]] = True
+    return chosen
+
+
 def first_ids(ids: pl.Series, seed: int, in_play: np.ndarray, size: int) -> np.ndarray:
     """Bool per id of the sorted index ``ids``: the ``size`` ids in play (bool per id) of smallest
     :func:`id_draws` key (equal keys in the order of the raw ids)."""
     candidates = np.flatnonzero(in_play)
-    rank = keyed_rank(id_draws(seed, id_keys(ids))[candidates], candidates)
     picked = np.zeros(len(in_play), dtype=bool)
-    picked[candidates[rank < size]] = True
+    picked[candidates[keyed_first(id_draws(seed, id_keys(ids))[candidates], size, candidates)]] = True
     return picked
 
 

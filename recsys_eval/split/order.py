@@ -215,6 +215,26 @@ def keyed_rank(keys: np.ndarray, *ties: np.ndarray) -> np.ndarray:
     return rank
 
 
+def keyed_first(keys: np.ndarray, size: int, *ties: np.ndarray) -> np.ndarray:
+    """Bool per entry: the ``size`` first entries in :func:`keyed_rank`'s order (by key, equal keys
+    by ``ties``), found in O(n) by the key at place ``size - 1`` (``np.partition``), without the
+    full sort."""
+    keys = np.ascontiguousarray(keys, dtype=np.uint64)
+    chosen = np.zeros(len(keys), dtype=bool)
+    if size <= 0:
+        return chosen
+    if size >= len(keys):
+        return ~chosen
+    cut = np.partition(keys, size - 1)[size - 1]
+    chosen = keys < cut
+    at_cut = np.flatnonzero(keys == cut)  # one entry, but for equal keys
+    need = size - int(np.count_nonzero(chosen))
+    if len(at_cut) > need:
+        at_cut = at_cut[np.lexsort(tuple(t[at_cut] for t in reversed(ties)))] if ties else at_cut
+    chosen[at_cut[:need]] = True
+    return chosen
+
+
 def random_rank(n: int, rng: np.random.Generator) -> np.ndarray:
     """A uniformly random permutation of 0..n-1: the rank of every row in one random order."""
     return rank_within(np.zeros(n, np.int32), 1, rng)

@@ -11,7 +11,7 @@ import pytest
 
 from recsys_eval.core import Interactions
 from recsys_eval.split import cold_items, holdout, kfold, user_disjoint
-from recsys_eval.split.order import keyed_rank
+from recsys_eval.split.order import keyed_first, keyed_rank
 
 from .helpers import random_interactions
 
@@ -124,3 +124,12 @@ def test_keyed_rank_breaks_equal_keys_by_the_ties_in_turn():
     # key 1 (row 4), key 3 (row 1), then key 7: user 1 item 4 (row 3), user 1 item 9 (row 2), user 2 (row 0)
     assert keyed_rank(keys, users, items).tolist() == [4, 1, 3, 2, 0]
     assert keyed_rank(np.array([5, 2, 9], dtype=np.uint64)).tolist() == [1, 0, 2]
+
+
+def test_the_first_entries_in_key_order_are_those_keyed_rank_puts_first():
+    rng = np.random.default_rng(4)
+    keys = rng.integers(0, 6, 40).astype(np.uint64)  # many equal keys: the ties decide
+    users, items = rng.integers(0, 5, 40), rng.permutation(40)
+    rank = keyed_rank(keys, users, items)
+    for size in (0, 1, 7, 20, 39, 40):
+        assert np.array_equal(keyed_first(keys, size, users, items), rank < size), size
