@@ -73,19 +73,27 @@ class SplitTask:
         test = marked.get_column(TEST).to_numpy()
         side = np.where(test, TEST_SIDE, TRAIN_SIDE).astype(object)
         if self.drop_users:
-            users = marked.get_column("user")
-            groups = (users.rank("dense") - 1).cast(pl.Int32).to_numpy()
-            in_train = np.bincount(groups[~test], minlength=int(groups.max()) + 1 if len(groups) else 0) > 0
+            groups, n_groups = user_groups(marked)
+            in_train = np.bincount(groups[~test], minlength=n_groups) > 0
             side[test & ~in_train[groups]] = UNKNOWN_USER
         return marked.drop(TEST).with_columns(pl.Series(SIDE, side, dtype=pl.String))
 
 
+def user_groups(chunk: pl.DataFrame) -> tuple[np.ndarray, int]:
+    """Each row's user numbered 0..n-1 in the order of the raw ids (a chunk of whole users), and n."""
+    groups = (chunk.get_column("user").rank("dense") - 1).cast(pl.Int32).to_numpy()
+    return groups, int(groups.max()) + 1 if len(groups) else 0
+
+
+def chunk_keys(chunk: pl.DataFrame, seed: int) -> np.ndarray:
+    """The :func:`~recsys_eval.split.keyed.row_keys` of the chunk's rows, from their raw ids."""
+    return row_keys(seed, id_keys(chunk.get_column("user")), id_keys(chunk.get_column("item")))
+
+
 def split_chunk(chunk: pl.DataFrame, rule: PerUserRule, seed: int) -> pl.DataFrame:
     """``chunk`` (every row of its users) with the boolean column ``test``."""
-    users = chunk.get_column("user")
-    groups = (users.rank("dense") - 1).cast(pl.Int32).to_numpy()
-    n_groups = int(groups.max()) + 1 if len(groups) else 0
-    keys = row_keys(seed, id_keys(users), id_keys(chunk.get_column("item")))
+    groups, n_groups = user_groups(chunk)
+    keys = chunk_keys(chunk, seed)
     times = chunk.get_column("timestamp").cast(pl.Int64).to_numpy() if rule.order == "latest" else None
     return chunk.with_columns(pl.Series(TEST, rule.test_rows(groups, n_groups, keys, times)))
 
@@ -286,7 +294,7 @@ class KeyTask:
         for batch in batches:
             chunk = pl.from_arrow(batch)
             if self.role is None:
-                keys = row_keys(self.seed, id_keys(chunk.get_column("user")), id_keys(chunk.get_column("item")))
+                keys = chunk_keys(chunk, self.seed)
             else:
                 keys = id_draws(self.seed, id_keys(chunk.get_column(self.role)))
             yield from chunk.with_columns(pl.Series(KEY, sortable(keys))).to_arrow().to_batches()
@@ -368,12 +376,9 @@ class FoldTask:
     least: int
 
     def __call__(self, chunk: pl.DataFrame) -> pl.DataFrame:
-        users = chunk.get_column("user")
-        groups = (users.rank("dense") - 1).cast(pl.Int32).to_numpy()
-        n_groups = int(groups.max()) + 1 if len(groups) else 0
-        keys = row_keys(self.seed, id_keys(users), id_keys(chunk.get_column("item")))
-        user_draws = id_draws(self.seed, id_keys(users.unique().sort()))
-        fold = user_folds(groups, n_groups, keys, user_draws, self.k)
+        groups, n_groups = user_groups(chunk)
+        user_draws = id_draws(self.seed, id_keys(chunk.get_column("user").unique().sort()))
+        fold = user_folds(groups, n_groups, chunk_keys(chunk, self.seed), user_draws, self.k)
         fold[np.bincount(groups, minlength=n_groups)[groups] < self.least] = -1
         return chunk.with_columns(pl.Series(FOLD, fold, dtype=pl.Int64))
 
@@ -480,12 +485,10 @@ class FoldInTask:
     columns: tuple[str, ...]
 
     def __call__(self, chunk: pl.DataFrame) -> pl.DataFrame:
-        users = chunk.get_column("user")
-        groups = (users.rank("dense") - 1).cast(pl.Int32).to_numpy()
-        n_groups = int(groups.max()) + 1 if len(groups) else 0
+        groups, n_groups = user_groups(chunk)
         is_test_user = np.zeros(n_groups, dtype=bool)
         is_test_user[groups] = chunk.get_column("_test_user").to_numpy()
-        keys = row_keys(self.seed, id_keys(users), id_keys(chunk.get_column("item")))
+        keys = chunk_keys(chunk, self.seed)
         times = chunk.get_column("timestamp").cast(pl.Int64).to_numpy() if self.by_time else None
         test = fold_in_test(groups, n_groups, keys, times, is_test_user, self.keep)
         side = pl.Series(SIDE, np.where(test, TEST_SIDE, TRAIN_SIDE).astype(object), dtype=pl.String)

@@ -47,13 +47,14 @@ def user_disjoint(
     """Test users unseen in fitting, each with a fold-in part of its history (strong
     generalisation).
 
-    Test users: the ``round(fraction * m)`` (or ``n_users``) of the m users with at least
-    ``min_user_interactions`` interactions of smallest key (a uniformly random choice) (default 2, or 1 when ``fold_in = 0``); the other
-    users are train users, all their interactions in train. Each test user u with n_u interactions
-    gives ``min(round(fold_in * n_u), n_u - 1)`` of them to fold-in (in train, marked by
-    ``info["fold_in"]``) and the rest, at least one, to test: random ones (``order="random"``) or
-    its latest (``order="latest"``: fold-in is the user's past, ties in time in seeded random
-    order). Halves round up; ``fold_in = 0`` holds out whole users (cold users).
+    Test users: the ``round(fraction * m)`` (or ``n_users``) of smallest key (a uniformly random
+    choice) among the m users with at least ``min_user_interactions`` interactions (default 2, or 1
+    when ``fold_in = 0``); the other users are train users, all their interactions in train. Each
+    test user u with n_u interactions gives ``min(round(fold_in * n_u), n_u - 1)`` of them to
+    fold-in (in train, marked by ``info["fold_in"]``) and the rest, at least one, to test: random
+    ones (``order="random"``: the last in the order of their keys) or its latest
+    (``order="latest"``: fold-in is the user's past, ties in time in key order). Halves round up;
+    ``fold_in = 0`` holds out whole users (cold users).
     """
     share, wanted_users, keep, order = user_disjoint_params(fraction, n_users, fold_in, order)
     opts = options(data, seed=seed, min_user_interactions=min_user_interactions,

@@ -1,6 +1,6 @@
 """The splits' draws: every row keyed on (seed, raw user id, raw item id), every user or item on
 (seed, raw id), so that a user's split depends on the seed and the user's own rows alone, and a
-global split on each key and one order statistic of them (docs/CONVENTIONS.md#per-user-split-draws,
+global split on each key and its place among all the keys (docs/CONVENTIONS.md#per-user-split-draws,
 docs/CONVENTIONS.md#global-split-draws).
 
 A per-user splitter (per-user holdout, all-but-n, given-n, leave-last-n, the user time split)
@@ -16,6 +16,7 @@ The global splits (holdout, k-fold, the user-disjoint split's test users, the co
 every row, user or item by its key (:func:`global_rank`, :func:`~recsys_eval.split.order.keyed_rank`)
 and cut that order at exact sizes: on Spark, one sort (:func:`recsys_eval.engine.split.global_ranks`).
 """
+
 from __future__ import annotations
 
 import inspect

@@ -29,8 +29,9 @@ def kfold(
     recommender form of stratified cross-validation): each user's interactions are dealt in the
     order of their keys starting at a fold drawn from the user's key (:func:`user_folds`), so
     each user's fold sizes differ by at most one and a user with at least k interactions is tested
-    in every fold. Either way a row's fold depends on the seed and its own raw ids (per user: its
-    user's rows) alone (docs/CONVENTIONS.md#global-split-draws). ``min_user_interactions``
+    in every fold. Either way a row's fold depends on the seed and raw ids alone, never on the
+    rows' order (global: its key's place among the keys of the rows split; per user: its user's
+    rows; docs/CONVENTIONS.md#global-split-draws). ``min_user_interactions``
     defaults to 1 (global) or 2 (per user).
     """
     opts = options(data, seed=seed, min_user_interactions=min_user_interactions,
