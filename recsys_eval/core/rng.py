@@ -7,11 +7,12 @@ never enter a seed, so relabelling a protocol or a system keeps its samples, and
 reordering entries never changes another entry's stream.
 
 Three kinds of randomness, one seed each: numpy Generators (``np.random.default_rng(seed)``) for
-the global splits and resampling; counter-based streams (:func:`splitmix64`) for targets and the
-random recommender, where a number depends only on (seed, user, item), never on the order or chunk
-in which users are processed; and hashes of raw ids (:func:`id_keys`) for the per-user splits, so
-that a user's split depends on the seed and its own rows alone, whichever engine draws it
-(docs/CONVENTIONS.md#per-user-split-draws).
+resampling and learning-curve subsamples; counter-based streams (:func:`splitmix64`) for targets and
+the random recommender, where a number depends only on (seed, user, item), never on the order or
+chunk in which users are processed; and hashes of raw ids (:func:`id_keys`) for the splits, so that
+a row's side depends on the seed and its own raw ids (a user's rows, for a per-user split) alone,
+whichever engine draws it (docs/CONVENTIONS.md#per-user-split-draws,
+docs/CONVENTIONS.md#global-split-draws).
 """
 
 from __future__ import annotations

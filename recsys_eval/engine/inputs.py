@@ -12,7 +12,8 @@ Spark jobs, the split written as Parquet partitioned by side, and the driver's c
   counted once on the input; the k-core peeled round by round to its fixed point), and the same
   record of what each step removed.
 - Split: :func:`recsys_eval.engine.split.split_folds`, the local splitter's per-user rule drawn by
-  the executors (docs/CONVENTIONS.md#per-user-split-draws), or a time split's point (found by a
+  the executors (docs/CONVENTIONS.md#per-user-split-draws), a global split's keys cut in key order
+  by a Spark sort (docs/CONVENTIONS.md#global-split-draws), or a time split's point (found by a
   Spark sort for a quantile) or rolling windows, each fold written by
   :func:`~recsys_eval.engine.split.write_sides` into the results folder's scratch
   (``spark_splits/<fold>/side=<side>/``); each fold's ``info`` counted by Spark.
@@ -42,13 +43,9 @@ if TYPE_CHECKING:
 
 ROW = "_row"  # a row's place in the dataset file
 ROLES = ("user", "item", "rating", "timestamp")
-#: Why each splitter that is not drawn per user needs every row at once (it stays local).
+#: Why each splitter not drawn on Spark stays local.
 GLOBAL_SPLITS = {
-    "holdout": "a global holdout draws its test rows among every row (per_user = true splits on Spark)",
-    "kfold": "its folds cut one order of every row",
     "official": "its folds are the dataset's own files",
-    "user_disjoint": "it draws whole users among every user",
-    "cold_items": "it draws whole items among every item",
 }
 
 
@@ -58,8 +55,8 @@ def local_only(config: ExperimentConfig) -> list[str]:
 
     split, dataset = config.split, config.dataset
     reasons = []
-    if split.method not in SPARK_SPLITTERS or (split.method == "holdout" and not split.params.get("per_user")):
-        reasons.append(f"split {split.method!r}: {GLOBAL_SPLITS.get(split.method, 'it is not drawn per user')}")
+    if split.method not in SPARK_SPLITTERS:
+        reasons.append(f"split {split.method!r}: {GLOBAL_SPLITS.get(split.method, 'it is not drawn on Spark')}")
     if dataset.name is not None:
         reasons.append(f"dataset {dataset.name!r}: a MovieLens archive is parsed by the local loader "
                        "(give its ratings as a CSV or Parquet [dataset] path to read them with Spark)")
@@ -299,12 +296,14 @@ def split_info(marked, prepared, method: str, params: dict[str, Any], extra: dic
 def recorded_params(method: str, params: dict[str, Any]) -> tuple[dict[str, Any], int]:
     """The parameters a split of ``method`` records in its ``info`` (the local splitter's, its
     defaults filled in), and its ``min_user_interactions``."""
-    from recsys_eval.engine.split import time_min_interactions
+    from recsys_eval.engine.split import is_keyed_global, keyed_params, time_min_interactions
     from recsys_eval.split.common import check_drop_unknown
     from recsys_eval.split.keyed import PerUserRule
     from recsys_eval.split.rolling import rolling_params
     from recsys_eval.split.temporal import recorded_at
 
+    if is_keyed_global(method, params):
+        return keyed_params(method, params)
     drop = check_drop_unknown(params.get("drop_unknown", False))
     if method == "rolling_time":  # every user split: no minimum recorded
         return rolling_params(params["length"], params.get("n"), params.get("starts"), drop), 1

@@ -12,8 +12,16 @@ a train row in the task; of an item without one, by a join with the train side's
 The global time split (:func:`recsys_eval.split.temporal.time_split`): a row goes to test when its
 timestamp is after the split point, which is one number; a quantile's point is one order statistic
 of every row's timestamp, found by a Spark sort whose partitions' counts alone reach the driver
-(:func:`nth_smallest`). Rolling time windows: a row is in a window, before it or after it by its
-timestamp and the window's bounds. ``drop_unknown`` joins the train side's distinct users and items.
+(:func:`nth_smallest`, :func:`global_ranks`). Rolling time windows: a row is in a window, before it
+or after it by its timestamp and the window's bounds. ``drop_unknown`` joins the train side's
+distinct users and items.
+
+The global keyed splits (docs/CONVENTIONS.md#global-split-draws): the executors key every row (or
+distinct user, or item) as the local splitter keys it (:class:`KeyTask`), one Spark sort by key
+numbers them in key order (:func:`global_ranks`), and a global holdout tests the places below its
+size, global k-fold deals places to folds, the user-disjoint split and cold items take the users
+or items below theirs. Per-user k-fold is a per-user draw: partitions of whole users, each task
+calling :func:`recsys_eval.split.kfold.user_folds`, as the local splitter does.
 
 :func:`write_split` writes the result as Parquet partitioned by side.
 """
@@ -28,8 +36,10 @@ import polars as pl
 
 from recsys_eval.core.rng import id_keys
 from recsys_eval.errors import DataError
-from recsys_eval.split.common import check_count, check_drop_unknown, check_seed
-from recsys_eval.split.keyed import PER_USER_SPLITTERS, PerUserRule, row_keys
+from recsys_eval.split.common import check_count, check_drop_unknown, check_fraction, check_seed, round_half_up
+from recsys_eval.split.disjoint import fold_in_test, pick_size
+from recsys_eval.split.keyed import PER_USER_SPLITTERS, PerUserRule, id_draws, row_keys, sortable
+from recsys_eval.split.kfold import check_folds, check_user_folds, user_folds
 from recsys_eval.split.temporal import checked_point, point_extra, point_of
 
 TEST = "test"  # the column the split adds: whether the row goes to test
@@ -39,9 +49,14 @@ TEST = "test"  # the column the split adds: whether the row goes to test
 SIDE, TRAIN_SIDE, TEST_SIDE, UNKNOWN_USER, UNKNOWN_ITEM = "side", "train", "test", "unknown_user", "unknown_item"
 #: The side of a rolling window's rows after the window: in neither side of its fold.
 LATER = "later"
-#: The splitters drawn on Spark: the per-user ones (a user's split from the seed and its own rows)
-#: and the time splits (a row's side from its timestamp and the split point or windows alone).
-SPARK_SPLITTERS = (*PER_USER_SPLITTERS, "time", "rolling_time")
+#: The keyed splitters that cut one order of every row, user or item (holdout: with ``per_user``
+#: false; kfold: either way, per user by partitions of whole users).
+GLOBAL_SPLITTERS = ("holdout", "kfold", "user_disjoint", "cold_items")
+#: The splitters drawn on Spark: the per-user ones (a user's split from the seed and its own rows),
+#: the global keyed ones and the time splits (a row's side from its timestamp and the split point
+#: or windows alone).
+SPARK_SPLITTERS = (*PER_USER_SPLITTERS, *GLOBAL_SPLITTERS[1:], "time", "rolling_time")
+KEY, RANK, FOLD = "_key", "_rank", "_fold"  # columns of the keyed splits' intermediate frames
 
 
 @dataclass(frozen=True)
@@ -58,19 +73,27 @@ class SplitTask:
         test = marked.get_column(TEST).to_numpy()
         side = np.where(test, TEST_SIDE, TRAIN_SIDE).astype(object)
         if self.drop_users:
-            users = marked.get_column("user")
-            groups = (users.rank("dense") - 1).cast(pl.Int32).to_numpy()
-            in_train = np.bincount(groups[~test], minlength=int(groups.max()) + 1 if len(groups) else 0) > 0
+            groups, n_groups = user_groups(marked)
+            in_train = np.bincount(groups[~test], minlength=n_groups) > 0
             side[test & ~in_train[groups]] = UNKNOWN_USER
         return marked.drop(TEST).with_columns(pl.Series(SIDE, side, dtype=pl.String))
 
 
+def user_groups(chunk: pl.DataFrame) -> tuple[np.ndarray, int]:
+    """Each row's user numbered 0..n-1 in the order of the raw ids (a chunk of whole users), and n."""
+    groups = (chunk.get_column("user").rank("dense") - 1).cast(pl.Int32).to_numpy()
+    return groups, int(groups.max()) + 1 if len(groups) else 0
+
+
+def chunk_keys(chunk: pl.DataFrame, seed: int) -> np.ndarray:
+    """The :func:`~recsys_eval.split.keyed.row_keys` of the chunk's rows, from their raw ids."""
+    return row_keys(seed, id_keys(chunk.get_column("user")), id_keys(chunk.get_column("item")))
+
+
 def split_chunk(chunk: pl.DataFrame, rule: PerUserRule, seed: int) -> pl.DataFrame:
     """``chunk`` (every row of its users) with the boolean column ``test``."""
-    users = chunk.get_column("user")
-    groups = (users.rank("dense") - 1).cast(pl.Int32).to_numpy()
-    n_groups = int(groups.max()) + 1 if len(groups) else 0
-    keys = row_keys(seed, id_keys(users), id_keys(chunk.get_column("item")))
+    groups, n_groups = user_groups(chunk)
+    keys = chunk_keys(chunk, seed)
     times = chunk.get_column("timestamp").cast(pl.Int64).to_numpy() if rule.order == "latest" else None
     return chunk.with_columns(pl.Series(TEST, rule.test_rows(groups, n_groups, keys, times)))
 
@@ -92,6 +115,8 @@ def split_folds(frame, method: str, params: dict[str, Any], partitions: int, sou
     counts (a time split's point, a window's bounds); ``source`` names the data in messages."""
     if method == "rolling_time":
         return rolling_folds(frame, params, source)
+    if method == "kfold":
+        return kfold_folds(frame, params, partitions)
     marked, extra = split_sides(frame, method, params, partitions, source)
     return [(method, marked, extra)]
 
@@ -111,6 +136,14 @@ def split_sides(frame, method: str, params: dict[str, Any], partitions: int, sou
         point = time_point(frame, params, source)
         marked = mark_time(frame, point, time_min_interactions(params))
         return _mark_dropped(marked, drop).select(*frame.columns, F.col(SIDE)), point_extra(point)
+    if is_global_holdout(method, params):
+        return _mark_dropped(mark_holdout(frame, params), drop).select(*frame.columns, F.col(SIDE)), {}
+    if method == "cold_items":
+        marked, extra = mark_cold_items(frame, params)
+        return _mark_dropped(marked, drop).select(*frame.columns, F.col(SIDE)), extra
+    if method == "user_disjoint":
+        marked, extra = mark_user_disjoint(frame, params, partitions, source)
+        return _mark_dropped(marked, drop).select(*frame.columns, F.col(SIDE)), extra
     rule = PerUserRule.of(method, params)
     seed = check_seed(params.get("seed"))
     schema = T.StructType([*frame.schema.fields, T.StructField(SIDE, T.StringType())])
@@ -216,22 +249,250 @@ def rolling_folds(frame, params: dict[str, Any], source: str = "interactions") -
 
 
 def nth_smallest(frame, column: str, index: int) -> int:
-    """The value at 0-based place ``index`` of ``column`` in ascending order, exactly: Spark sorts
-    the column (range partitions, in order) and numbers each row within its partition
-    (``monotonically_increasing_id``: the partition in the bits from 33 up, the place below),
-    the driver reads one count per partition, finds the partition and place ``index`` falls on,
-    and reads that one row. Ties leave every place's value the same whichever tied row sits there."""
+    """The value at 0-based place ``index`` of ``column`` in ascending order, exactly (one Spark
+    sort, :func:`global_ranks`). Ties leave every place's value the same whichever tied row sits
+    there."""
     from pyspark.sql import functions as F
 
-    ordered = (frame.select(column).orderBy(column)
-               .select(column, F.monotonically_increasing_id().alias("_place")).localCheckpoint())
-    counts = sorted(ordered.groupBy(F.shiftright("_place", 33).alias("_part")).count().collect())
-    before = 0
-    for part, count in counts:
-        if index < before + count:
-            return ordered.filter(F.col("_place") == (int(part) << 33) + index - before).first()[column]
-        before += count
-    raise IndexError(f"place {index} of {before} values")
+    found = global_ranks(frame.select(column), column).filter(F.col(RANK) == index).first()
+    if found is None:
+        raise IndexError(f"place {index} beyond the {column} values")
+    return found[column]
+
+
+def global_ranks(frame, *columns: str):
+    """``frame`` with the column ``RANK``: every row's 0-based place in the order of ``columns``
+    (which must order the rows totally for the places to be the same on every run). Spark sorts the
+    rows (range partitions, in order) and numbers each within its partition
+    (``monotonically_increasing_id``: the partition in the bits from 33 up, the place below); the
+    driver reads one count per partition and adds each partition's offset by a broadcast join."""
+    from pyspark.sql import functions as F
+
+    ordered = frame.orderBy(*columns).withColumn("_place", F.monotonically_increasing_id()).localCheckpoint()
+    part = F.shiftright("_place", 33)
+    before, offsets = 0, []
+    for index, count in sorted(ordered.groupBy(part.alias("_part")).count().collect()):
+        offsets.append((int(index), before))
+        before += int(count)
+    starts = frame.sparkSession.createDataFrame(offsets, "_part long, _before long")
+    return (ordered.withColumn("_part", part).join(F.broadcast(starts), "_part")
+            .withColumn(RANK, F.col("_before") + F.col("_place") - F.shiftleft(F.col("_part"), 33))
+            .drop("_part", "_before", "_place"))
+
+
+# -- the global keyed splits -----------------------------------------------------------------------
+@dataclass(frozen=True)
+class KeyTask:
+    """Adds the column ``KEY`` to every batch: each row's key as the local splitter computes it
+    (:func:`~recsys_eval.split.keyed.row_keys` of ``user`` and ``item``; with one ``role``, the
+    :func:`~recsys_eval.split.keyed.id_draws` of that id), as a sortable ``long``."""
+
+    seed: int
+    role: str | None = None
+
+    def __call__(self, batches):
+        for batch in batches:
+            chunk = pl.from_arrow(batch)
+            if self.role is None:
+                keys = chunk_keys(chunk, self.seed)
+            else:
+                keys = id_draws(self.seed, id_keys(chunk.get_column(self.role)))
+            yield from chunk.with_columns(pl.Series(KEY, sortable(keys))).to_arrow().to_batches()
+
+
+def with_keys(frame, seed: int, role: str | None = None):
+    """``frame`` with :class:`KeyTask`'s column ``KEY``."""
+    from pyspark.sql import types as T
+
+    schema = T.StructType([*frame.schema.fields, T.StructField(KEY, T.LongType())])
+    return frame.mapInArrow(KeyTask(seed, role), schema)
+
+
+def _in_play(frame, min_user_interactions: int):
+    """Whether each row's user has at least ``min_user_interactions`` rows (a window over the user)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    return F.count("*").over(Window.partitionBy("user")) >= min_user_interactions
+
+
+def ranked_rows(frame, seed: int, min_user_interactions: int):
+    """``frame``'s rows with ``RANK``: the place of each row of a user with at least
+    ``min_user_interactions`` rows in key order (equal keys by raw user id, then item id), -1 for
+    the others (:func:`recsys_eval.split.keyed.global_rank`); and the number of rows ranked."""
+    from pyspark.sql import functions as F
+
+    out = ~_in_play(frame, min_user_interactions) if min_user_interactions > 1 else F.lit(False)
+    flagged = with_keys(frame, seed).withColumn("_out", out)
+    ranked = global_ranks(flagged, "_out", KEY, "user", "item")  # the rows in play first
+    n_play = int(ranked.filter(~F.col("_out")).count())
+    return ranked.withColumn(RANK, F.when(F.col("_out"), F.lit(-1)).otherwise(F.col(RANK))).drop("_out", KEY), n_play
+
+
+def mark_holdout(frame, params: dict[str, Any]):
+    """``frame`` with ``SIDE`` of a global holdout (:func:`recsys_eval.split.holdout.holdout`): the
+    ``round(fraction * n)`` rows of smallest key among the n rows in play go to test."""
+    from pyspark.sql import functions as F
+
+    recorded, least = keyed_params("holdout", params)
+    ranked, n_play = ranked_rows(frame, check_seed(params.get("seed")), least)
+    size = int(round_half_up(recorded["fraction"] * n_play))
+    test = (F.col(RANK) >= 0) & (F.col(RANK) < size)
+    return ranked.withColumn(SIDE, F.when(test, F.lit(TEST_SIDE)).otherwise(F.lit(TRAIN_SIDE))).drop(RANK)
+
+
+def kfold_folds(frame, params: dict[str, Any], partitions: int) -> list[tuple[str, Any, dict[str, Any]]]:
+    """The folds of :func:`recsys_eval.split.kfold.kfold` on ``frame``: each row's 0-based fold
+    (global: its place in key order mod k; per user: :func:`~recsys_eval.split.kfold.user_folds`
+    in partitions of whole users; -1 for users kept in train), computed once, then each fold's
+    rows marked as :func:`mark_split` marks them."""
+    from pyspark.sql import functions as F
+
+    recorded, least = keyed_params("kfold", params)
+    k, seed, drop = recorded["k"], check_seed(params.get("seed")), recorded["drop_unknown"]
+    if recorded["per_user"]:
+        largest = frame.groupBy("user").count().filter(F.col("count") >= least).agg(F.max("count")).first()[0]
+        check_user_folds(k, int(largest or 0), least)
+        folded = per_user_folds(frame, k, seed, least, partitions).localCheckpoint()
+    else:
+        ranked, n_play = ranked_rows(frame, seed, least)
+        check_folds(k, n_play)
+        folded = ranked.withColumn(FOLD, F.when(F.col(RANK) >= 0, F.col(RANK) % k).otherwise(F.lit(-1)))
+    folds = []
+    for i in range(k):
+        side = F.when(F.col(FOLD) == i, F.lit(TEST_SIDE)).otherwise(F.lit(TRAIN_SIDE))
+        marked = _mark_dropped(folded.withColumn(SIDE, side), drop)
+        folds.append((f"fold{i + 1}", marked.select(*frame.columns, F.col(SIDE)), {"fold": i + 1}))
+    return folds
+
+
+@dataclass(frozen=True)
+class FoldTask:
+    """Adds ``FOLD`` to a chunk of whole users: per-user k-fold's fold of each row
+    (:func:`recsys_eval.split.kfold.user_folds`), -1 for users with fewer than ``least`` rows."""
+
+    k: int
+    seed: int
+    least: int
+
+    def __call__(self, chunk: pl.DataFrame) -> pl.DataFrame:
+        groups, n_groups = user_groups(chunk)
+        user_draws = id_draws(self.seed, id_keys(chunk.get_column("user").unique().sort()))
+        fold = user_folds(groups, n_groups, chunk_keys(chunk, self.seed), user_draws, self.k)
+        fold[np.bincount(groups, minlength=n_groups)[groups] < self.least] = -1
+        return chunk.with_columns(pl.Series(FOLD, fold, dtype=pl.Int64))
+
+
+def per_user_folds(frame, k: int, seed: int, least: int, partitions: int):
+    """``frame`` with :class:`FoldTask`'s ``FOLD``, drawn in ``partitions`` partitions of whole users."""
+    from pyspark.sql import types as T
+
+    from recsys_eval.core.spark import task_threads
+    from recsys_eval.engine.partitions import arrow_task
+
+    schema = T.StructType([*frame.schema.fields, T.StructField(FOLD, T.LongType())])
+    task = arrow_task(FoldTask(k, seed, least), task_threads(frame.sparkSession), key="user")
+    return frame.repartition(partitions, "user").sortWithinPartitions("user").mapInArrow(task, schema)
+
+
+def is_keyed_global(method: str, params: dict[str, Any]) -> bool:
+    """Whether splitter ``method`` with ``params`` is a global keyed split (:func:`keyed_params`
+    records its parameters): one of :data:`GLOBAL_SPLITTERS`, holdout only with ``per_user`` false."""
+    return method in GLOBAL_SPLITTERS and not (method == "holdout" and params.get("per_user"))
+
+
+def is_global_holdout(method: str, params: dict[str, Any]) -> bool:
+    return method == "holdout" and not params.get("per_user")
+
+
+def keyed_params(method: str, params: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    """The parameters a global keyed split of ``method`` (one of :data:`GLOBAL_SPLITTERS`) records
+    in its ``info``, checked as the local splitter checks them and its defaults filled in, and its
+    ``min_user_interactions``."""
+    from recsys_eval.split.disjoint import cold_items_params, user_disjoint_params
+
+    drop = check_drop_unknown(params.get("drop_unknown", False))
+    if method == "cold_items":
+        share, n_items = cold_items_params(params.get("fraction"), params.get("n_items"), drop)
+        return {"fraction": share, "n_items": n_items, "drop_unknown": drop}, 1
+    if method == "user_disjoint":
+        share, n_users, keep, order = user_disjoint_params(params.get("fraction"), params.get("n_users"),
+                                                           params.get("fold_in", 0.8), params.get("order", "random"))
+        own, default = {"fraction": share, "n_users": n_users, "fold_in": keep, "order": order}, 2 if keep > 0 else 1
+    else:
+        per_user = bool(params.get("per_user", False))
+        own = ({"fraction": check_fraction("fraction", params.get("fraction")), "per_user": per_user}
+               if method == "holdout" else {"k": check_count("k", params.get("k", 5), minimum=2), "per_user": per_user})
+        default = 2 if per_user else 1
+    least = params.get("min_user_interactions")
+    least = check_count("min_user_interactions", default if least is None else least)
+    return {**own, "min_user_interactions": least, "drop_unknown": drop}, least
+
+
+def mark_cold_items(frame, params: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """``frame`` with ``SIDE`` of :func:`recsys_eval.split.disjoint.cold_items`: every row of the
+    items of smallest key (a sort of the distinct items, joined back: item-side data) in test."""
+    from pyspark.sql import functions as F
+
+    recorded, _ = keyed_params("cold_items", params)
+    seed = check_seed(params.get("seed"))
+    items = global_ranks(with_keys(frame.select("item").distinct(), seed, "item"), KEY, "item")
+    size = pick_size(int(items.count()), recorded["fraction"], recorded["n_items"], what="items")
+    cold = items.filter(F.col(RANK) < size).select("item", F.lit(True).alias("_cold"))
+    marked = frame.join(F.broadcast(cold), on="item", how="left")
+    side = F.when(F.col("_cold").isNotNull(), F.lit(TEST_SIDE)).otherwise(F.lit(TRAIN_SIDE))
+    return marked.withColumn(SIDE, side).drop("_cold"), {"cold_items": size}
+
+
+def mark_user_disjoint(frame, params: dict[str, Any], partitions: int, source: str = "interactions"
+                       ) -> tuple[Any, dict[str, Any]]:
+    """``frame`` with ``SIDE`` of :func:`recsys_eval.split.disjoint.user_disjoint`: the eligible
+    users of smallest key (a sort of the distinct users) are test users, joined back to their rows;
+    each test user's held-out rows marked in partitions of whole users (:class:`FoldInTask`)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    from recsys_eval.core.spark import task_threads
+    from recsys_eval.engine.partitions import arrow_task
+
+    recorded, least = keyed_params("user_disjoint", params)
+    seed = check_seed(params.get("seed"))
+    if recorded["order"] == "latest" and "timestamp" not in frame.columns:
+        raise DataError(f"{source}: user_disjoint with order 'latest' needs timestamps, and the data has none "
+                        f"(columns {frame.columns})")
+    eligible = frame.groupBy("user").count().filter(F.col("count") >= least).select("user")
+    users = global_ranks(with_keys(eligible, seed, "user"), KEY, "user")
+    size = pick_size(int(users.count()), recorded["fraction"], recorded["n_users"])
+    chosen = users.filter(F.col(RANK) < size).select("user", F.lit(True).alias("_test_user"))
+    joined = frame.join(chosen, on="user", how="left").withColumn("_test_user", F.col("_test_user").isNotNull())
+    schema = T.StructType([*frame.schema.fields, T.StructField(SIDE, T.StringType())])
+    task = arrow_task(FoldInTask(seed, recorded["fold_in"], recorded["order"] == "latest", tuple(frame.columns)),
+                      task_threads(frame.sparkSession), key="user")
+    marked = (joined.repartition(partitions, "user").sortWithinPartitions("user").mapInArrow(task, schema)
+              .localCheckpoint())
+    fold_in_rows = marked.join(chosen, on="user").filter(F.col(SIDE) == TRAIN_SIDE).count()
+    return marked, {"fold_in": True, "test_users": size, "fold_in_interactions": int(fold_in_rows)}
+
+
+@dataclass(frozen=True)
+class FoldInTask:
+    """Marks ``SIDE`` on a chunk of whole users flagged ``_test_user``: a test user's held-out rows
+    test (:func:`recsys_eval.split.disjoint.fold_in_test`), every other row train; keeps ``columns``."""
+
+    seed: int
+    keep: float
+    by_time: bool
+    columns: tuple[str, ...]
+
+    def __call__(self, chunk: pl.DataFrame) -> pl.DataFrame:
+        groups, n_groups = user_groups(chunk)
+        is_test_user = np.zeros(n_groups, dtype=bool)
+        is_test_user[groups] = chunk.get_column("_test_user").to_numpy()
+        keys = chunk_keys(chunk, self.seed)
+        times = chunk.get_column("timestamp").cast(pl.Int64).to_numpy() if self.by_time else None
+        test = fold_in_test(groups, n_groups, keys, times, is_test_user, self.keep)
+        side = pl.Series(SIDE, np.where(test, TEST_SIDE, TRAIN_SIDE).astype(object), dtype=pl.String)
+        return chunk.select(*self.columns).with_columns(side)
 
 
 def spark_split(frame, method: str, params: dict[str, Any], partitions: int):

@@ -1,4 +1,5 @@
-"""Random holdout: a fraction of all interactions, or of each user's, goes to test."""
+"""Random holdout: a fraction of all interactions, or of each user's, goes to test, drawn by keys
+(:mod:`recsys_eval.split.keyed`)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from recsys_eval.split.common import (
     options,
     round_half_up,
 )
-from recsys_eval.split.keyed import PerUserRule, split_keys
+from recsys_eval.split.keyed import PerUserRule, first_rows, split_keys
 
 
 def holdout(
@@ -27,8 +28,9 @@ def holdout(
 ) -> Split:
     """A uniformly random ``fraction`` of the interactions to test, the rest to train.
 
-    Global: ``round(fraction * n)`` of the n interactions of the users that are split.
-    Per user: ``round(fraction * n_u)`` of each user's n_u, at most ``n_u - 1`` so that every user
+    Global: the ``round(fraction * n)`` of the n interactions of the users that are split with the
+    smallest keys (:func:`~recsys_eval.split.keyed.first_rows`: each row's key from the seed and
+    its raw ids alone; docs/CONVENTIONS.md#global-split-draws). Per user: ``round(fraction * n_u)`` of each user's n_u, at most ``n_u - 1`` so that every user
     split keeps a training interaction, drawn from the seed and the user's own rows alone
     (:mod:`recsys_eval.split.keyed`). Halves round up. ``min_user_interactions`` defaults to 1
     (global) or 2 (per user).
@@ -41,20 +43,8 @@ def holdout(
         rule = PerUserRule("holdout", opts.min_user_interactions, fraction=fraction)
         test = rule.test_rows(users, data.n_users, split_keys(data, opts.seed))
     else:
-        test = _uniform_subset(opts.eligible[users], fraction, opts.rng)
+        in_play = opts.eligible[users]
+        test = first_rows(data, opts.seed, in_play, int(round_half_up(fraction * np.count_nonzero(in_play))))
     params = opts.params(fraction=fraction, per_user=bool(per_user))
     return build_split(data, test, opts, name="holdout", splitter="holdout", params=params)
 
-
-def _uniform_subset(in_play: np.ndarray, fraction: float, rng: np.random.Generator) -> np.ndarray:
-    """A uniformly random ``round(fraction * n)`` of the n rows in play (numpy's sampling without
-    replacement, drawing the smaller of the two sides)."""
-    rows = np.flatnonzero(in_play)
-    n_test = int(round_half_up(fraction * len(rows)))
-    if n_test <= len(rows) - n_test:
-        test = np.zeros(len(in_play), dtype=bool)
-        test[rows[rng.choice(len(rows), n_test, replace=False)]] = True
-    else:
-        test = in_play.copy()
-        test[rows[rng.choice(len(rows), len(rows) - n_test, replace=False)]] = False
-    return test

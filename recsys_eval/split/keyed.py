@@ -1,5 +1,7 @@
-"""The per-user splits' draws: every row keyed on (seed, raw user id, raw item id), so that a user's
-split depends on the seed and the user's own rows alone (docs/CONVENTIONS.md#per-user-split-draws).
+"""The splits' draws: every row keyed on (seed, raw user id, raw item id), every user or item on
+(seed, raw id), so that a user's split depends on the seed and the user's own rows alone, and a
+global split on each key and its place among all the keys (docs/CONVENTIONS.md#per-user-split-draws,
+docs/CONVENTIONS.md#global-split-draws).
 
 A per-user splitter (per-user holdout, all-but-n, given-n, leave-last-n, the user time split)
 sends to test the last ``n_test(c)`` of a user's ``c`` rows in one order of them: by a random key
@@ -9,6 +11,10 @@ and item ids; i.i.d. uniform keys sort a user's rows into a uniformly random ord
 depends on the index, on other users, on the order the rows come in, or on which process computes
 it, so the local splitters and the Spark engine (:mod:`recsys_eval.engine.split`), which call the
 same :meth:`PerUserRule.test_rows` on whole users, give the same split.
+
+The global splits (holdout, k-fold, the user-disjoint split's test users, the cold items) order
+every row, user or item by its key (:func:`global_rank`, :func:`~recsys_eval.split.order.keyed_rank`)
+and cut that order at exact sizes: on Spark, one sort (:func:`recsys_eval.engine.split.global_ranks`).
 """
 
 from __future__ import annotations
@@ -19,12 +25,13 @@ from typing import Any
 
 import numba
 import numpy as np
+import polars as pl
 
 from recsys_eval.core.interactions import Interactions
 from recsys_eval.core.rng import id_keys, splitmix64
 from recsys_eval.errors import ConfigError
 from recsys_eval.split.common import check_count, check_fraction, check_order, round_half_up
-from recsys_eval.split.order import keyed_rank_within
+from recsys_eval.split.order import keyed_first, keyed_rank, keyed_rank_within
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 #: The per-user splitters drawn by :class:`PerUserRule` (holdout with ``per_user = true``).
@@ -41,6 +48,29 @@ def _row_keys(seed, user_keys, item_keys):  # pragma: no cover - compiled
     return out
 
 
+@numba.njit(cache=True)
+def _id_draws(seed, keys):  # pragma: no cover - compiled
+    """splitmix64(splitmix64(seed + golden) ^ id key) of every id."""
+    base = splitmix64(np.uint64(seed) + _GOLDEN)
+    out = np.empty(len(keys), np.uint64)
+    for r in range(len(keys)):
+        out[r] = splitmix64(base ^ keys[r])
+    return out
+
+
+def id_draws(seed: int, keys: np.ndarray) -> np.ndarray:
+    """The uint64 key of every raw id given its :func:`~recsys_eval.core.rng.id_keys`: a user's
+    (the user-disjoint split's test users, per-user k-fold's first fold) or an item's (cold items).
+    A row's key (:func:`row_keys`) is this of its user, hashed with its item's id key."""
+    return _id_draws(np.uint64(seed), np.ascontiguousarray(keys, np.uint64))
+
+
+def sortable(keys: np.ndarray) -> np.ndarray:
+    """uint64 keys as int64 in the same order (the top bit flipped), for engines without unsigned
+    integers (Spark's ``long``)."""
+    return (np.ascontiguousarray(keys, np.uint64) ^ np.uint64(1 << 63)).view(np.int64)
+
+
 def row_keys(seed: int, user_keys: np.ndarray, item_keys: np.ndarray) -> np.ndarray:
     """The uint64 key of every row, given the :func:`~recsys_eval.core.rng.id_keys` of its raw
     user and item ids (one of each per row)."""
@@ -51,6 +81,34 @@ def row_keys(seed: int, user_keys: np.ndarray, item_keys: np.ndarray) -> np.ndar
 def split_keys(data: Interactions, seed: int) -> np.ndarray:
     """The key of every row of ``data`` (its ids' keys computed once per user and item index)."""
     return row_keys(seed, id_keys(data.user_ids)[data.users], id_keys(data.item_ids)[data.items])
+
+
+def global_rank(data: Interactions, seed: int, in_play: np.ndarray) -> np.ndarray:
+    """0-based place of every row in play (bool per row) in the order of its key (equal keys in
+    the order of the raw user id, then the raw item id), -1 for the other rows: global k-fold deals
+    places to folds (a global holdout tests the places below its size: :func:`first_rows`)."""
+    rows = np.flatnonzero(in_play)
+    rank = np.full(len(in_play), -1, np.int64)
+    rank[rows] = keyed_rank(split_keys(data, seed)[rows], data.users[rows], data.items[rows])
+    return rank
+
+
+def first_rows(data: Interactions, seed: int, in_play: np.ndarray, size: int) -> np.ndarray:
+    """Bool per row: the ``size`` first rows in play (bool per row) in :func:`global_rank`'s order
+    (a global holdout's test rows), without the full sort."""
+    rows = np.flatnonzero(in_play)
+    chosen = np.zeros(len(in_play), dtype=bool)
+    chosen[rows[keyed_first(split_keys(data, seed)[rows], size, data.users[rows], data.items[rows])]] = True
+    return chosen
+
+
+def first_ids(ids: pl.Series, seed: int, in_play: np.ndarray, size: int) -> np.ndarray:
+    """Bool per id of the sorted index ``ids``: the ``size`` ids in play (bool per id) of smallest
+    :func:`id_draws` key (equal keys in the order of the raw ids)."""
+    candidates = np.flatnonzero(in_play)
+    picked = np.zeros(len(in_play), dtype=bool)
+    picked[candidates[keyed_first(id_draws(seed, id_keys(ids))[candidates], size, candidates)]] = True
+    return picked
 
 
 @dataclass(frozen=True)

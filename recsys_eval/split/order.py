@@ -6,9 +6,10 @@ come from three steps: a stable counting sort of the rows by group; for time ord
 time inside each group; then a Fisher-Yates shuffle of every run of rows that cannot be told apart
 (equal time, or the whole group for a random order), driven by uniform draws from a numpy
 ``Generator`` (:func:`rank_within`), or a sort of the run by a key per row
-(:func:`keyed_rank_within`: the per-user splitters' keys, :mod:`recsys_eval.split.keyed`, which
-make a row's rank independent of every other group and of the rows' order). Ties are therefore
-never broken by input order, and the same seed gives the same ranks.
+(:func:`keyed_rank_within`: the splitters' keys, :mod:`recsys_eval.split.keyed`, which make a
+row's rank independent of every other group and of the rows' order). Ties are therefore never
+broken by input order, and the same seed gives the same ranks. A global order of keyed entries
+(rows, users or items: :func:`keyed_rank`) is one sort by key.
 
 The sort by time is one numpy sort of 64-bit keys ``group | time - min time | position in group``
 when the three fit in 64 bits (ML-25M: 18 + 30 + 15 bits); otherwise each group is sorted on its
@@ -197,6 +198,41 @@ def _sorted_by_time(groups, n_groups, time, order, offsets) -> np.ndarray:
         return _unpack_order(keys, order, offsets, time_bits, pos_bits)
     _sort_groups_by_time(order, offsets, time)
     return order
+
+
+def keyed_rank(keys: np.ndarray, *ties: np.ndarray) -> np.ndarray:
+    """0-based rank of every entry in the order of its uint64 ``keys``, entries of equal key (a
+    2^-64 chance for two) in the order of ``ties`` (arrays compared in turn, e.g. the user then the
+    item index, which number raw ids in their sorted order), so the order is total and does not
+    depend on the entries' positions."""
+    keys = np.ascontiguousarray(keys, dtype=np.uint64)
+    order = np.argsort(keys, kind="stable")
+    ordered = keys[order]
+    if len(ties) and np.any(ordered[1:] == ordered[:-1]):
+        order = np.lexsort((*reversed(ties), keys))
+    rank = np.empty(len(keys), np.int64)
+    rank[order] = np.arange(len(keys))
+    return rank
+
+
+def keyed_first(keys: np.ndarray, size: int, *ties: np.ndarray) -> np.ndarray:
+    """Bool per entry: the ``size`` first entries in :func:`keyed_rank`'s order (by key, equal keys
+    by ``ties``), found in O(n) by the key at place ``size - 1`` (``np.partition``), without the
+    full sort."""
+    keys = np.ascontiguousarray(keys, dtype=np.uint64)
+    chosen = np.zeros(len(keys), dtype=bool)
+    if size <= 0:
+        return chosen
+    if size >= len(keys):
+        return ~chosen
+    cut = np.partition(keys, size - 1)[size - 1]
+    chosen = keys < cut
+    at_cut = np.flatnonzero(keys == cut)  # one entry, but for equal keys
+    need = size - int(np.count_nonzero(chosen))
+    if len(at_cut) > need:
+        at_cut = at_cut[np.lexsort(tuple(t[at_cut] for t in reversed(ties)))] if ties else at_cut
+    chosen[at_cut[:need]] = True
+    return chosen
 
 
 def random_rank(n: int, rng: np.random.Generator) -> np.ndarray:

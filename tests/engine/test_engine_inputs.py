@@ -102,6 +102,9 @@ def test_bad_rows_are_refused_naming_what_is_wrong(spark, tmp_path):
     ("leave_last_n", {"n": 2, "drop_unknown": "users"}, "test_interactions"),
     ("time", {"at": 0.75, "min_user_interactions": 45, "drop_unknown": True}, "users_kept_in_train"),
     ("rolling_time", {"length": "60d", "n": 2, "drop_unknown": True}, "test_interactions"),
+    ("holdout", {"fraction": 0.2, "min_user_interactions": 45, "drop_unknown": "items"}, "users_kept_in_train"),
+    ("kfold", {"k": 3, "per_user": True, "drop_unknown": True}, "test_dropped_unknown_items"),
+    ("user_disjoint", {"fraction": 0.3, "order": "latest"}, "fold_in_interactions"),
 ])
 def test_spark_inputs_are_the_local_split_on_any_partitions(spark, tmp_path, synthetic_ratings, method, params,
                                                             counted):
@@ -163,8 +166,8 @@ def test_a_run_whose_inputs_spark_made_equals_the_local_run(spark, tmp_path, syn
 def test_validate_names_where_the_inputs_are_made(tmp_path, synthetic_ratings, capsys):
     for split, expected in ((HOLDOUT, "inputs: read, prepared and split on Spark"),
                             (split_table("time", at=0.8), "inputs: read, prepared and split on Spark"),
-                            (split_table("kfold", k=3), "split 'kfold': its folds cut one order of every row"),
-                            (split_table("holdout", fraction=0.2), "per_user = true splits on Spark")):
+                            (split_table("kfold", k=3, per_user=True), "inputs: read, prepared and split on Spark"),
+                            (split_table("holdout", fraction=0.2), "inputs: read, prepared and split on Spark")):
         with pytest.raises(SystemExit) as exit_info:
             main(["validate", str(_path(tmp_path, synthetic_ratings, split))])
         assert exit_info.value.code in (0, None)
@@ -182,6 +185,12 @@ def test_validate_names_where_the_inputs_are_made(tmp_path, synthetic_ratings, c
     ("user_time", {"n": 2, "drop_unknown": True}),
     ("time", {"at": 0.6, "min_user_interactions": 3}),
     ("rolling_time", {"length": "90d", "n": 2}),
+    ("holdout", {"fraction": 0.3}),
+    ("kfold", {"k": 3, "drop_unknown": "items"}),
+    ("kfold", {"k": 4, "per_user": True, "min_user_interactions": 40}),
+    ("user_disjoint", {"n_users": 5, "fold_in": 0}),
+    ("user_disjoint", {"fraction": 0.2, "order": "latest", "drop_unknown": True}),
+    ("cold_items", {"n_items": 7}),
 ])
 def test_the_spark_split_records_the_local_splitters_params(synthetic_ratings, method, params):
     from recsys_eval.split import make_split

@@ -1,6 +1,6 @@
-"""Per-user splits, the global time split and rolling time windows drawn on Spark are the local
-splitters' splits, row for row, whatever the partitions, and are written as Parquet partitioned by
-side."""
+"""Per-user splits, the global keyed splits (holdout, k-fold, user-disjoint, cold items), the global
+time split and rolling time windows drawn on Spark are the local splitters' splits, row for row,
+whatever the partitions, and are written as Parquet partitioned by side."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from recsys_eval.engine.split import (
     rolling_folds,
     spark_split,
     split_chunk,
+    split_folds,
     split_sides,
     write_split,
 )
@@ -171,3 +172,61 @@ def test_spark_rolling_windows_equal_the_local_ones(spark):
     with pytest.raises(DataError) as spark_error:
         rolling_folds(frame, {"length": 10, "starts": [500]})
     assert str(spark_error.value) == str(local_error.value)
+
+
+GLOBAL_CASES = [
+    ("holdout", {"fraction": 0.2}),
+    ("holdout", {"fraction": 0.45, "min_user_interactions": 40, "drop_unknown": True}),
+    ("kfold", {"k": 3, "drop_unknown": "items"}),
+    ("kfold", {"k": 4, "per_user": True}),
+    ("kfold", {"k": 5, "per_user": True, "min_user_interactions": 40, "drop_unknown": True}),
+    ("user_disjoint", {"fraction": 0.3}),
+    ("user_disjoint", {"n_users": 9, "fold_in": 0.5, "order": "latest", "min_user_interactions": 30}),
+    ("user_disjoint", {"fraction": 0.25, "fold_in": 0}),
+    ("cold_items", {"fraction": 0.1}),
+    ("cold_items", {"n_items": 12, "drop_unknown": "users"}),
+]
+
+
+def _sides(rows: pl.DataFrame) -> dict[str, set]:
+    return {side: set(rows.filter(pl.col(SIDE) == side).select("user", "item").iter_rows())
+            for side in rows.get_column(SIDE).unique()}
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("text_ids", [False, True])
+def test_spark_global_splits_equal_the_local_ones_on_any_partitions(spark, text_ids):
+    raw = _raw(text_ids=text_ids)
+    frame = spark.createDataFrame(raw.to_arrow())
+    data = Interactions.from_frame(raw)
+    for method, params in GLOBAL_CASES:
+        made = make_split(data, method, seed=21, **params)
+        local = made if isinstance(made, list) else [made]
+        for partitions in (3,) if text_ids else (1, 3, 7):
+            folds = split_folds(frame.repartition(partitions), method, {**params, "seed": 21}, partitions)
+            assert [name for name, _, _ in folds] == [split.name for split in local], (method, params)
+            for (_, marked, extra), split in zip(folds, local, strict=True):
+                sides = _sides(pl.from_arrow(marked.toArrow()))
+                assert sides.get("test", set()) == set(split.test.to_raw().select("user", "item").iter_rows())
+                assert sides.get("train", set()) == set(split.train.to_raw().select("user", "item").iter_rows())
+                assert len(sides.get("unknown_user", ())) == split.info["test_dropped_unknown_users"]
+                assert len(sides.get("unknown_item", ())) == split.info["test_dropped_unknown_items"]
+                assert extra == {key: split.info[key] for key in extra}, (method, params)
+                assert split.test.frame.height > 0 and split.train.frame.height > 0
+
+
+@pytest.mark.spark
+def test_spark_global_splits_refuse_what_the_local_ones_refuse(spark):
+    raw = _raw()
+    frame = spark.createDataFrame(raw.to_arrow())
+    data = Interactions.from_frame(raw)
+    for method, params in (("kfold", {"k": 200, "per_user": True}), ("kfold", {"k": 5000}),
+                           ("user_disjoint", {"n_users": 80}), ("cold_items", {"fraction": 0.1, "drop_unknown": True}),
+                           ("user_disjoint", {"fraction": 0.2, "order": "latest"})):
+        table = raw.drop("timestamp") if params.get("order") == "latest" else raw
+        with pytest.raises((ConfigError, DataError)) as local:
+            make_split(Interactions.from_frame(table, source="interactions"), method, seed=3, **params)
+        with pytest.raises(type(local.value)) as spark_error:
+            split_folds(spark.createDataFrame(table.to_arrow()), method, {**params, "seed": 3}, 3)
+        assert str(spark_error.value) == str(local.value), (method, params)
+    assert data.n_users == 80 and frame.count() == raw.height
