@@ -144,6 +144,29 @@ def task_threads(spark: SparkSession) -> int:
     return int(spark.conf.get("spark.task.cpus", "1"))
 
 
+def ranked(frame, column: str, name: str):
+    """The distinct values of ``column`` of a Spark DataFrame, each with its rank among them in
+    sorted order (``name``, a long from 0; Spark sorts text by its UTF-8 bytes, as polars does),
+    numbered without a task or the driver holding them all: a range-partitioned sort, the rows
+    counted per sorted partition (one number each comes to the driver), and each row's rank its
+    partition's offset plus its place in the partition."""
+    from pyspark.sql import functions as F
+
+    position = (1 << 33) - 1  # monotonically_increasing_id: the partition in the upper bits, the row in the 33 lower
+    spark = frame.sparkSession
+    ordered = (frame.select(column).distinct().orderBy(column)
+               .select(column, F.spark_partition_id().alias("_part"),
+                       F.monotonically_increasing_id().bitwiseAND(F.lit(position)).alias("_row"))
+               .localCheckpoint())  # counted and numbered on the same sorted rows
+    counts = sorted(tuple(row) for row in ordered.groupBy("_part").count().collect())
+    offsets, total = [], 0
+    for part, count in counts:
+        offsets.append((part, total))
+        total += count
+    offsets = spark.createDataFrame(offsets or [(0, 0)], "_part int, _offset long")
+    return ordered.join(F.broadcast(offsets), "_part").select(column, (F.col("_offset") + F.col("_row")).alias(name))
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip() or type(exc).__name__
     return text.splitlines()[0]

@@ -364,7 +364,7 @@ class SparkFold:
         split, user_ids = self.plan.split, self.plan.data.user_ids
         if self.written is None:
             return spark.createDataFrame(with_raw_users(targets.rows(split), user_ids).to_arrow())
-        frame = fold_frame(spark, self.written, self.plan.data)
+        frame = fold_frame(spark, self.written)
         if targets.flags:
             flags = split.test.frame.select("user", "item").with_columns(
                 pl.Series(column, stay) for column, stay in targets.flags.items())
