@@ -144,6 +144,42 @@ def task_threads(spark: SparkSession) -> int:
     return int(spark.conf.get("spark.task.cpus", "1"))
 
 
+#: ``monotonically_increasing_id`` puts a row's partition in its bits from 33 up, its place below.
+PLACE_BITS = 33
+
+
+def sorted_places(frame, column: str):
+    """``column`` of a Spark DataFrame sorted by Spark (range partitions, in order), each row with
+    its ``_place`` (``monotonically_increasing_id``: its partition and its place there, see
+    :data:`PLACE_BITS`), checkpointed so that every later job reads the same rows in the same
+    places; and the rows per partition, ``[(partition, rows)]`` in partition order (one number per
+    partition is all the driver receives)."""
+    from pyspark.sql import functions as F
+
+    ordered = (frame.select(column).orderBy(column)
+               .select(column, F.monotonically_increasing_id().alias("_place")).localCheckpoint())
+    counts = ordered.groupBy(F.shiftright("_place", PLACE_BITS).alias("_part")).count().collect()
+    return ordered, sorted((int(part), int(rows)) for part, rows in counts)
+
+
+def ranked(frame, column: str, name: str):
+    """The distinct values of ``column`` of a Spark DataFrame, each with its rank among them in
+    sorted order (``name``, a long from 0; Spark sorts text by its UTF-8 bytes, as polars does),
+    numbered without a task or the driver holding them all: each value's rank is the rows of the
+    sorted partitions before its own plus its place in its own (:func:`sorted_places`)."""
+    from pyspark.sql import functions as F
+
+    ordered, counts = sorted_places(frame.select(column).distinct(), column)
+    offsets, total = [], 0
+    for part, rows in counts:
+        offsets.append((part, total))
+        total += rows
+    offsets = frame.sparkSession.createDataFrame(offsets or [(0, 0)], "_part long, _offset long")
+    place = F.col("_place").bitwiseAND(F.lit((1 << PLACE_BITS) - 1))
+    return (ordered.withColumn("_part", F.shiftright("_place", PLACE_BITS)).join(F.broadcast(offsets), "_part")
+            .select(column, (F.col("_offset") + place).alias(name)))
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip() or type(exc).__name__
     return text.splitlines()[0]

@@ -41,6 +41,7 @@ spark_als, the bias predictor's biases) and every metric; every protocol and des
 from __future__ import annotations
 
 import copy
+import functools
 import io
 import pickle
 import time
@@ -278,6 +279,24 @@ def fold_chunk_tables(chunk: pl.DataFrame, task: FoldTask):
                                  lambda users: numbers.of(RATINGS, users))
 
 
+def train_rows(rows, targets) -> list[tuple[Interactions, Any]]:
+    """Each train side of ``targets`` (:class:`~recsys_eval.engine.targets.FoldTargets`) with its
+    ``user, item`` rows among the fold's ``rows`` (a Spark DataFrame of
+    :meth:`~recsys_eval.engine.targets.FoldTargets.rows`' columns): the fold's train side is its
+    rows that are not test rows, a uniform test's the rows that do not stay in its test; the fixed
+    negatives are no side's."""
+    from pyspark.sql import functions as F
+
+    from recsys_eval.engine.targets import NEGATIVES, TEST
+
+    shipped = targets.shipped
+    columns = {0: TEST, **{side: column for side, column in zip(shipped.trains, shipped.test_columns, strict=True)}}
+    negatives = [F.col(c) for c in rows.columns if c.startswith(NEGATIVES.format(""))]
+    interactions = ~functools.reduce(lambda a, b: a | b, negatives) if negatives else F.lit(True)
+    return [(train, rows.filter(interactions & ~F.col(columns[side])).select("user", "item"))
+            for side, train in enumerate(targets.trains)]
+
+
 def _ipc(frame: pl.DataFrame) -> bytes:
     buffer = io.BytesIO()
     frame.write_ipc(buffer)
@@ -305,6 +324,7 @@ class SparkFold:
         from recsys_eval.pipeline.fit import fit_models
         from recsys_eval.pipeline.targets import protocol_labels
         from recsys_eval.engine.factors import has_user_rows
+        from recsys_eval.recommend.spark_als import trains_on_spark
 
         plan, split = self.plan, self.plan.split
         spark = spark_session(self.engine.master)  # first: no PySpark or Java is one message naming the extra
@@ -317,7 +337,9 @@ class SparkFold:
         fitted = set(targets.shipped.trains) | ({0} if plan.options.measure.rating else set())
         trains = {id(targets.trains[i]): targets.trains[i] for i in sorted(fitted)}
         side = {id(train): i for i, train in enumerate(targets.trains)}
-        fitted_models = fit_models(plan, trains, self.progress, self.timings).all(plan.fold, self.timings)
+        rows = self._rows(spark, targets)
+        with trains_on_spark(train_rows(rows, targets)):  # spark_als reads its train side on Spark
+            fitted_models = fit_models(plan, trains, self.progress, self.timings).all(plan.fold, self.timings)
         models = {(name, side[key]): m for (name, key), m in fitted_models.items()}
         factor_keys = tuple(key for key, m in models.items() if has_user_rows(m))
         n_parts = self.engine.partitions or 4 * context.defaultParallelism
@@ -340,7 +362,7 @@ class SparkFold:
             label: with_item_side(plan.data.with_frame(plan.data.frame.clear()), item_sides[targets.shipped.trains[p]])
             for p, protocol in enumerate(plan.options.protocols) for label in protocol_labels(protocol)}
                              if item_sides is not None else {})
-        out, exposure, scored = self._collect(spark, task, n_parts, self._rows(spark, targets), run_level,
+        out, exposure, scored = self._collect(spark, task, n_parts, rows, run_level,
                                               [models[key] for key in factor_keys])
         self.timings.add(plan.fold, "", "rank and measure on Spark", start)
         if exposure:
@@ -364,7 +386,7 @@ class SparkFold:
         split, user_ids = self.plan.split, self.plan.data.user_ids
         if self.written is None:
             return spark.createDataFrame(with_raw_users(targets.rows(split), user_ids).to_arrow())
-        frame = fold_frame(spark, self.written, self.plan.data)
+        frame = fold_frame(spark, self.written)
         if targets.flags:
             flags = split.test.frame.select("user", "item").with_columns(
                 pl.Series(column, stay) for column, stay in targets.flags.items())

@@ -18,10 +18,13 @@ Spark jobs, the split written as Parquet partitioned by side, and the driver's c
   :func:`~recsys_eval.engine.split.write_sides` into the results folder's scratch
   (``spark_splits/<fold>/side=<side>/``); each fold's ``info`` counted by Spark.
 
+- Index: each role's raw ids numbered in sorted order by Spark, as the local loader numbers the
+  loaded dataset's (:func:`write_index`), written beside the folds (``spark_splits/_index/<role>/``).
+
 The driver still reads the written split back whole (:func:`read_split`): the recommenders fitted
 on the driver (implicit's, item kNN, the baselines), tuning and the run's statistics read the
-train side as :class:`~recsys_eval.core.Interactions`, indexed over the loaded dataset's sorted
-ids as the local loader indexes them. The fold's rows go to the executors from the written files
+train side as :class:`~recsys_eval.core.Interactions`, over the written index. The fold's rows go
+to the executors from the written files, joined to the written index by Spark
 (:func:`fold_frame`), not from the driver. What needs a global view of the rows stays with the
 local loader and splitter, named when the config is validated (:func:`local_only`).
 """
@@ -42,6 +45,9 @@ if TYPE_CHECKING:
     from recsys_eval.pipeline.config import DatasetConfig, ExperimentConfig, PrepareConfig
 
 ROW = "_row"  # a row's place in the dataset file
+#: The id index's folder in the split's scratch, beside the folds' (no splitter names a fold with
+#: a leading underscore), and its column of indices.
+INDEX, INDEX_COLUMN = "_index", "_index"
 ROLES = ("user", "item", "rating", "timestamp")
 #: Why each splitter not drawn on Spark stays local.
 GLOBAL_SPLITS = {
@@ -98,7 +104,7 @@ def spark_inputs(config: ExperimentConfig, seed: int, folder: Path) -> SparkInpu
     method, source = config.split.method, config.dataset.path
     written, infos = {}, {}
     try:
-        user_ids, item_ids = (_sorted_ids(raw, role) for role in ("user", "item"))
+        index = write_index(raw, str(folder / INDEX))
         prepared, steps = spark_prepare(raw, config.prepare)
         params = {**config.split.params, "seed": config.split.params.get("seed", seed)}
         partitions = config.engine.partitions or 4 * spark.sparkContext.defaultParallelism
@@ -111,6 +117,7 @@ def spark_inputs(config: ExperimentConfig, seed: int, folder: Path) -> SparkInpu
     finally:
         raw.unpersist()
     data, splits = None, []
+    user_ids, item_ids = (read_ids(index, role) for role in ("user", "item"))
     for name, uri in written.items():  # every fold's file holds every prepared row: the data read once
         data, split = read_split(uri, user_ids, item_ids, source=source, name=name, info=infos[name], data=data)
         splits.append(split)
@@ -202,9 +209,26 @@ def _check_rows(frame, path: str) -> None:
                         "'max' or 'mean' (the local loader's)")
 
 
-def _sorted_ids(frame, role: str) -> pl.Series:
-    """The distinct raw ids of ``role``, sorted as the local index sorts them."""
-    ids = pl.from_arrow(frame.select(role).distinct().toArrow()).get_column(role).sort()
+def write_index(frame, uri: str) -> str:
+    """The loaded dataset's id index made by Spark: each role's distinct raw ids numbered in sorted
+    order, as the local index numbers them (:func:`recsys_eval.core.spark.ranked`), written as
+    Parquet ``<uri>/<role>/`` (the raw id and its :data:`INDEX_COLUMN`); returns ``uri``. The
+    executors join the fold's rows to it (:func:`fold_frame`): no id column passes through the
+    driver's JVM."""
+    from pyspark.sql import functions as F
+
+    from recsys_eval.core.spark import ranked
+
+    for role in ("user", "item"):
+        numbered = ranked(frame, role, INDEX_COLUMN).withColumn(INDEX_COLUMN, F.col(INDEX_COLUMN).cast("int"))
+        numbered.write.mode("overwrite").parquet(f"{uri}/{role}")
+    return uri
+
+
+def read_ids(index: str, role: str) -> pl.Series:
+    """The raw ids of ``role`` in the order of their index (:func:`write_index`), for the driver's
+    copy of the split."""
+    ids = pl.read_parquet(f"{index}/{role}/*.parquet").sort(INDEX_COLUMN).get_column(role)
     return ids.rename(f"{role}_id")
 
 
@@ -337,20 +361,20 @@ def read_split(uri: str, user_ids: pl.Series, item_ids: pl.Series, *, source: st
     return data, Split(train, test, name=name, info=info)
 
 
-def fold_frame(spark, uri: str, data: Interactions):
-    """The fold's rows for the executors, read by Spark from the written split: ``user, item``
-    (indices over ``data``'s index, by a join with the index of each), ``rating`` where there is
-    one, ``test`` (the test side's rows) and the raw user id
-    (:data:`~recsys_eval.engine.targets.RAW_USER`); the dropped test rows left out."""
+def fold_frame(spark, uri: str):
+    """The fold's rows for the executors, read by Spark from the split written at ``uri``:
+    ``user, item`` (indices, by a join with the id index written beside the split,
+    :func:`write_index`), ``rating`` where there is one, ``test`` (the test side's rows) and the
+    raw user id (:data:`~recsys_eval.engine.targets.RAW_USER`); the dropped test rows left out."""
     from pyspark.sql import functions as F
 
     from recsys_eval.engine.split import SIDE, TEST_SIDE, TRAIN_SIDE
     from recsys_eval.engine.targets import RAW_USER, TEST
 
     rows = spark.read.parquet(uri).filter(F.col(SIDE).isin(TRAIN_SIDE, TEST_SIDE)).withColumn(RAW_USER, F.col("user"))
-    for role, ids in (("user", data.user_ids), ("item", data.item_ids)):
-        index = spark.createDataFrame(pl.DataFrame({role: ids, "_index": np.arange(len(ids), dtype=np.int32)})
-                                      .to_arrow())
-        rows = rows.join(index, on=role).drop(role).withColumnRenamed("_index", role)
+    index = f"{uri.rstrip('/').rsplit('/', 1)[0]}/{INDEX}"
+    for role in ("user", "item"):
+        ids = spark.read.parquet(f"{index}/{role}")
+        rows = rows.join(ids, on=role).drop(role).withColumnRenamed(INDEX_COLUMN, role)
     values = ["rating"] if "rating" in rows.columns else []
     return rows.select("user", "item", *values, (F.col(SIDE) == TEST_SIDE).alias(TEST), RAW_USER)

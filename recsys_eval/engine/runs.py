@@ -77,7 +77,7 @@ from recsys_eval.engine.partitions import (
     arrow_task,
 )
 from recsys_eval.pipeline.options import MeasureOptions
-from recsys_eval.core.spark import SparkError, spark_failures, task_threads
+from recsys_eval.core.spark import SparkError, ranked, spark_failures, task_threads
 from recsys_eval.errors import ConfigError, DataError, RecsysEvalError, check_choice
 from recsys_eval.measure.metrics import (
     ALL_METRICS,
@@ -185,7 +185,7 @@ def evaluate_spark(
     _check_relevant(test_f, threshold)
     if rating and not ("rating" in test_f.values and run_f.values == ("score",)):  # as the local reader
         raise DataError("rating metrics need a 'rating' column in TEST and a 'score' column in RUN")
-    long, n_users, items, notes = _long_table(spark, files, rating=bool(rating), catalogue=bool(beyond))
+    long, n_users, items, notes = _long_table(files, rating=bool(rating), catalogue=bool(beyond))
     n_items = items if isinstance(items, int) else items.len()
     if graded:
         notes.insert(0, f"{test_f.name}: relevant rows are those with grade >= 1 (as trec_eval counts them)")
@@ -372,8 +372,8 @@ def _check_relevant(test: _File, threshold: float | None) -> None:
         raise DataError(f"{test.name}: no relevant row (rating >= {threshold}): nothing to evaluate")
 
 
-def _long_table(spark: SparkSession, files: list[_File], *, rating: bool = False,
-                catalogue: bool = False) -> tuple[DataFrame, int, int | pl.Series, list[str]]:
+def _long_table(files: list[_File], *, rating: bool = False, catalogue: bool = False
+                ) -> tuple[DataFrame, int, int | pl.Series, list[str]]:
     """One table of TEST, RUN (of TEST users) and TRAIN (of TEST users) rows with each user's unit
     (its rank among the sorted TEST user ids), and with ``rating`` its ``rating_unit`` (its rank
     among the users with a TEST row that RUN scores); the TEST users; the catalogue size, or with
@@ -383,11 +383,7 @@ def _long_table(spark: SparkSession, files: list[_File], *, rating: bool = False
 
     test, run = files[0], files[1]
     users = test.frame.select("user").distinct().orderBy("user")
-    user_type = test.frame.schema["user"].dataType
-    ranked = users.rdd.zipWithIndex().map(lambda pair: (pair[0][0], pair[1]))
-    units = spark.createDataFrame(ranked, T.StructType([T.StructField("user", user_type, True),
-                                                        T.StructField("unit", T.LongType(), False)]))
-    units = units.cache()
+    units = ranked(test.frame, "user", "unit").cache()
     n_users = units.count()
     run_users = run.frame.select("user").distinct()
     only_run = run_users.join(units, "user", "left_anti")
@@ -419,22 +415,16 @@ def _long_table(spark: SparkSession, files: list[_File], *, rating: bool = False
     long = long.join(units, "user", "inner")
     columns = ["user", "unit", "kind", "item", "rating", "score", "rank"]
     if rating:
-        long = long.join(_rating_units(spark, test, run), "user", "left")
+        long = long.join(_rating_units(test, run), "user", "left")
         columns.append("rating_unit")
     return long.select(*columns), n_users, n_items, notes
 
 
-def _rating_units(spark: SparkSession, test: _File, run: _File) -> DataFrame:
+def _rating_units(test: _File, run: _File) -> DataFrame:
     """Per user with a TEST row that RUN scores (the pairs the rating metrics measure), its rank
     among those users' sorted ids, as the local engine numbers the users of its rating rows."""
-    from pyspark.sql import types as T
-
     scored = test.frame.select("user", "item").join(run.frame.select("user", "item"), ["user", "item"])
-    users = scored.select("user").distinct().orderBy("user")
-    ranked = users.rdd.zipWithIndex().map(lambda pair: (pair[0][0], pair[1]))
-    schema = T.StructType([T.StructField("user", test.frame.schema["user"].dataType, True),
-                           T.StructField("rating_unit", T.LongType(), False)])
-    units = spark.createDataFrame(ranked, schema).cache()
+    units = ranked(scored, "user", "rating_unit").cache()
     if units.count() == 0:
         raise DataError("rating metrics: RUN scores none of the (user, item) pairs of TEST")
     return units

@@ -133,6 +133,7 @@ def test_spark_als_fits_on_spark_and_runs_on_both_engines(spark, tmp_path, synth
     folders = {"local": _run(_config(tmp_path, synthetic_ratings, "local", 3, recommenders=recs), tmp_path / "local").folder}
     with monkeypatch.context() as patch:  # the Spark engine never collects spark_als's user factors
         patch.setattr(SparkALS, "user_factors", property(_collected))
+        patch.setattr(SparkALS, "fit", _fit_on_spark(SparkALS.fit))  # nor sends it the driver's train
         for partitions in (2, 5):
             path = _config(tmp_path, synthetic_ratings, "spark", partitions, recommenders=recs)
             folders[partitions] = _run(path, tmp_path / f"spark{partitions}").folder
@@ -143,6 +144,32 @@ def test_spark_als_fits_on_spark_and_runs_on_both_engines(spark, tmp_path, synth
         assert set(per_unit.get_column("system")) == {"spark_als", "bpr"}
         _assert_same(local.scan_per_unit().collect(), per_unit)  # Spark ML's ALS is seeded: the same factors
         assert (local.path / "summary.csv").read_bytes() == (spark_folder.path / "summary.csv").read_bytes()
+
+
+@pytest.mark.spark
+def test_spark_als_fits_the_same_factors_from_rows_on_spark_in_any_order(spark, synthetic_ratings):
+    from recsys_eval.data import load_file
+    from recsys_eval.recommend.spark_als import SparkALS, trains_on_spark
+
+    data = load_file(synthetic_ratings, {"user": "userId", "item": "movieId", "rating": "rating"})
+    driver = SparkALS({"factors": 4, "iterations": 3}, seed=1).fit(data)
+    shuffled = data.frame.select("user", "item").sample(fraction=1.0, shuffle=True, seed=4)
+    rows = spark.createDataFrame(shuffled.to_arrow()).repartition(7)
+    with trains_on_spark([(data, rows)]):
+        on_spark = SparkALS({"factors": 4, "iterations": 3}, seed=1).fit(data)
+    assert np.abs(driver.item_factors).sum() > 0
+    np.testing.assert_array_equal(on_spark.item_factors, driver.item_factors)
+    np.testing.assert_array_equal(on_spark.user_factors, driver.user_factors)
+
+
+def _fit_on_spark(fit):
+    from recsys_eval.recommend import spark_als
+
+    def checked(model, train):
+        assert any(side is train for side, _ in spark_als._ON_SPARK), "spark_als fitted on the driver's train frame"
+        return fit(model, train)
+
+    return checked
 
 
 def _collected(model):

@@ -47,6 +47,23 @@ def test_spark_preparation_removes_what_the_local_steps_remove(spark, synthetic_
         assert _raw_rows(pl.from_arrow(prepared.toArrow())) == _raw_rows(local)
 
 
+@pytest.mark.spark
+@pytest.mark.parametrize("text", [False, True])
+def test_the_written_index_numbers_ids_as_the_local_index(spark, tmp_path, text):
+    rng = np.random.default_rng(2)
+    ids = rng.choice(10**6, 3000, replace=False) - 5 * 10**5  # negative ones too
+    if text:  # upper and lower case, digits, accents and a symbol outside the BMP: polars sorts by UTF-8 bytes
+        words = ["Zeta", "alpha", "10", "9", "ébène", "eb", "𝔘ber", "Ω", "a b"]
+        ids = np.array([f"{words[i % len(words)]}{i}" if i % 3 else words[i % len(words)] for i in ids], object)
+    rows = pl.DataFrame({"user": np.repeat(ids, 2), "item": np.tile([1, 2], len(ids))}).sample(fraction=1.0, seed=1)
+    frame = spark.createDataFrame(rows.to_arrow()).repartition(5)
+    index = inputs.write_index(frame, str(tmp_path / inputs.INDEX))
+    local = Interactions.from_frame(rows.unique("user").with_columns(pl.lit(0).alias("item")))
+    assert inputs.read_ids(index, "user").equals(local.user_ids)
+    written = pl.read_parquet(f"{index}/user/*.parquet").sort(inputs.INDEX_COLUMN)
+    assert written.get_column(inputs.INDEX_COLUMN).to_list() == list(range(local.n_users))  # 0.. without a gap
+
+
 def load_config_dataset(path, **extra):
     return DatasetConfig(**{**ratings_file(path), **extra})
 
