@@ -148,36 +148,33 @@ def task_threads(spark: SparkSession) -> int:
 PLACE_BITS = 33
 
 
-def sorted_places(frame, column: str):
-    """``column`` of a Spark DataFrame sorted by Spark (range partitions, in order), each row with
-    its ``_place`` (``monotonically_increasing_id``: its partition and its place there, see
-    :data:`PLACE_BITS`), checkpointed so that every later job reads the same rows in the same
-    places; and the rows per partition, ``[(partition, rows)]`` in partition order (one number per
-    partition is all the driver receives)."""
+def global_ranks(frame, *columns: str, name: str):
+    """``frame`` with the column ``name``: every row's 0-based place (a long) in the order of
+    ``columns``, which must order the rows totally for the places to be the same on every run.
+    No task or driver holds the rows: Spark sorts them (range partitions, in order) and numbers
+    each within its partition (``monotonically_increasing_id``: the partition in the bits from
+    :data:`PLACE_BITS` up, the place below), checkpointed so that the count and the numbering read
+    the same rows; the driver receives one count per partition and adds each partition's offset by
+    a broadcast join."""
     from pyspark.sql import functions as F
 
-    ordered = (frame.select(column).orderBy(column)
-               .select(column, F.monotonically_increasing_id().alias("_place")).localCheckpoint())
-    counts = ordered.groupBy(F.shiftright("_place", PLACE_BITS).alias("_part")).count().collect()
-    return ordered, sorted((int(part), int(rows)) for part, rows in counts)
+    ordered = frame.orderBy(*columns).withColumn("_place", F.monotonically_increasing_id()).localCheckpoint()
+    part = F.shiftright("_place", PLACE_BITS)
+    offsets, total = [], 0
+    for index, rows in sorted((int(p), int(n)) for p, n in ordered.groupBy(part.alias("_part")).count().collect()):
+        offsets.append((index, total))
+        total += rows
+    starts = frame.sparkSession.createDataFrame(offsets or [(0, 0)], "_part long, _offset long")
+    place = F.col("_place").bitwiseAND(F.lit((1 << PLACE_BITS) - 1))
+    return (ordered.withColumn("_part", part).join(F.broadcast(starts), "_part")
+            .withColumn(name, F.col("_offset") + place).drop("_part", "_offset", "_place"))
 
 
 def ranked(frame, column: str, name: str):
     """The distinct values of ``column`` of a Spark DataFrame, each with its rank among them in
-    sorted order (``name``, a long from 0; Spark sorts text by its UTF-8 bytes, as polars does),
-    numbered without a task or the driver holding them all: each value's rank is the rows of the
-    sorted partitions before its own plus its place in its own (:func:`sorted_places`)."""
-    from pyspark.sql import functions as F
-
-    ordered, counts = sorted_places(frame.select(column).distinct(), column)
-    offsets, total = [], 0
-    for part, rows in counts:
-        offsets.append((part, total))
-        total += rows
-    offsets = frame.sparkSession.createDataFrame(offsets or [(0, 0)], "_part long, _offset long")
-    place = F.col("_place").bitwiseAND(F.lit((1 << PLACE_BITS) - 1))
-    return (ordered.withColumn("_part", F.shiftright("_place", PLACE_BITS)).join(F.broadcast(offsets), "_part")
-            .select(column, (F.col("_offset") + place).alias(name)))
+    sorted order (``name``, a long from 0; Spark sorts text by its UTF-8 bytes, as polars does):
+    :func:`global_ranks` of the distinct values."""
+    return global_ranks(frame.select(column).distinct(), column, name=name)
 
 
 def _first_line(exc: BaseException) -> str:

@@ -35,6 +35,7 @@ import numpy as np
 import polars as pl
 
 from recsys_eval.core.rng import id_keys
+from recsys_eval.core.spark import global_ranks
 from recsys_eval.errors import DataError
 from recsys_eval.split.common import check_count, check_drop_unknown, check_fraction, check_seed, round_half_up
 from recsys_eval.split.disjoint import fold_in_test, pick_size
@@ -254,30 +255,10 @@ def nth_smallest(frame, column: str, index: int) -> int:
     there."""
     from pyspark.sql import functions as F
 
-    found = global_ranks(frame.select(column), column).filter(F.col(RANK) == index).first()
+    found = global_ranks(frame.select(column), column, name=RANK).filter(F.col(RANK) == index).first()
     if found is None:
         raise IndexError(f"place {index} beyond the {column} values")
     return found[column]
-
-
-def global_ranks(frame, *columns: str):
-    """``frame`` with the column ``RANK``: every row's 0-based place in the order of ``columns``
-    (which must order the rows totally for the places to be the same on every run). Spark sorts the
-    rows (range partitions, in order) and numbers each within its partition
-    (``monotonically_increasing_id``: the partition in the bits from 33 up, the place below); the
-    driver reads one count per partition and adds each partition's offset by a broadcast join."""
-    from pyspark.sql import functions as F
-
-    ordered = frame.orderBy(*columns).withColumn("_place", F.monotonically_increasing_id()).localCheckpoint()
-    part = F.shiftright("_place", 33)
-    before, offsets = 0, []
-    for index, count in sorted(ordered.groupBy(part.alias("_part")).count().collect()):
-        offsets.append((int(index), before))
-        before += int(count)
-    starts = frame.sparkSession.createDataFrame(offsets, "_part long, _before long")
-    return (ordered.withColumn("_part", part).join(F.broadcast(starts), "_part")
-            .withColumn(RANK, F.col("_before") + F.col("_place") - F.shiftleft(F.col("_part"), 33))
-            .drop("_part", "_before", "_place"))
 
 
 # -- the global keyed splits -----------------------------------------------------------------------
@@ -324,7 +305,7 @@ def ranked_rows(frame, seed: int, min_user_interactions: int):
 
     out = ~_in_play(frame, min_user_interactions) if min_user_interactions > 1 else F.lit(False)
     flagged = with_keys(frame, seed).withColumn("_out", out)
-    ranked = global_ranks(flagged, "_out", KEY, "user", "item")  # the rows in play first
+    ranked = global_ranks(flagged, "_out", KEY, "user", "item", name=RANK)  # the rows in play first
     n_play = int(ranked.filter(~F.col("_out")).count())
     return ranked.withColumn(RANK, F.when(F.col("_out"), F.lit(-1)).otherwise(F.col(RANK))).drop("_out", KEY), n_play
 
@@ -436,7 +417,7 @@ def mark_cold_items(frame, params: dict[str, Any]) -> tuple[Any, dict[str, Any]]
 
     recorded, _ = keyed_params("cold_items", params)
     seed = check_seed(params.get("seed"))
-    items = global_ranks(with_keys(frame.select("item").distinct(), seed, "item"), KEY, "item")
+    items = global_ranks(with_keys(frame.select("item").distinct(), seed, "item"), KEY, "item", name=RANK)
     size = pick_size(int(items.count()), recorded["fraction"], recorded["n_items"], what="items")
     cold = items.filter(F.col(RANK) < size).select("item", F.lit(True).alias("_cold"))
     marked = frame.join(F.broadcast(cold), on="item", how="left")
@@ -461,7 +442,7 @@ def mark_user_disjoint(frame, params: dict[str, Any], partitions: int, source: s
         raise DataError(f"{source}: user_disjoint with order 'latest' needs timestamps, and the data has none "
                         f"(columns {frame.columns})")
     eligible = frame.groupBy("user").count().filter(F.col("count") >= least).select("user")
-    users = global_ranks(with_keys(eligible, seed, "user"), KEY, "user")
+    users = global_ranks(with_keys(eligible, seed, "user"), KEY, "user", name=RANK)
     size = pick_size(int(users.count()), recorded["fraction"], recorded["n_users"])
     chosen = users.filter(F.col(RANK) < size).select("user", F.lit(True).alias("_test_user"))
     joined = frame.join(chosen, on="user", how="left").withColumn("_test_user", F.col("_test_user").isNotNull())

@@ -14,7 +14,7 @@ same :meth:`PerUserRule.test_rows` on whole users, give the same split.
 
 The global splits (holdout, k-fold, the user-disjoint split's test users, the cold items) order
 every row, user or item by its key (:func:`global_rank`, :func:`~recsys_eval.split.order.keyed_rank`)
-and cut that order at exact sizes: on Spark, one sort (:func:`recsys_eval.engine.split.global_ranks`).
+and cut that order at exact sizes: on Spark, one sort (:func:`recsys_eval.core.spark.global_ranks`).
 """
 
 from __future__ import annotations
