@@ -116,9 +116,9 @@ def calibration_units(lo, hi, offsets, items, unit_user, p_offsets, p_entries, p
     gathered first, then their logarithms taken in one loop over a contiguous array, which
     :func:`vector_log` lets the compiler run on SIMD lanes (numba's own log is a call a term, a
     third of the kernel's time; "numpy" error model: no ZeroDivisionError branch in the loop); a
-    zero argument (alpha 0 and a genre the list lacks: C_KL infinite) takes np.log's -inf. One loop
-    over the units, called once a chunk: helpers with array arguments called per unit cost numba's
-    atomic reference counts, which measured more than the metric's arithmetic."""
+    unit whose arguments may be subnormal (alpha p is, for a genre the list lacks) takes np.log's.
+    One loop over the units, called once a chunk: helpers with array arguments called per unit
+    cost numba's atomic reference counts, which measured more than the metric's arithmetic."""
     n_cut = len(cutoffs)
     kmax = cutoffs[n_cut - 1]
     q = np.zeros(n_genres + SPARE)  # the list's genre sums, and add_item's spare slots
@@ -130,7 +130,9 @@ def calibration_units(lo, hi, offsets, items, unit_user, p_offsets, p_entries, p
         n_p = p_counts[user] if user < len(p_counts) else 0
         first, length = offsets[u], min(offsets[u + 1] - offsets[u], kmax)
         n_listed = r = 0
-        smallest = np.inf
+        smallest = np.inf  # of the arguments' lower bounds alpha p (q >= 0): vector_log's domain
+        for i in range(n_p):
+            smallest = min(smallest, alpha * p_entries[start + i, 1])
         for c in range(n_cut):
             end = min(cutoffs[c], length)
             while r < end:
@@ -141,7 +143,6 @@ def calibration_units(lo, hi, offsets, items, unit_user, p_offsets, p_entries, p
             for i in range(n_p):
                 p = p_entries[start + i, 1]
                 logs[c * n_p + i] = scale * q[np.int64(p_entries[start + i, 0])] + alpha * p
-                smallest = min(smallest, logs[c * n_p + i])
         if smallest >= _SMALLEST_NORMAL:
             for j in range(n_cut * n_p):
                 logs[j] = vector_log(logs[j])
