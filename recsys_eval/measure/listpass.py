@@ -10,8 +10,8 @@ caller's metric-major matrix (columns x units, what :func:`~recsys_eval.measure.
 takes without a copy): the popularity metrics mark each unit's relevant targets and read its list
 from one 32-byte record an item (:func:`item_table`: its popularity values, half a cache line;
 the table of 59,047 items, 1.9 MB, misses the cache less than one of 64 bytes, which took the
-list loop 1.5x its time) into running sums, and sum the run-level head/tail counts per chunk; MostPop reads the user's train
-places in the most-popular order (kept ascending) and each listed item's place (a small int32
+list loop 1.5x its time) into running sums, and sum the run-level head/tail counts per chunk;
+MostPop reads the user's train places in the most-popular order (kept ascending) and each listed item's place (a small int32
 table, which stays in cache); calibration (:func:`~recsys_eval.measure.calibration.calibration_units`)
 reads the user's kept genre profile, ILD (:func:`~recsys_eval.measure.diversity.ild_units`) packed
 genre words. No helper that takes an array is called per unit or cutoff unless numba inlines it
@@ -19,6 +19,11 @@ without reference counts: each such call cost an atomic increment and decrement 
 took, which measured more than the popularity metrics' arithmetic (the loops of the families, each
 a function called once a chunk, made the pass of issue 30's metrics about 0.8x its time as one loop
 with inlined helpers, values bit-identical). No units x cutoffs x sums array is kept.
+
+numba's cache of :func:`_pass_chunk` holds the family loops of the other modules compiled into it,
+and is renewed when this file changes, not when theirs do: after editing calibration.py or
+diversity.py, clear the cache (``NUMBA_CACHE_DIR``, or ``__pycache__``), or the pass runs the old
+loops, which may read arrays laid out anew out of bounds.
 """
 
 from __future__ import annotations
