@@ -8,9 +8,10 @@ A numba kernel over chunks of units runs, for each family a metric asks for, one
 over the chunk's units, each writing every asked metric at every cutoff straight into its row of the
 caller's metric-major matrix (columns x units, what :func:`~recsys_eval.measure.frames.long_frame`
 takes without a copy): the popularity metrics mark each unit's relevant targets and read its list
-from one 64-byte record an item (:func:`item_table`: its popularity values, one cache line) into
-running sums, and sum the run-level head/tail counts per chunk; MostPop reads the user's train
-places in the most-popular order (kept ascending) and each listed item's place (a small int32
+from one 32-byte record an item (:func:`item_table`: its popularity values, half a cache line;
+the table of 59,047 items, 1.9 MB, misses the cache less than one of 64 bytes, which took the
+list loop 1.5x its time) into running sums, and sum the run-level head/tail counts per chunk;
+MostPop reads the user's train places in the most-popular order (kept ascending) and each listed item's place (a small int32
 table, which stays in cache); calibration (:func:`~recsys_eval.measure.calibration.calibration_units`)
 reads the user's kept genre profile, ILD (:func:`~recsys_eval.measure.diversity.ild_units`) packed
 genre words. No helper that takes an array is called per unit or cutoff unless numba inlines it
@@ -18,12 +19,18 @@ without reference counts: each such call cost an atomic increment and decrement 
 took, which measured more than the popularity metrics' arithmetic (the loops of the families, each
 a function called once a chunk, made the pass of issue 30's metrics about 0.8x its time as one loop
 with inlined helpers, values bit-identical). No units x cutoffs x sums array is kept.
+
+numba's cache of :func:`_pass_chunk` holds the family loops of the other modules compiled into it,
+and is renewed when this file changes, not when theirs do: after editing calibration.py or
+diversity.py, clear the cache (``NUMBA_CACHE_DIR``, or ``__pycache__``), or the pass runs the old
+loops, which may read arrays laid out anew out of bounds.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -45,22 +52,34 @@ POPULARITY_METRICS = PASS_METRICS[:CALIBRATION]
 #: listed long-tail items, listed relevant items, listed relevant long-tail items.
 (LISTED, LISTED_TAIL, LISTED_RELEVANT, LISTED_RELEVANT_TAIL) = range(4)
 N_TOTALS = 4
-#: An item's record: phi(i), long-tail flag, surprisal, EPC gain 1 - phi(i)/|U|, EFD gain
-#: -log2 p(i | seen), self-information, place in the most-popular order (and a spare slot): 8 x 8
-#: bytes, one cache line.
-_RECORD = 8
-(_HOLDERS, _TAIL, _SURPRISAL, _EPC_GAIN, _EFD_GAIN, _SELF_INFORMATION, _PLACE) = range(_RECORD - 1)
+#: An item's record: phi(i), long-tail flag, self-information -log2 phi(i)/|U|, surprisal: 4 x 8
+#: bytes. EPC's gain 1 - phi(i)/|U| and EFD's, the self-information + log2(sum_j phi(j) / |U|)
+#: (:meth:`~recsys_eval.measure.popularity.ItemPopularity.discovery_shift`), follow from it, for
+#: the few relevant listed items.
+_RECORD = 4
+(_HOLDERS, _TAIL, _SELF_INFORMATION, _SURPRISAL) = range(_RECORD)
+
+
+class ItemRecords(NamedTuple):
+    """The items' records the list pass reads (``table``, items x :data:`_RECORD`), their places
+    in the most-popular order (``place``, int32: MostPop's), and ``gains``: the train user count
+    |U| and EFD's shift log2(sum_j phi(j) / |U|). Arrays alone, kept read-only with an Interactions
+    (:func:`~recsys_eval.measure.lists.per_train`)."""
+
+    table: np.ndarray
+    place: np.ndarray
+    gains: np.ndarray
 
 
 def list_pass(rankings: Rankings, cutoffs: Sequence[int], out: np.ndarray | None = None,
-              rows: Mapping[str, int] | None = None, *, records: np.ndarray | None = None,
+              rows: Mapping[str, int] | None = None, *, records: ItemRecords | None = None,
               targets: Targets | None = None, train=None, genres: np.ndarray | None = None,
               alpha: float = 0.01) -> np.ndarray:
     """Every metric of ``rows`` (name of :data:`PASS_METRICS` -> its first row in ``out``, a
     C-contiguous columns x units float matrix: the metric at cutoffs[c] goes to row + c), and the
     cutoffs x :data:`N_TOTALS` head/tail counts, returned.
 
-    ``records`` (:func:`item_table`, items x 8) for the popularity metrics and the counts; ``targets``, the rankings' own, for relevance
+    ``records`` (:func:`item_table`) for the popularity metrics and the counts; ``targets``, the rankings' own, for relevance
     (EPC, EFD, serendipity, the relevant counts); ``train`` for MostPop's lists (unexpectedness,
     serendipity) and calibration's profiles; ``genres`` (items x genres bool) for calibration and
     ILD, with smoothing ``alpha``."""
@@ -74,12 +93,13 @@ def list_pass(rankings: Rankings, cutoffs: Sequence[int], out: np.ndarray | None
         column[PASS_METRICS.index(name)] = row
     if out is None:
         out = np.zeros((0, rankings.n_units))
-    n_items = len(records) if records is not None else len(genres)
+    n_items = len(records.place) if records is not None else len(genres)
     sets = GenreSets.of(genres if "ild" in rows else np.zeros((1, 0), dtype=bool))
     most_popular = train is not None and bool({"unexpectedness", "serendipity"} & set(rows))
     calibrate = train is not None and genres is not None and "calibration" in rows
     indptr, places = _train_places(train if most_popular else None, records, rankings)
-    place = records[:, _PLACE].astype(np.int32) if most_popular else np.zeros(0, dtype=np.int32)
+    place = records.place if most_popular else np.zeros(0, dtype=np.int32)
+    table, gains = (records.table, records.gains) if records is not None else (np.zeros((1, _RECORD)), np.ones(2))
     g_rows, g_weight, p_offsets, p_entries, p_counts = (
         _profiles(train, n_items, genres) if calibrate else
         (np.zeros((1, 1), dtype=np.uint8), np.zeros(1), np.zeros(1, dtype=np.int64), np.zeros((0, 3)),
@@ -89,7 +109,7 @@ def list_pass(rankings: Rankings, cutoffs: Sequence[int], out: np.ndarray | None
     totals = np.zeros((len(bounds) - 1, len(cutoffs), N_TOTALS))
     flags = np.array([records is not None, most_popular, calibrate, "ild" in rows, sets.packed], dtype=np.bool_)
     run_chunks(_pass_chunk, bounds, rankings.offsets, rankings.items, rankings.unit_user, t_offsets, t_items, t_gain,
-               records if records is not None else np.zeros((1, _RECORD)), place, sets.words, sets.masks, sets.sizes,
+               table, gains, place, sets.words, sets.masks, sets.sizes,
                sets.distance, sets.stride, discount(int(cutoffs[-1])),
                indptr, places, g_rows, g_weight, p_offsets, p_entries, p_counts,
                genres.shape[1] if calibrate else 0, float(alpha), flags,
@@ -97,20 +117,17 @@ def list_pass(rankings: Rankings, cutoffs: Sequence[int], out: np.ndarray | None
     return totals.sum(axis=0)
 
 
-def item_table(popularity, head: np.ndarray, *, surprisal: bool = False) -> np.ndarray:
-    """items x 8 float64: each item's record from its
-    :class:`~recsys_eval.measure.popularity.ItemPopularity` and the ``head`` mask (the surprisal
-    column 0 unless asked)."""
+def item_table(popularity, head: np.ndarray, *, surprisal: bool = False) -> ItemRecords:
+    """Each item's record from its :class:`~recsys_eval.measure.popularity.ItemPopularity` and the
+    ``head`` mask (the surprisal column 0 unless asked)."""
     table = np.zeros((len(popularity.holders), _RECORD))
     table[:, _HOLDERS] = popularity.holders
     table[:, _TAIL] = ~head
     if surprisal:
         table[:, _SURPRISAL] = popularity.surprisal()
-    table[:, _EPC_GAIN] = 1.0 - popularity.holders / popularity.n_users
-    table[:, _EFD_GAIN] = popularity.discovery_information()
     table[:, _SELF_INFORMATION] = popularity.self_information()
-    table[:, _PLACE] = popularity.pop_rank
-    return table
+    return ItemRecords(table, popularity.pop_rank.astype(np.int32),
+                       np.array([popularity.n_users, popularity.discovery_shift()], dtype=np.float64))
 
 
 def discount(kmax: int) -> np.ndarray:
@@ -137,7 +154,7 @@ def _target_arrays(targets: Targets | None, n_units: int) -> tuple[np.ndarray, n
     return targets.offsets, targets.items, targets.gain
 
 
-def _train_places(train, records: np.ndarray | None, rankings: Rankings) -> tuple[np.ndarray, np.ndarray]:
+def _train_places(train, records: ItemRecords | None, rankings: Rankings) -> tuple[np.ndarray, np.ndarray]:
     """Every train user's train items as their places in the most-popular order (the records'),
     ascending, in CSR rows (each pair once: :func:`~recsys_eval.measure.lists.train_rows`), with a
     row for every user the rankings reach (empty past the train's); an empty row for each when
@@ -147,9 +164,9 @@ def _train_places(train, records: np.ndarray | None, rankings: Rankings) -> tupl
     n_users = int(rankings.unit_user.max(initial=-1)) + 1
     if train is None:
         return np.zeros(n_users + 1, dtype=np.int64), np.zeros(0, dtype=np.int32)
-    n_items = len(records)
+    n_items = len(records.place)
     indptr, places = per_train(train, ("train places", n_items),
-                               lambda: sorted_places(*train_rows(train, n_items), records[:, _PLACE]))
+                               lambda: sorted_places(*train_rows(train, n_items), records.place))
     if len(indptr) < n_users + 1:
         indptr = np.concatenate([indptr, np.full(n_users + 1 - len(indptr), indptr[-1])])
     return indptr, places
@@ -174,15 +191,16 @@ def _sorted_places_chunk(lo, hi, indptr, indices, place, places):
 
 
 @njit(cache=True, nogil=True)
-def _pass_chunk(chunk, lo, hi, offsets, items, unit_user, t_offsets, t_items, t_gain, table, place, words, masks, sizes,
+def _pass_chunk(chunk, lo, hi, offsets, items, unit_user, t_offsets, t_items, t_gain, table, gains, place, words, masks,
+                sizes,
                 distance, stride, discount, indptr, places, g_rows, g_weight, p_offsets, p_entries, p_counts,
                 n_genres, alpha, flags, cutoffs, column, out, totals, n_items):
     """Units lo:hi of :func:`list_pass`, one family after the other, each its own loop over the
     units; ``flags``: popularity, MostPop, calibration, ILD, ILD of packed words."""
     popular, most_popular, calibrate, ild, packed = flags[0], flags[1], flags[2], flags[3], flags[4]
     if popular:
-        _popularity_units(chunk, lo, hi, offsets, items, t_offsets, t_items, t_gain, table, discount, cutoffs, column,
-                          out, totals, n_items)
+        _popularity_units(chunk, lo, hi, offsets, items, t_offsets, t_items, t_gain, table, gains, discount, cutoffs,
+                          column, out, totals, n_items)
     if most_popular:
         _most_popular_units(lo, hi, offsets, items, unit_user, t_offsets, t_items, t_gain, place, indptr, places,
                             cutoffs, column, out, n_items)
@@ -194,13 +212,14 @@ def _pass_chunk(chunk, lo, hi, offsets, items, unit_user, t_offsets, t_items, t_
 
 
 @njit(cache=True, nogil=True)
-def _popularity_units(chunk, lo, hi, offsets, items, t_offsets, t_items, t_gain, table, discount, cutoffs, column,
-                      out, totals, n_items):
+def _popularity_units(chunk, lo, hi, offsets, items, t_offsets, t_items, t_gain, table, gains, discount, cutoffs,
+                      column, out, totals, n_items):
     """The popularity metrics of the lists of units lo:hi at every cutoff, from running sums over
     their items' records (undefined for an empty list: the means; without a relevant target: EPC
     and EFD, 0 for an empty list, which discovers nothing), and the head/tail counts of the chunk."""
     marked = np.zeros(n_items, dtype=np.bool_)  # the unit's relevant targets, unmarked after it
     kmax = cutoffs[len(cutoffs) - 1]
+    n_users, shift = gains[0], gains[1]
     arp, aplt, aclt, surprisal_row, novelty, epc_row, efd_row = (
         column[ARP], column[APLT], column[ACLT], column[SURPRISAL], column[NOVELTY], column[EPC], column[EFD])
     for u in range(lo, hi):
@@ -217,9 +236,9 @@ def _popularity_units(chunk, lo, hi, offsets, items, t_offsets, t_items, t_gain,
                 surprisal += table[item, _SURPRISAL]
                 information += table[item, _SELF_INFORMATION]
                 disc += discount[r]
-                if marked[item]:
-                    epc += discount[r] * table[item, _EPC_GAIN]
-                    efd += discount[r] * table[item, _EFD_GAIN]
+                if marked[item]:  # EPC's gain 1 - phi/|U|, EFD's the self-information + log2(sum phi / |U|)
+                    epc += discount[r] * (1.0 - table[item, _HOLDERS] / n_users)
+                    efd += discount[r] * (table[item, _SELF_INFORMATION] + shift)
                     relevant += 1.0
                     relevant_tail += table[item, _TAIL]
                 r += 1

@@ -44,6 +44,7 @@ from recsys_eval.measure.listpass import (
     LISTED_RELEVANT,
     LISTED_RELEVANT_TAIL,
     LISTED_TAIL,
+    ItemRecords,
     item_table,
     list_pass,
 )
@@ -77,10 +78,12 @@ class ItemPopularity:
         """-log2 phi(i)/|U|, an item without train user taking the smallest non-zero phi (novelty)."""
         return -np.log2(_floor_zero(self.holders / self.n_users))
 
-    def discovery_information(self) -> np.ndarray:
-        """-log2 p(i | seen), p(i | seen) = phi(i) / sum_j phi(j), an item without train user taking
-        the smallest non-zero p (EFD; Vargas & Castells, as Elliot computes it)."""
-        return -np.log2(_floor_zero(self.holders / self.holders.sum()))
+    def discovery_shift(self) -> float:
+        """log2(sum_j phi(j) / |U|): EFD's -log2 p(i | seen), p(i | seen) = phi(i) / sum_j phi(j),
+        an item without train user taking the smallest non-zero p (Vargas & Castells, as Elliot
+        computes it), is the self-information plus it (p(i | seen) = phi(i)/|U| x |U| / sum_j phi(j),
+        the same item taking the smallest non-zero value of both)."""
+        return float(np.log2(self.holders.sum() / self.n_users))
 
     def surprisal(self) -> np.ndarray:
         """-log2(phi(i)/|U|) / log2 |U|, an item without train user counting as one user (RePlay)."""
@@ -112,7 +115,7 @@ def item_popularity(train, n_items: int) -> ItemPopularity:
     return ItemPopularity(holders, n_users, per_train(train, ("pop_rank", n_items), lambda: _pop_rank(holders)))
 
 
-def item_records(train, n_items: int, head_share: float, *, surprisal: bool = False) -> np.ndarray:
+def item_records(train, n_items: int, head_share: float, *, surprisal: bool = False) -> ItemRecords:
     """The list pass's record of every item (:func:`~recsys_eval.measure.listpass.item_table`)
     under the head of ``head_share``, kept with an Interactions (every system and protocol of a
     fold reads the same)."""
