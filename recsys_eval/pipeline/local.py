@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import time
+from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 
 import numpy as np
@@ -46,6 +47,11 @@ from recsys_eval.pipeline.timings import Timings
 
 #: Users of the smallest chunk a memory budget must allow.
 MIN_CHUNK_USERS = 256
+#: Chunks handed to the keeper and not yet written at most: one chunk's writing takes longer than
+#: the next one's ranking and measuring now and then (a system quick to rank and measure, a slow
+#: fsync), and with two in hand the main thread waits for the keeper only when it falls behind
+#: for longer.
+KEEPER_QUEUE = 2
 #: Bytes per per-unit row while it is measured, written and reduced (polars frame, its copies).
 _ROW_BYTES = 240
 #: Bytes per listed target (item, gain, scratch) and per ranked item (item, score, order, ties).
@@ -64,9 +70,9 @@ class PartitionKeeper:
     (``earlier``) is read back, not measured again: a pair it marked done is summarised from its
     files; a pair of which it finished the first chunks goes on from them, their per-user values
     read back from their files and the counts from the last one's. Tasks run in submission order
-    while the main thread ranks and measures the next chunk (polars and the Parquet writer release
-    the GIL); a task waits for the one before it, so at most one chunk's rows are held beside the
-    chunk being measured."""
+    while the main thread ranks and measures the next chunks (polars and the Parquet writer release
+    the GIL); at most :data:`KEEPER_QUEUE` tasks are handed over and not done, so that many chunks'
+    rows are held beside the chunk being measured."""
 
     def __init__(self, plan: FoldPlan, sink: RunSink, timings: Timings, earlier: UnfinishedFold) -> None:
         from recsys_eval.measure.beyond import run_exposure
@@ -94,19 +100,21 @@ class PartitionKeeper:
         for pair, chunks in self.chunks.items():
             if chunks and chunks[-1].counts is not None:
                 self.exposure[pair].add_state(read_counts(chunks[-1].counts))
-        self.kept: list[Future] = []
+        self.kept: deque[Future] = deque()
         self.waited = 0.0  # the main thread's time spent waiting for the keeper
 
     def submit(self, task, *args) -> None:
-        """``task(*args)`` on the keeper thread, once the task before it is done."""
-        self.drain()
+        """``task(*args)`` on the keeper thread, once fewer than :data:`KEEPER_QUEUE` tasks
+        before it are not done."""
+        self.drain(KEEPER_QUEUE - 1)
         self.kept.append(_keeper().submit(task, *args))
 
-    def drain(self) -> None:
-        """Wait for the keeper's tasks; a task's error is raised here."""
+    def drain(self, left: int = 0) -> None:
+        """Wait for the keeper's tasks until at most ``left`` are not done; a task's error is
+        raised here."""
         start = time.perf_counter()
-        while self.kept:
-            self.kept.pop().result()
+        while len(self.kept) > left:
+            self.kept.popleft().result()
         self.waited += time.perf_counter() - start
 
     def close(self) -> None:
