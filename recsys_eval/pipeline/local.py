@@ -61,13 +61,11 @@ from recsys_eval.pipeline.timings import Timings
 
 #: Users of the smallest chunk a memory budget must allow.
 MIN_CHUNK_USERS = 256
-#: Chunks handed to the keeper and not yet written at most: one chunk's writing takes longer than
-#: the next one's ranking and measuring now and then (a system quick to rank and measure, a slow
-#: fsync), and with two in hand the main thread waits for the keeper only when it falls behind
-#: for longer.
-KEEPER_QUEUE = 2
-#: Writes handed to the writer and not yet done at most (:meth:`PartitionKeeper.write`).
-WRITER_QUEUE = 1
+#: Tasks handed to the keeper and not yet done, and writes handed to the writer and not yet done,
+#: at most (:meth:`PartitionKeeper.submit`, :meth:`PartitionKeeper.write`): a fold's peak of
+#: memory is its chunks in hand (1.4M rows of the ML-1M study's largest), one being measured, one
+#: reduced, one written.
+KEEPER_QUEUE = WRITER_QUEUE = 1
 #: Bytes per per-unit row while it is measured, written and reduced (polars frame, its copies).
 _ROW_BYTES = 240
 #: Bytes per listed target (item, gain, scratch) and per ranked item (item, score, order, ties).
@@ -104,7 +102,7 @@ class PartitionKeeper:
         keys = {(s, r): (plan.models[r].system, plan.sets[s].label)
                 for s in range(len(plan.sets)) for r in range(len(plan.models))}
         #: Every finished pair's files, those of an earlier attempt (:attr:`reused`) included (a
-        #: future of them until the writer is done: :meth:`drain`).
+        #: future of them until the writer is done: :meth:`finish`).
         self.finished: dict[tuple[int, int], FinishedPartition | Future] = {
             pair: earlier.partitions[key] for pair, key in keys.items() if key in earlier.partitions}
         self.reused = set(self.finished)
@@ -137,15 +135,20 @@ class PartitionKeeper:
         self.kept.append(_keeper().submit(task, *args))
 
     def drain(self, left: int = 0) -> None:
-        """Wait for the keeper's tasks until at most ``left`` are not done, and with ``left`` 0 for
-        the writer's too (every pair's files then known); a task's error is raised here."""
+        """Wait for the keeper's tasks until at most ``left`` are not done; a task's error is
+        raised here."""
         start = time.perf_counter()
         while len(self.kept) > left:
             self.kept.popleft().result()
-        if not left:
-            while self.written:
-                self.written.popleft().result()
-            self.finished = {pair: _done(files) for pair, files in self.finished.items()}
+        self.waited += time.perf_counter() - start
+
+    def finish(self) -> None:
+        """Wait for the keeper's tasks, then the writer's: every pair's files are then known."""
+        self.drain()
+        start = time.perf_counter()
+        while self.written:
+            self.written.popleft().result()
+        self.finished = {pair: _done(files) for pair, files in self.finished.items()}
         self.waited += time.perf_counter() - start
 
     def close(self) -> None:
@@ -265,7 +268,7 @@ class LocalFold:
         fitted = fit_models(dataclasses.replace(plan, models=needed), trains, self.progress, self.timings)
         try:
             self._ranges(fitted, trains, keeper)
-            keeper.drain()
+            keeper.finish()
             self.timings.add(plan.fold, "", "wait for writes", time.perf_counter() - keeper.waited)
         finally:
             keeper.close()
