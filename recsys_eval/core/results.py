@@ -103,19 +103,16 @@ def labels_of(path: str | Path) -> dict[str, str]:
 def read_per_unit(files: Sequence[str | Path]) -> pl.LazyFrame:
     """The per-unit table of ``files`` (per-unit files of a results folder, of either engine), in
     the order given, as one lazy frame of :data:`PER_UNIT_COLUMNS`: each file's columns with the
-    labels its folders name (String, whatever they look like), constant columns that cost no
-    memory per row. The one reader of per-unit files; files of one folder in a row are one scan,
-    the scans read one after another (at once, the 760 folders of the ML-1M study's folder took
-    more than polars' 512 blocking threads)."""
-    scans = []
-    for _, grouped in itertools.groupby(map(Path, files), key=lambda path: path.parent):
-        group = list(grouped)
-        scans.append(pl.scan_parquet(group, hive_partitioning=False).with_columns(
-            pl.lit(value, pl.String).alias(key) for key, value in labels_of(group[0]).items()
-        ).select(PER_UNIT_COLUMNS))
-    if not scans:
+    labels its folders name (String, whatever they look like; a path outside the layout is an error
+    naming it). The one reader of per-unit files: one hive-style scan of them all, which opens the
+    files a few at a time (a scan per folder, concatenated, ran the ML-1M study's 760 folders at
+    once, past polars' 512 blocking threads, and took 10 times as long to read the table)."""
+    files = [Path(path) for path in files]
+    for folder in dict.fromkeys(path.parent for path in files):
+        labels_of(folder / "part.parquet")
+    if not files:
         return pl.LazyFrame(schema=PER_UNIT_SCHEMA)
-    return scans[0] if len(scans) == 1 else pl.concat(scans, how="vertical", parallel=False)
+    return pl.scan_parquet(files, hive_partitioning=True, hive_schema=PER_UNIT_HIVE_SCHEMA).select(PER_UNIT_COLUMNS)
 
 
 def check_per_unit(frame: pl.DataFrame, source: str = "per-unit results") -> pl.DataFrame:
@@ -383,9 +380,12 @@ class PartitionFiles:
                 f"{keys.height} (fold, system, protocol) combinations, e.g. {keys.rows()[:3]}"
             )
         target = self.file(labels["fold"], labels["system"], labels["protocol"], part)
-        # zstd level 1: smaller and faster to write and read than the default level here
+        # zstd level 1: smaller and faster to write and read than the default level here; no
+        # column statistics: a fifth of a chunk's writing CPU, and they would skip nothing (the
+        # metrics come in the config's order, so a row group's min-max of them spans most names,
+        # and no reader filters on users, units or values)
         atomic.write_parquet(check_per_unit(per_unit).select(PER_UNIT_FILE_COLUMNS), target,
-                             compression="zstd", compression_level=1)
+                             compression="zstd", compression_level=1, statistics=False)
         return target
 
 
@@ -517,7 +517,9 @@ class ResultsFolder:
         the partition's fold is complete."""
         if kind not in SCRATCH:
             raise DataError(f"{kind!r} is not a scratch table of a results folder; expected one of {SCRATCH}")
-        return atomic.write_parquet(frame, self._chunk_note(fold, system, protocol, chunk).with_suffix(f".{kind}.parquet"))
+        # read back whole into the fold's table (write_fold_scratch_of): no statistics to write
+        return atomic.write_parquet(frame, self._chunk_note(fold, system, protocol, chunk).with_suffix(f".{kind}.parquet"),
+                                    statistics=False)
 
     def write_chunk_counts(self, fold: str, system: str, protocol: str, chunk: int,
                            counts: dict[str, np.ndarray]) -> Path:

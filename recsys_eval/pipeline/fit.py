@@ -72,10 +72,11 @@ def fit_models(plan: FoldPlan, trains: dict[int, Interactions], progress: Progre
     """Every recommender of the plan fitted on each of ``trains`` (keyed by ``id``).
 
     Fits that run on one thread by design (BPR) would leave a core idle: when other systems are
-    there to evaluate meanwhile, they run in the background on all cores but one, and their
-    systems are evaluated last (:meth:`FittedModels.wait_for`); otherwise two or more of them go
-    side by side, one per core. Each has its own seed and state either way, so its factors are
-    those of a fit alone.
+    there to evaluate meanwhile, they run in the background, and their systems are evaluated last
+    (:meth:`FittedModels.wait_for`); otherwise they go side by side. Either way they run one per
+    core at most: in the background, one fit at a time (on all cores but one) left the main thread
+    waiting for the second BPR fit of each ML-1M fold (its uniform-test train) with one core
+    idle. Each has its own seed and state, so its factors are those of a fit alone.
 
     The background fits start once the other fits are done: those run on every core (implicit's
     OpenMP threads, which spin at each barrier while a thread of theirs waits for a core), and a
@@ -115,7 +116,7 @@ def fit_models(plan: FoldPlan, trains: dict[int, Interactions], progress: Progre
             fitted.models[f.job.system, f.key] = model
             advance()
         if single and in_background:
-            pool = ThreadPoolExecutor(max_workers=min(len(single), cores - 1), thread_name_prefix="recsys-fit")
+            pool = ThreadPoolExecutor(max_workers=min(len(single), cores), thread_name_prefix="recsys-fit")
             for f in single:
                 fitted.background.setdefault(f.job.system, []).append((f.key, pool.submit(f.alone)))
                 advance()

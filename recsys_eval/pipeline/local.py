@@ -25,13 +25,23 @@ from __future__ import annotations
 import dataclasses
 import functools
 import time
+from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 
 import numpy as np
 import polars as pl
 
 from recsys_eval.core.memory import format_size, resident_bytes
-from recsys_eval.core.results import AUC_SCORES, CURVE_CHUNKS, EXPOSURE_COUNTS, UnfinishedFold, read_counts, read_per_unit
+from recsys_eval.core.results import (
+    AUC_SCORES,
+    CURVE_CHUNKS,
+    EXPOSURE_COUNTS,
+    FinishedChunk,
+    FinishedPartition,
+    UnfinishedFold,
+    read_counts,
+    read_per_unit,
+)
 from recsys_eval.errors import ConfigError
 from recsys_eval.measure.aggregate import PartitionState
 from recsys_eval.measure.metrics import RATINGS
@@ -40,12 +50,22 @@ from recsys_eval.pipeline.fit import FittedModels, fit_models
 from recsys_eval.pipeline.plan import FoldPlan
 from recsys_eval.pipeline.progress import Progress
 from recsys_eval.pipeline.sink import RunSink
-from recsys_eval.pipeline.summary import FoldSummary, partition_rows, reuse_partition, summarise_frames
+from recsys_eval.pipeline.summary import (
+    FoldSummary,
+    partition_rows,
+    reuse_partition,
+    summarise_frames,
+)
 from recsys_eval.pipeline.targets import ProtocolTargets, TargetSet
 from recsys_eval.pipeline.timings import Timings
 
 #: Users of the smallest chunk a memory budget must allow.
 MIN_CHUNK_USERS = 256
+#: Tasks handed to the keeper and not yet done, and writes handed to the writer and not yet done,
+#: at most (:meth:`PartitionKeeper.submit`, :meth:`PartitionKeeper.write`): a fold's peak of
+#: memory is its chunks in hand (1.4M rows of the ML-1M study's largest), one being measured, one
+#: reduced, one written.
+KEEPER_QUEUE = WRITER_QUEUE = 1
 #: Bytes per per-unit row while it is measured, written and reduced (polars frame, its copies).
 _ROW_BYTES = 240
 #: Bytes per listed target (item, gain, scratch) and per ranked item (item, score, order, ties).
@@ -53,20 +73,26 @@ _TARGET_BYTES, _RANKED_BYTES = 16, 24
 
 
 class PartitionKeeper:
-    """The per-unit rows of a fold, from measured chunk to summary, on the keeper thread.
+    """The per-unit rows of a fold, from measured chunk to summary, on the keeper thread, and their
+    files on the writer thread.
 
-    Each chunk's rows are written as their partition file and reduced to per-user values
-    (:class:`~recsys_eval.measure.aggregate.PartitionState`), its scratch tables and the run-level
-    counts so far written, and it is marked done (:meth:`RunSink.finish_chunk`); once a (target
-    set, recommender) has its last chunk, its run-level rows (coverage, Gini, entropy, from the
-    exposure counts summed over its chunks) are written, it is summarised and marked done
-    (:meth:`RunSink.finish_partition`), and its users are let go. What an earlier attempt finished
+    Each chunk's rows are reduced to per-user values
+    (:class:`~recsys_eval.measure.aggregate.PartitionState`) by the keeper, then written as their
+    partition file with its scratch tables and the run-level counts so far, and marked done
+    (:meth:`RunSink.finish_chunk`), by the writer; once a (target set, recommender) has its last
+    chunk, it is summarised (its run-level rows, coverage, Gini, entropy, from the exposure counts
+    summed over its chunks) by the keeper, and those rows written and the pair marked done
+    (:meth:`RunSink.finish_partition`) by the writer, after its chunks; its users are let go. The
+    writer's tasks run in the order handed over, and a third of a chunk's writing is waiting for
+    the disk (fsync): on a thread of its own, that wait holds up neither the reduction of the
+    next chunk nor the main thread. What an earlier attempt finished
     (``earlier``) is read back, not measured again: a pair it marked done is summarised from its
     files; a pair of which it finished the first chunks goes on from them, their per-user values
     read back from their files and the counts from the last one's. Tasks run in submission order
-    while the main thread ranks and measures the next chunk (polars and the Parquet writer release
-    the GIL); a task waits for the one before it, so at most one chunk's rows are held beside the
-    chunk being measured."""
+    while the main thread ranks and measures the next chunks (polars and the Parquet writer release
+    the GIL); at most :data:`KEEPER_QUEUE` tasks are handed over and not done, and
+    :data:`WRITER_QUEUE` writes, so that many chunks' rows are held beside the chunk being
+    measured."""
 
     def __init__(self, plan: FoldPlan, sink: RunSink, timings: Timings, earlier: UnfinishedFold) -> None:
         from recsys_eval.measure.beyond import run_exposure
@@ -75,14 +101,18 @@ class PartitionKeeper:
         options = plan.options
         keys = {(s, r): (plan.models[r].system, plan.sets[s].label)
                 for s in range(len(plan.sets)) for r in range(len(plan.models))}
-        #: Every finished pair's files, those of an earlier attempt (:attr:`reused`) included.
-        self.finished = {pair: earlier.partitions[key] for pair, key in keys.items() if key in earlier.partitions}
+        #: Every finished pair's files, those of an earlier attempt (:attr:`reused`) included (a
+        #: future of them until the writer is done: :meth:`finish`).
+        self.finished: dict[tuple[int, int], FinishedPartition | Future] = {
+            pair: earlier.partitions[key] for pair, key in keys.items() if key in earlier.partitions}
         self.reused = set(self.finished)
         self.summaries: dict[tuple[int, int], tuple[pl.DataFrame, pl.DataFrame | None]] = {
             pair: reuse_partition(options.summarising, done.per_unit) for pair, done in self.finished.items()}
         todo = [pair for pair in keys if pair not in self.reused]
-        #: Each unfinished pair's chunks done, those of an earlier attempt first.
-        self.chunks = {pair: list(earlier.chunks.get(keys[pair], [])) for pair in todo}
+        #: Each unfinished pair's chunks done, those of an earlier attempt first (a future of the
+        #: writer's for the others).
+        self.chunks: dict[tuple[int, int], list[FinishedChunk | Future]] = {
+            pair: list(earlier.chunks.get(keys[pair], [])) for pair in todo}
         #: How many chunks of each unfinished pair an earlier attempt finished.
         self.reused_chunks = {pair: len(chunks) for pair, chunks in self.chunks.items() if chunks}
         self.states: dict[tuple[int, int], list[PartitionState]] = {pair: [
@@ -94,60 +124,100 @@ class PartitionKeeper:
         for pair, chunks in self.chunks.items():
             if chunks and chunks[-1].counts is not None:
                 self.exposure[pair].add_state(read_counts(chunks[-1].counts))
-        self.kept: list[Future] = []
+        self.kept: deque[Future] = deque()
+        self.written: deque[Future] = deque()  # the writer's tasks not yet seen done, in order
         self.waited = 0.0  # the main thread's time spent waiting for the keeper
 
     def submit(self, task, *args) -> None:
-        """``task(*args)`` on the keeper thread, once the task before it is done."""
-        self.drain()
+        """``task(*args)`` on the keeper thread, once fewer than :data:`KEEPER_QUEUE` tasks
+        before it are not done."""
+        self.drain(KEEPER_QUEUE - 1)
         self.kept.append(_keeper().submit(task, *args))
 
-    def drain(self) -> None:
-        """Wait for the keeper's tasks; a task's error is raised here."""
+    def drain(self, left: int = 0) -> None:
+        """Wait for the keeper's tasks until at most ``left`` are not done; a task's error is
+        raised here."""
         start = time.perf_counter()
-        while self.kept:
-            self.kept.pop().result()
+        while len(self.kept) > left:
+            self.kept.popleft().result()
+        self.waited += time.perf_counter() - start
+
+    def finish(self) -> None:
+        """Wait for the keeper's tasks, then the writer's: every pair's files are then known."""
+        self.drain()
+        start = time.perf_counter()
+        while self.written:
+            self.written.popleft().result()
+        self.finished = {pair: _done(files) for pair, files in self.finished.items()}
         self.waited += time.perf_counter() - start
 
     def close(self) -> None:
-        """On an error, the task under way finishes before the error goes up."""
+        """On an error, the tasks under way finish before the error goes up."""
         wait(self.kept)
+        wait(self.written)
+
+    def write(self, task, *args) -> Future:
+        """``task(*args)`` on the writer thread, after the writes handed over before it; the keeper
+        waits while :data:`WRITER_QUEUE` of those are not done."""
+        while len(self.written) >= WRITER_QUEUE:
+            self.written.popleft().result()
+        self.written.append(_writer().submit(task, *args))
+        return self.written[-1]
 
     def keep(self, at: tuple[int, int, int], frame: pl.DataFrame, offset: int, label: str, last: bool,
              scratch: dict[str, pl.DataFrame], counts: dict[str, np.ndarray] | None) -> None:
-        """A chunk's rows (``at``: set, part, recommender) written as their partition, their unit
-        numbers shifted by ``offset``, and reduced; the chunk marked done with its ``scratch``
-        tables and the pair's run-level ``counts`` so far; the pair summarised if that was its last
-        chunk."""
-        start, (s, part, r), plan = time.perf_counter(), at, self.plan
+        """A chunk's rows (``at``: set, part, recommender), their unit numbers shifted by
+        ``offset``, reduced, and handed to the writer to be written as their partition, the chunk
+        marked done with its ``scratch`` tables and the pair's run-level ``counts`` so far; the
+        pair summarised if that was its last chunk."""
+        start, (s, _, r), plan = time.perf_counter(), at, self.plan
         if offset:
             frame = frame.with_columns(pl.col("unit") + offset)
         self.states[s, r].append(PartitionState.of(frame, undefined=plan.options.measure.undefined))
-        self.chunks[s, r].append(self.sink.finish_chunk(plan.fold, plan.models[r].system, plan.sets[s].label, part,
-                                                        frame, scratch, counts))
+        self.chunks[s, r].append(self.write(self._write_chunk, at, frame, label, scratch, counts))
         del frame
         self.timings.add(plan.fold, plan.models[r].system, f"write {label}", start)
         if last:
             self.summarise(s, r)
 
+    def _write_chunk(self, at: tuple[int, int, int], frame: pl.DataFrame, label: str,
+                     scratch: dict[str, pl.DataFrame], counts: dict[str, np.ndarray] | None) -> FinishedChunk:
+        """(writer) A chunk's files, then the note that marks it done."""
+        start, (s, part, r), plan = time.perf_counter(), at, self.plan
+        done = self.sink.finish_chunk(plan.fold, plan.models[r].system, plan.sets[s].label, part, frame, scratch,
+                                      counts)
+        self.timings.add(plan.fold, plan.models[r].system, f"write {label}", start)
+        return done
+
     def summarise(self, s: int, r: int) -> None:
-        """(set, recommender) done: its run-level rows as the partition after its chunks, its
-        summary, then the note that marks it done."""
+        """(set, recommender) done: its run-level rows and its summary; the writer writes those
+        rows as the partition after its chunks, then the note that marks it done."""
         from recsys_eval.measure.beyond import run_frame
 
         plan, start = self.plan, time.perf_counter()
         system, names = plan.models[r].system, plan.options.measure.run_level
-        chunks = self.chunks.pop((s, r))
-        files = [chunk.per_unit for chunk in chunks]
+        frame = None
         if names:
             labels = {"system": system, "protocol": plan.sets[s].label, "fold": plan.fold}
             user_type = pl.Int64 if plan.data.user_ids.dtype.is_integer() else pl.String
             frame = run_frame(self.exposure.pop((s, r)).values(names), labels, user_type)
-            files.append(self.sink.write_partition(frame, part=len(chunks)))
             self.states[s, r].append(PartitionState.of(frame, undefined=plan.options.measure.undefined))
         self.summaries[s, r] = partition_rows(plan.options.summarising, PartitionState.merge(self.states.pop((s, r))))
-        self.finished[s, r] = self.sink.finish_partition(plan.fold, system, plan.sets[s].label, files, chunks)
+        self.finished[s, r] = self.write(self._finish_partition, s, r, self.chunks.pop((s, r)), frame)
         self.timings.add(plan.fold, system, f"summarise {plan.sets[s].label}", start)
+
+    def _finish_partition(self, s: int, r: int, chunks: list[FinishedChunk | Future],
+                          run_level: pl.DataFrame | None) -> FinishedPartition:
+        """(writer) A pair's ``run_level`` rows as the partition after its ``chunks`` (written
+        before it: done), then the note that marks it done."""
+        plan, start = self.plan, time.perf_counter()
+        chunks = [_done(chunk) for chunk in chunks]
+        files = [chunk.per_unit for chunk in chunks]
+        if run_level is not None:
+            files.append(self.sink.write_partition(run_level, part=len(chunks)))
+        done = self.sink.finish_partition(plan.fold, plan.models[r].system, plan.sets[s].label, files, chunks)
+        self.timings.add(plan.fold, plan.models[r].system, f"summarise {plan.sets[s].label}", start)
+        return done
 
     def fold_summary(self) -> FoldSummary:
         """Every pair's files and summary, in target-set order, then recommender order (a pair's
@@ -198,7 +268,7 @@ class LocalFold:
         fitted = fit_models(dataclasses.replace(plan, models=needed), trains, self.progress, self.timings)
         try:
             self._ranges(fitted, trains, keeper)
-            keeper.drain()
+            keeper.finish()
             self.timings.add(plan.fold, "", "wait for writes", time.perf_counter() - keeper.waited)
         finally:
             keeper.close()
@@ -312,6 +382,18 @@ class LocalFold:
             if rating is not None:
                 out.add(summarise_frames(plan.options.summarising, [rating]))
             out.partitions += self.sink.finish_partition(plan.fold, job.system, RATINGS, files).per_unit
+
+
+def _done(value):
+    """``value``, or its result if it is a future."""
+    return value.result() if isinstance(value, Future) else value
+
+
+@functools.cache
+def _writer() -> ThreadPoolExecutor:
+    """The one thread that writes per-unit files and their notes beside the keeper, for the whole
+    process (as :func:`_keeper`)."""
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="recsys-write")
 
 
 @functools.cache

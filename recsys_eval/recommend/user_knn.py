@@ -160,19 +160,47 @@ class UserKNN(SparseRecommender):
         self._counts = np.full(n_users, -1, dtype=np.int64)  # -1: not found yet
         return self
 
-    def sparse_block(self, users: np.ndarray) -> sp.csr_matrix:
+    def neighbourhoods(self, users: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Each of ``users``' neighbours and similarities, best first, ``(len(users), k)``, and how
+        many of each row hold; found now for the users not scored before."""
         users = np.asarray(users, dtype=np.int32)
         missing = np.unique(users[self._counts[users] < 0])
         if len(missing):
             nbr, sim, count = nearest_neighbours(self.cosines, missing, self.k)
             self._neighbours[missing], self._similarities[missing], self._counts[missing] = nbr, sim, count
-        count = self._counts[users]
-        keep = np.arange(self._neighbours.shape[1])[None, :] < count[:, None]
+        return self._neighbours[users], self._similarities[users], self._counts[users]
+
+    def sparse_block(self, users: np.ndarray) -> sp.csr_matrix:
+        neighbours, similarities, count = self.neighbourhoods(users)
+        keep = np.arange(neighbours.shape[1])[None, :] < count[:, None]
         weights = sp.csr_matrix(
-            (self._similarities[users][keep], self._neighbours[users][keep], np.concatenate([[0], np.cumsum(count)])),
-            shape=(len(users), self.user_items.shape[0]),
+            (similarities[keep], neighbours[keep], np.concatenate([[0], np.cumsum(count)])),
+            shape=(len(count), self.user_items.shape[0]),
         )
         return weights @ self.user_items
+
+    def score_block(self, users: np.ndarray) -> np.ndarray:
+        """:meth:`sparse_block` made dense, summed straight into the block by
+        :func:`_neighbour_sums_chunk` (the same float32 sums in the same order: the same bits)
+        rather than as a sparse product turned dense, 3 times the time."""
+        neighbours, similarities, count = self.neighbourhoods(users)
+        out = np.zeros((len(count), self.n_items), dtype=np.float32)
+        run_chunks(_neighbour_sums_chunk, chunk_bounds(len(count)), neighbours, similarities, count,
+                   self.user_items.indptr, self.user_items.indices, self.user_items.data, out)
+        return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _neighbour_sums_chunk(lo, hi, neighbours, similarities, count, indptr, items, values, out):
+    """``out[r, i]`` += sim(u, v) x_vi for each neighbour v of row r's user best first and each of
+    v's items i, in float32, for the rows ``lo:hi``: the sums of scipy's float32 sparse product of
+    the neighbour weights and the user-item matrix, in its order."""
+    for r in range(lo, hi):
+        for j in range(count[r]):
+            v = neighbours[r, j]
+            s = similarities[r, j]
+            for p in range(indptr[v], indptr[v + 1]):
+                out[r, items[p]] += s * values[p]
 
 
 @numba.njit(cache=True)
