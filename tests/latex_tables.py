@@ -3,13 +3,18 @@ assumes (booktabs, graphicx), so that every test compiles them alike."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
+
+import pytest
 
 
 def compile_tables(folder: Path, body: str, *, wide: bool = False) -> str:
     """Compile ``body`` in an article (two-column when ``wide``) in ``folder``; its log, once
     pdflatex has succeeded (a failure raises with the log's end, where LaTeX names the error)."""
+    if shutil.which("pdflatex") is None:
+        pytest.skip("pdflatex is not installed (Debian: texlive-latex-base texlive-latex-recommended)")
     options = "twocolumn" if wide else ""
     (folder / "paper.tex").write_text(f"\\documentclass[{options}]{{article}}\\usepackage{{booktabs,graphicx}}"
                                       f"\\begin{{document}}\n{body}\n\\end{{document}}\n")
