@@ -147,14 +147,20 @@ def broadcastable(model: Any) -> Any:
                       f"the Spark engine runs {', '.join(BROADCASTABLE)}")
 
 
-def local_model(model: Any, train: Interactions, user_factors: tuple | None = None) -> Any:
+def local_model(model: Any, train: Interactions, user_factors: tuple | None = None,
+                fold_users: np.ndarray | None = None) -> Any:
     """A broadcast model made ready for a chunk of users: item kNN scores a user from the user's
     train row, a factor model from the user's factor row, the bias predictor with the user's bias
-    (``user_factors``: the chunk's ``(users, rows)``), all of which the partition holds."""
+    (``user_factors``: the chunk's ``(users, rows)``), all of which the partition holds; the
+    random recommender hashes each user's fold index (``fold_users``, of the chunk's users
+    numbered from 0), as on the whole fold."""
     from recsys_eval.engine.factors import PartitionFactors, with_user_biases
+    from recsys_eval.recommend.baselines import RandomRecommender
     from recsys_eval.recommend.implicit_models import ItemKNN
     from recsys_eval.recommend.rating import BiasPredictor
 
+    if isinstance(model, RandomRecommender) and fold_users is not None:
+        model = model.keyed(fold_users)
     if isinstance(model, ItemKNN):
         model = copy.copy(model)
         model.user_items = train.csr()
@@ -175,7 +181,8 @@ class FoldTask:
     ``options``: the run's options (protocols, measure options, seeds); ``jobs`` and ``rank``: the
     fold's recommenders and rank options; ``template`` is the dataset with no rows and no user ids
     (:func:`~recsys_eval.engine.targets.shipped_template`: its item index and metadata; each chunk
-    takes its users' raw ids from its rows, :func:`~recsys_eval.engine.targets.chunk_template`);
+    takes its users' raw ids from its rows and numbers its users from 0,
+    :func:`~recsys_eval.engine.targets.chunk_template`);
     ``targets`` (broadcast, :class:`~recsys_eval.engine.targets.SparkTargets`) what the
     target sets need of every user: each protocol entry's item totals (its candidates, sampling
     weights, popularity bins and the exposure's bins) and train side (each user's first unit
@@ -225,7 +232,10 @@ def fold_chunk_tables(chunk: pl.DataFrame, task: FoldTask):
     """``(kind, table)`` pairs of one chunk: per (protocol, system) its per-unit rows with the
     fold's unit numbers, the exposure counts of full rankings, the sampled scored targets and the
     run-level counts; per system its rating rows and their error sums. Each model is made ready
-    with the chunk's users' factor rows of its (system, train side)."""
+    with the chunk's users' factor rows of its (system, train side). The chunk's users are
+    numbered from 0 (its arrays over users are its own size); what is keyed on a user, its samples,
+    random scores, unit numbers and the AUC sample's seed, is keyed on the user's fold index, and
+    its rows carry its raw id, so the tables are the ones a chunk at the fold's indices makes."""
     from recsys_eval.engine.beyond import RUN_COUNTS, chunk_exposure, rating_tables, run_counts
     from recsys_eval.engine.factors import take_user_factors
     from recsys_eval.engine.targets import TEST, chunk_split, chunk_template, partition_target_sets, take_unit_numbers
@@ -234,15 +244,15 @@ def fold_chunk_tables(chunk: pl.DataFrame, task: FoldTask):
     from recsys_eval.measure.metrics import RATINGS
 
     options = task.options
+    chunk, template, fold_users = chunk_template(task.template, chunk)  # users numbered from 0
     chunk, user_factors = take_user_factors(chunk, task.factor_keys)
     chunk, numbers = take_unit_numbers(chunk)
     if not chunk.height:  # factor rows of users with no row in this fold
         return
-    chunk, template = chunk_template(task.template, chunk)
     models = getattr(task.models, "value", task.models)
     targets = getattr(task.targets, "value", task.targets)
     item_sides = getattr(task.item_sides, "value", task.item_sides)
-    for p, split, target_set in partition_target_sets(options, targets, chunk, template, task.fold):
+    for p, split, target_set in partition_target_sets(options, targets, chunk, template, task.fold, fold_users):
         if item_sides is not None:
             with_item_side(split.train, item_sides[targets.trains[p]])
         target = target_set.whole()
@@ -252,7 +262,7 @@ def fold_chunk_tables(chunk: pl.DataFrame, task: FoldTask):
         global_unit = numbers.of(target.label, users) + within
         for job in task.jobs:
             key = (job.system, targets.trains[p])
-            model = local_model(models[key], split.train, user_factors.get(key))
+            model = local_model(models[key], split.train, user_factors.get(key), fold_users)
             rankings = jobs.rank(task.rank, model, target)
             exposure = chunk_exposure(options.measure, template.n_items, target.train) if options.measure.run_level \
                 else None
@@ -268,13 +278,13 @@ def fold_chunk_tables(chunk: pl.DataFrame, task: FoldTask):
                                                    item_counts=targets.totals[p].train_counts)
             if task.pool_auc and getattr(rankings, "scores", True) is not None:  # 1R: sampled too
                 seed = options.seeds.auc_pool(task.fold, job.configured.definition, target.definition,
-                                              jobs.first_user(target))
+                                              int(fold_users[jobs.first_user(target)]))
                 yield SCORED, jobs.scored_rows(rankings, target, job.system, task.fold, seed=seed,
                                                n_chunks=task.n_parts)
     if options.measure.rating:  # on the fold's split, by the recommenders fitted on its train (side 0)
         split = chunk_split(chunk, TEST, template, task.fold)
-        ready = {job.system: local_model(models[job.system, 0], split.train, user_factors.get((job.system, 0)))
-                 for job in task.jobs}
+        ready = {job.system: local_model(models[job.system, 0], split.train, user_factors.get((job.system, 0)),
+                                         fold_users) for job in task.jobs}
         yield from rating_tables(options.measure, split, ready, template, task.fold,
                                  lambda users: numbers.of(RATINGS, users))
 
