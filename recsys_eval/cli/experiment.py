@@ -86,10 +86,12 @@ def run(
         console.print(f"interrupted: the folds finished so far are kept; resume with: {_resume_command(config, out, overrides)}",
                       highlight=False, soft_wrap=True)
         raise
-    ResultsFolder(outcome.folder).link_latest()
+    at_uri = isinstance(outcome.folder, str)  # a results folder at a URI (recsys_eval.engine.remote)
+    if not at_uri:
+        ResultsFolder(outcome.folder).link_latest()
     if not quiet and outcome.datasets:
         print_datasets(console, outcome.folder, outcome.datasets, columns=parsed.report.metrics)
-    elif not quiet:
+    elif not quiet and not at_uri:
         from recsys_eval.report.overview import print_first_screen
 
         choice = report_choice(outcome.folder, outcome.summary)

@@ -21,7 +21,8 @@ Per-unit rows never come back to the driver: each task writes them into the resu
 its layout (:class:`recsys_eval.core.results.PartitionFiles`: one file per (system, protocol) and
 chunk of users, ``per_unit/fold=<fold>/protocol=<protocol>/system=<system>/part-<first user>.parquet``;
 the executors must reach the results folder's file system, as they do on a local master or a shared
-file system) and hands back the file's name and its users' exact sums
+file system; a results folder at a URI is written by Spark's writer instead,
+:mod:`recsys_eval.engine.remote`) and hands back the file's name and its users' exact sums
 (:class:`recsys_eval.measure.aggregate.SummaryState`), which the driver merges into the local
 engine's summary bit for bit. Beyond-accuracy and rating metrics are measured per user in the tasks
 with the whole train's item side broadcast (of each train side a target set is drawn on), and the
@@ -45,13 +46,14 @@ import functools
 import io
 import pickle
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
 
+from recsys_eval.core.spark import SparkError
 from recsys_eval.errors import ConfigError
 from recsys_eval.measure.aggregate import PartitionState, SummaryState
 from recsys_eval.pipeline.summary import FoldSummary, partition_rows
@@ -147,14 +149,20 @@ def broadcastable(model: Any) -> Any:
                       f"the Spark engine runs {', '.join(BROADCASTABLE)}")
 
 
-def local_model(model: Any, train: Interactions, user_factors: tuple | None = None) -> Any:
+def local_model(model: Any, train: Interactions, user_factors: tuple | None = None,
+                fold_users: np.ndarray | None = None) -> Any:
     """A broadcast model made ready for a chunk of users: item kNN scores a user from the user's
     train row, a factor model from the user's factor row, the bias predictor with the user's bias
-    (``user_factors``: the chunk's ``(users, rows)``), all of which the partition holds."""
+    (``user_factors``: the chunk's ``(users, rows)``), all of which the partition holds; the
+    random recommender hashes each user's fold index (``fold_users``, of the chunk's users
+    numbered from 0), as on the whole fold."""
     from recsys_eval.engine.factors import PartitionFactors, with_user_biases
+    from recsys_eval.recommend.baselines import RandomRecommender
     from recsys_eval.recommend.implicit_models import ItemKNN
     from recsys_eval.recommend.rating import BiasPredictor
 
+    if isinstance(model, RandomRecommender) and fold_users is not None:
+        model = model.keyed(fold_users)
     if isinstance(model, ItemKNN):
         model = copy.copy(model)
         model.user_items = train.csr()
@@ -175,7 +183,8 @@ class FoldTask:
     ``options``: the run's options (protocols, measure options, seeds); ``jobs`` and ``rank``: the
     fold's recommenders and rank options; ``template`` is the dataset with no rows and no user ids
     (:func:`~recsys_eval.engine.targets.shipped_template`: its item index and metadata; each chunk
-    takes its users' raw ids from its rows, :func:`~recsys_eval.engine.targets.chunk_template`);
+    takes its users' raw ids from its rows and numbers its users from 0,
+    :func:`~recsys_eval.engine.targets.chunk_template`);
     ``targets`` (broadcast, :class:`~recsys_eval.engine.targets.SparkTargets`) what the
     target sets need of every user: each protocol entry's item totals (its candidates, sampling
     weights, popularity bins and the exposure's bins) and train side (each user's first unit
@@ -201,8 +210,14 @@ class FoldTask:
     factor_keys: tuple[tuple[str, int], ...] = ()
 
     def __call__(self, chunk: pl.DataFrame) -> pl.DataFrame:
-        """The chunk's tables as ``kind, table`` rows (each table in Arrow IPC bytes, sums pickled),
-        its per-unit rows written (named by the chunk's first user: chunks hold disjoint users)."""
+        """The chunk's tables as ``kind, table`` rows (:meth:`tables`), its per-unit rows written."""
+        return pl.DataFrame(self.tables(chunk), schema={"kind": pl.String, "table": pl.Binary}, orient="row")
+
+    def tables(self, chunk: pl.DataFrame, rows: list[pl.DataFrame] | None = None) -> list[tuple[str, bytes]]:
+        """The chunk's tables for the driver as ``(kind, table)`` (each table in Arrow IPC bytes,
+        sums pickled). Its per-unit rows are written by the task as files of the results folder
+        (named by the chunk's first user: chunks hold disjoint users), or, given ``rows``, added
+        to it for Spark to write (a results folder at a URI, :func:`row_task`)."""
         tables = []
         for kind, frame in fold_chunk_tables(chunk, self):
             if isinstance(frame, bytes):  # run-level counts, pickled
@@ -213,19 +228,105 @@ class FoldTask:
             if kind != PER_UNIT:
                 tables.append((kind, _ipc(frame)))
                 continue
-            path = self.files.write(frame, part=int(chunk.get_column("user").min()))
-            tables.append((WRITTEN, _ipc(pl.DataFrame({"path": [str(path)]}))))
+            if rows is None:
+                path = self.files.write(frame, part=int(chunk.get_column("user").min()))
+                tables.append((WRITTEN, _ipc(pl.DataFrame({"path": [str(path)]}))))
+            else:
+                rows.append(frame)
             labels = frame.row(0, named=True)
             state = PartitionState.of(frame, undefined=self.options.measure.undefined).reduced()
             tables.append((SUMS, pickle.dumps((labels["system"], labels["protocol"], state))))
-        return pl.DataFrame(tables, schema={"kind": pl.String, "table": pl.Binary}, orient="row")
+        return tables
+
+
+@dataclass
+class TaskTables:
+    """The tables a fold's tasks hand the driver when Spark writes their per-unit rows (the value
+    of a Spark accumulator): each partition's, by partition index; a partition reported twice (a
+    retried or speculative task) is taken once. On the driver, ``take(kind, table)`` consumes them
+    as the tasks end (the summed states and counts then never pile up), but for the scored samples,
+    taken in partition order once the job is done (:meth:`finish`), so that the pooled AUC's sample
+    is the same from run to run. A failure of ``take`` (which Spark would only log) is raised by
+    :meth:`finish`."""
+
+    parts: dict[int, list[tuple[str, bytes]]] = field(default_factory=dict)
+    take: Any = None
+    failure: BaseException | None = None
+
+    def add(self, other: TaskTables) -> TaskTables:
+        for partition, tables in other.parts.items():
+            if partition in self.parts:
+                continue
+            if self.take is None:  # on an executor: the partition's tables, handed over whole
+                self.parts[partition] = tables
+                continue
+            self.parts[partition] = [(kind, table) for kind, table in tables if kind == SCORED]
+            try:
+                for kind, table in tables:
+                    if kind != SCORED:
+                        self.take(kind, table)
+            except BaseException as exc:  # noqa: BLE001 - raised again on the driver's thread
+                self.failure = self.failure or exc
+        return self
+
+    def finish(self, n_parts: int) -> None:
+        """Take the scored samples in partition order; raise what ``take`` raised, or an error when
+        some of the ``n_parts`` partitions never reported."""
+        if self.failure is not None:
+            raise self.failure
+        if len(self.parts) != n_parts:
+            raise SparkError(f"{n_parts - len(self.parts)} of the fold's {n_parts} partitions handed no tables")
+        for partition in sorted(self.parts):
+            for kind, table in self.parts[partition]:
+                self.take(kind, table)
+
+
+class _TablesParam:
+    """The AccumulatorParam of :class:`TaskTables` (duck-typed: no pyspark import here)."""
+
+    def zero(self, value: TaskTables) -> TaskTables:
+        return TaskTables()
+
+    def addInPlace(self, merged: TaskTables, other: TaskTables) -> TaskTables:
+        return merged.add(other)
+
+
+def row_task(task: FoldTask, threads: int, tables, text_users: bool):
+    """The function ``mapInArrow`` runs on every partition of a fold whose per-unit rows Spark
+    writes (a results folder at a URI, which Python tasks cannot write to): each chunk's per-unit
+    rows are the task's rows (:data:`~recsys_eval.core.results.PER_UNIT_SCHEMA`, user ids text or
+    long), its other tables added to the accumulator ``tables`` (:class:`TaskTables`) once the
+    partition is done."""
+    from recsys_eval.core.results import PER_UNIT_COLUMNS, PER_UNIT_SCHEMA
+    from recsys_eval.engine.partitions import arrow_task
+
+    schema = {**PER_UNIT_SCHEMA, "user": pl.String if text_users else pl.Int64}
+
+    def run(batches):
+        from pyspark import TaskContext
+
+        handed: list[tuple[str, bytes]] = []
+
+        def chunk_rows(chunk: pl.DataFrame) -> pl.DataFrame:
+            rows: list[pl.DataFrame] = []
+            handed.extend(task.tables(chunk, rows))
+            return pl.concat([r.select(PER_UNIT_COLUMNS).cast(schema) for r in rows]) if rows \
+                else pl.DataFrame(schema=schema)
+
+        yield from arrow_task(chunk_rows, threads, key="user")(batches)
+        tables.add(TaskTables({TaskContext.get().partitionId(): handed}))
+
+    return run
 
 
 def fold_chunk_tables(chunk: pl.DataFrame, task: FoldTask):
     """``(kind, table)`` pairs of one chunk: per (protocol, system) its per-unit rows with the
     fold's unit numbers, the exposure counts of full rankings, the sampled scored targets and the
     run-level counts; per system its rating rows and their error sums. Each model is made ready
-    with the chunk's users' factor rows of its (system, train side)."""
+    with the chunk's users' factor rows of its (system, train side). The chunk's users are
+    numbered from 0 (its arrays over users are its own size); what is keyed on a user, its samples,
+    random scores, unit numbers and the AUC sample's seed, is keyed on the user's fold index, and
+    its rows carry its raw id, so the tables are the ones a chunk at the fold's indices makes."""
     from recsys_eval.engine.beyond import RUN_COUNTS, chunk_exposure, rating_tables, run_counts
     from recsys_eval.engine.factors import take_user_factors
     from recsys_eval.engine.targets import TEST, chunk_split, chunk_template, partition_target_sets, take_unit_numbers
@@ -234,15 +335,15 @@ def fold_chunk_tables(chunk: pl.DataFrame, task: FoldTask):
     from recsys_eval.measure.metrics import RATINGS
 
     options = task.options
+    chunk, template, fold_users = chunk_template(task.template, chunk)  # users numbered from 0
     chunk, user_factors = take_user_factors(chunk, task.factor_keys)
     chunk, numbers = take_unit_numbers(chunk)
     if not chunk.height:  # factor rows of users with no row in this fold
         return
-    chunk, template = chunk_template(task.template, chunk)
     models = getattr(task.models, "value", task.models)
     targets = getattr(task.targets, "value", task.targets)
     item_sides = getattr(task.item_sides, "value", task.item_sides)
-    for p, split, target_set in partition_target_sets(options, targets, chunk, template, task.fold):
+    for p, split, target_set in partition_target_sets(options, targets, chunk, template, task.fold, fold_users):
         if item_sides is not None:
             with_item_side(split.train, item_sides[targets.trains[p]])
         target = target_set.whole()
@@ -252,7 +353,7 @@ def fold_chunk_tables(chunk: pl.DataFrame, task: FoldTask):
         global_unit = numbers.of(target.label, users) + within
         for job in task.jobs:
             key = (job.system, targets.trains[p])
-            model = local_model(models[key], split.train, user_factors.get(key))
+            model = local_model(models[key], split.train, user_factors.get(key), fold_users)
             rankings = jobs.rank(task.rank, model, target)
             exposure = chunk_exposure(options.measure, template.n_items, target.train) if options.measure.run_level \
                 else None
@@ -268,13 +369,13 @@ def fold_chunk_tables(chunk: pl.DataFrame, task: FoldTask):
                                                    item_counts=targets.totals[p].train_counts)
             if task.pool_auc and getattr(rankings, "scores", True) is not None:  # 1R: sampled too
                 seed = options.seeds.auc_pool(task.fold, job.configured.definition, target.definition,
-                                              jobs.first_user(target))
+                                              int(fold_users[jobs.first_user(target)]))
                 yield SCORED, jobs.scored_rows(rankings, target, job.system, task.fold, seed=seed,
                                                n_chunks=task.n_parts)
     if options.measure.rating:  # on the fold's split, by the recommenders fitted on its train (side 0)
         split = chunk_split(chunk, TEST, template, task.fold)
-        ready = {job.system: local_model(models[job.system, 0], split.train, user_factors.get((job.system, 0)))
-                 for job in task.jobs}
+        ready = {job.system: local_model(models[job.system, 0], split.train, user_factors.get((job.system, 0)),
+                                         fold_users) for job in task.jobs}
         yield from rating_tables(options.measure, split, ready, template, task.fold,
                                  lambda users: numbers.of(RATINGS, users))
 
@@ -405,12 +506,9 @@ class SparkFold:
         each (protocol, system) summarised, in config order, its run-level rows written as its last
         file. The user factors of ``factor_models`` (in ``task.factor_keys`` order) go along the
         fold's rows (``frame``, a Spark DataFrame), to their users' partitions."""
-        from pyspark.sql import types as T
-
-        from recsys_eval.core.spark import spark_failures, task_threads
+        from recsys_eval.core.spark import spark_failures
         from recsys_eval.engine.beyond import RUN_COUNTS
         from recsys_eval.engine.factors import user_factor_rows
-        from recsys_eval.engine.partitions import arrow_task
         from recsys_eval.engine.runs import job_error
 
         from recsys_eval.engine.targets import UnitCounts, unit_number_rows
@@ -422,24 +520,25 @@ class SparkFold:
             frame = frame.unionByName(user_factor_rows(spark, model, index, frame.schema["user"].dataType),
                                       allowMissingColumns=True)
         ordered = frame.repartition(n_parts, "user").sortWithinPartitions("user")
-        schema = T.StructType([T.StructField("kind", T.StringType()), T.StructField("table", T.BinaryType())])
         out = FoldSummary()
         sums: dict[tuple[str, str], list[SummaryState]] = {}
         exposure, scored = [], []
-        try:
-            for row in ordered.mapInArrow(arrow_task(task, task_threads(spark), key="user"), schema).toLocalIterator():
-                if row["kind"] == SUMS:
-                    system, protocol, state = pickle.loads(row["table"])
-                    sums.setdefault((system, protocol), []).append(state)
-                    continue
-                if row["kind"] == RUN_COUNTS:
-                    run_level.add(row["table"])
-                    continue
-                frame = pl.read_ipc(io.BytesIO(row["table"]))
-                if row["kind"] == WRITTEN:
+
+        def take(kind: str, table: bytes) -> None:
+            if kind == SUMS:
+                system, protocol, state = pickle.loads(table)
+                sums.setdefault((system, protocol), []).append(state)
+            elif kind == RUN_COUNTS:
+                run_level.add(table)
+            else:
+                frame = pl.read_ipc(io.BytesIO(table))
+                if kind == WRITTEN:
                     out.partitions.append(Path(frame.item()))
                 else:
-                    (exposure if row["kind"] == EXPOSURE else scored).append(frame)
+                    (exposure if kind == EXPOSURE else scored).append(frame)
+
+        try:
+            self._tables(spark, task, ordered, n_parts, take)
         except spark_failures() as exc:
             raise job_error(exc) from None
         out.partitions.sort()
@@ -449,14 +548,49 @@ class SparkFold:
             for system in plan.options.systems:
                 states = sums.pop((system, label), [])
                 run = run_level.frame(system, label, plan.fold)
-                if run is not None:  # after every chunk, as the local fold writes it
-                    out.partitions.append(self.sink.write_partition(run, part=plan.data.n_users))
+                if run is not None:  # after every chunk (and every Spark partition's part), as the local fold writes it
+                    out.partitions.append(self.sink.write_partition(run, part=max(plan.data.n_users, n_parts)))
                     states.append(PartitionState.of(run, undefined=undefined).reduced())
                 if states:
                     key = (pl.col("system") == system) & (pl.col("protocol") == label)
                     out.add(partition_rows(plan.options.summarising, SummaryState.merge(states),
                                            None if intervals is None else intervals.filter(key)))
         return out, exposure, scored
+
+    def _tables(self, spark, task: FoldTask, ordered, n_parts: int, take) -> None:
+        """Every partition's ``(kind, table)`` pairs from the fold's rows ``ordered`` (by user),
+        given to ``take``: brought back as the tasks end, each task writing its per-unit files; or,
+        with a results folder at a URI (the sink's ``remote``, :mod:`recsys_eval.engine.remote`),
+        its per-unit rows written by Spark into the fold's folder there (the parts named as
+        :meth:`~recsys_eval.engine.runs.HadoopFolder.name_parts` names them, each taken as a
+        :data:`WRITTEN` table of its path under the sink's folder) and the rest handed over through
+        an accumulator (:class:`TaskTables`)."""
+        from pyspark.sql import types as T
+
+        from recsys_eval.core.results import PER_UNIT, label_folder, per_unit_folder
+        from recsys_eval.core.spark import task_threads
+        from recsys_eval.engine.partitions import arrow_task
+        from recsys_eval.engine.runs import per_unit_schema
+
+        threads, remote = task_threads(spark), self.sink.remote
+        if remote is None:
+            schema = T.StructType([T.StructField("kind", T.StringType()), T.StructField("table", T.BinaryType())])
+            for row in ordered.mapInArrow(arrow_task(task, threads, key="user"), schema).toLocalIterator():
+                take(row["kind"], row["table"])
+            return
+        tables = spark.sparkContext.accumulator(TaskTables(take=take), _TablesParam())
+        text_users = task.template.user_ids.dtype == pl.String
+        fold = f"{PER_UNIT}/{label_folder('fold', self.plan.fold)}"
+        (ordered.mapInArrow(row_task(task, threads, tables, text_users), per_unit_schema(text_users))
+         .write.partitionBy("protocol", "system").option("compression", "zstd").parquet(remote.folder.child(fold)))
+        tables.value.finish(n_parts)
+        remote.folder.remove_children(fold)
+        for protocol in self.plan.options.labels:
+            for system in self.plan.options.systems:
+                folder = per_unit_folder({"fold": self.plan.fold, "protocol": protocol, "system": system})
+                if remote.folder.has(folder):
+                    for name in remote.folder.name_parts(folder, "part-"):
+                        take(WRITTEN, _ipc(pl.DataFrame({"path": [str(self.sink.path / name)]})))
 
     def _bootstrap(self, spark, written: list[Path], n_parts: int) -> pl.DataFrame | None:
         """The fold's bootstrap intervals, a Spark job over its written files (None with t-intervals)."""
@@ -466,7 +600,9 @@ class SparkFold:
         if summarising.interval != "bootstrap" or not written:
             return None
         fold = self.plan.fold
-        return bootstrap_intervals(spark, [str(p) for p in written], undefined=summarising.undefined,
+        remote = self.sink.remote
+        files = [str(p) if remote is None else remote.folder.child(str(p.relative_to(self.sink.path))) for p in written]
+        return bootstrap_intervals(spark, files, undefined=summarising.undefined,
                                    n_resamples=summarising.resamples, partitions=n_parts,
                                    seeds={(fold, label): summarising.seed_of(fold, label)
                                           for label in self.plan.options.labels})

@@ -484,6 +484,22 @@ class HadoopFolder:
         if not self.fs.rename(self.path, target.path):
             raise SparkError(f"could not rename {self.uri!r} to {target.uri!r}")
 
+    def has(self, name: str) -> bool:
+        """Whether ``name`` (a path relative to this folder) exists."""
+        return bool(self.fs.exists(self._jvm.org.apache.hadoop.fs.Path(self.path, name)))
+
+    def remove_children(self, folder: str) -> None:
+        """Remove the files (not the folders) directly in ``folder``: what a Spark job writes beside
+        the partition folders it made there (``_SUCCESS`` and its checksum)."""
+        for status in self.fs.listStatus(self._jvm.org.apache.hadoop.fs.Path(self.path, folder)):
+            if not status.isDirectory():
+                self.fs.delete(status.getPath(), False)
+
+    def copy_in(self, local: Path, name: str) -> None:
+        """Copy the local file or folder ``local`` to ``name`` (relative to this folder)."""
+        hadoop = self._jvm.org.apache.hadoop.fs.Path
+        self.fs.copyFromLocalFile(False, True, hadoop(str(Path(local).absolute())), hadoop(self.path, name))
+
     def write_bytes(self, name: str, data: bytes) -> None:
         stream = self.fs.create(self._jvm.org.apache.hadoop.fs.Path(self.path, name), True)
         try:

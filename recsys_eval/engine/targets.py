@@ -27,14 +27,14 @@ A user's targets depend on its own rows and on item-side facts of the whole fold
   factor model's user rows do. :func:`first_units` is the same numbering on a whole fold.
 
 The samples are drawn in the task, per user, from counter-based streams keyed on the protocol's
-seed and the user (:mod:`recsys_eval.targets.sampling`) over the fold's candidate pool and
-weights: a user's targets are the local engine's whatever users share its partition.
-"""
+seed and the user's fold index (:mod:`recsys_eval.targets.sampling`) over the fold's candidate pool
+and weights: a user's targets are the local engine's whatever users share its partition, though
+the task numbers its chunk's users from 0 (:func:`chunk_template`)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -218,7 +218,7 @@ class UnitCounts:
 
         shipped = getattr(self.targets, "value", self.targets)
         threshold = self.options.measure.relevance_threshold
-        chunk, template = chunk_template(self.template, chunk)
+        chunk, template, fold_users = chunk_template(self.template, chunk)
         splits = {column: chunk_split(chunk, column, template, self.fold)
                   for column in dict.fromkeys([TEST, *shipped.test_columns])}
         counts: dict[str, np.ndarray] = {}
@@ -229,7 +229,7 @@ class UnitCounts:
         parts = []
         for label, units in counts.items():
             users = np.flatnonzero(units)
-            parts.append(pl.DataFrame({"user": users.astype(np.int32), UNIT_LABEL: label, "units": units[users]},
+            parts.append(pl.DataFrame({"user": fold_users[users], UNIT_LABEL: label, "units": units[users]},
                                       schema={"user": pl.Int32, UNIT_LABEL: pl.String, "units": pl.Int64}))
         return pl.concat(parts) if parts else pl.DataFrame(schema={"user": pl.Int32, UNIT_LABEL: pl.String,
                                                                    "units": pl.Int64})
@@ -268,7 +268,8 @@ def unit_number_rows(frame, task: UnitCounts, partitions: int):
 
 
 class UnitNumbers:
-    """A chunk's users' first unit numbers per target-set label (:func:`take_unit_numbers`)."""
+    """A chunk's users' first unit numbers per target-set label (:func:`take_unit_numbers`), by
+    their index in the chunk (:func:`chunk_template`); the numbers are the fold's."""
 
     def __init__(self, rows: pl.DataFrame) -> None:
         self.labels = {label: (part.get_column("user").to_numpy().astype(np.int64),
@@ -276,7 +277,7 @@ class UnitNumbers:
                        for (label,), part in rows.sort("user").partition_by(UNIT_LABEL, as_dict=True).items()}
 
     def of(self, label: str, users: np.ndarray) -> np.ndarray:
-        """The first unit number under ``label`` of each user index of ``users`` (each has units)."""
+        """The first unit number under ``label`` of each user of ``users`` (each has units)."""
         known, first = self.labels.get(label, (np.zeros(0, np.int64), np.zeros(0, np.int64)))
         at = np.searchsorted(known, users)
         if len(users) and (at.max() >= len(known) or np.any(known[at] != users)):
@@ -296,10 +297,11 @@ def take_unit_numbers(chunk: pl.DataFrame) -> tuple[pl.DataFrame, UnitNumbers]:
 
 
 def partition_target_sets(options: RunOptions, shipped: SparkTargets, chunk: pl.DataFrame, template: Interactions,
-                          fold: str) -> Iterator[tuple[int, Split, TargetSet]]:
+                          fold: str, fold_users: np.ndarray) -> Iterator[tuple[int, Split, TargetSet]]:
     """``(protocol entry, split, target set)`` of a chunk of whole users of the fold (the columns
-    of :meth:`FoldTargets.rows`): each entry's target sets built on the chunk's side of its split
-    with the fold's totals; an entry whose split gives these users no unit is left out."""
+    of :meth:`FoldTargets.rows`, its users numbered from 0 by :func:`chunk_template`, whose
+    ``fold_users`` key their samples): each entry's target sets built on the chunk's side of its
+    split with the fold's totals; an entry whose split gives these users no unit is left out."""
     from recsys_eval.targets import Protocol
     from recsys_eval.targets.relevance import qrels
 
@@ -317,7 +319,7 @@ def partition_target_sets(options: RunOptions, shipped: SparkTargets, chunk: pl.
         fixed = None if shipped.negatives[p] is None else _chunk_negatives(chunk, *shipped.negatives[p], split.n_users)
         for target_set in options.target_sets(protocol, split, shipped.totals[p], designed=True, fixed=fixed):
             if target_set.users:
-                yield p, split, target_set
+                yield p, split, replace(target_set, plan=replace(target_set.plan, user_keys=fold_users))
 
 
 def shipped_template(data: Interactions) -> Interactions:
@@ -334,22 +336,31 @@ def with_raw_users(rows: pl.DataFrame, user_ids: pl.Series) -> pl.DataFrame:
     return rows.with_columns(user_ids.gather(rows.get_column("user")).alias(RAW_USER))
 
 
-def chunk_template(template: Interactions, chunk: pl.DataFrame) -> tuple[pl.DataFrame, Interactions]:
-    """A chunk's rows without :data:`RAW_USER`, and the dataset (:func:`shipped_template`'s) over
-    the user indices up to the chunk's largest, each of the chunk's users' raw id at its index (the
-    rows' :data:`RAW_USER`; null at the other users' indices, whose rows are not in the chunk).
-    A user's index, hence its seeds and unit numbers, is the fold's; its arrays over users reach
-    the largest index of the chunk instead of every user's."""
+def chunk_template(template: Interactions, chunk: pl.DataFrame) -> tuple[pl.DataFrame, Interactions, np.ndarray]:
+    """A chunk's rows with its users numbered from 0 (in the order of their fold indices) and
+    without :data:`RAW_USER`, the dataset (:func:`shipped_template`'s) over those users, each with
+    its raw id (its rows' :data:`RAW_USER`; without that column, the template's id at its fold
+    index, the template then holding every user's), and each local user's fold index.
+
+    Every array a task makes over users (its id table, counts per user, CSR rows, negatives) is
+    then the size of its chunk, not of the fold: users hashed over partitions put fold indices up
+    to the last user's in every chunk (8 bytes x 100M users = 0.8 GB a count). What is keyed on a
+    user's index stays keyed on its fold index: its samples' streams (:attr:`UnitPlan.user_keys
+    <recsys_eval.targets.build.UnitPlan.user_keys>`), a random recommender's scores, its unit
+    numbers and the pooled AUC's sample (:func:`recsys_eval.engine.fold.fold_chunk_tables`)."""
     from recsys_eval.core import Interactions
 
-    if RAW_USER not in chunk.columns:
-        return chunk, template
-    size = int(chunk.get_column("user").max()) + 1 if chunk.height else 0
-    ids = chunk.select("user", pl.col(RAW_USER).cast(template.user_ids.dtype)).drop_nulls(RAW_USER).unique("user")
-    indices = pl.DataFrame({"user": pl.int_range(size, dtype=chunk.schema["user"], eager=True)})
-    user_ids = indices.join(ids, on="user", how="left", maintain_order="left").get_column(RAW_USER)
-    return chunk.drop(RAW_USER), Interactions(template.frame, user_ids.rename(template.user_ids.name),
-                                              template.item_ids, template.items_meta, template.source)
+    fold_users, local = np.unique(chunk.get_column("user").to_numpy(), return_inverse=True)
+    chunk = chunk.with_columns(pl.Series("user", local.reshape(-1), dtype=chunk.schema["user"]))
+    if RAW_USER in chunk.columns:
+        ids = chunk.select("user", pl.col(RAW_USER).cast(template.user_ids.dtype)).drop_nulls(RAW_USER).unique("user")
+        indices = pl.DataFrame({"user": pl.int_range(len(fold_users), dtype=chunk.schema["user"], eager=True)})
+        user_ids = indices.join(ids, on="user", how="left", maintain_order="left").get_column(RAW_USER)
+        chunk = chunk.drop(RAW_USER)
+    else:
+        user_ids = template.user_ids.gather(fold_users)
+    return chunk, Interactions(template.frame, user_ids.rename(template.user_ids.name), template.item_ids,
+                               template.items_meta, template.source), fold_users.astype(np.int32)
 
 
 def chunk_split(chunk: pl.DataFrame, column: str, template: Interactions, fold: str) -> Split:

@@ -32,7 +32,8 @@ from recsys_eval.pipeline.timings import Timings
 
 @dataclass
 class RunOutcome:
-    folder: Path
+    #: The results folder: a path, or a URI (a run's folder at ``hdfs://``, ``s3a://``, ``file://``).
+    folder: Path | str
     summary: pl.DataFrame
     #: A study over several datasets: each dataset's results folder, by name (``folder`` is then
     #: the cross-dataset one).
@@ -55,14 +56,18 @@ def run_experiment(
     changed it (``--set key=value``, ...), both saved beside the resolved config, which the run
     writes as its ``config.toml`` and hashes to match ``resume`` (:meth:`RunSink.create`).
     """
+    from recsys_eval.engine.remote import check_remote_run, is_uri
     from recsys_eval.experiment.checks import check_names
 
+    root = str(out_root or config.output.folder)
+    if is_uri(root):  # a results folder at a URI: what cannot write there is refused before anything runs
+        check_remote_run(config, root, resume=resume)
     if config.datasets is not None:  # a study over several datasets runs this once per dataset
         from recsys_eval.experiment.datasets_study import run_study
 
         return run_study(config, config_text, overrides, out_root=out_root, resume=resume, quiet=quiet, console=console)
     check_names(config)
-    sink = RunSink.create(out_root or config.output.folder, config, config_text, overrides, resume=resume)
+    sink = _sink(root, config, config_text, overrides, resume=resume)
     options = RunOptions.from_config(config)
     log: list[str] = []
     started = time.perf_counter()
@@ -124,6 +129,17 @@ def run_experiment(
 
         track_mlflow(config.track.mlflow, outcome.folder, experiment=config.track.experiment)
     return outcome
+
+
+def _sink(root: str, config: ExperimentConfig, config_text: str, overrides: Sequence[str], *, resume: bool
+          ) -> RunSink:
+    """The run's sink: a results folder under the local folder ``root``, or at the URI ``root``
+    (``hdfs://``, ``s3a://``, ``file://``: :mod:`recsys_eval.engine.remote`)."""
+    from recsys_eval.engine.remote import is_uri, remote_sink
+
+    if is_uri(root):
+        return remote_sink(root, config, config_text, overrides)
+    return RunSink.create(root, config, config_text, overrides, resume=resume)
 
 
 def _paired_runner(config: ExperimentConfig):

@@ -61,6 +61,10 @@ class RunSink:
         self.folder = folder
         #: The hash of the config as run, which ``--resume`` matches work folders by.
         self.config_hash = config_hash
+        #: A results folder at a URI (:class:`recsys_eval.engine.remote.RemoteFolder`), which Spark
+        #: writes the per-unit files into and :meth:`finish` copies the rest of ``folder`` to; None:
+        #: ``folder`` is the results folder.
+        self.remote = None
 
     @classmethod
     def create(cls, out_root: str | Path, config: ExperimentConfig, original: str, overrides: Sequence[str] = (),
@@ -270,6 +274,8 @@ class RunSink:
         """Leave nothing behind of a run that failed and cannot be resumed (``evaluate``)."""
         self.folder.discard()
 
-    def finish(self, manifest: Manifest) -> Path:
-        """The manifest written and the folder made complete (renamed into place)."""
-        return self.folder.finish(manifest)
+    def finish(self, manifest: Manifest) -> Path | str:
+        """The manifest written and the folder made complete (renamed into place); with a
+        :attr:`remote` folder, copied there, its manifest last, and its URI returned."""
+        path = self.folder.finish(manifest)
+        return path if self.remote is None else self.remote.publish(path)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import numba
 import numpy as np
 
@@ -50,9 +52,22 @@ class RandomRecommender(Recommender):
 
     pairs_match_blocks = True
     folds_in = True  # a score never depends on the user's history
+    #: Per user index, the user's index in the fold, which its scores hash (None: the index itself;
+    #: a Spark task numbers its chunk's users from 0, :meth:`keyed`).
+    user_keys: np.ndarray | None = None
 
     def __init__(self, seed: int = 0) -> None:
         self.seed = np.uint64(int(seed) % 2**64)
+
+    def keyed(self, user_keys: np.ndarray) -> RandomRecommender:
+        """The same scores for users read at other indices: user ``i`` scored as ``user_keys[i]``."""
+        ready = copy.copy(self)
+        ready.user_keys = np.asarray(user_keys, np.int64)
+        return ready
+
+    def _keys(self, users: np.ndarray) -> np.ndarray:
+        users = np.asarray(users, np.int64)
+        return users if self.user_keys is None else self.user_keys[users]
 
     def fit(self, train: Interactions) -> RandomRecommender:
         self.n_items = train.n_items
@@ -62,10 +77,10 @@ class RandomRecommender(Recommender):
         return self
 
     def score(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
-        return _random_pairs(self.seed, np.asarray(users, np.int64), np.asarray(items, np.int64))
+        return _random_pairs(self.seed, self._keys(users), np.asarray(items, np.int64))
 
     def score_block(self, users: np.ndarray) -> np.ndarray:
-        return _random_block(self.seed, np.asarray(users, np.int64), self.n_items)
+        return _random_block(self.seed, self._keys(users), self.n_items)
 
 
 class PopularRecommender(Recommender):

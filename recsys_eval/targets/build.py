@@ -260,6 +260,10 @@ class UnitPlan:
     one_relevant: bool = False
     #: Negatives from a file, ``(indptr, items)`` by user, in place of the sample (``m`` is their count).
     fixed: tuple[np.ndarray, np.ndarray] | None = None
+    #: Per user index, the user's index in the fold, which keys its samples' random streams
+    #: (:class:`~recsys_eval.targets.sampling.Plan`): None when the split's indices are the fold's;
+    #: a Spark task numbers its chunk's users from 0 (recsys_eval.engine.targets).
+    user_keys: np.ndarray | None = None
 
     def targets(self, lo: int = 0, hi: int | None = None) -> Targets:
         """The Targets of the units of ``users[lo:hi]`` (all users by default)."""
@@ -308,9 +312,10 @@ class UnitPlan:
                         bool(negatives_only), np.uint64(self.seed % 2**64))
         pool = Pool(self.pool_items, bool(self.weighted), self.prob, self.alias, self.weight)
         data = UserItems(self.tr_ptr, self.tr_idx, judged.indptr, judged.items, judged.gain)
+        keys = users if self.user_keys is None else self.user_keys[users].astype(users.dtype)
         for start in range(0, len(users), self.chunk_size):
             stop = min(start + self.chunk_size, len(users))
-            plan = Plan(users[start:stop], first_unit[start:stop], m[start:stop],
+            plan = Plan(users[start:stop], keys[start:stop], first_unit[start:stop], m[start:stop],
                         self.avail[lo + start:lo + stop], offsets)
             fill_units(plan, design, pool, data, items, gain, int(m[start:stop].max(initial=0)), scratch,
                        4 * numba.get_num_threads())

@@ -3,7 +3,9 @@
 Randomness is counter-based: every random number is a splitmix64 hash of ``(seed, user, stream key,
 counter)``, where the stream key is -1 for a user's shared sample and the relevant item for a fresh
 per-unit sample (1R). A unit's targets therefore depend only on the seed and the user's own data,
-never on the order or the chunk in which users are processed.
+never on the order or the chunk in which users are processed. The ``user`` of the hash is the
+user's index in the fold (:attr:`Plan.keys`): the same number as the index the user's rows are
+read at, except in a Spark task, which numbers its users from 0 (recsys_eval.engine.targets).
 
 Sampling ``m`` items from A(u) = pool \\ Tr(u) \\ Rel(u), without replacement:
 
@@ -135,10 +137,13 @@ class Design(NamedTuple):
 
 
 class Plan(NamedTuple):
-    """Where each of ``users`` writes: its first unit, its sample size ``m_per_user``, the number of
-    items available to its sample ``avail``, and the output's unit offsets."""
+    """Where each of ``users`` (the indices its rows are read at) writes: the key of its random
+    streams ``keys`` (its index in the fold: ``users`` itself, unless the users are some of a
+    fold's numbered from 0), its first unit, its sample size ``m_per_user``, the number of items
+    available to its sample ``avail``, and the output's unit offsets."""
 
     users: np.ndarray
+    keys: np.ndarray
     first_unit: np.ndarray
     m_per_user: np.ndarray
     avail: np.ndarray
@@ -292,6 +297,7 @@ def _fill_block(lo, hi, plan, design, pool, data, out_items, out_gain, max_m, sc
     seed, one_relevant, negatives_only = design.seed, design.one_relevant, design.negatives_only
     for j in range(lo, hi):
         u = plan.users[j]
+        key = plan.keys[j]
         m = plan.m_per_user[j]
         a = plan.avail[j]
         start, stop = data.te_ptr[u], data.te_ptr[u + 1]
@@ -302,7 +308,7 @@ def _fill_block(lo, hi, plan, design, pool, data, out_items, out_gain, max_m, sc
                 if te_gain[p] > 0:
                     mark[te_items[p]] = 1
         if not (one_relevant and design.fresh):
-            _sample(stream_state(seed, u, np.int64(-1)), m, a, start, stop, design, pool, data, work)
+            _sample(stream_state(seed, key, np.int64(-1)), m, a, start, stop, design, pool, data, work)
         if not one_relevant:
             write_unit(plan.unit_offsets[plan.first_unit[j]], out_items, out_gain, te_items, te_gain,
                         start, start if negatives_only else stop, sample, m)
@@ -312,7 +318,7 @@ def _fill_block(lo, hi, plan, design, pool, data, out_items, out_gain, max_m, sc
                 if te_gain[p] <= 0:
                     continue
                 if design.fresh:
-                    _sample(stream_state(seed, u, np.int64(te_items[p])), m, a, start, stop, design, pool, data,
+                    _sample(stream_state(seed, key, np.int64(te_items[p])), m, a, start, stop, design, pool, data,
                             work)
                 write_unit(plan.unit_offsets[unit], out_items, out_gain, te_items, te_gain, p,
                             p if negatives_only else p + 1, sample, m)

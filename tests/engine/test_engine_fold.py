@@ -191,11 +191,12 @@ def test_the_template_sent_to_the_tasks_does_not_grow_with_the_users(text_ids):
         template = shipped_template(data)
         sizes.append(len(pickle.dumps(template)))
         assert template.item_ids.equals(data.item_ids) and template.user_ids.dtype == data.user_ids.dtype
-        # a chunk of some users learns their raw ids from its rows: the fold's user indices kept
+        # a chunk of some users learns their raw ids from its rows, its users numbered from 0
         rows = with_raw_users(data.frame.filter(pl.col("user").is_in([3, 40, 41, 99])), data.user_ids)
-        rest, local = chunk_template(template, rows)
-        assert rest.columns == data.frame.columns and local.n_users == 100
+        rest, local, fold_users = chunk_template(template, rows)
+        assert rest.columns == data.frame.columns and local.n_users == 4 and fold_users.tolist() == [3, 40, 41, 99]
         users = rest.get_column("user").to_numpy()
-        assert local.user_ids.gather(users).equals(data.user_ids.gather(users))
-        assert local.user_ids.null_count() == 100 - 4
+        assert np.array_equal(fold_users[users], rows.get_column("user").to_numpy())
+        assert local.user_ids.gather(users).equals(data.user_ids.gather(fold_users[users]))
+        assert local.user_ids.null_count() == 0
     assert sizes[0] == sizes[1]  # no array over the users

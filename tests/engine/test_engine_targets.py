@@ -58,23 +58,25 @@ KEYS = ["system", "protocol", "fold", "user", "unit", "metric", "k"]
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _config_path(directory: Path, data: Path, engine: str, partitions: int = 3, protocols=PROTOCOLS) -> Path:
-    """The config of a run of ``protocols``, with the negatives file they may read beside it."""
+def _config_path(directory: Path, data: Path, engine: str, partitions: int = 3, protocols=PROTOCOLS,
+                 recommenders=RECS) -> Path:
+    """The config of a run of ``protocols`` and ``recommenders``, with the negatives file they may
+    read beside it."""
     path = directory / f"{engine}-{partitions}.toml"
     if protocols is PROTOCOLS and not (directory / "negatives.ncf").exists():
         _write_negatives(directory, data)
     path.write_text(config_text(
-        "targets", seed=11, dataset=ratings_file(data), split=HOLDOUT, protocols=protocols, recommenders=RECS,
+        "targets", seed=11, dataset=ratings_file(data), split=HOLDOUT, protocols=protocols, recommenders=recommenders,
         metrics={"names": ["precision", "recall", "ndcg", "ap", "rr", "auc"], "k": [1, 5, 10],
                  "relevance_threshold": 4},
         output={"report": False, "save_splits": False}, engine={"name": engine, "partitions": partitions}))
     return path
 
 
-def _fold(directory: Path, data: Path, protocols):
+def _fold(directory: Path, data: Path, protocols, recommenders=RECS):
     from recsys_eval.data import load_file
 
-    config = load_config(_config_path(directory, data, "spark", protocols=protocols))
+    config = load_config(_config_path(directory, data, "spark", protocols=protocols, recommenders=recommenders))
     dataset = load_file(data, {"user": "userId", "item": "movieId", "rating": "rating"})
     return config, dataset, config_splits(config, dataset)[0]
 
@@ -128,22 +130,24 @@ def test_partition_target_sets_are_the_whole_folds(tmp_path, synthetic_ratings):
     first_unit = _numbered(counted, split.n_users)
     numbered: dict[str, dict[int, tuple]] = {label: {} for label in whole}
     for g, chunk in enumerate(chunks):
-        chunk, chunk_data = chunk_template(template, chunk)  # the user indices up to the chunk's largest
-        for p, part_split, target_set in partition_target_sets(options, shipped, chunk, chunk_data, split.name):
+        chunk, chunk_data, fold_users = chunk_template(template, chunk)  # the group's users numbered from 0
+        assert np.array_equal(fold_users, np.flatnonzero(group == g)) and chunk_data.n_users == len(fold_users)
+        for p, part_split, target_set in partition_target_sets(options, shipped, chunk, chunk_data, split.name,
+                                                               fold_users):
             targets = target_set.whole().targets
-            users = targets.unit_user.astype(np.int64)
-            assert set(users) <= set(np.flatnonzero(group == g))
+            users = fold_users[targets.unit_user]  # the fold's index of each unit's user
             local = whole[target_set.label]
             if targets.all_candidates and local.plan.candidates is not None:  # TI: the fold's test items
                 assert np.array_equal(targets.candidates, local.plan.candidates)
             # the exposure's popularity bins and the item kNN rows: the fold's train side of this entry
             assert np.array_equal(shipped.totals[p].train_counts, local.train.item_counts())
             assert fold.trains[shipped.trains[p]].frame.sort("user", "item").equals(local.train.frame.sort("user", "item"))
-            assert np.array_equal(target_set.candidates[users], local.candidates[users])
+            assert np.array_equal(target_set.candidates[targets.unit_user], local.candidates[users])
             first = first_unit[target_set.label]
             seen: dict[int, int] = {}
             for unit in _units(targets):
-                user = unit[0]
+                user = int(fold_users[unit[0]])
+                unit = (user, *unit[1:])
                 numbered[target_set.label][int(first[user]) + seen.get(user, 0)] = unit
                 seen[user] = seen.get(user, 0) + 1
     for label, target_set in whole.items():
@@ -160,6 +164,60 @@ def _numbered(counted: pl.DataFrame, n_users: int) -> dict[str, np.ndarray]:
         np.add.at(units, part.get_column("user").to_numpy(), part.get_column("units").to_numpy())
         out[label] = np.cumsum(units) - units
     return out
+
+
+def test_a_chunk_numbers_its_users_from_0_and_keys_them_on_the_fold(tmp_path, synthetic_ratings):
+    """A task's chunk of two users far apart in the fold: its per-unit rows are the local engine's
+    (samples and random scores keyed on the fold's index, units numbered by the fold), and moved to
+    the fold indices 0 and 10**7, no array over 10**7 users is made (numpy's allocations, traced)."""
+    import tracemalloc
+
+    from recsys_eval.engine.fold import PER_UNIT, FoldTask, broadcastable, fold_chunk_tables
+    from recsys_eval.pipeline.plan import FoldPlan
+
+    recommenders = [*RECS, "random"]
+    path = _config_path(tmp_path, synthetic_ratings, "local", recommenders=recommenders)
+    folder = run_experiment(load_config(path), path.read_text(), out_root=tmp_path / "out", quiet=True).folder
+    expected = ResultsFolder.open(folder).scan_per_unit().collect()
+    config, data, split = _fold(tmp_path, synthetic_ratings, PROTOCOLS, recommenders)
+    options = RunOptions.from_config(config)
+    fold = FoldTargets.of(options, split)
+    rows = with_raw_users(fold.rows(split), data.user_ids)
+    template = shipped_template(data)
+    first = _numbered(UnitCounts(options, fold.shipped, template, split.name)(rows), split.n_users)
+    plan = FoldPlan.build(options, data, split, n_folds=1, targets=False)
+    models = {(job.system, side): broadcastable(job.make(data, threads=1).fit(fold.trains[side]))
+              for job in plan.models for side in set(fold.shipped.trains)}
+    task = FoldTask(options, plan.models, plan.rank, template, split.name, fold.shipped, models,
+                    pool_auc=False, n_parts=1, files=None)
+    tested = split.test.frame.get_column("user").unique().sort()
+    users = np.array([tested[1], tested[-1]], np.int64)  # a user near each end of the fold's index
+
+    def per_unit(at: list[int]) -> pl.DataFrame:
+        """The chunk's per-unit rows, its users' rows and unit numbers given the fold indices ``at``."""
+        numbers = pl.concat([pl.DataFrame({"user": users, UNIT_LABEL: label, FIRST_UNIT: units[users]})
+                             for label, units in first.items()])
+        chunk = pl.concat([rows.filter(pl.col("user").is_in(users.tolist())), numbers], how="diagonal_relaxed")
+        chunk = chunk.with_columns(pl.col("user").replace_strict(users.tolist(), at, return_dtype=pl.Int32))
+        return pl.concat([frame for kind, frame in fold_chunk_tables(chunk, task) if kind == PER_UNIT])
+
+    got = per_unit(users.tolist())
+    want = expected.filter(pl.col("user").is_in(data.user_ids.gather(users).implode()))
+    assert got.height == want.height and set(got.get_column("protocol")) == set(want.get_column("protocol"))
+    assert want.get_column("protocol").n_unique() >= 10 and want.get_column("system").n_unique() == 3
+    joined = want.join(got.select(want.columns), on=KEYS, how="full", nulls_equal=True, suffix="_chunk")
+    x, y = joined.get_column("value").to_numpy(), joined.get_column("value_chunk").to_numpy()
+    assert np.array_equal(np.isnan(x), np.isnan(y))
+    np.testing.assert_allclose(y[~np.isnan(y)], x[~np.isnan(x)], rtol=0, atol=1e-12)
+
+    tracemalloc.start()
+    try:
+        far = per_unit([0, 10**7])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 10**7  # an array over the fold's indices would be 10**7 bytes (bools) to 8 x 10**7
+    assert far.select(KEYS).sort(KEYS).equals(got.select(KEYS).sort(KEYS))  # the same units, numbered alike
 
 
 @pytest.mark.spark

@@ -1,0 +1,80 @@
+"""``run --engine spark`` into a results folder at a URI (recsys_eval.engine.remote): Spark writes
+the per-unit files there, the driver copies the rest, its manifest last. Tested at a ``file://``
+URI (what Hadoop's file systems reach without a cluster) against the same run into a local
+folder: the same per-unit values, summary.csv byte for byte, the same files; and what reads the
+per-unit files on the driver is refused before anything runs, saying how to do without it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from config_text import config_text, ratings_file, split_table
+from recsys_eval.cli import main
+from recsys_eval.core.results import ResultsFolder
+from recsys_eval.engine.remote import check_remote_run, is_uri
+from recsys_eval.errors import ConfigError
+from recsys_eval.experiment.runner import run_experiment
+from recsys_eval.pipeline.config import load_config
+
+KEYS = ["system", "protocol", "fold", "user", "unit", "metric", "k"]
+
+
+def _config(tmp_path: Path, data: Path, *, engine: str = "spark", report: bool = False) -> Path:
+    path = tmp_path / f"{engine}-{report}.toml"
+    path.write_text(config_text(
+        "remote", seed=3, dataset=ratings_file(data), split=split_table("kfold", k=2, per_user=True),
+        protocols=["AI+AR+AN", {"name": "TI+1R+NN20", "sampling": "popularity"}],
+        recommenders=["popular", "random", {"name": "item_knn", "params": {"k": 20}}],
+        metrics={"names": ["precision", "ndcg", "auc", "catalog_coverage"], "k": [1, 5], "relevance_threshold": 4},
+        output={"report": report, "save_splits": True}, engine={"name": engine, "partitions": 3},
+        compare={"interval": "bootstrap", "resamples": 30}))
+    return path
+
+
+def _files(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*")
+                  if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts))
+
+
+@pytest.mark.spark
+def test_a_run_at_a_uri_is_the_run_in_a_local_folder(spark, tmp_path, synthetic_ratings):
+    path = _config(tmp_path, synthetic_ratings)
+    config = load_config(path)
+    local = run_experiment(config, path.read_text(), out_root=tmp_path / "local", quiet=True).folder
+    with pytest.raises(SystemExit) as exit_info:  # as a user gives it: --out, a Path to typer
+        main(["run", str(path), "--out", f"file://{tmp_path / 'remote'}", "--quiet"])
+    assert exit_info.value.code in (0, None)
+    (at,) = (tmp_path / "remote" / "remote").iterdir()
+    a, b = ResultsFolder.open(local), ResultsFolder.open(at)
+    x = a.scan_per_unit().collect().sort(KEYS)
+    y = b.scan_per_unit().collect().sort(KEYS)
+    assert x.height == y.height and x.select(KEYS).equals(y.select(KEYS))
+    values = x.get_column("value").to_numpy(), y.get_column("value").to_numpy()
+    assert np.array_equal(np.isnan(values[0]), np.isnan(values[1]))
+    assert np.array_equal(values[0][~np.isnan(values[0])], values[1][~np.isnan(values[1])])
+    assert (a.path / "summary.csv").read_bytes() == (b.path / "summary.csv").read_bytes()
+    assert a.table("exposure_bins").equals(b.table("exposure_bins"))
+    # every per-unit file in the manifest, in the layout; nothing of Spark's beside them (no
+    # _SUCCESS, no .crc checksum); the other files the local folder's (timings and log aside)
+    manifest = json.loads((b.path / "manifest.json").read_text())
+    per_unit = [f for f in _files(b.path) if f.startswith("per_unit/")]
+    assert per_unit == sorted(manifest["partitions"]) and all(f.endswith(".parquet") for f in per_unit)
+    others = {f for f in _files(b.path) if not f.startswith("per_unit/")}
+    assert others == {f for f in _files(a.path) if not f.startswith("per_unit/")}
+    assert not [p for p in b.path.rglob("*") if p.name.endswith(".crc") or p.name.startswith("_")]
+
+
+def test_what_reads_the_folder_on_the_driver_is_refused_at_a_uri(tmp_path, synthetic_ratings):
+    assert is_uri("s3a://bucket/results") and is_uri("hdfs:/namenode/results") and is_uri(Path("file:///tmp/r"))
+    assert not is_uri("results") and not is_uri("/tmp/results") and not is_uri("C:/results")
+    check_remote_run(load_config(_config(tmp_path, synthetic_ratings)), "s3a://b/r", resume=False)
+    with pytest.raises(ConfigError) as refused:
+        check_remote_run(load_config(_config(tmp_path, synthetic_ratings, engine="local", report=True)),
+                         "s3a://b/r", resume=True)
+    message = str(refused.value)
+    assert "'s3a://b/r' is at a URI" in message and "--engine spark" in message
+    assert "--resume" in message and "report = false" in message
