@@ -22,33 +22,43 @@ def long_frame(
 ) -> pl.DataFrame:
     """A ``(units x columns)`` matrix as per-unit rows, metric-major; column j is metrics[j]@ks[j].
 
-    One chunk of rows per matrix column, every chunk's columns shared, not copied: its values a
-    slice of ``values.T`` flattened (no copy when ``values`` is the transpose of a C-contiguous
-    array, the kernels' metric-major output), its user and unit columns the same arrays in every
-    chunk, its metric name and cutoff one run of n per distinct name or cutoff. Rows written out
-    whole (8.8M rows of issue 30's metrics, 44 bytes each) cost mostly the page faults of their
-    fresh memory; readers and writers take the chunks as they are.
+    The value column is ``values.T`` flattened: no copy when ``values`` is the transpose of a
+    C-contiguous array (the kernels' metric-major output). The other columns are runs of one value
+    per matrix column, built whole from numpy runs (a chunk per run costs twice to ten times as much).
     """
-    n_units = len(values)
-    flat = pl.Series("value", np.ascontiguousarray(values.T).ravel())
-    user, unit = _users(unit_user, user_ids), pl.Series("unit", np.arange(n_units, dtype=np.int64))
-    names = {name: _run(name, pl.String, n_units) for name in dict.fromkeys(metrics)}
-    cuts = {k: _run(k, pl.Int32, n_units) for k in dict.fromkeys(ks)}
-    columns = {"user": [user] * len(metrics), "unit": [unit] * len(metrics), "metric": [names[m] for m in metrics],
-               "k": [cuts[k] for k in ks], "value": [flat.slice(j * n_units, n_units) for j in range(len(metrics))]}
-    if not metrics:  # no row, in the columns' types
-        columns = {name: [column.clear()] for name, column in (("user", user), ("unit", unit), ("value", flat),
-                                                                 ("metric", pl.Series([], dtype=pl.String)),
-                                                                 ("k", pl.Series([], dtype=pl.Int32)))}
-    frame = pl.DataFrame([pl.concat(parts, rechunk=False).rename(name) for name, parts in columns.items()])
+    n_units, n_cols = values.shape
+    unit = np.arange(n_units, dtype=np.int64)
+    user = _users(unit_user, user_ids)
+    frame = pl.DataFrame(
+        {
+            "user": pl.concat([user] * n_cols) if n_cols > 1 else user,
+            "unit": np.tile(unit, n_cols),
+            "metric": _runs_of_names(metrics, n_units),
+            "k": _runs_of_cutoffs(ks, n_units),
+            "value": np.ascontiguousarray(values.T).ravel(),
+        }
+    )
     return frame.with_columns(
         [pl.lit(labels[c], dtype=pl.String).alias(c) for c in ("system", "protocol", "fold")]
     ).select(PER_UNIT_COLUMNS)
 
 
-def _run(value, dtype: pl.DataType, n: int) -> pl.Series:
-    """``value`` n times (``new_from_index``: a tenth of ``pl.repeat``'s overhead, ~0.1 ms a call)."""
-    return pl.Series([value], dtype=dtype).new_from_index(0, n)
+def _runs_of_names(names: Sequence[str], n: int) -> pl.Series:
+    """Each name repeated n times, in order: the distinct names gathered by a numpy run of codes,
+    uint32 (polars' own index type, which an int64 run would first be cast to: a quarter of the
+    column's cost at 8.6 million rows)."""
+    codes: dict[str, int] = {}
+    column_code = np.array([codes.setdefault(name, len(codes)) for name in names], dtype=np.uint32)
+    return pl.Series(list(codes), dtype=pl.String).gather(pl.Series(np.repeat(column_code, n)))
+
+
+def _runs_of_cutoffs(ks: Sequence[int | None], n: int) -> pl.Series:
+    """Each cutoff repeated n times, in order, as Int32 (null for None)."""
+    runs = pl.Series(np.repeat(np.array([0 if k is None else int(k) for k in ks], dtype=np.int32), n))
+    if all(k is not None for k in ks):
+        return runs
+    valid = pl.Series(np.repeat(np.array([k is not None for k in ks]), n))
+    return pl.select(pl.when(valid).then(runs)).to_series()
 
 
 def _users(unit_user: np.ndarray, user_ids) -> pl.Series:
