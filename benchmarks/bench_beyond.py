@@ -9,7 +9,11 @@ apart), then times measure() with the accuracy metrics alone (P, R, AP, nDCG, RR
 cutoffs, AUC) and with a set of beyond-accuracy metrics added in the same call, alternately, each
 best of ``--repeat``, in wall seconds and in the process's CPU seconds (all threads). The set's cost
 is the difference; its ratio to the accuracy metrics' cost is taken of CPU times measured in the same
-process (on a loaded machine the CPU time is the steadier measure of the work). Sets:
+process (on a loaded machine the CPU time is the steadier measure of the work). The table also gives
+each call's minor page faults (fewest of the repeats): the per-unit rows' fresh memory, which
+polars' allocator (jemalloc) hands back to the kernel between calls under its default decay, so
+that each call of 8.8M new rows faults ~300 MB in again (``_RJEM_MALLOC_CONF=dirty_decay_ms:5000``
+in the environment keeps them: a process-wide setting the package does not make). Sets:
 
 - issue 30's new metrics: calibration, ARP, APLT, ACLT, PopRSP, PopREO, EPC, EFD, surprisal,
   unexpectedness, serendipity (the issue's bar: adding less than the accuracy metrics cost, < 1x);
@@ -30,6 +34,7 @@ import argparse
 import contextlib
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -81,11 +86,17 @@ def train_and_genres(n_users: int, seed: int = 43) -> tuple[Interactions, np.nda
     return train, genres
 
 
-def timed_cpu(call) -> tuple[float, float]:
-    """Wall and CPU seconds (every thread of the process) of one call."""
-    start, start_cpu = time.perf_counter(), time.process_time()
+def timed_cpu(call) -> tuple[float, float, int]:
+    """Wall and CPU seconds (every thread of the process) of one call, and its minor page faults
+    (fresh memory the kernel maps: most of the per-unit rows' cost when polars' allocator has
+    returned the last call's pages)."""
+    start, start_cpu, start_faults = time.perf_counter(), time.process_time(), _faults()
     call()
-    return time.perf_counter() - start, time.process_time() - start_cpu
+    return time.perf_counter() - start, time.process_time() - start_cpu, _faults() - start_faults
+
+
+def _faults() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
 def child(users: int, repeat: int, which: str) -> None:
@@ -107,11 +118,11 @@ def child(users: int, repeat: int, which: str) -> None:
         return
     calls = {"accuracy": METRICS} if which == "accuracy" else (
         {name: [name] for name in BEYOND} if which == "each" else {"accuracy": METRICS, which: METRICS + SETS[which]})
-    best = {name: [float("inf"), float("inf")] for name in calls}
+    best = {name: [float("inf"), float("inf"), float("inf")] for name in calls}
     for _ in range(repeat):  # alternately, so that a change of load touches both
         for name, metrics in calls.items():
-            wall, cpu = timed_cpu(lambda metrics=metrics: measure(rankings, targets, metrics=metrics, k=CUTS, **extra))
-            best[name] = [min(best[name][0], wall), min(best[name][1], cpu)]
+            timed = timed_cpu(lambda metrics=metrics: measure(rankings, targets, metrics=metrics, k=CUTS, **extra))
+            best[name] = [min(old, new) for old, new in zip(best[name], timed, strict=True)]
     print(json.dumps({"made": made, "first": first, "best": best, "rows": len(train),
                       "top": int(rankings.lengths.max()), "load": os.getloadavg()[0]}))
 
@@ -183,22 +194,24 @@ def main() -> None:
         return child(args.users, args.repeat, args.child)
 
     base, base_peak = measured(args.users, args.repeat, "accuracy")
-    wall, cpu = base["best"]["accuracy"]
+    wall, cpu, faults = base["best"]["accuracy"]
     print(f"input: {args.users:,} users x top-{base['top']}, {base['rows']:,} train pairs, {GENRES} genres "
           f"(made in {base['made']:.1f} s); first call on 1,000 users (numba compile or cache load) {base['first']:.2f} s")
-    print(f"{'measure() with':<40}{'cpu s':>8}{'wall s':>8}{'added cpu':>11}{'/ accuracy':>12}{'peak RSS':>11}")
+    print(f"{'measure() with':<40}{'cpu s':>8}{'wall s':>8}{'added cpu':>11}{'/ accuracy':>12}{'peak RSS':>11}"
+          f"{'faults':>9}")
     print(f"{f'accuracy metrics ({len(METRICS)} at {len(CUTS)} cutoffs)':<40}{cpu:>8.3f}{wall:>8.3f}{'':>23}"
-          f"{base_peak:>8,.0f} MB")
+          f"{base_peak:>8,.0f} MB{faults:>9,.0f}")
     for name, metrics in SETS.items():
         result, peak = measured(args.users, args.repeat, name)
-        (wall, cpu), (set_wall, set_cpu) = result["best"]["accuracy"], result["best"][name]
+        (wall, cpu, faults), (set_wall, set_cpu, set_faults) = result["best"]["accuracy"], result["best"][name]
         print(f"{f'  + {name} ({len(metrics)})':<40}{set_cpu:>8.3f}{set_wall:>8.3f}{set_cpu - cpu:>11.3f}"
-              f"{(set_cpu - cpu) / cpu:>11.2f}x{peak:>8,.0f} MB   (accuracy alone here: cpu {cpu:.3f} s)")
+              f"{(set_cpu - cpu) / cpu:>11.2f}x{peak:>8,.0f} MB{set_faults:>9,.0f}   (accuracy alone here: cpu "
+              f"{cpu:.3f} s, {faults:,.0f} faults)")
     print("issue 30's bar: its new metrics add < 1x the accuracy metrics' cost")
     each, each_peak = measured(args.users, args.repeat, "each")
     print(f"each beyond-accuracy metric alone, measure(metrics=[name]) (peak RSS {each_peak:,.0f} MB):")
     for name in BEYOND:
-        wall, cpu = each["best"][name]
+        wall, cpu, _ = each["best"][name]
         print(f"  {name:<16}cpu {cpu:.3f} s, wall {wall:.3f} s")
     spent = measured(args.users, args.repeat, "phases")[0]["phases"]
     print(f"issue 30's new metrics with the accuracy metrics, CPU s of measure()'s phases (best of {args.repeat}):")
