@@ -43,6 +43,11 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+
+# recsys_eval before polars, as the CLI imports them: it sets polars' allocator options (core/allocator.py)
+import recsys_eval  # noqa: F401
+
+# isort: split
 import polars as pl
 
 sys.path.insert(0, str(Path(__file__).parent))
