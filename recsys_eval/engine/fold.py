@@ -317,6 +317,7 @@ class SparkFold:
     def run(self) -> FoldSummary:
         from recsys_eval.core.spark import spark_session
         from recsys_eval.engine.beyond import RunLevel
+        from recsys_eval.engine.inputs import rowless
         from recsys_eval.engine.targets import FoldTargets, shipped_template
         from recsys_eval.measure.beyond import whole_item_side
         from recsys_eval.measure.lists import with_item_side
@@ -348,7 +349,7 @@ class SparkFold:
         item_sides = tuple(whole_item_side(train, train.n_items, measure.ranking, measure.params)
                            for train in targets.trains) if any(n in BEYOND_METRICS for n in measure.ranking) else None
         task = FoldTask(
-            options=plan.options, jobs=plan.models, rank=plan.rank, template=shipped_template(plan.data),
+            options=plan.options, jobs=plan.models, rank=plan.rank, template=shipped_template(rowless(plan.data)),
             fold=plan.fold, targets=context.broadcast(targets.shipped),
             models=context.broadcast({key: broadcastable(m) for key, m in models.items()}),
             pool_auc=plan.pool_auc, n_parts=n_parts,
@@ -359,7 +360,7 @@ class SparkFold:
         start = time.perf_counter()
         # the driver's run-level counts read the whole train sides' item side alone, no user's rows
         run_level = RunLevel(measure, task.template, {
-            label: with_item_side(plan.data.with_frame(plan.data.frame.clear()), item_sides[targets.shipped.trains[p]])
+            label: with_item_side(rowless(plan.data), item_sides[targets.shipped.trains[p]])
             for p, protocol in enumerate(plan.options.protocols) for label in protocol_labels(protocol)}
                              if item_sides is not None else {})
         out, exposure, scored = self._collect(spark, task, n_parts, rows, run_level,

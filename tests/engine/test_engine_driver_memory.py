@@ -45,6 +45,7 @@ RUN_SCRIPT = textwrap.dedent("""
     import json, sys
     from pathlib import Path
     from recsys_eval.core.spark import spark_session
+    from recsys_eval.engine import inputs
     from recsys_eval.experiment.runner import run_experiment
     from recsys_eval.pipeline.config import load_config
     from recsys_eval.recommend import spark_als
@@ -62,7 +63,8 @@ RUN_SCRIPT = textwrap.dedent("""
     path, out, ratings = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
     spark = spark_session("local[2]")
     folder = run_experiment(load_config(path), path.read_text(), out_root=Path(out), quiet=True).folder
-    outcome = {"limit": spark.sparkContext.getConf().get("spark.driver.maxResultSize"), "folder": str(folder)}
+    outcome = {"limit": spark.sparkContext.getConf().get("spark.driver.maxResultSize"), "folder": str(folder),
+               "row_reads": inputs.ROW_READS}
     for what, uri in (("per_unit", str(folder) + "/per_unit"), ("ratings", ratings)):
         try:
             frame = spark.read.parquet(uri) if what == "per_unit" else spark.read.csv(uri, header=True)
@@ -145,6 +147,7 @@ def test_a_capped_driver_runs_what_it_could_not_collect(spark, tmp_path, partiti
     assert done.returncode == 0, done.stderr[-3000:]
     outcome = json.loads(done.stdout.strip().splitlines()[-1])
     assert outcome["limit"] == "1m"
+    assert outcome["row_reads"] == []
     capped = ResultsFolder.open(outcome["folder"])
     per_unit = capped.scan_per_unit().collect()
     assert per_unit.drop("fold", "protocol", "system").estimated_size() > 1 << 20
