@@ -21,12 +21,18 @@ Spark jobs, the split written as Parquet partitioned by side, and the driver's c
 - Index: each role's raw ids numbered in sorted order by Spark, as the local loader numbers the
   loaded dataset's (:func:`write_index`), written beside the folds (``spark_splits/_index/<role>/``).
 
-The driver still reads the written split back whole (:func:`read_split`): the recommenders fitted
-on the driver (implicit's, item kNN, the baselines), tuning and the run's statistics read the
-train side as :class:`~recsys_eval.core.Interactions`, over the written index. The fold's rows go
-to the executors from the written files, joined to the written index by Spark
-(:func:`fold_frame`), not from the driver. What needs a global view of the rows stays with the
-local loader and splitter, named when the config is validated (:func:`local_only`).
+The driver holds a stand-in for each written split (:class:`WrittenSplit`, its sides
+:class:`WrittenSide`): sizes, columns, the split's record, the item index and the files' place.
+What the run needs of the rows otherwise is counted by Spark jobs over the written sides: the
+sides' item counts (the fold's item totals, popular's fit), the test users and the 1R relevance
+check, the leakage audit (:mod:`recsys_eval.engine.leakage`) and a saved split's files
+(:func:`write_rows`). A side's rows are read by the driver, whole and once, only when something
+asks for them (:attr:`WrittenSide.frame`: a recommender fitted on the driver, tuning, a uniform
+test's choice, a negatives file's checks, ...), each read recorded in :data:`ROW_READS`;
+:func:`driver_rows` names which config parts read which side, for ``validate``. The fold's rows go
+to the executors from the written files, joined to the written index by Spark (:func:`fold_frame`),
+not from the driver. What needs a global view of the rows stays with the local loader and
+splitter, named when the config is validated (:func:`local_only`).
 """
 
 from __future__ import annotations
@@ -74,11 +80,70 @@ def local_only(config: ExperimentConfig) -> list[str]:
 
 
 def inputs_note(config: ExperimentConfig) -> str:
-    """One line for ``validate`` on the Spark engine: where the inputs are made, and why."""
+    """Lines for ``validate`` on the Spark engine: where the inputs are made, and why; then, when
+    Spark made them, which sides of each fold's split the driver reads, and why (:func:`driver_rows`)."""
     reasons = local_only(config)
-    if not reasons:
-        return "inputs: read, prepared and split on Spark (the split written as Parquet; docs/SPARK.md)"
-    return "inputs: loaded, prepared and split on the driver (local-only): " + "; ".join(reasons)
+    if reasons:
+        return "inputs: loaded, prepared and split on the driver (local-only): " + "; ".join(reasons)
+    needs = driver_rows(config)
+    on_spark = [r.name for r in config.recommenders if r.name in FIT_ON_SPARK]
+    spark_fits = (f"; {', '.join(on_spark)} fit{'s' if len(on_spark) == 1 else ''} without its rows "
+                  "(on Spark, or from Spark's counts)") if on_spark else ""
+    if not needs:
+        held = "driver: holds no row of the split (its counts, item totals and checks are Spark jobs)" + spark_fits
+    else:
+        held = "driver: holds " + " and ".join(
+            f"the fold's {side} side ({'; '.join(why)})" for side, why in needs.items()) + spark_fits
+    return "inputs: read, prepared and split on Spark (the split written as Parquet; docs/SPARK.md)\n" + held
+
+
+#: Recommenders fitted without the split's rows on the driver: from the train side's item counts
+#: (counted by Spark), its size alone, or on Spark.
+FIT_ON_SPARK = ("random", "popular", "spark_als")
+#: Why a recommender fitted on the driver reads the train side's rows there.
+_FITS_ON_DRIVER = {"als": "{} fits on the driver with implicit", "bpr": "{} fits on the driver with implicit",
+                   "lmf": "{} fits on the driver with implicit",
+                   "item_knn": "{}'s item neighbourhoods are computed on the driver",
+                   "bias": "{}'s user and item biases are fitted on the driver"}
+
+
+def driver_rows(config: ExperimentConfig) -> dict[str, list[str]]:
+    """Per side of a fold's split Spark wrote (``train``, ``test``), what of the config reads its
+    rows on the driver (:class:`WrittenSide` reads a side when first asked, and keeps it); empty
+    when nothing does. Everything else the run needs of the split is counted by Spark."""
+    from recsys_eval.measure.metrics import BEYOND_METRICS, METRICS, Depth
+    from recsys_eval.pipeline.options import MeasureOptions
+
+    needs: dict[str, list[str]] = {"train": [], "test": []}
+
+    def add(sides: str, why: str) -> None:
+        for side in sides.split("+"):
+            needs[side].append(why)
+
+    for rec in config.recommenders:
+        if rec.name not in FIT_ON_SPARK and rec.path is None:
+            add("train", _FITS_ON_DRIVER.get(rec.name, "{} fits on the driver").format(rec.display))
+    if config.tuning is not None and any(r.search is not None for r in config.recommenders):
+        add("train", "tuning draws its validation split from it")
+    if config.split.method == "user_disjoint":
+        add("train+test", "a user-disjoint split fits on the train users alone")
+    measure = MeasureOptions.from_config(config.metrics)
+    if any(name in BEYOND_METRICS for name in measure.ranking):
+        add("train", "the beyond-accuracy metrics read its item side")
+    if any(METRICS[name].depth is Depth.RELEVANT for name in measure.ranking):
+        add("test", "R-precision's depth is its users' largest relevant count")
+    for p in config.protocols:
+        if p.design == "uniform_test":
+            add("train+test", f"{p.display}: the uniform test is chosen item by item over every test rating")
+        if p.negatives is not None:
+            add("train+test", f"{p.display}: its negatives file is checked against the fold")
+    for asked, what in ((config.output.save_splits, "output.save_splits writes it"),
+                        (config.run.save_negatives, "run.save_negatives draws from it"),
+                        (bool(config.analysis.slices), "analysis.slices groups its users"),
+                        (config.learning_curve is not None, "the learning curve subsamples it")):
+        if asked:
+            add("train+test", what)
+    return {side: why for side, why in needs.items() if why}
 
 
 @dataclass
@@ -449,14 +514,18 @@ class WrittenSide(Interactions):
 
         return int(self._rows(F).agg(F.countDistinct("user")).first()[0])
 
-    def _rows(self, F):
-        """These sides' rows on Spark, their items indexed (a join with the written index)."""
+    def spark_rows(self):
+        """These sides' rows on Spark, their ids raw (the written columns)."""
+        from pyspark.sql import functions as F
+
         from recsys_eval.engine.split import SIDE
 
-        spark = self.index.spark()
-        rows = spark.read.parquet(self.uri).filter(F.col(SIDE).isin(*self.sides))
-        items = spark.read.parquet(f"{self.index.uri}/item")
-        return rows.join(items, on="item").drop("item").withColumnRenamed(INDEX_COLUMN, "item")
+        return self.index.spark().read.parquet(self.uri).filter(F.col(SIDE).isin(*self.sides))
+
+    def _rows(self, F):
+        """These sides' rows on Spark, their items indexed (a join with the written index)."""
+        items = self.index.spark().read.parquet(f"{self.index.uri}/item")
+        return self.spark_rows().join(items, on="item").drop("item").withColumnRenamed(INDEX_COLUMN, "item")
 
     def _read(self) -> pl.DataFrame:
         from recsys_eval.engine.split import SIDE
@@ -531,6 +600,26 @@ def written_split(uri: str, index: WrittenIndex, *, name: str, info: dict, sides
                            source=source, fold=name)
 
     return side(*sides), WrittenSplit(side(TRAIN_SIDE), side(TEST_SIDE), name=name, info=info)
+
+
+def write_rows(split: WrittenSplit, folder: Path) -> None:
+    """A saved split's row files (:func:`recsys_eval.split.io.write_rows`' layout: each side's raw
+    rows in the dataset file's order, every user id in index order) made by Spark jobs into the
+    split's scratch (``_saved/<fold>/``) and streamed into one file each: the driver holds none
+    of them whole."""
+    from pyspark.sql import functions as F
+
+    from recsys_eval.core import atomic
+
+    index = split.train.index
+    scratch = f"{index.uri.rstrip('/').rsplit('/', 1)[0]}/_saved/{split.name}"
+    columns = split.train.columns
+    tables = {side: getattr(split, side).spark_rows().orderBy(ROW).select(*columns) for side in ("train", "test")}
+    tables["users"] = index.spark().read.parquet(f"{index.uri}/user").orderBy(INDEX_COLUMN).select(
+        F.col("user").alias("user_id"))
+    for name, frame in tables.items():
+        frame.write.mode("overwrite").parquet(f"{scratch}/{name}")
+        atomic.sink_parquet(pl.scan_parquet(f"{scratch}/{name}/*.parquet"), folder / f"{name}.parquet")
 
 
 def fold_frame(spark, uri: str):

@@ -94,7 +94,7 @@ def run_experiment(
                 sink.write_side_tables()
                 sink.write_summary(summary)
                 sink.write_data_stats(data_statistics(data, prepared, splits))
-                sink.write_leakage(splits)
+                sink.write_leakage(splits, _leakage_audit(written))
                 if config.tuning is not None:
                     from recsys_eval.tune.budget import tuning_budget
 
@@ -134,6 +134,27 @@ def _paired_runner(config: ExperimentConfig):
     from recsys_eval.engine.paired import SparkPairedTests
 
     return SparkPairedTests.of(config.engine.model_dump())
+
+
+def _leakage_audit(written: dict[str, str]):
+    """What makes the leakage audit: Spark jobs over the written folds when Spark split the data
+    (recsys_eval.engine.leakage: the driver reads no row), else the split stage's (None)."""
+    if not written:
+        return None
+    from recsys_eval.engine.leakage import leakage_audit_on_spark
+
+    return leakage_audit_on_spark
+
+
+def _split_rows(written: str | None):
+    """What writes a saved split's row files: Spark jobs streamed into them when Spark wrote the
+    fold (recsys_eval.engine.inputs.write_rows: the driver reads no row), else the split stage's
+    (None)."""
+    if written is None:
+        return None
+    from recsys_eval.engine.inputs import write_rows
+
+    return write_rows
 
 
 def reuse_note(fold: FoldSummary) -> str:
@@ -215,7 +236,7 @@ def run_fold(config: ExperimentConfig, options: RunOptions, data: Interactions, 
         fold = LocalFold(plan, sink, progress, timings, earlier).run()
     if config.output.save_splits:
         start = time.perf_counter()
-        sink.save_split(split)
+        sink.save_split(split, _split_rows(written))
         timings.add(split.name, "", "save split", start)
     if config.run.save_negatives:
         from recsys_eval.pipeline.negatives import save_fold_negatives

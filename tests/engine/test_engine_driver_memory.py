@@ -4,7 +4,10 @@ far below the per-unit table, they succeed with the local engine's summary; coll
 to the driver, as the driver once did, fails under the same cap (the counter-test). ``run`` with
 ``spark_als`` fits from the split Spark wrote and ships its users' factors as rows: under the same
 cap, no Spark job hands the driver the train side (which collected would be larger than the cap
-too) nor the user factors."""
+too) nor the user factors; and the driver reads no row of the split Spark wrote
+(``recsys_eval.engine.inputs.ROW_READS`` stays empty): popular fits from Spark's item counts, the
+fold's item totals, data statistics, leakage audit and saved split are Spark jobs, all equal to
+the local engine's."""
 
 from __future__ import annotations
 
@@ -140,7 +143,7 @@ def test_a_capped_driver_runs_what_it_could_not_collect(spark, tmp_path, partiti
             "capped", seed=3, dataset=ratings_file(ratings), split=HOLDOUT, protocols=["AI+AR+AN"],
             recommenders=["popular", {"name": "spark_als", "params": {"factors": 4, "iterations": 2}}],
             metrics={"names": ["precision", "ndcg", "ap"], "k": [5, 10, 20], "relevance_threshold": 4},
-            output={"report": False, "save_splits": False}, engine={"name": engine, "partitions": partitions}))
+            output={"report": False, "save_splits": True}, engine={"name": engine, "partitions": partitions}))
     done = subprocess.run([sys.executable, "-c", RUN_SCRIPT, str(paths["spark"]), str(tmp_path / "spark"), ratings],
                           capture_output=True, text=True, env={**os.environ, "SPARK_CONF_DIR": str(conf)},
                           timeout=1200)
@@ -159,3 +162,15 @@ def test_a_capped_driver_runs_what_it_could_not_collect(spark, tmp_path, partiti
     assert local.scan_per_unit().collect().sort(keys).equals(per_unit.sort(keys).select(
         local.scan_per_unit().collect_schema().names()))
     assert (local.path / "summary.csv").read_bytes() == (capped.path / "summary.csv").read_bytes()
+    # what the run reports of the split, counted by Spark: the data statistics, the leakage audit
+    # (its per-user table streamed from Spark's files) and the saved split, the local engine's
+    for table in ("data_stats", "leakage", "leakage_users"):
+        assert local.table(table).equals(capped.table(table)), table
+    assert capped.table("leakage_users").height > 5000
+    saved = sorted(p.relative_to(local.path) for p in (local.path / "splits").rglob("*.*"))
+    assert saved == sorted(p.relative_to(capped.path) for p in (capped.path / "splits").rglob("*.*"))
+    for name in saved:
+        if name.suffix == ".parquet":
+            assert pl.read_parquet(local.path / name).equals(pl.read_parquet(capped.path / name)), name
+        else:
+            assert (local.path / name).read_bytes() == (capped.path / name).read_bytes(), name
