@@ -384,9 +384,9 @@ class SparkFold:
         from recsys_eval.engine.inputs import fold_frame
         from recsys_eval.engine.targets import with_raw_users
 
-        split, user_ids = self.plan.split, self.plan.data.user_ids
+        split, data = self.plan.split, self.plan.data  # its user ids read only for rows sent from here
         if self.written is None:
-            return spark.createDataFrame(with_raw_users(targets.rows(split), user_ids).to_arrow())
+            return spark.createDataFrame(with_raw_users(targets.rows(split), data.user_ids).to_arrow())
         frame = fold_frame(spark, self.written)
         if targets.flags:
             flags = split.test.frame.select("user", "item").with_columns(
@@ -395,7 +395,7 @@ class SparkFold:
         if targets.negatives:
             negatives = pl.concat([pairs.with_columns(pl.lit(True).alias(column))
                                    for column, pairs in targets.negatives.items()], how="diagonal_relaxed")
-            frame = frame.unionByName(spark.createDataFrame(with_raw_users(negatives, user_ids).to_arrow()),
+            frame = frame.unionByName(spark.createDataFrame(with_raw_users(negatives, data.user_ids).to_arrow()),
                                       allowMissingColumns=True)
         return frame.fillna(False, subset=[*targets.flags, *targets.negatives])
 

@@ -137,8 +137,7 @@ def driver_rows(config: ExperimentConfig) -> dict[str, list[str]]:
             add("train+test", f"{p.display}: the uniform test is chosen item by item over every test rating")
         if p.negatives is not None:
             add("train+test", f"{p.display}: its negatives file is checked against the fold")
-    for asked, what in ((config.output.save_splits, "output.save_splits writes it"),
-                        (config.run.save_negatives, "run.save_negatives draws from it"),
+    for asked, what in ((config.run.save_negatives, "run.save_negatives draws from it"),
                         (bool(config.analysis.slices), "analysis.slices groups its users"),
                         (config.learning_curve is not None, "the learning curve subsamples it")):
         if asked:
@@ -410,8 +409,9 @@ def recorded_params(method: str, params: dict[str, Any]) -> tuple[dict[str, Any]
     return {**own, "min_user_interactions": min_user, "drop_unknown": drop}, min_user
 
 
-#: Every read of a written split's rows by the driver, ``(fold, sides)``, in order: what the run's
-#: driver held (a test checks that a run whose config needs no row has none).
+#: Every read of a written split's rows by the driver, ``(fold, sides)``, and of its user ids (an
+#: array over every user), ``("", "user ids")``, in order: what the run's driver held (a test
+#: checks that a run whose config needs neither has none).
 ROW_READS: list[tuple[str, str]] = []
 
 
@@ -430,6 +430,7 @@ class WrittenIndex:
     @property
     def user_ids(self) -> pl.Series:
         if self._user_ids is None:
+            ROW_READS.append(("", "user ids"))
             self._user_ids = read_ids(self.uri, "user")
         return self._user_ids
 
