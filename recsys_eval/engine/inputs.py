@@ -615,12 +615,21 @@ def write_rows(split: WrittenSplit, folder: Path) -> None:
     index = split.train.index
     scratch = f"{index.uri.rstrip('/').rsplit('/', 1)[0]}/_saved/{split.name}"
     columns = split.train.columns
-    tables = {side: getattr(split, side).spark_rows().orderBy(ROW).select(*columns) for side in ("train", "test")}
-    tables["users"] = index.spark().read.parquet(f"{index.uri}/user").orderBy(INDEX_COLUMN).select(
+    tables = {side: in_order(getattr(split, side).spark_rows(), ROW).select(*columns) for side in ("train", "test")}
+    tables["users"] = in_order(index.spark().read.parquet(f"{index.uri}/user"), INDEX_COLUMN).select(
         F.col("user").alias("user_id"))
     for name, frame in tables.items():
         frame.write.mode("overwrite").parquet(f"{scratch}/{name}")
         atomic.sink_parquet(pl.scan_parquet(f"{scratch}/{name}/*.parquet"), folder / f"{name}.parquet")
+
+
+def in_order(frame, column: str):
+    """``frame`` sorted by ``column`` into as many range partitions as Spark's default parallelism,
+    so that its files, written in partition order, read in that order: a global sort whose range
+    bounds the driver finds from a sample of a few keys per partition (``orderBy`` samples
+    for ``spark.sql.shuffle.partitions`` ranges, 200 by default: a few MB of keys)."""
+    partitions = frame.sparkSession.sparkContext.defaultParallelism
+    return frame.repartitionByRange(partitions, column).sortWithinPartitions(column)
 
 
 def fold_frame(spark, uri: str):

@@ -43,6 +43,8 @@ def _fold_counts(split: WrittenSplit) -> tuple[pl.DataFrame, str]:
     """A fold's row of the audit, and where Spark wrote its per-user table."""
     from pyspark.sql import functions as F
 
+    from recsys_eval.engine.inputs import in_order
+
     train = split.train.spark_rows().select("user", "item", F.col("timestamp").cast("long").alias("t"))
     test = split.test.spark_rows().select("user", "item", F.col("timestamp").cast("long").alias("t"))
     start = test.agg(F.min("t")).first()[0]
@@ -62,7 +64,7 @@ def _fold_counts(split: WrittenSplit) -> tuple[pl.DataFrame, str]:
     row = fold_row(split.name, int(start), len(split.train), len(split.test), int(counts[0]), int(totals[0] or 0),
                    int(totals[1] or 0), int(counts[1] or 0), int(counts[2] or 0))
     written = f"{split.test.uri.rstrip('/').rsplit('/', 1)[0]}/{LEAKAGE}/{split.name}"
-    (users.orderBy("user").select(
+    (in_order(users, "user").select(
         F.lit(split.name).alias("fold"), "user", F.col("tau").alias("test_start"), "n_train", "n_test",
         F.col("after_start").alias("n_train_after_test_start"), F.col("after_user").alias("n_train_after_user_test"),
         F.col("future").alias("n_test_future_items"), (F.col("after_user") > 0).alias("leaking"))
