@@ -24,8 +24,8 @@ Spark jobs, the split written as Parquet partitioned by side, and the driver's c
 The driver holds a stand-in for each written split (:class:`WrittenSplit`, its sides
 :class:`WrittenSide`): sizes, columns, the split's record, the item index and the files' place.
 What the run needs of the rows otherwise is counted by Spark jobs over the written sides: the
-sides' item counts (the fold's item totals, popular's fit), the test users and the 1R relevance
-check, the leakage audit (:mod:`recsys_eval.engine.leakage`) and a saved split's files
+sides' item counts (the fold's item totals, popular's fit), the test users, the 1R relevance
+check and R-precision's rank depth, the leakage audit (:mod:`recsys_eval.engine.leakage`) and a saved split's files
 (:func:`write_rows`). A side's rows are read by the driver, whole and once, only when something
 asks for them (:attr:`WrittenSide.frame`: a recommender fitted on the driver, tuning, a uniform
 test's choice, a negatives file's checks, ...), each read recorded in :data:`ROW_READS`;
@@ -111,7 +111,7 @@ def driver_rows(config: ExperimentConfig) -> dict[str, list[str]]:
     """Per side of a fold's split Spark wrote (``train``, ``test``), what of the config reads its
     rows on the driver (:class:`WrittenSide` reads a side when first asked, and keeps it); empty
     when nothing does. Everything else the run needs of the split is counted by Spark."""
-    from recsys_eval.measure.metrics import BEYOND_METRICS, METRICS, Depth
+    from recsys_eval.measure.metrics import BEYOND_METRICS
     from recsys_eval.pipeline.options import MeasureOptions
 
     needs: dict[str, list[str]] = {"train": [], "test": []}
@@ -130,8 +130,6 @@ def driver_rows(config: ExperimentConfig) -> dict[str, list[str]]:
     measure = MeasureOptions.from_config(config.metrics)
     if any(name in BEYOND_METRICS for name in measure.ranking):
         add("train", "the beyond-accuracy metrics read its item side")
-    if any(METRICS[name].depth is Depth.RELEVANT for name in measure.ranking):
-        add("test", "R-precision's depth is its users' largest relevant count")
     for p in config.protocols:
         if p.design == "uniform_test":
             add("train+test", f"{p.display}: the uniform test is chosen item by item over every test rating")
@@ -543,7 +541,7 @@ class WrittenSide(Interactions):
 class WrittenSplit(Split):
     """A fold's written split on the driver: its :class:`WrittenSide` train and test (one index),
     its ``info`` counted by Spark, and what the fold's checks read of its test side counted by
-    Spark too (:meth:`n_test_users`, :meth:`relevant_rows`)."""
+    Spark too (:meth:`n_test_users`, :meth:`relevance`)."""
 
     def __post_init__(self) -> None:  # the sides share one written index by construction
         pass
@@ -552,10 +550,20 @@ class WrittenSplit(Split):
         return self.test.n_users_with_rows()
 
     def relevant_rows(self, threshold: float | None) -> int:
-        """The fold's relevant test rows under ``threshold``, counted by Spark. A test side that
-        :func:`~recsys_eval.targets.relevance.test_gains` refuses (empty, a threshold without
-        ratings or above every rating, a relevant rating not positive) is read on the driver for
-        that function to raise its error, the local engine's."""
+        """The fold's relevant test rows under ``threshold``, counted by Spark (see :meth:`relevance`)."""
+        return self.relevance(threshold)[0]
+
+    @staticmethod
+    def largest_relevant(split: WrittenSplit, threshold: float | None) -> int:
+        """The largest number of relevant test items of a user of ``split`` under ``threshold``,
+        counted by Spark (see :meth:`relevance`): what R-precision's rank depth needs."""
+        return split.relevance(threshold)[1]
+
+    def relevance(self, threshold: float | None) -> tuple[int, int]:
+        """``(relevant test rows, the largest number of them of one user)`` under ``threshold``,
+        counted by Spark. A test side that :func:`~recsys_eval.targets.relevance.test_gains`
+        refuses (empty, a threshold without ratings or above every rating, a relevant rating not
+        positive) is read on the driver for that function to raise its error, the local engine's."""
         from pyspark.sql import functions as F
 
         from recsys_eval.targets.relevance import test_gains
@@ -565,19 +573,17 @@ class WrittenSplit(Split):
                                        and np.isfinite(threshold))
         if not usable or not len(self.test) or (threshold is not None and not rated):
             test_gains(self, threshold)  # raises
+        rows = self.test.spark_rows()
         # compared in float32, as numpy compares the float32 ratings
         relevant = F.lit(True) if threshold is None or not rated else F.col("rating") >= F.lit(float(threshold)).cast("float")
-        checks = [F.sum(relevant.cast("long"))]
         if rated:
-            checks += [F.max("rating"), F.sum((relevant & (F.col("rating") <= 0)).cast("long"))]
-        counts = self.test._rows(F).agg(*checks).first()
-        if rated:
-            highest = float(counts[1])
+            highest, bad = rows.agg(F.max("rating"), F.sum((relevant & (F.col("rating") <= 0)).cast("long"))).first()
             if threshold is not None and len(self.train):
-                highest = max(highest, float(self.train._rows(F).agg(F.max("rating")).first()[0]))
-            if counts[2] or (threshold is not None and threshold > highest):
+                highest = max(highest, self.train.spark_rows().agg(F.max("rating")).first()[0])
+            if bad or (threshold is not None and threshold > float(highest)):
                 test_gains(self, threshold)  # raises
-        return int(counts[0] or 0)
+        total, largest = rows.filter(relevant).groupBy("user").count().agg(F.sum("count"), F.max("count")).first()
+        return int(total or 0), int(largest or 0)
 
 
 def rowless(data: Interactions) -> Interactions:

@@ -146,6 +146,16 @@ def _leakage_audit(written: dict[str, str]):
     return leakage_audit_on_spark
 
 
+def _largest_relevant(written: str | None):
+    """What counts a fold's largest relevant count (R-precision's rank depth): a Spark job when
+    Spark wrote the fold (the driver reads no row), else the plan's own (None)."""
+    if written is None:
+        return None
+    from recsys_eval.engine.inputs import WrittenSplit
+
+    return WrittenSplit.largest_relevant
+
+
 def _split_rows(written: str | None):
     """What writes a saved split's row files: Spark jobs streamed into them when Spark wrote the
     fold (recsys_eval.engine.inputs.write_rows: the driver reads no row), else the split stage's
@@ -225,7 +235,7 @@ def run_fold(config: ExperimentConfig, options: RunOptions, data: Interactions, 
     if tuned:
         timings.add(split.name, "", "tune", start)
     plan = FoldPlan.build(options, data, split, n_folds=n_folds, tuned=tuned, progress=progress, timings=timings,
-                          targets=not spark)
+                          targets=not spark, largest_relevant=_largest_relevant(written))
     if spark:
         from recsys_eval.engine.fold import SparkFold
 

@@ -234,7 +234,8 @@ def test_the_driver_counts_the_written_split_on_spark_without_reading_its_rows(s
     (local,) = make_splits(config.split, local_data, seed=17)
     (split,) = made.splits
     reads = len(inputs.ROW_READS)
-    # what the run reads of the split besides its rows, counted by Spark: the local split's
+    # what the run reads of the split besides its rows, counted by Spark: the local split's (the
+    # relevance: the relevant test rows, and one user's most, R-precision's rank depth)
     assert (len(made.data), made.data.n_users, made.data.n_items) == (len(local_data), local_data.n_users,
                                                                         local_data.n_items)
     assert (len(split.train), len(split.test), split.n_test_users()) == (len(local.train), len(local.test),
@@ -243,7 +244,8 @@ def test_the_driver_counts_the_written_split_on_spark_without_reading_its_rows(s
     np.testing.assert_array_equal(spark_totals.train_counts, local_totals.train_counts)
     np.testing.assert_array_equal(spark_totals.in_test, local_totals.in_test)
     for threshold in (None, 4, 4.5):  # 4.5 is no rating: compared in float32 as numpy compares
-        assert split.relevant_rows(threshold) == int((qrels(local, threshold).gain > 0).sum())
+        judged = qrels(local, threshold)
+        assert split.relevance(threshold) == (int((judged.gain > 0).sum()), int(judged.relevant_counts().max()))
     assert len(inputs.ROW_READS) == reads  # none of it read a row on the driver
     # a fold the local checks refuse is read (its sides' ratings, over the user ids), to raise the local engine's error
     with pytest.raises(DataError) as local_error:
