@@ -50,6 +50,10 @@ class Split:
         """Bool per user index: the user has a test interaction."""
         return np.bincount(self.test.users, minlength=self.n_users) > 0
 
+    def n_test_users(self) -> int:
+        """The number of users with a test interaction."""
+        return int(np.count_nonzero(self.test_users()))
+
     def fit_side(self, train: Interactions | None = None) -> Interactions:
         """What a model is fitted on: ``train`` (default: this split's) less the rows of the test
         users when :attr:`fold_in`, else ``train`` itself."""

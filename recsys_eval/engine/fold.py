@@ -418,6 +418,7 @@ class SparkFold:
     def run(self) -> FoldSummary:
         from recsys_eval.core.spark import spark_session
         from recsys_eval.engine.beyond import RunLevel
+        from recsys_eval.engine.inputs import rowless
         from recsys_eval.engine.targets import FoldTargets, shipped_template
         from recsys_eval.measure.beyond import whole_item_side
         from recsys_eval.measure.lists import with_item_side
@@ -449,7 +450,7 @@ class SparkFold:
         item_sides = tuple(whole_item_side(train, train.n_items, measure.ranking, measure.params)
                            for train in targets.trains) if any(n in BEYOND_METRICS for n in measure.ranking) else None
         task = FoldTask(
-            options=plan.options, jobs=plan.models, rank=plan.rank, template=shipped_template(plan.data),
+            options=plan.options, jobs=plan.models, rank=plan.rank, template=shipped_template(rowless(plan.data)),
             fold=plan.fold, targets=context.broadcast(targets.shipped),
             models=context.broadcast({key: broadcastable(m) for key, m in models.items()}),
             pool_auc=plan.pool_auc, n_parts=n_parts,
@@ -460,7 +461,7 @@ class SparkFold:
         start = time.perf_counter()
         # the driver's run-level counts read the whole train sides' item side alone, no user's rows
         run_level = RunLevel(measure, task.template, {
-            label: with_item_side(plan.data.with_frame(plan.data.frame.clear()), item_sides[targets.shipped.trains[p]])
+            label: with_item_side(rowless(plan.data), item_sides[targets.shipped.trains[p]])
             for p, protocol in enumerate(plan.options.protocols) for label in protocol_labels(protocol)}
                              if item_sides is not None else {})
         out, exposure, scored = self._collect(spark, task, n_parts, rows, run_level,
@@ -484,9 +485,9 @@ class SparkFold:
         from recsys_eval.engine.inputs import fold_frame
         from recsys_eval.engine.targets import with_raw_users
 
-        split, user_ids = self.plan.split, self.plan.data.user_ids
+        split, data = self.plan.split, self.plan.data  # its user ids read only for rows sent from here
         if self.written is None:
-            return spark.createDataFrame(with_raw_users(targets.rows(split), user_ids).to_arrow())
+            return spark.createDataFrame(with_raw_users(targets.rows(split), data.user_ids).to_arrow())
         frame = fold_frame(spark, self.written)
         if targets.flags:
             flags = split.test.frame.select("user", "item").with_columns(
@@ -495,7 +496,7 @@ class SparkFold:
         if targets.negatives:
             negatives = pl.concat([pairs.with_columns(pl.lit(True).alias(column))
                                    for column, pairs in targets.negatives.items()], how="diagonal_relaxed")
-            frame = frame.unionByName(spark.createDataFrame(with_raw_users(negatives, user_ids).to_arrow()),
+            frame = frame.unionByName(spark.createDataFrame(with_raw_users(negatives, data.user_ids).to_arrow()),
                                       allowMissingColumns=True)
         return frame.fillna(False, subset=[*targets.flags, *targets.negatives])
 

@@ -21,12 +21,18 @@ Spark jobs, the split written as Parquet partitioned by side, and the driver's c
 - Index: each role's raw ids numbered in sorted order by Spark, as the local loader numbers the
   loaded dataset's (:func:`write_index`), written beside the folds (``spark_splits/_index/<role>/``).
 
-The driver still reads the written split back whole (:func:`read_split`): the recommenders fitted
-on the driver (implicit's, item kNN, the baselines), tuning and the run's statistics read the
-train side as :class:`~recsys_eval.core.Interactions`, over the written index. The fold's rows go
-to the executors from the written files, joined to the written index by Spark
-(:func:`fold_frame`), not from the driver. What needs a global view of the rows stays with the
-local loader and splitter, named when the config is validated (:func:`local_only`).
+The driver holds a stand-in for each written split (:class:`WrittenSplit`, its sides
+:class:`WrittenSide`): sizes, columns, the split's record, the item index and the files' place.
+What the run needs of the rows otherwise is counted by Spark jobs over the written sides: the
+sides' item counts (the fold's item totals, popular's fit), the test users, the 1R relevance
+check and R-precision's rank depth, the leakage audit (:mod:`recsys_eval.engine.leakage`) and a saved split's files
+(:func:`write_rows`). A side's rows are read by the driver, whole and once, only when something
+asks for them (:attr:`WrittenSide.frame`: a recommender fitted on the driver, tuning, a uniform
+test's choice, a negatives file's checks, ...), each read recorded in :data:`ROW_READS`;
+:func:`driver_rows` names which config parts read which side, for ``validate``. The fold's rows go
+to the executors from the written files, joined to the written index by Spark (:func:`fold_frame`),
+not from the driver. What needs a global view of the rows stays with the local loader and
+splitter, named when the config is validated (:func:`local_only`).
 """
 
 from __future__ import annotations
@@ -38,10 +44,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
+from recsys_eval.core import Interactions, Split
 from recsys_eval.errors import DataError
 
 if TYPE_CHECKING:
-    from recsys_eval.core import Interactions, Split
     from recsys_eval.pipeline.config import DatasetConfig, ExperimentConfig, PrepareConfig
 
 ROW = "_row"  # a row's place in the dataset file
@@ -74,18 +80,75 @@ def local_only(config: ExperimentConfig) -> list[str]:
 
 
 def inputs_note(config: ExperimentConfig) -> str:
-    """One line for ``validate`` on the Spark engine: where the inputs are made, and why."""
+    """Lines for ``validate`` on the Spark engine: where the inputs are made, and why; then, when
+    Spark made them, which sides of each fold's split the driver reads, and why (:func:`driver_rows`)."""
     reasons = local_only(config)
-    if not reasons:
-        return "inputs: read, prepared and split on Spark (the split written as Parquet; docs/SPARK.md)"
-    return "inputs: loaded, prepared and split on the driver (local-only): " + "; ".join(reasons)
+    if reasons:
+        return "inputs: loaded, prepared and split on the driver (local-only): " + "; ".join(reasons)
+    needs = driver_rows(config)
+    on_spark = [r.name for r in config.recommenders if r.name in FIT_ON_SPARK]
+    spark_fits = (f"; {', '.join(on_spark)} fit{'s' if len(on_spark) == 1 else ''} without its rows "
+                  "(on Spark, or from Spark's counts)") if on_spark else ""
+    if not needs:
+        held = "driver: holds no row of the split (its counts, item totals and checks are Spark jobs)" + spark_fits
+    else:
+        held = "driver: holds " + " and ".join(
+            f"the fold's {side} side ({'; '.join(why)})" for side, why in needs.items()) + spark_fits
+    return "inputs: read, prepared and split on Spark (the split written as Parquet; docs/SPARK.md)\n" + held
+
+
+#: Recommenders fitted without the split's rows on the driver: from the train side's item counts
+#: (counted by Spark), its size alone, or on Spark.
+FIT_ON_SPARK = ("random", "popular", "spark_als")
+#: Why a recommender fitted on the driver reads the train side's rows there.
+_FITS_ON_DRIVER = {"als": "{} fits on the driver with implicit", "bpr": "{} fits on the driver with implicit",
+                   "lmf": "{} fits on the driver with implicit",
+                   "item_knn": "{}'s item neighbourhoods are computed on the driver",
+                   "bias": "{}'s user and item biases are fitted on the driver"}
+
+
+def driver_rows(config: ExperimentConfig) -> dict[str, list[str]]:
+    """Per side of a fold's split Spark wrote (``train``, ``test``), what of the config reads its
+    rows on the driver (:class:`WrittenSide` reads a side when first asked, and keeps it); empty
+    when nothing does. Everything else the run needs of the split is counted by Spark."""
+    from recsys_eval.measure.metrics import BEYOND_METRICS
+    from recsys_eval.pipeline.options import MeasureOptions
+
+    needs: dict[str, list[str]] = {"train": [], "test": []}
+
+    def add(sides: str, why: str) -> None:
+        for side in sides.split("+"):
+            needs[side].append(why)
+
+    for rec in config.recommenders:
+        if rec.name not in FIT_ON_SPARK and rec.path is None:
+            add("train", _FITS_ON_DRIVER.get(rec.name, "{} fits on the driver").format(rec.display))
+    if config.tuning is not None and any(r.search is not None for r in config.recommenders):
+        add("train", "tuning draws its validation split from it")
+    if config.split.method == "user_disjoint":
+        add("train+test", "a user-disjoint split fits on the train users alone")
+    measure = MeasureOptions.from_config(config.metrics)
+    if any(name in BEYOND_METRICS for name in measure.ranking):
+        add("train", "the beyond-accuracy metrics read its item side")
+    for p in config.protocols:
+        if p.design == "uniform_test":
+            add("train+test", f"{p.display}: the uniform test is chosen item by item over every test rating")
+        if p.negatives is not None:
+            add("train+test", f"{p.display}: its negatives file is checked against the fold")
+    for asked, what in ((config.run.save_negatives, "run.save_negatives draws from it"),
+                        (bool(config.analysis.slices), "analysis.slices groups its users"),
+                        (config.learning_curve is not None, "the learning curve subsamples it")):
+        if asked:
+            add("train+test", what)
+    return {side: why for side, why in needs.items() if why}
 
 
 @dataclass
 class SparkInputs:
     """The run's inputs as the runner uses them: the prepared ``data`` and its ``splits`` (the
-    driver's copies, read back from the written split), what each preparation step removed, and
-    where each fold's split was written (``written``, by fold name)."""
+    driver's stand-ins for the written split, :class:`WrittenSide`: rows read only when asked),
+    what each preparation step removed, and where each fold's split was written (``written``, by
+    fold name)."""
 
     data: Interactions
     splits: list[Split]
@@ -95,40 +158,42 @@ class SparkInputs:
 
 def spark_inputs(config: ExperimentConfig, seed: int, folder: Path) -> SparkInputs:
     """Read, prepare and split the config's dataset on Spark, write each fold's split under
-    ``folder`` and read the driver's copy back (see the module)."""
+    ``folder`` and make the driver's stand-ins for them (see the module)."""
     from recsys_eval.core.spark import spark_session
-    from recsys_eval.engine.split import split_folds, write_sides
+    from recsys_eval.engine.split import SIDE, split_folds, write_sides
 
     spark = spark_session(config.engine.master)
     raw = read_dataset(spark, config.dataset).persist()
     method, source = config.split.method, config.dataset.path
-    written, infos = {}, {}
+    written, infos, sides = {}, {}, {}
     try:
-        index = write_index(raw, str(folder / INDEX))
+        index = WrittenIndex(write_index(raw, str(folder / INDEX)), config.engine.master)
         prepared, steps = spark_prepare(raw, config.prepare)
         params = {**config.split.params, "seed": config.split.params.get("seed", seed)}
         partitions = config.engine.partitions or 4 * spark.sparkContext.defaultParallelism
         for name, marked, extra in split_folds(prepared, method, params, partitions, source):
             marked = marked.persist()
-            infos[name] = split_info(marked, prepared, method, params, extra)
+            sides[name] = dict(marked.groupBy(SIDE).count().collect())
+            infos[name] = split_info(sides[name], prepared, method, params, extra)
             written[name] = str(folder / name)
             write_sides(marked, written[name])
             marked.unpersist()
+        columns = tuple(role for role in ROLES if role in raw.columns)
     finally:
         raw.unpersist()
     data, splits = None, []
-    user_ids, item_ids = (read_ids(index, role) for role in ("user", "item"))
-    for name, uri in written.items():  # every fold's file holds every prepared row: the data read once
-        data, split = read_split(uri, user_ids, item_ids, source=source, name=name, info=infos[name], data=data)
+    for name, uri in written.items():  # every fold's file holds every prepared row: the data is the first's
+        every, split = written_split(uri, index, name=name, info=infos[name], sides=sides[name], columns=columns,
+                                     source=source)
+        data = every if data is None else data
         splits.append(split)
     if config.dataset.item_features is not None:
-        from recsys_eval.core import Split
         from recsys_eval.pipeline.inputs import item_features
 
         features = item_features(config.dataset.item_features, config.dataset.item_feature_column)
         data = data.with_items_meta(features)
-        splits = [Split(data.with_frame(s.train.frame), data.with_frame(s.test.frame), name=s.name, info=s.info)
-                  for s in splits]
+        splits = [WrittenSplit(s.train.with_items_meta(features), s.test.with_items_meta(features), name=s.name,
+                               info=s.info) for s in splits]
     return SparkInputs(data, splits, steps, written)
 
 
@@ -295,16 +360,16 @@ def _step(before, after, step: str, steps: list[dict]):
 
 
 # -- the split -------------------------------------------------------------------------------------
-def split_info(marked, prepared, method: str, params: dict[str, Any], extra: dict[str, Any] | None = None) -> dict:
-    """A fold's ``info``, as :func:`recsys_eval.split.common.build_split` records it, counted by
-    Spark on the marked rows and the prepared ones; ``extra``: what the splitter records beyond the
-    counts (:func:`recsys_eval.engine.split.split_folds`')."""
+def split_info(sides: dict[str, int], prepared, method: str, params: dict[str, Any],
+               extra: dict[str, Any] | None = None) -> dict:
+    """A fold's ``info``, as :func:`recsys_eval.split.common.build_split` records it, from its rows
+    per side (counted by Spark) and the prepared rows; ``extra``: what the splitter records beyond
+    the counts (:func:`recsys_eval.engine.split.split_folds`')."""
     from pyspark.sql import functions as F
 
-    from recsys_eval.engine.split import SIDE, TEST_SIDE, TRAIN_SIDE, UNKNOWN_ITEM, UNKNOWN_USER
+    from recsys_eval.engine.split import TEST_SIDE, TRAIN_SIDE, UNKNOWN_ITEM, UNKNOWN_USER
 
     recorded, min_user = recorded_params(method, params)
-    sides = dict(marked.groupBy(SIDE).count().collect())
     per_user = prepared.groupBy("user").count()
     kept = per_user.filter(F.col("count") < min_user).agg(F.count("*"), F.sum("count")).first()
     seed = params.get("seed")
@@ -342,23 +407,235 @@ def recorded_params(method: str, params: dict[str, Any]) -> tuple[dict[str, Any]
     return {**own, "min_user_interactions": min_user, "drop_unknown": drop}, min_user
 
 
-def read_split(uri: str, user_ids: pl.Series, item_ids: pl.Series, *, source: str, name: str,
-               info: dict, data: Interactions | None = None) -> tuple[Interactions, Split]:
-    """The driver's copy of a written split: the prepared data (every side, dropped test rows and
-    a window's later rows included, as the local ``data`` holds them; ``data`` when given, read
-    from another fold's file) and the Split, in the file's row order, indexed over the loaded
-    dataset's sorted ``user_ids`` and ``item_ids``."""
-    from recsys_eval.core import Interactions, Split
-    from recsys_eval.engine.split import SIDE, TEST_SIDE, TRAIN_SIDE
+#: Every read of a written split's rows by the driver, ``(fold, sides)``, and of its user ids (an
+#: array over every user), ``("", "user ids")``, in order: what the run's driver held (a test
+#: checks that a run whose config needs neither has none).
+ROW_READS: list[tuple[str, str]] = []
 
-    rows = pl.read_parquet(f"{uri}/**/*.parquet", hive_partitioning=True).sort(ROW)
-    base = Interactions(pl.DataFrame(), user_ids, item_ids, source=source)
-    frame = rows.with_columns(pl.Series("user", base.user_index(rows.get_column("user")), dtype=pl.Int32),
-                              pl.Series("item", base.item_index(rows.get_column("item")), dtype=pl.Int32))
-    data = base.with_frame(frame) if data is None else data
-    side = rows.get_column(SIDE)
-    train, test = (data.with_frame(frame.filter(side == which)) for which in (TRAIN_SIDE, TEST_SIDE))
-    return data, Split(train, test, name=name, info=info)
+
+class WrittenIndex:
+    """The id index Spark wrote (:func:`write_index`) as the driver knows it: the item ids (an
+    array over items) read at once, the number of users counted from the files' metadata, and the
+    user ids (an array over every user) read only when something asks for them; the Spark master
+    that counts the split's item-side facts (:class:`WrittenSide`)."""
+
+    def __init__(self, uri: str, master: str) -> None:
+        self.uri, self.master = uri, master
+        self.item_ids = read_ids(uri, "item")
+        self.n_users = pl.scan_parquet(f"{uri}/user/*.parquet").select(pl.len()).collect().item()
+        self._user_ids: pl.Series | None = None
+
+    @property
+    def user_ids(self) -> pl.Series:
+        if self._user_ids is None:
+            ROW_READS.append(("", "user ids"))
+            self._user_ids = read_ids(self.uri, "user")
+        return self._user_ids
+
+    def spark(self):
+        from recsys_eval.core.spark import spark_session
+
+        return spark_session(self.master)
+
+
+class WrittenSide(Interactions):
+    """Sides of a fold's written split (``train``, ``test``, or all of them: the prepared data) as
+    :class:`~recsys_eval.core.Interactions` whose rows stay in the files until something reads
+    :attr:`frame` (then read once, in the file's row order, indexed as the local loader indexes
+    them, and recorded in :data:`ROW_READS`). Its size, columns and item index are known without
+    them; its :meth:`item_counts` and :meth:`n_users_with_rows` are counted by Spark jobs (arrays
+    over items, or a number), which is what random, popular and spark_als fit from and what the
+    fold's item totals are made of."""
+
+    def __init__(self, uri: str, sides: tuple[str, ...], index: WrittenIndex, *, rows: int,
+                 columns: tuple[str, ...], source: str, fold: str, items_meta: pl.DataFrame | None = None) -> None:
+        for name, value in (("item_ids", index.item_ids), ("items_meta", items_meta), ("source", source),
+                            ("_cache", {}), ("uri", uri), ("sides", sides), ("index", index), ("rows", rows),
+                            ("columns", columns), ("fold", fold)):
+            object.__setattr__(self, name, value)
+
+    @property
+    def frame(self) -> pl.DataFrame:
+        if "frame" not in self._cache:
+            self._cache["frame"] = self._read()
+        return self._cache["frame"]
+
+    @property
+    def user_ids(self) -> pl.Series:
+        return self.index.user_ids
+
+    @property
+    def n_users(self) -> int:
+        return self.index.n_users
+
+    def __len__(self) -> int:
+        return self.rows
+
+    @property
+    def has_rating(self) -> bool:
+        return "rating" in self.columns
+
+    @property
+    def has_timestamp(self) -> bool:
+        return "timestamp" in self.columns
+
+    def __repr__(self) -> str:
+        return (f"Interactions({self.source!r}: {len(self):,} rows over {self.n_users:,} users x "
+                f"{self.n_items:,} items; columns {', '.join(self.columns)})")
+
+    def with_items_meta(self, items_meta: pl.DataFrame) -> WrittenSide:
+        from recsys_eval.core.interactions import _index_meta
+
+        return WrittenSide(self.uri, self.sides, self.index, rows=self.rows, columns=self.columns, source=self.source,
+                           fold=self.fold, items_meta=_index_meta(items_meta, self.item_ids, self.source))
+
+    def rowless(self) -> Interactions:
+        """The same index and metadata with no row and no user id (typed as the user ids are)."""
+        users = pl.read_parquet_schema(next(Path(self.index.uri, "user").glob("*.parquet")))["user"]
+        schema = {c: t for c, t in _FRAME_SCHEMA.items() if c in self.columns}
+        return Interactions(pl.DataFrame(schema=schema), pl.Series("user_id", [], dtype=users), self.item_ids,
+                            self.items_meta, self.source)
+
+    def item_counts(self) -> np.ndarray:
+        """Rows per item index (int64, length n_items), counted by Spark."""
+        if "item_counts" not in self._cache:
+            from pyspark.sql import functions as F
+
+            counted = self._rows(F).groupBy("item").count().toArrow()
+            counts = np.zeros(self.n_items, dtype=np.int64)
+            counts[counted.column("item").to_numpy()] = counted.column("count").to_numpy()
+            self._cache["item_counts"] = counts
+        return self._cache["item_counts"]
+
+    def n_users_with_rows(self) -> int:
+        """Users with a row here, counted by Spark."""
+        from pyspark.sql import functions as F
+
+        return int(self._rows(F).agg(F.countDistinct("user")).first()[0])
+
+    def spark_rows(self):
+        """These sides' rows on Spark, their ids raw (the written columns)."""
+        from pyspark.sql import functions as F
+
+        from recsys_eval.engine.split import SIDE
+
+        return self.index.spark().read.parquet(self.uri).filter(F.col(SIDE).isin(*self.sides))
+
+    def _rows(self, F):
+        """These sides' rows on Spark, their items indexed (a join with the written index)."""
+        items = self.index.spark().read.parquet(f"{self.index.uri}/item")
+        return self.spark_rows().join(items, on="item").drop("item").withColumnRenamed(INDEX_COLUMN, "item")
+
+    def _read(self) -> pl.DataFrame:
+        from recsys_eval.engine.split import SIDE
+
+        ROW_READS.append((self.fold, "+".join(self.sides)))
+        rows = (pl.scan_parquet(f"{self.uri}/**/*.parquet", hive_partitioning=True)
+                .filter(pl.col(SIDE).is_in(self.sides)).collect().sort(ROW))
+        base = Interactions(pl.DataFrame(), self.user_ids, self.item_ids)
+        frame = rows.with_columns(pl.Series("user", base.user_index(rows.get_column("user")), dtype=pl.Int32),
+                                  pl.Series("item", base.item_index(rows.get_column("item")), dtype=pl.Int32))
+        return frame.select(c for c in _FRAME_SCHEMA if c in frame.columns)
+
+
+class WrittenSplit(Split):
+    """A fold's written split on the driver: its :class:`WrittenSide` train and test (one index),
+    its ``info`` counted by Spark, and what the fold's checks read of its test side counted by
+    Spark too (:meth:`n_test_users`, :meth:`relevance`)."""
+
+    def __post_init__(self) -> None:  # the sides share one written index by construction
+        pass
+
+    def n_test_users(self) -> int:
+        return self.test.n_users_with_rows()
+
+    def relevant_rows(self, threshold: float | None) -> int:
+        """The fold's relevant test rows under ``threshold``, counted by Spark (see :meth:`relevance`)."""
+        return self.relevance(threshold)[0]
+
+    @staticmethod
+    def largest_relevant(split: WrittenSplit, threshold: float | None) -> int:
+        """The largest number of relevant test items of a user of ``split`` under ``threshold``,
+        counted by Spark (see :meth:`relevance`): what R-precision's rank depth needs."""
+        return split.relevance(threshold)[1]
+
+    def relevance(self, threshold: float | None) -> tuple[int, int]:
+        """``(relevant test rows, the largest number of them of one user)`` under ``threshold``,
+        counted by Spark. A test side that :func:`~recsys_eval.targets.relevance.test_gains`
+        refuses (empty, a threshold without ratings or above every rating, a relevant rating not
+        positive) is read on the driver for that function to raise its error, the local engine's."""
+        from pyspark.sql import functions as F
+
+        from recsys_eval.targets.relevance import test_gains
+
+        rated = self.test.has_rating
+        usable = threshold is None or (not isinstance(threshold, bool) and isinstance(threshold, int | float | np.number)
+                                       and np.isfinite(threshold))
+        if not usable or not len(self.test) or (threshold is not None and not rated):
+            test_gains(self, threshold)  # raises
+        rows = self.test.spark_rows()
+        # compared in float32, as numpy compares the float32 ratings
+        relevant = F.lit(True) if threshold is None or not rated else F.col("rating") >= F.lit(float(threshold)).cast("float")
+        if rated:
+            highest, bad = rows.agg(F.max("rating"), F.sum((relevant & (F.col("rating") <= 0)).cast("long"))).first()
+            if threshold is not None and len(self.train):
+                highest = max(highest, self.train.spark_rows().agg(F.max("rating")).first()[0])
+            if bad or (threshold is not None and threshold > float(highest)):
+                test_gains(self, threshold)  # raises
+        total, largest = rows.filter(relevant).groupBy("user").count().agg(F.sum("count"), F.max("count")).first()
+        return int(total or 0), int(largest or 0)
+
+
+def rowless(data: Interactions) -> Interactions:
+    """``data``'s index and metadata without its rows (of a :class:`WrittenSide`, without its user
+    ids too: nothing is read)."""
+    return data.rowless() if isinstance(data, WrittenSide) else data.with_frame(data.frame.clear())
+
+
+_FRAME_SCHEMA = {"user": pl.Int32, "item": pl.Int32, "rating": pl.Float32, "timestamp": pl.Int64}
+
+
+def written_split(uri: str, index: WrittenIndex, *, name: str, info: dict, sides: dict[str, int],
+                  columns: tuple[str, ...], source: str) -> tuple[WrittenSide, WrittenSplit]:
+    """The prepared data (every side, dropped test rows and a window's later rows included, as the
+    local ``data`` holds them) and the split of the fold written at ``uri``, read only when asked
+    (:class:`WrittenSide`); ``sides``: each side's rows, counted by Spark."""
+    from recsys_eval.engine.split import TEST_SIDE, TRAIN_SIDE
+
+    def side(*which: str) -> WrittenSide:
+        return WrittenSide(uri, which, index, rows=sum(sides.get(s, 0) for s in which), columns=columns,
+                           source=source, fold=name)
+
+    return side(*sides), WrittenSplit(side(TRAIN_SIDE), side(TEST_SIDE), name=name, info=info)
+
+
+def write_rows(split: WrittenSplit, folder: Path) -> None:
+    """A saved split's row files (:func:`recsys_eval.split.io.write_rows`' layout: each side's raw
+    rows in the dataset file's order, every user id in index order) made by Spark jobs into the
+    split's scratch (``_saved/<fold>/``) and streamed into one file each: the driver holds none
+    of them whole."""
+    from pyspark.sql import functions as F
+
+    from recsys_eval.core import atomic
+
+    index = split.train.index
+    scratch = f"{index.uri.rstrip('/').rsplit('/', 1)[0]}/_saved/{split.name}"
+    columns = split.train.columns
+    tables = {side: in_order(getattr(split, side).spark_rows(), ROW).select(*columns) for side in ("train", "test")}
+    tables["users"] = in_order(index.spark().read.parquet(f"{index.uri}/user"), INDEX_COLUMN).select(
+        F.col("user").alias("user_id"))
+    for name, frame in tables.items():
+        frame.write.mode("overwrite").parquet(f"{scratch}/{name}")
+        atomic.sink_parquet(pl.scan_parquet(f"{scratch}/{name}/*.parquet"), folder / f"{name}.parquet")
+
+
+def in_order(frame, column: str):
+    """``frame`` sorted by ``column`` into as many range partitions as Spark's default parallelism,
+    so that its files, written in partition order, read in that order: a global sort whose range
+    bounds the driver finds from a sample of a few keys per partition (``orderBy`` samples
+    for ``spark.sql.shuffle.partitions`` ranges, 200 by default: a few MB of keys)."""
+    partitions = frame.sparkSession.sparkContext.defaultParallelism
+    return frame.repartitionByRange(partitions, column).sortWithinPartitions(column)
 
 
 def fold_frame(spark, uri: str):

@@ -164,8 +164,16 @@ def check_relevant(protocol: ProtocolConfig, source: Split, threshold: float | N
     from recsys_eval.targets import Protocol
     from recsys_eval.targets.relevance import qrels
 
+    from recsys_eval.engine.inputs import WrittenSplit
+
     parsed = Protocol.parse(protocol.name)
-    if parsed.relevant == "1R" and not (qrels(source, threshold).gain > 0).any():
+    if parsed.relevant != "1R":
+        return
+    if isinstance(source, WrittenSplit):  # counted by Spark where the rows are
+        relevant = source.relevant_rows(threshold) > 0
+    else:
+        relevant = bool((qrels(source, threshold).gain > 0).any())
+    if not relevant:
         raise DataError(f"split {source.name!r}: protocol {parsed.name} needs relevant test items, "
                         f"and none reaches the threshold {threshold}")
 

@@ -99,7 +99,7 @@ def run_experiment(
                 sink.write_side_tables()
                 sink.write_summary(summary)
                 sink.write_data_stats(data_statistics(data, prepared, splits))
-                sink.write_leakage(splits)
+                sink.write_leakage(splits, _leakage_audit(written))
                 if config.tuning is not None:
                     from recsys_eval.tune.budget import tuning_budget
 
@@ -150,6 +150,37 @@ def _paired_runner(config: ExperimentConfig):
     from recsys_eval.engine.paired import SparkPairedTests
 
     return SparkPairedTests.of(config.engine.model_dump())
+
+
+def _leakage_audit(written: dict[str, str]):
+    """What makes the leakage audit: Spark jobs over the written folds when Spark split the data
+    (recsys_eval.engine.leakage: the driver reads no row), else the split stage's (None)."""
+    if not written:
+        return None
+    from recsys_eval.engine.leakage import leakage_audit_on_spark
+
+    return leakage_audit_on_spark
+
+
+def _largest_relevant(written: str | None):
+    """What counts a fold's largest relevant count (R-precision's rank depth): a Spark job when
+    Spark wrote the fold (the driver reads no row), else the plan's own (None)."""
+    if written is None:
+        return None
+    from recsys_eval.engine.inputs import WrittenSplit
+
+    return WrittenSplit.largest_relevant
+
+
+def _split_rows(written: str | None):
+    """What writes a saved split's row files: Spark jobs streamed into them when Spark wrote the
+    fold (recsys_eval.engine.inputs.write_rows: the driver reads no row), else the split stage's
+    (None)."""
+    if written is None:
+        return None
+    from recsys_eval.engine.inputs import write_rows
+
+    return write_rows
 
 
 def reuse_note(fold: FoldSummary) -> str:
@@ -220,7 +251,7 @@ def run_fold(config: ExperimentConfig, options: RunOptions, data: Interactions, 
     if tuned:
         timings.add(split.name, "", "tune", start)
     plan = FoldPlan.build(options, data, split, n_folds=n_folds, tuned=tuned, progress=progress, timings=timings,
-                          targets=not spark)
+                          targets=not spark, largest_relevant=_largest_relevant(written))
     if spark:
         from recsys_eval.engine.fold import SparkFold
 
@@ -231,7 +262,7 @@ def run_fold(config: ExperimentConfig, options: RunOptions, data: Interactions, 
         fold = LocalFold(plan, sink, progress, timings, earlier).run()
     if config.output.save_splits:
         start = time.perf_counter()
-        sink.save_split(split)
+        sink.save_split(split, _split_rows(written))
         timings.add(split.name, "", "save split", start)
     if config.run.save_negatives:
         from recsys_eval.pipeline.negatives import save_fold_negatives

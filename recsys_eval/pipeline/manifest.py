@@ -7,7 +7,6 @@ import platform
 from datetime import datetime, timezone
 from importlib.metadata import PackageNotFoundError, version
 
-import numpy as np
 import polars as pl
 
 from recsys_eval.core import Interactions, Split
@@ -108,9 +107,8 @@ def data_statistics(data: Interactions, prepared: list[dict], splits: list[Split
             f"removed {step['users']:,} users, {step['items']:,} items, {step['interactions']:,} interactions",
         ))
     for s in splits:
-        test_users = int(np.count_nonzero(s.test.user_counts()))
         rows.append((
             f"split {s.name}",
-            f"train {len(s.train):,}, test {len(s.test):,} interactions, {test_users:,} test users",
+            f"train {len(s.train):,}, test {len(s.test):,} interactions, {s.n_test_users():,} test users",
         ))
     return pl.DataFrame(rows, schema=["statistic", "value"], orient="row")

@@ -9,6 +9,7 @@ execute plans; none of them reads the config.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -88,16 +89,16 @@ class RunOptions:
         the configured ones."""
         return [self.model_job(fold, rec, (tuned or {}).get(rec.display)) for rec in self.recommenders]
 
-    def rank_for(self, split: Split) -> RankOptions:
+    def rank_for(self, split: Split, largest_relevant: LargestRelevant | None = None) -> RankOptions:
         """The rank options of a fold: deep enough for its units' relevant counts where a metric
-        reads the top R (R-precision), else :attr:`rank` as it is."""
+        reads the top R (R-precision), else :attr:`rank` as it is; ``largest_relevant`` counts
+        the split's largest (default: from its qrels, the split's rows)."""
         from recsys_eval.measure.metrics import METRICS, Depth
-        from recsys_eval.targets.relevance import qrels
 
         if not any(METRICS[m].depth is Depth.RELEVANT for m in self.measure.ranking):
             return self.rank
-        counts = qrels(split, self.measure.relevance_threshold).relevant_counts()
-        return self.rank.deep_enough(self.measure, int(counts.max()) if len(counts) else 0)
+        return self.rank.deep_enough(self.measure, (largest_relevant or _largest_relevant)(
+            split, self.measure.relevance_threshold))
 
     def target_sets(self, protocol: ProtocolConfig, split: Split, totals: ItemTotals | None = None,
                     designed: bool = False, fixed: Negatives | None = None) -> list[TargetSet]:
@@ -115,6 +116,17 @@ class RunOptions:
     def target_seed(self, fold: str, protocol: ProtocolConfig) -> int:
         """The seed of a protocol entry's samples (and uniform-test choice) on ``fold``."""
         return self.seeds.targets(fold, protocol.definition)
+
+
+#: What counts a split's largest number of relevant test items of one user under a threshold.
+LargestRelevant = Callable[[Split, float | None], int]
+
+
+def _largest_relevant(split: Split, threshold: float | None) -> int:
+    from recsys_eval.targets.relevance import qrels
+
+    counts = qrels(split, threshold).relevant_counts()
+    return int(counts.max()) if len(counts) else 0
 
 
 @dataclass(frozen=True)
@@ -159,10 +171,12 @@ class FoldPlan:
     @classmethod
     def build(cls, options: RunOptions, data: Interactions, split: Split, *, n_folds: int,
               tuned: dict[str, RecommenderConfig] | None = None, progress: Progress | None = None,
-              timings: Timings | None = None, targets: bool = True) -> FoldPlan:
+              timings: Timings | None = None, targets: bool = True,
+              largest_relevant: LargestRelevant | None = None) -> FoldPlan:
         """The plan of ``split``: every protocol's target sets built (a step each in ``timings``;
         none with ``targets=False``, for an engine whose tasks build their users' own), every
-        recommender with its seed, the ``tuned`` entries in place of the config's."""
+        recommender with its seed, the ``tuned`` entries in place of the config's; its rank
+        options by :meth:`RunOptions.rank_for` (with ``largest_relevant``)."""
         sets: list[TargetSet] = []
         protocols = options.protocols if targets else ()
         with (progress or Progress.silent()).step(f"[{split.name}] targets", total=len(protocols)) as advance:
@@ -173,4 +187,5 @@ class FoldPlan:
                     timings.add(split.name, "", f"plan targets {protocol.display}", start)
                 advance()
         pool_auc = "auc" in options.measure.ranking and n_folds >= 2
-        return cls(options, data, split, sets, options.model_jobs(split.name, tuned), options.rank_for(split), pool_auc)
+        return cls(options, data, split, sets, options.model_jobs(split.name, tuned),
+                   options.rank_for(split, largest_relevant), pool_auc)

@@ -153,14 +153,15 @@ class RunSink:
             if files:
                 self.folder.write_scratch(kind, fold, pl.scan_parquet(files))
 
-    def save_split(self, split: Split) -> None:
+    def save_split(self, split: Split, rows=None) -> None:
         """Save the fold's split, unless an earlier attempt of this run saved it: a split folder is
-        renamed into place only once complete, and the same config and seed make the same split."""
+        renamed into place only once complete, and the same config and seed make the same split;
+        ``rows``: what writes its row files (:func:`recsys_eval.split.io.write_rows`'s arguments)."""
         from recsys_eval.split import save_split
 
         folder = self.folder.split_folder(split.name)
         if not folder.is_dir():
-            save_split(split, folder)
+            save_split(split, folder, rows=rows)
 
     def save_negatives(self, fold: str, label: str, users: np.ndarray, items: np.ndarray,
                        held_out: tuple[np.ndarray, np.ndarray], ids: Interactions) -> None:
@@ -214,14 +215,19 @@ class RunSink:
     def write_data_stats(self, stats: pl.DataFrame) -> None:
         self.folder.write_table(DATA_STATS, stats, csv=False)
 
-    def write_leakage(self, splits: list[Split]) -> None:
-        """The folds' leakage audit (recsys_eval.split.leakage), when every side has timestamps."""
+    def write_leakage(self, splits: list[Split], audit=None) -> None:
+        """The folds' leakage audit (``audit`` of the splits, by default
+        :func:`recsys_eval.split.leakage_audit`), when every side has timestamps; a per-user table
+        given as a lazy frame is streamed into its file."""
         from recsys_eval.split import leakage_audit
 
         if all(s.train.has_timestamp and s.test.has_timestamp for s in splits):
-            audit = leakage_audit(splits)
-            self.folder.write_table(LEAKAGE, audit.folds)
-            self.folder.write_table(LEAKAGE_USERS, audit.users, csv=False)
+            made = (audit or leakage_audit)(splits)
+            self.folder.write_table(LEAKAGE, made.folds)
+            if isinstance(made.users, pl.LazyFrame):
+                atomic.sink_parquet(made.users, self.folder.path / f"{LEAKAGE_USERS}.parquet")
+            else:
+                self.folder.write_table(LEAKAGE_USERS, made.users, csv=False)
 
     def write_user_slices(self, splits: list[Split], specs: list[str], attributes: str | None = None,
                           threshold: float | None = None) -> None:

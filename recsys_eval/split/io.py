@@ -37,9 +37,10 @@ _SIDES = ("train", "test")
 LISTING = "splits.json"
 
 
-def save_split(split: Split, folder: str | Path, *, overwrite: bool = False) -> Path:
-    """Write ``split`` to ``folder`` (created; an existing one only with ``overwrite``)."""
-    return save_splits([split], folder, overwrite=overwrite, subfolders=False)
+def save_split(split: Split, folder: str | Path, *, overwrite: bool = False, rows=None) -> Path:
+    """Write ``split`` to ``folder`` (created; an existing one only with ``overwrite``); ``rows``:
+    what writes its row files (:func:`write_rows`'s arguments), by default :func:`write_rows`."""
+    return save_splits([split], folder, overwrite=overwrite, subfolders=False, rows=rows)
 
 
 def save_splits(
@@ -48,6 +49,7 @@ def save_splits(
     *,
     overwrite: bool = False,
     subfolders: bool = True,
+    rows=None,
 ) -> Path:
     """Write several splits (e.g. k folds) to ``folder/<split name>`` in one atomic step; with
     ``subfolders=False`` the single split goes to ``folder`` itself."""
@@ -67,7 +69,7 @@ def save_splits(
     try:
         staging.mkdir(parents=True)
         for split in splits:
-            _write(split, staging / _safe_name(split.name) if subfolders else staging)
+            _write(split, staging / _safe_name(split.name) if subfolders else staging, rows or write_rows)
         if subfolders:
             listing = {"format": FORMAT, "version": VERSION,
                        "splits": [_safe_name(s.name) for s in splits]}
@@ -83,13 +85,10 @@ def save_splits(
     return folder
 
 
-def _write(split: Split, folder: Path) -> None:
+def _write(split: Split, folder: Path, rows) -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    for side_name in _SIDES:
-        side = getattr(split, side_name)
-        atomic.write_parquet(side.to_raw(), folder / f"{side_name}.parquet")
+    rows(split, folder)
     train = split.train
-    atomic.write_parquet(pl.DataFrame({"user_id": train.user_ids}), folder / "users.parquet")
     atomic.write_parquet(pl.DataFrame({"item_id": train.item_ids}), folder / "items.parquet")
     if train.items_meta is not None:
         atomic.write_parquet(train.items_meta, folder / "items_meta.parquet")
@@ -106,6 +105,14 @@ def _write(split: Split, folder: Path) -> None:
     }
     text = json.dumps(meta, indent=2, default=_jsonable)
     atomic.write_text(folder / "split.json", text + "\n")
+
+
+def write_rows(split: Split, folder: Path) -> None:
+    """The files of a split that grow with its rows and users: each side's raw rows
+    (``train.parquet``, ``test.parquet``) and the user index (``users.parquet``)."""
+    for side_name in _SIDES:
+        atomic.write_parquet(getattr(split, side_name).to_raw(), folder / f"{side_name}.parquet")
+    atomic.write_parquet(pl.DataFrame({"user_id": split.train.user_ids}), folder / "users.parquet")
 
 
 def _safe_name(name: str) -> str:

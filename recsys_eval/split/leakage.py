@@ -43,12 +43,13 @@ class LeakageAudit:
             the counts behind each share, the four :data:`SHARES`, ``threshold`` and ``flagged``, the
             shares above it (a list of their names).
         users: one row per (fold, test user): fold, user (raw id), test_start (tau_u), n_train,
-            n_test, n_train_after_test_start, n_train_after_user_test, n_test_future_items, leaking.
+            n_test, n_train_after_test_start, n_train_after_user_test, n_test_future_items, leaking
+            (a lazy frame of files when made on Spark, :mod:`recsys_eval.engine.leakage`).
         threshold: the share above which a measure is flagged.
     """
 
     folds: pl.DataFrame
-    users: pl.DataFrame
+    users: pl.DataFrame | pl.LazyFrame
     threshold: float = DEFAULT_THRESHOLD
 
 
@@ -57,14 +58,22 @@ def leakage_audit(splits: list[Split], threshold: float = DEFAULT_THRESHOLD) -> 
 
     Raises a DataError naming the fold when its data has no timestamps.
     """
-    if not 0 <= threshold <= 1:
-        raise DataError(f"leakage threshold {threshold}: expected a share in [0, 1]")
+    check_threshold(threshold)
     counted = [_counts(split) for split in splits]
     folds = pl.concat([_fold_row(split, counts) for split, counts in zip(splits, counted, strict=True)])
-    flags = pl.concat_list([pl.when(pl.col(s) > threshold).then(pl.lit(s)) for s in SHARES]).list.drop_nulls()
-    folds = folds.with_columns(pl.lit(threshold).alias("threshold"), flags.alias("flagged"))
     users = pl.concat([_user_table(split, counts) for split, counts in zip(splits, counted, strict=True)])
-    return LeakageAudit(folds, users, threshold)
+    return LeakageAudit(flagged(folds, threshold), users, threshold)
+
+
+def check_threshold(threshold: float) -> None:
+    if not 0 <= threshold <= 1:
+        raise DataError(f"leakage threshold {threshold}: expected a share in [0, 1]")
+
+
+def flagged(folds: pl.DataFrame, threshold: float) -> pl.DataFrame:
+    """The folds' rows (:func:`fold_row`) with ``threshold`` and the shares above it, ``flagged``."""
+    flags = pl.concat_list([pl.when(pl.col(s) > threshold).then(pl.lit(s)) for s in SHARES]).list.drop_nulls()
+    return folds.with_columns(pl.lit(threshold).alias("threshold"), flags.alias("flagged"))
 
 
 def user_leakage(split: Split) -> pl.DataFrame:
@@ -128,18 +137,24 @@ def _user_table(split: Split, counts: _Counts) -> pl.DataFrame:
 def _fold_row(split: Split, counts: _Counts) -> pl.DataFrame:
     """The fold's shares: training rows of every user count in the first denominator, so the
     train side's rows of users without a test interaction are counted here, not per user."""
-    n_train, n_test = len(split.train), len(split.test)
-    tested = counts.n_test > 0
-    after_user, future = int(counts.after_user.sum()), int(counts.future_items.sum())
-    leaking, n_users = int((counts.after_user > 0).sum()), int(tested.sum())
+    return fold_row(split.name, counts.start, len(split.train), len(split.test), int((counts.n_test > 0).sum()),
+                    counts.n_train_after_start, int(counts.after_user.sum()), int(counts.future_items.sum()),
+                    int((counts.after_user > 0).sum()))
+
+
+def fold_row(fold: str, start: int, n_train: int, n_test: int, n_users: int, after_start: int, after_user: int,
+             future: int, leaking: int) -> pl.DataFrame:
+    """A fold's row of the audit from its counts: T0 (``start``), its train and test rows, its test
+    users, the train rows after T0, those after their user's tau_u, the test rows of future items
+    and the test users leaking."""
     return pl.DataFrame({
-        "fold": [split.name], "test_start": [counts.start], "n_train": [n_train], "n_test": [n_test],
+        "fold": [fold], "test_start": [start], "n_train": [n_train], "n_test": [n_test],
         "n_test_users": [n_users],
-        "n_train_after_test_start": [counts.n_train_after_start],
+        "n_train_after_test_start": [after_start],
         "n_train_after_user_test": [after_user],
         "n_test_future_items": [future],
         "n_users_leaking": [leaking],
-        "share_after_test_start": [_share(counts.n_train_after_start, n_train)],
+        "share_after_test_start": [_share(after_start, n_train)],
         "share_after_user_test": [_share(after_user, n_train)],
         "share_future_items": [_share(future, n_test)],
         "share_users_leaking": [_share(leaking, n_users)],

@@ -28,7 +28,6 @@ class ItemTotals:
 
     @classmethod
     def of(cls, split: Split) -> ItemTotals:
-        """The totals of the whole ``split``."""
-        in_test = np.zeros(split.n_items, dtype=bool)
-        in_test[split.test.items] = True
-        return cls(in_test, split.train.item_counts().astype(np.int64))
+        """The totals of the whole ``split`` (from its sides' item counts alone, which an engine
+        may count where the rows are)."""
+        return cls(split.test.item_counts() > 0, split.train.item_counts().astype(np.int64))

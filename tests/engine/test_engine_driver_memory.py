@@ -4,7 +4,10 @@ far below the per-unit table, they succeed with the local engine's summary; coll
 to the driver, as the driver once did, fails under the same cap (the counter-test). ``run`` with
 ``spark_als`` fits from the split Spark wrote and ships its users' factors as rows: under the same
 cap, no Spark job hands the driver the train side (which collected would be larger than the cap
-too) nor the user factors."""
+too) nor the user factors; and the driver reads no row of the split Spark wrote
+(``recsys_eval.engine.inputs.ROW_READS`` stays empty): popular fits from Spark's item counts, the
+fold's item totals, data statistics, leakage audit and saved split are Spark jobs, all equal to
+the local engine's."""
 
 from __future__ import annotations
 
@@ -45,6 +48,7 @@ RUN_SCRIPT = textwrap.dedent("""
     import json, sys
     from pathlib import Path
     from recsys_eval.core.spark import spark_session
+    from recsys_eval.engine import inputs
     from recsys_eval.experiment.runner import run_experiment
     from recsys_eval.pipeline.config import load_config
     from recsys_eval.recommend import spark_als
@@ -62,7 +66,8 @@ RUN_SCRIPT = textwrap.dedent("""
     path, out, ratings = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
     spark = spark_session("local[2]")
     folder = run_experiment(load_config(path), path.read_text(), out_root=Path(out), quiet=True).folder
-    outcome = {"limit": spark.sparkContext.getConf().get("spark.driver.maxResultSize"), "folder": str(folder)}
+    outcome = {"limit": spark.sparkContext.getConf().get("spark.driver.maxResultSize"), "folder": str(folder),
+               "row_reads": inputs.ROW_READS}
     for what, uri in (("per_unit", str(folder) + "/per_unit"), ("ratings", ratings)):
         try:
             frame = spark.read.parquet(uri) if what == "per_unit" else spark.read.csv(uri, header=True)
@@ -138,13 +143,14 @@ def test_a_capped_driver_runs_what_it_could_not_collect(spark, tmp_path, partiti
             "capped", seed=3, dataset=ratings_file(ratings), split=HOLDOUT, protocols=["AI+AR+AN"],
             recommenders=["popular", {"name": "spark_als", "params": {"factors": 4, "iterations": 2}}],
             metrics={"names": ["precision", "ndcg", "ap"], "k": [5, 10, 20], "relevance_threshold": 4},
-            output={"report": False, "save_splits": False}, engine={"name": engine, "partitions": partitions}))
+            output={"report": False, "save_splits": True}, engine={"name": engine, "partitions": partitions}))
     done = subprocess.run([sys.executable, "-c", RUN_SCRIPT, str(paths["spark"]), str(tmp_path / "spark"), ratings],
                           capture_output=True, text=True, env={**os.environ, "SPARK_CONF_DIR": str(conf)},
                           timeout=1200)
     assert done.returncode == 0, done.stderr[-3000:]
     outcome = json.loads(done.stdout.strip().splitlines()[-1])
     assert outcome["limit"] == "1m"
+    assert outcome["row_reads"] == []
     capped = ResultsFolder.open(outcome["folder"])
     per_unit = capped.scan_per_unit().collect()
     assert per_unit.drop("fold", "protocol", "system").estimated_size() > 1 << 20
@@ -156,3 +162,15 @@ def test_a_capped_driver_runs_what_it_could_not_collect(spark, tmp_path, partiti
     assert local.scan_per_unit().collect().sort(keys).equals(per_unit.sort(keys).select(
         local.scan_per_unit().collect_schema().names()))
     assert (local.path / "summary.csv").read_bytes() == (capped.path / "summary.csv").read_bytes()
+    # what the run reports of the split, counted by Spark: the data statistics, the leakage audit
+    # (its per-user table streamed from Spark's files) and the saved split, the local engine's
+    for table in ("data_stats", "leakage", "leakage_users"):
+        assert local.table(table).equals(capped.table(table)), table
+    assert capped.table("leakage_users").height > 5000
+    saved = sorted(p.relative_to(local.path) for p in (local.path / "splits").rglob("*.*"))
+    assert saved == sorted(p.relative_to(capped.path) for p in (capped.path / "splits").rglob("*.*"))
+    for name in saved:
+        if name.suffix == ".parquet":
+            assert pl.read_parquet(local.path / name).equals(pl.read_parquet(capped.path / name)), name
+        else:
+            assert (local.path / name).read_bytes() == (capped.path / name).read_bytes(), name

@@ -219,3 +219,57 @@ def test_the_spark_split_records_the_local_splitters_params(synthetic_ratings, m
     for split in made if isinstance(made, list) else [made]:
         assert split.info["params"] == recorded
         assert split.info["users_kept_in_train"] == int(((counts > 0) & (counts < least)).sum())
+
+
+@pytest.mark.spark
+def test_the_driver_counts_the_written_split_on_spark_without_reading_its_rows(spark, tmp_path, synthetic_ratings):
+    from recsys_eval.engine.targets import check_relevant
+    from recsys_eval.pipeline.config import ProtocolConfig
+    from recsys_eval.targets.relevance import qrels, test_gains
+    from recsys_eval.targets.totals import ItemTotals
+
+    config = load_config(_path(tmp_path, synthetic_ratings, partitions=3))
+    made = inputs.spark_inputs(config, 17, tmp_path / "splits")
+    local_data, _ = prepare_data(config.prepare, load_file(synthetic_ratings, COLUMNS))
+    (local,) = make_splits(config.split, local_data, seed=17)
+    (split,) = made.splits
+    reads = len(inputs.ROW_READS)
+    # what the run reads of the split besides its rows, counted by Spark: the local split's (the
+    # relevance: the relevant test rows, and one user's most, R-precision's rank depth)
+    assert (len(made.data), made.data.n_users, made.data.n_items) == (len(local_data), local_data.n_users,
+                                                                        local_data.n_items)
+    assert (len(split.train), len(split.test), split.n_test_users()) == (len(local.train), len(local.test),
+                                                                          local.n_test_users())
+    spark_totals, local_totals = ItemTotals.of(split), ItemTotals.of(local)
+    np.testing.assert_array_equal(spark_totals.train_counts, local_totals.train_counts)
+    np.testing.assert_array_equal(spark_totals.in_test, local_totals.in_test)
+    for threshold in (None, 4, 4.5):  # 4.5 is no rating: compared in float32 as numpy compares
+        judged = qrels(local, threshold)
+        assert split.relevance(threshold) == (int((judged.gain > 0).sum()), int(judged.relevant_counts().max()))
+    assert len(inputs.ROW_READS) == reads  # none of it read a row on the driver
+    # a fold the local checks refuse is read (its sides' ratings, over the user ids), to raise the local engine's error
+    with pytest.raises(DataError) as local_error:
+        test_gains(local, 9)
+    with pytest.raises(DataError, match="is above every rating") as spark_error:
+        check_relevant(ProtocolConfig(name="TI+1R+NN20"), split, 9)
+    assert str(spark_error.value) == str(local_error.value)
+    assert inputs.ROW_READS[reads:] == [("holdout", "test"), ("", "user ids"), ("holdout", "train")]
+
+
+def test_validate_names_what_the_driver_holds_and_why(tmp_path, synthetic_ratings):
+    spark_only = tmp_path / "spark-only.toml"
+    spark_only.write_text(config_text(
+        "held", seed=5, dataset=ratings_file(synthetic_ratings), split=HOLDOUT, protocols=["AI+AR+AN", "TI+1R+NN20"],
+        recommenders=["popular", "random", "spark_als"], metrics={"names": ["ndcg", "auc"], "k": [5]},
+        output={"report": False, "save_splits": True}, engine={"name": "spark"}))
+    assert inputs.inputs_note(load_config(spark_only)).splitlines()[1] == (
+        "driver: holds no row of the split (its counts, item totals and checks are Spark jobs); popular, random, "
+        "spark_als fit without its rows (on Spark, or from Spark's counts)")
+    held = inputs.inputs_note(load_config(_path(tmp_path, synthetic_ratings))).splitlines()[1]
+    assert held.startswith("driver: holds the fold's train side (als fits on the driver with implicit; item_knn's "
+                           "item neighbourhoods are computed on the driver; bias's user and item biases are fitted on "
+                           "the driver; the beyond-accuracy metrics read its item side; uniform: the uniform test is "
+                           "chosen item by item over every test rating) and the fold's test side (uniform: ")
+    assert held.endswith("; popular fits without its rows (on Spark, or from Spark's counts)")
+    assert inputs.driver_rows(load_config(_path(tmp_path, synthetic_ratings, engine="local"))) == inputs.driver_rows(
+        load_config(_path(tmp_path, synthetic_ratings)))
