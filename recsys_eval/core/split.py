@@ -21,7 +21,8 @@ class Split:
         name: a short label, e.g. ``"fold1"`` or ``"u1"``, used as the ``fold`` in results.
         info: what produced the split and what it dropped or kept, and why: the splitter's name,
             its parameters and seed, and counts such as ``users_kept_in_train`` or
-            ``test_dropped_unknown_items``. Saved beside the split as JSON.
+            ``test_dropped_unknown_items``. Saved beside the split as JSON. ``info["part"]``
+            marks a part of a fold's users (:attr:`part`).
     """
 
     train: Interactions
@@ -45,6 +46,13 @@ class Split:
         ``train`` are fold-in history, read to score them, never fitted on
         (docs/CONVENTIONS.md#user-disjoint-split)."""
         return bool(self.info.get("fold_in"))
+
+    @property
+    def part(self) -> bool:
+        """True for a part of a fold's users (a Spark task's chunk): what holds of the whole fold
+        (some rating reaches the relevance threshold) was checked on the fold, and a part need
+        not hold it (its users may all rate below the threshold)."""
+        return bool(self.info.get("part"))
 
     def test_users(self) -> np.ndarray:
         """Bool per user index: the user has a test interaction."""

@@ -160,20 +160,21 @@ def _checked_negatives(options: RunOptions, protocol: ProtocolConfig, split: Spl
 
 
 def check_relevant(protocol: ProtocolConfig, source: Split, threshold: float | None) -> None:
-    """A DataError when a 1R protocol entry is drawn on a split without a relevant test item."""
+    """The fold's relevance checks, which the tasks, each holding a part of its users, cannot
+    make: :func:`~recsys_eval.targets.relevance.test_gains`' errors (an empty test side, a threshold
+    without ratings or above every rating, a relevant rating not positive), and a DataError when a
+    1R protocol entry is drawn on a split without a relevant test item."""
     from recsys_eval.targets import Protocol
-    from recsys_eval.targets.relevance import qrels
+    from recsys_eval.targets.relevance import test_gains
 
     from recsys_eval.engine.inputs import WrittenSplit
 
-    parsed = Protocol.parse(protocol.name)
-    if parsed.relevant != "1R":
-        return
-    if isinstance(source, WrittenSplit):  # counted by Spark where the rows are
+    if isinstance(source, WrittenSplit):  # counted by Spark where the rows are; raises as test_gains
         relevant = source.relevant_rows(threshold) > 0
     else:
-        relevant = bool((qrels(source, threshold).gain > 0).any())
-    if not relevant:
+        relevant = bool((test_gains(source, threshold) > 0).any())
+    parsed = Protocol.parse(protocol.name)
+    if parsed.relevant == "1R" and not relevant:
         raise DataError(f"split {source.name!r}: protocol {parsed.name} needs relevant test items, "
                         f"and none reaches the threshold {threshold}")
 
@@ -373,14 +374,17 @@ def chunk_template(template: Interactions, chunk: pl.DataFrame) -> tuple[pl.Data
 
 def chunk_split(chunk: pl.DataFrame, column: str, template: Interactions, fold: str) -> Split:
     """The chunk's side of the split whose test rows ``column`` flags (its other interactions,
-    train rows and moved test rows alike, are the train side)."""
+    train rows and moved test rows alike, are the train side), a part of the fold
+    (:attr:`~recsys_eval.core.Split.part`: the fold's relevance checks were made on the driver,
+    :func:`check_relevant`)."""
     from recsys_eval.core import Split
 
     negatives = [c for c in chunk.columns if c.startswith(NEGATIVES.format(""))]
     rows = chunk.filter(~pl.any_horizontal(negatives)) if negatives else chunk
     flagged = rows.get_column(column)
     values = rows.select(c for c in rows.columns if not c.startswith(_FLAGS))
-    return Split(template.with_frame(values.filter(~flagged)), template.with_frame(values.filter(flagged)), name=fold)
+    return Split(template.with_frame(values.filter(~flagged)), template.with_frame(values.filter(flagged)), name=fold,
+                 info={"part": True})
 
 
 def _chunk_negatives(chunk: pl.DataFrame, column: str, file: str, n_users: int) -> Negatives:

@@ -68,7 +68,8 @@ def test_gains(split: Split, threshold: float | None = None) -> np.ndarray:
     """The gain of every test row of ``split`` in its row order (float32; 0 = not relevant).
 
     Raises DataError for an empty test side, a threshold on data without ratings, a threshold above
-    every rating of the split, or a relevant test rating that is not positive.
+    every rating of the split (of a whole fold: a part of its users, :attr:`Split.part`, may all
+    rate below it), or a relevant test rating that is not positive.
     """
     if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, (int, float, np.number))
                                   or not np.isfinite(threshold)):
@@ -84,7 +85,7 @@ def test_gains(split: Split, threshold: float | None = None) -> np.ndarray:
         )
     if ratings is None:
         return np.ones(len(test), dtype=np.float32)
-    if threshold is not None:
+    if threshold is not None and not split.part:  # a fold's check, made on the fold (Split.part)
         train_ratings = split.train.ratings if len(split.train) else None
         highest = float(ratings.max())
         if train_ratings is not None:

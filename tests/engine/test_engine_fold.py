@@ -200,3 +200,29 @@ def test_the_template_sent_to_the_tasks_does_not_grow_with_the_users(text_ids):
         assert local.user_ids.gather(users).equals(data.user_ids.gather(fold_users[users]))
         assert local.user_ids.null_count() == 0
     assert sizes[0] == sizes[1]  # no array over the users
+
+
+@pytest.mark.spark
+def test_a_task_whose_users_all_rate_below_the_threshold_runs_as_the_local_engine(spark, tmp_path):
+    """The relevance threshold must be reached by some rating of the fold, not of each task's
+    users: half the users rate 1-2 only (threshold 4), and with 30 partitions for 40 users some
+    tasks hold only those; the run must give the local engine's per-unit values and summary."""
+    rng = np.random.default_rng(1)
+    users = np.repeat(np.arange(40), 30)
+    items = np.concatenate([rng.choice(200, 30, replace=False) for _ in range(40)])
+    ratings = np.where(users % 2 == 0, rng.integers(1, 3, users.size), rng.integers(1, 6, users.size))
+    data = tmp_path / "ratings.csv"
+    pl.DataFrame({"userId": users, "movieId": items, "rating": ratings.astype(float),
+                  "timestamp": np.arange(users.size)}).write_csv(data)
+    folders = {}
+    for engine, partitions in (("local", 1), ("spark", 30), ("spark", 7)):
+        path = tmp_path / f"{engine}-{partitions}.toml"
+        path.write_text(config_text(
+            "fold", seed=5, dataset=ratings_file(data), split=HOLDOUT, protocols=["AI+AR+AN", "AI+1R+NN20"],
+            recommenders=["popular"], metrics={"names": ["ndcg", "recall"], "k": [5], "relevance_threshold": 4},
+            output={"report": False, "save_splits": False}, engine={"name": engine, "partitions": partitions}))
+        folders[engine, partitions] = ResultsFolder.open(_run(path, tmp_path / f"{engine}{partitions}").folder)
+    local = folders["local", 1]
+    for partitions in (30, 7):
+        _assert_same(local.scan_per_unit().collect(), folders["spark", partitions].scan_per_unit().collect())
+        assert (local.path / "summary.csv").read_bytes() == (folders["spark", partitions].path / "summary.csv").read_bytes()
