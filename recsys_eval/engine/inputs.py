@@ -561,9 +561,16 @@ class WrittenSplit(Split):
 
     def relevance(self, threshold: float | None) -> tuple[int, int]:
         """``(relevant test rows, the largest number of them of one user)`` under ``threshold``,
-        counted by Spark. A test side that :func:`~recsys_eval.targets.relevance.test_gains`
+        counted by Spark once per threshold (every protocol entry's check asks; a written split's
+        sides are fixed, so the answer is kept on its test side). A test side that :func:`~recsys_eval.targets.relevance.test_gains`
         refuses (empty, a threshold without ratings or above every rating, a relevant rating not
         positive) is read on the driver for that function to raise its error, the local engine's."""
+        key = ("relevance", threshold)
+        if key not in self.test._cache:
+            self.test._cache[key] = self._count_relevance(threshold)
+        return self.test._cache[key]
+
+    def _count_relevance(self, threshold: float | None) -> tuple[int, int]:
         from pyspark.sql import functions as F
 
         from recsys_eval.targets.relevance import test_gains
