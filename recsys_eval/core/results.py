@@ -637,7 +637,8 @@ class ResultsFolder:
         return atomic.write_parquet(frame, target)
 
     def spark_splits(self) -> Path:
-        """Where a Spark job writes the folds' splits (:data:`SPARK_SPLITS`), kept until :meth:`finish`."""
+        """Where a Spark job writes the folds' splits (:data:`SPARK_SPLITS`), or, for a results
+        folder at a URI, the driver's copies of what it reads of them; kept until :meth:`finish`."""
         return self.path / SPARK_SPLITS
 
     def scratch_files(self, kind: str) -> list[Path]:

@@ -15,11 +15,17 @@ Spark jobs, the split written as Parquet partitioned by side, and the driver's c
   the executors (docs/CONVENTIONS.md#per-user-split-draws), a global split's keys cut in key order
   by a Spark sort (docs/CONVENTIONS.md#global-split-draws), or a time split's point (found by a
   Spark sort for a quantile) or rolling windows, each fold written by
-  :func:`~recsys_eval.engine.split.write_sides` into the results folder's scratch
-  (``spark_splits/<fold>/side=<side>/``); each fold's ``info`` counted by Spark.
+  :func:`~recsys_eval.engine.split.write_sides` into the split's scratch (:class:`SplitScratch`,
+  ``<scratch>/<fold>/side=<side>/``); each fold's ``info`` counted by Spark.
 
 - Index: each role's raw ids numbered in sorted order by Spark, as the local loader numbers the
-  loaded dataset's (:func:`write_index`), written beside the folds (``spark_splits/_index/<role>/``).
+  loaded dataset's (:func:`write_index`), written beside the folds (``<scratch>/_index/<role>/``).
+
+- Scratch: a qualified URI (:class:`SplitScratch`), under the results folder, so that the
+  executors and the driver name one place whatever the cluster's default file system; what the
+  driver reads of it (the item ids, a side's rows, the saved split's and the leakage audit's
+  files) is copied to its local work folder through Hadoop's file system API first, unless the
+  URI is that very folder.
 
 The driver holds a stand-in for each written split (:class:`WrittenSplit`, its sides
 :class:`WrittenSide`): sizes, columns, the split's record, the item index and the files' place.
@@ -37,6 +43,7 @@ splitter, named when the config is validated (:func:`local_only`).
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,6 +52,7 @@ import numpy as np
 import polars as pl
 
 from recsys_eval.core import Interactions, Split
+from recsys_eval.engine.runs import file_uri
 from recsys_eval.errors import DataError
 
 if TYPE_CHECKING:
@@ -156,9 +164,57 @@ class SparkInputs:
     written: dict[str, str]
 
 
-def spark_inputs(config: ExperimentConfig, seed: int, folder: Path) -> SparkInputs:
-    """Read, prepare and split the config's dataset on Spark, write each fold's split under
-    ``folder`` and make the driver's stand-ins for them (see the module)."""
+@dataclass(frozen=True)
+class SplitScratch:
+    """Where Spark writes a run's split (``uri``: qualified, ``file://`` for a local results
+    folder, the results folder's own URI else), and the driver's local folder for what it reads
+    of it (``local``: the same folder when ``uri`` names it, else a copy of each folder read,
+    made by :meth:`fetched`). A path Spark is given unqualified would be read against the
+    cluster's default file system (HDFS on most clusters), not the driver's disk."""
+
+    uri: str
+    local: Path
+
+    @classmethod
+    def of(cls, local: Path, remote: str | None = None) -> SplitScratch:
+        """The scratch at ``remote`` (a URI), else at the local folder ``local`` itself."""
+        return cls(remote or file_uri(local), local)
+
+    def at(self, name: str) -> str:
+        """The URI of ``name`` (a path relative to the scratch)."""
+        return f"{self.uri.rstrip('/')}/{name}"
+
+    @property
+    def in_place(self) -> bool:
+        return self.uri == file_uri(self.local)
+
+    def fetched(self, spark, name: str) -> Path:
+        """The local folder holding what Spark wrote at ``name`` (absent where Spark wrote
+        nothing): itself when the scratch is in place, else a fresh copy (one file at a time
+        through Hadoop's file system API: memory bounded by a buffer, not by the files)."""
+        local = self.local / name
+        if not self.in_place:
+            from recsys_eval.engine.runs import HadoopFolder
+
+            shutil.rmtree(local, ignore_errors=True)
+            written = HadoopFolder(spark, self.at(name))
+            if written.exists():
+                written.copy_out(local)
+        return local
+
+    def remove(self, master: str) -> None:
+        """Remove the scratch at its URI, through a session on ``master`` (a scratch in place
+        goes with the results folder's other scratch)."""
+        if not self.in_place:
+            from recsys_eval.core.spark import spark_session
+            from recsys_eval.engine.runs import HadoopFolder
+
+            HadoopFolder(spark_session(master), self.uri).delete()
+
+
+def spark_inputs(config: ExperimentConfig, seed: int, scratch: SplitScratch) -> SparkInputs:
+    """Read, prepare and split the config's dataset on Spark, write each fold's split into
+    ``scratch`` and make the driver's stand-ins for them (see the module)."""
     from recsys_eval.core.spark import spark_session
     from recsys_eval.engine.split import SIDE, split_folds, write_sides
 
@@ -167,7 +223,8 @@ def spark_inputs(config: ExperimentConfig, seed: int, folder: Path) -> SparkInpu
     method, source = config.split.method, config.dataset.path
     written, infos, sides = {}, {}, {}
     try:
-        index = WrittenIndex(write_index(raw, str(folder / INDEX)), config.engine.master)
+        write_index(raw, scratch.at(INDEX))
+        index = WrittenIndex(scratch, config.engine.master)
         prepared, steps = spark_prepare(raw, config.prepare)
         params = {**config.split.params, "seed": config.split.params.get("seed", seed)}
         partitions = config.engine.partitions or 4 * spark.sparkContext.defaultParallelism
@@ -175,7 +232,7 @@ def spark_inputs(config: ExperimentConfig, seed: int, folder: Path) -> SparkInpu
             marked = marked.persist()
             sides[name] = dict(marked.groupBy(SIDE).count().collect())
             infos[name] = split_info(sides[name], prepared, method, params, extra)
-            written[name] = str(folder / name)
+            written[name] = scratch.at(name)
             write_sides(marked, written[name])
             marked.unpersist()
         columns = tuple(role for role in ROLES if role in raw.columns)
@@ -207,12 +264,13 @@ def read_dataset(spark, dataset: DatasetConfig):
     from recsys_eval.data.files import PARQUET_SUFFIXES, guess_separator, roles_of
 
     path = dataset.path
+    source = file_uri(path)  # a config's path is the driver's, whatever the cluster's default file system
     try:
         if Path(path).suffix.lower() in PARQUET_SUFFIXES:
-            frame = spark.read.parquet(path)
+            frame = spark.read.parquet(source)
         else:
             separator = dataset.separator or guess_separator(Path(path))
-            frame = spark.read.csv(path, header=True, inferSchema=True, sep=separator)
+            frame = spark.read.csv(source, header=True, inferSchema=True, sep=separator)
     except AnalysisException as exc:
         raise DataError(f"{path}: could not be read by Spark ({str(exc).splitlines()[0]})") from None
     roles = roles_of(dataset.columns, frame.columns, path)
@@ -290,10 +348,10 @@ def write_index(frame, uri: str) -> str:
     return uri
 
 
-def read_ids(index: str, role: str) -> pl.Series:
-    """The raw ids of ``role`` in the order of their index (:func:`write_index`), for the driver's
-    copy of the split."""
-    ids = pl.read_parquet(f"{index}/{role}/*.parquet").sort(INDEX_COLUMN).get_column(role)
+def read_ids(index: Path, role: str) -> pl.Series:
+    """The raw ids of ``role`` in the order of their index, from the local copy of the index
+    Spark wrote (:func:`write_index`), for the driver's copy of the split."""
+    ids = pl.read_parquet(f"{Path(index, role)}/*.parquet").sort(INDEX_COLUMN).get_column(role)
     return ids.rename(f"{role}_id")
 
 
@@ -415,27 +473,37 @@ ROW_READS: list[tuple[str, str]] = []
 
 class WrittenIndex:
     """The id index Spark wrote (:func:`write_index`) as the driver knows it: the item ids (an
-    array over items) read at once, the number of users counted from the files' metadata, and the
-    user ids (an array over every user) read only when something asks for them; the Spark master
-    that counts the split's item-side facts (:class:`WrittenSide`)."""
+    array over items) read at once, the number of users and their type counted by Spark, and the
+    user ids (an array over every user) read only when something asks for them; the split's
+    scratch, and the Spark master that counts the split's item-side facts (:class:`WrittenSide`)."""
 
-    def __init__(self, uri: str, master: str) -> None:
-        self.uri, self.master = uri, master
-        self.item_ids = read_ids(uri, "item")
-        self.n_users = pl.scan_parquet(f"{uri}/user/*.parquet").select(pl.len()).collect().item()
+    def __init__(self, scratch: SplitScratch, master: str) -> None:
+        self.scratch, self.master = scratch, master
+        self.uri = scratch.at(INDEX)
+        self.item_ids = self._read("item")
+        users = self.spark().read.parquet(f"{self.uri}/user")
+        self.n_users = users.count()
+        self.user_type = _ID_TYPES[users.schema["user"].dataType.simpleString()]
         self._user_ids: pl.Series | None = None
 
     @property
     def user_ids(self) -> pl.Series:
         if self._user_ids is None:
             ROW_READS.append(("", "user ids"))
-            self._user_ids = read_ids(self.uri, "user")
+            self._user_ids = self._read("user")
         return self._user_ids
+
+    def _read(self, role: str) -> pl.Series:
+        return read_ids(self.scratch.fetched(self.spark(), f"{INDEX}/{role}").parent, role)
 
     def spark(self):
         from recsys_eval.core.spark import spark_session
 
         return spark_session(self.master)
+
+
+#: The polars type of an id column of each Spark type the reader gives ids (:func:`_typed`).
+_ID_TYPES = {"bigint": pl.Int64, "string": pl.String}
 
 
 class WrittenSide(Interactions):
@@ -491,9 +559,8 @@ class WrittenSide(Interactions):
 
     def rowless(self) -> Interactions:
         """The same index and metadata with no row and no user id (typed as the user ids are)."""
-        users = pl.read_parquet_schema(next(Path(self.index.uri, "user").glob("*.parquet")))["user"]
         schema = {c: t for c, t in _FRAME_SCHEMA.items() if c in self.columns}
-        return Interactions(pl.DataFrame(schema=schema), pl.Series("user_id", [], dtype=users), self.item_ids,
+        return Interactions(pl.DataFrame(schema=schema), pl.Series("user_id", [], dtype=self.index.user_type), self.item_ids,
                             self.items_meta, self.source)
 
     def item_counts(self) -> np.ndarray:
@@ -530,8 +597,12 @@ class WrittenSide(Interactions):
         from recsys_eval.engine.split import SIDE
 
         ROW_READS.append((self.fold, "+".join(self.sides)))
-        rows = (pl.scan_parquet(f"{self.uri}/**/*.parquet", hive_partitioning=True)
-                .filter(pl.col(SIDE).is_in(self.sides)).collect().sort(ROW))
+        spark, scratch = self.index.spark(), self.index.scratch
+        folders = [scratch.fetched(spark, f"{self.fold}/{SIDE}={side}") for side in self.sides]
+        written = [pl.scan_parquet(folder / "*.parquet") for folder in folders if folder.is_dir()]
+        if not written:  # Spark writes no folder for a side without rows
+            return self.rowless().frame
+        rows = pl.concat(written).collect().sort(ROW)
         base = Interactions(pl.DataFrame(), self.user_ids, self.item_ids)
         frame = rows.with_columns(pl.Series("user", base.user_index(rows.get_column("user")), dtype=pl.Int32),
                                   pl.Series("item", base.item_index(rows.get_column("item")), dtype=pl.Int32))
@@ -626,14 +697,15 @@ def write_rows(split: WrittenSplit, folder: Path) -> None:
     from recsys_eval.core import atomic
 
     index = split.train.index
-    scratch = f"{index.uri.rstrip('/').rsplit('/', 1)[0]}/_saved/{split.name}"
+    scratch = f"_saved/{split.name}"
     columns = split.train.columns
     tables = {side: in_order(getattr(split, side).spark_rows(), ROW).select(*columns) for side in ("train", "test")}
     tables["users"] = in_order(index.spark().read.parquet(f"{index.uri}/user"), INDEX_COLUMN).select(
         F.col("user").alias("user_id"))
     for name, frame in tables.items():
-        frame.write.mode("overwrite").parquet(f"{scratch}/{name}")
-        atomic.sink_parquet(pl.scan_parquet(f"{scratch}/{name}/*.parquet"), folder / f"{name}.parquet")
+        frame.write.mode("overwrite").parquet(index.scratch.at(f"{scratch}/{name}"))
+        written = index.scratch.fetched(index.spark(), f"{scratch}/{name}")
+        atomic.sink_parquet(pl.scan_parquet(written / "*.parquet"), folder / f"{name}.parquet")
 
 
 def in_order(frame, column: str):

@@ -9,11 +9,13 @@ leaks), and its test rows whose item was first trained on after tau_u (the test 
 each item's first train time; an item never trained on is not a future item). The fold's row is
 made of their sums, by :func:`recsys_eval.split.leakage.fold_row`; the per-user table, in user
 order (the raw ids' sorted order, which is the index's), is written by Spark into the split's
-scratch (``spark_splits/_leakage/<fold>/``) and streamed into the results folder's file, never held whole by the driver.
+scratch (``<scratch>/_leakage/<fold>/``, :class:`~recsys_eval.engine.inputs.SplitScratch`) and
+streamed into the results folder's file, never held whole by the driver.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import polars as pl
@@ -35,12 +37,12 @@ def leakage_audit_on_spark(splits: list[WrittenSplit], threshold: float = DEFAUL
     for split in splits:
         row, written = _fold_counts(split)
         folds.append(row)
-        users.append(pl.scan_parquet(f"{written}/*.parquet"))
+        users.append(pl.scan_parquet(written / "*.parquet"))
     return LeakageAudit(flagged(pl.concat(folds), threshold), pl.concat(users), threshold)
 
 
-def _fold_counts(split: WrittenSplit) -> tuple[pl.DataFrame, str]:
-    """A fold's row of the audit, and where Spark wrote its per-user table."""
+def _fold_counts(split: WrittenSplit) -> tuple[pl.DataFrame, Path]:
+    """A fold's row of the audit, and the local folder of the per-user table Spark wrote."""
     from pyspark.sql import functions as F
 
     from recsys_eval.engine.inputs import in_order
@@ -63,10 +65,11 @@ def _fold_counts(split: WrittenSplit) -> tuple[pl.DataFrame, str]:
     counts = users.agg(F.count("*"), F.sum("future"), F.sum((F.col("after_user") > 0).cast("long"))).first()
     row = fold_row(split.name, int(start), len(split.train), len(split.test), int(counts[0]), int(totals[0] or 0),
                    int(totals[1] or 0), int(counts[1] or 0), int(counts[2] or 0))
-    written = f"{split.test.uri.rstrip('/').rsplit('/', 1)[0]}/{LEAKAGE}/{split.name}"
+    index = split.test.index
+    written = f"{LEAKAGE}/{split.name}"
     (in_order(users, "user").select(
         F.lit(split.name).alias("fold"), "user", F.col("tau").alias("test_start"), "n_train", "n_test",
         F.col("after_start").alias("n_train_after_test_start"), F.col("after_user").alias("n_train_after_user_test"),
         F.col("future").alias("n_test_future_items"), (F.col("after_user") > 0).alias("leaking"))
-     .write.mode("overwrite").parquet(written))
-    return row, written
+     .write.mode("overwrite").parquet(index.scratch.at(written)))
+    return row, index.scratch.fetched(index.spark(), written)

@@ -445,6 +445,13 @@ def _stem(path: str) -> str:
     return name.rsplit(".", 1)[0] if "." in name[1:] else name
 
 
+def file_uri(path: str | Path) -> str:
+    """The local ``path`` as Hadoop names a local file: ``file://`` and the absolute path, not
+    percent-encoded (Hadoop's ``Path`` would keep a ``%20`` as three characters). A path Spark is
+    given unqualified is read against the cluster's default file system (HDFS on most clusters)."""
+    return f"file://{Path(path).absolute()}"
+
+
 class HadoopFolder:
     """A folder on any file system Spark's Hadoop client reaches (local, file://, hdfs://, s3a://),
     through the JVM: exists, delete, rename, write a small text file."""
@@ -499,6 +506,12 @@ class HadoopFolder:
         """Copy the local file or folder ``local`` to ``name`` (relative to this folder)."""
         hadoop = self._jvm.org.apache.hadoop.fs.Path
         self.fs.copyFromLocalFile(False, True, hadoop(str(Path(local).absolute())), hadoop(self.path, name))
+
+    def copy_out(self, local: Path) -> None:
+        """Copy this folder (or file) to the local path ``local``, which must not exist; no
+        checksum file is written beside the copies."""
+        hadoop = self._jvm.org.apache.hadoop.fs.Path
+        self.fs.copyToLocalFile(False, self.path, hadoop(file_uri(local)), True)
 
     def write_bytes(self, name: str, data: bytes) -> None:
         stream = self.fs.create(self._jvm.org.apache.hadoop.fs.Path(self.path, name), True)

@@ -73,7 +73,7 @@ def run_experiment(
     started = time.perf_counter()
     with Timings() as timings:
         with Progress(console or Console(), quiet=quiet) as progress:
-            data, splits, prepared, written = load_and_split(config, progress, timings, sink.folder.spark_splits())
+            data, splits, prepared, written = load_and_split(config, progress, timings, sink)
             if config.analysis.slices:
                 start = time.perf_counter()
                 sink.write_user_slices(splits, config.analysis.slices, config.analysis.user_attributes,
@@ -106,6 +106,8 @@ def run_experiment(
                     trials = pl.read_parquet(sink.tuning_log) if sink.tuning_log.is_file() else None
                     sink.write_tuning_budget(tuning_budget(config, splits, trials))
                 timings.add("", "", "write results", start)
+            if written and sink.remote is not None:  # the split Spark wrote into the folder at the URI
+                _split_scratch(sink).remove(config.engine.master)
             manifest = make_manifest(config, sink.config_hash, data, splits,
                                      sink.relative([p for f in folds for p in f.partitions]))
             sink.write_manifest(manifest)  # the analysis and the report read it
@@ -191,19 +193,20 @@ def reuse_note(fold: FoldSummary) -> str:
     return "".join(f", {n} {what} reused from an earlier attempt" for n, what in counts if n)
 
 
-def load_and_split(config: ExperimentConfig, progress: Progress, timings: Timings, spark_folder: Path | None = None
+def load_and_split(config: ExperimentConfig, progress: Progress, timings: Timings, sink: RunSink | None = None
                    ) -> tuple[Interactions, list[Split], list[dict], dict[str, str]]:
     """The dataset, prepared, and its folds; with what each preparation step removed, and where
-    Spark wrote each fold's split (by fold name). On the Spark engine, with ``spark_folder``, Spark
-    reads, prepares and splits the data when it can (:mod:`recsys_eval.engine.inputs`: per-user
-    splits of a CSV or Parquet file), and the driver's copy is read from the written split."""
-    if spark_folder is not None and config.engine.name == "spark":
+    Spark wrote each fold's split (by fold name). On the Spark engine, with the run's ``sink``,
+    Spark reads, prepares and splits the data when it can (:mod:`recsys_eval.engine.inputs`:
+    per-user splits of a CSV or Parquet file) into the results folder's scratch, and the driver's
+    stand-ins are made from the written split."""
+    if sink is not None and config.engine.name == "spark":
         from recsys_eval.engine.inputs import local_only, spark_inputs
 
         if not local_only(config):
             with progress.step("read, prepare and split on Spark"):
                 start = time.perf_counter()
-                made = spark_inputs(config, RunOptions.from_config(config).seeds.split(), spark_folder)
+                made = spark_inputs(config, RunOptions.from_config(config).seeds.split(), _split_scratch(sink))
                 timings.add("", "", "split", start)
             progress.log(f"data: {made.data!r}", markup=False)
             return made.data, made.splits, made.prepared, made.written
@@ -220,6 +223,16 @@ def load_and_split(config: ExperimentConfig, progress: Progress, timings: Timing
         splits, on_train = prepare_splits(config.prepare, config_splits(config, data))
         timings.add("", "", "split", start)
     return data, splits, prepared + on_train, {}
+
+
+def _split_scratch(sink: RunSink):
+    """Where Spark writes the run's split: the results folder's scratch (``spark_splits/``) at
+    its URI, qualified (:class:`recsys_eval.engine.inputs.SplitScratch`)."""
+    from recsys_eval.core.results import SPARK_SPLITS
+    from recsys_eval.engine.inputs import SplitScratch
+
+    remote = None if sink.remote is None else sink.remote.folder.child(SPARK_SPLITS)
+    return SplitScratch.of(sink.folder.spark_splits(), remote)
 
 
 def config_splits(config: ExperimentConfig, data: Interactions) -> list[Split]:

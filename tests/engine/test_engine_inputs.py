@@ -17,6 +17,7 @@ from recsys_eval.core import Interactions
 from recsys_eval.core.results import ResultsFolder
 from recsys_eval.data import load_file
 from recsys_eval.engine import inputs
+from recsys_eval.engine.runs import file_uri
 from recsys_eval.errors import DataError
 from recsys_eval.experiment.runner import run_experiment
 from recsys_eval.pipeline.config import DatasetConfig, PrepareConfig, load_config
@@ -133,7 +134,11 @@ def test_spark_inputs_are_the_local_split_on_any_partitions(spark, tmp_path, syn
     for partitions in (1, 3, 8):
         config = load_config(_path(tmp_path, synthetic_ratings, split_table(method, **params), partitions=partitions,
                                    prepare=prepare))
-        made = inputs.spark_inputs(config, 17, tmp_path / f"splits-{method}-{partitions}")
+        folder = tmp_path / f"splits-{method}-{partitions}"
+        # on 3 partitions the split is written elsewhere than the driver's folder, which reads copies of it
+        scratch = (inputs.SplitScratch(file_uri(folder / "written"), folder / "copies") if partitions == 3
+                   else inputs.SplitScratch.of(folder))
+        made = inputs.spark_inputs(config, 17, scratch)
         assert len(made.splits) == len(folds) and list(made.written) == [local.name for local in folds]
         for split, local in zip(made.splits, folds, strict=True):
             assert split.name == local.name and split.info == local.info, partitions
@@ -229,7 +234,7 @@ def test_the_driver_counts_the_written_split_on_spark_without_reading_its_rows(s
     from recsys_eval.targets.totals import ItemTotals
 
     config = load_config(_path(tmp_path, synthetic_ratings, partitions=3))
-    made = inputs.spark_inputs(config, 17, tmp_path / "splits")
+    made = inputs.spark_inputs(config, 17, inputs.SplitScratch.of(tmp_path / "splits"))
     local_data, _ = prepare_data(config.prepare, load_file(synthetic_ratings, COLUMNS))
     (local,) = make_splits(config.split, local_data, seed=17)
     (split,) = made.splits
