@@ -595,6 +595,7 @@ class SparkFold:
 
     def _bootstrap(self, spark, written: list[Path], n_parts: int) -> pl.DataFrame | None:
         """The fold's bootstrap intervals, a Spark job over its written files (None with t-intervals)."""
+        from recsys_eval.engine.runs import file_uri
         from recsys_eval.engine.stats import bootstrap_intervals
 
         summarising = self.plan.options.summarising
@@ -602,7 +603,8 @@ class SparkFold:
             return None
         fold = self.plan.fold
         remote = self.sink.remote
-        files = [str(p) if remote is None else remote.folder.child(str(p.relative_to(self.sink.path))) for p in written]
+        files = [file_uri(p) if remote is None else remote.folder.child(str(p.relative_to(self.sink.path)))
+                 for p in written]
         return bootstrap_intervals(spark, files, undefined=summarising.undefined,
                                    n_resamples=summarising.resamples, partitions=n_parts,
                                    seeds={(fold, label): summarising.seed_of(fold, label)

@@ -99,10 +99,11 @@ class SparkPairedTests:
 
     def __call__(self, folder: ResultsFolder, options: dict, undefined: str) -> pl.DataFrame | None:
         from recsys_eval.core.spark import spark_session
+        from recsys_eval.engine.runs import file_uri
 
         spark = spark_session(self.master)
         n_parts = self.partitions or 4 * spark.sparkContext.defaultParallelism
-        files = [str(path) for path in folder.per_unit_files()]
+        files = [file_uri(path) for path in folder.per_unit_files()]  # the driver's files, whatever the default file system
         if not files:
             return None
         return paired_tests_on_spark(spark, files, undefined=undefined, options=options,

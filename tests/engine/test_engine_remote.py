@@ -78,3 +78,49 @@ def test_what_reads_the_folder_on_the_driver_is_refused_at_a_uri(tmp_path, synth
     message = str(refused.value)
     assert "'s3a://b/r' is at a URI" in message and "--engine spark" in message
     assert "--resume" in message and "report = false" in message
+
+
+@pytest.fixture
+def hdfs_like(spark, tmp_path):
+    """The session's default file system made a view file system whose one mount, ``/cluster``,
+    is a local folder: as on a cluster whose default file system is HDFS, a path Spark is given
+    unqualified is not the driver's file, and no ``viewfs://`` URI is a path polars can read.
+    Gives the mount's URI."""
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    settings = {"fs.defaultFS": "viewfs://cluster/", "fs.viewfs.impl.disable.cache": "true",
+                "fs.viewfs.mounttable.cluster.link./cluster": f"file://{tmp_path / 'cluster'}"}
+    before = {key: conf.get(key) for key in settings}
+    for key, value in settings.items():
+        conf.set(key, value)
+    yield "viewfs://cluster/cluster"
+    for key, value in before.items():
+        conf.unset(key) if value is None else conf.set(key, value)
+
+
+@pytest.mark.spark
+def test_a_run_on_a_cluster_whose_default_file_system_is_not_the_drivers(spark, tmp_path, synthetic_ratings,
+                                                                         hdfs_like):
+    # the split Spark writes, the driver's reads of it (item kNN's train rows, the saved split, the
+    # leakage audit), the bootstrap's and the paired tests' reads of per-unit files: every path
+    # Spark is given names its file system, so the run into a local folder and the run into the
+    # folder at the URI both run, alike
+    local_config = _config(tmp_path, synthetic_ratings, report=True)
+    local = run_experiment(load_config(local_config), local_config.read_text(), out_root=tmp_path / "local",
+                           quiet=True).folder
+    path = _config(tmp_path, synthetic_ratings)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", str(path), "--out", f"{hdfs_like}/results", "--quiet"])
+    assert exit_info.value.code in (0, None)
+    (at,) = (tmp_path / "cluster" / "results" / "remote").iterdir()
+    a, b = ResultsFolder.open(local), ResultsFolder.open(at)
+    x, y = (f.scan_per_unit().collect().sort(KEYS) for f in (a, b))
+    assert x.select(KEYS).equals(y.select(KEYS))
+    np.testing.assert_array_equal(x.get_column("value").to_numpy(), y.get_column("value").to_numpy())
+    assert (a.path / "summary.csv").read_bytes() == (b.path / "summary.csv").read_bytes()
+    for table in ("leakage", "leakage_users", "data_stats"):
+        assert a.table(table).equals(b.table(table)), table
+    saved = sorted(p.relative_to(a.path) for p in (a.path / "splits").rglob("*.parquet"))
+    assert len(saved) == 8 and saved == sorted(p.relative_to(b.path) for p in (b.path / "splits").rglob("*.parquet"))
+    assert all((a.path / p).read_bytes() == (b.path / p).read_bytes() for p in saved)
+    assert not (b.path / "spark_splits").exists()  # the split's scratch at the URI went before the manifest
+    assert a.table("paired_tests").height > 0  # a Spark job over the local folder's per-unit files
