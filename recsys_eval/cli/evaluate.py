@@ -122,7 +122,8 @@ def _evaluate_spark(test, run, out, train, threshold, names, cutoffs, gain, ties
     from rich.console import Console
 
     from recsys_eval.engine.formats import SPARK_FORMATS
-    from recsys_eval.engine.runs import evaluate_spark, uri
+    from recsys_eval.core.uris import uri
+    from recsys_eval.engine.runs import evaluate_spark
     from recsys_eval.core.spark import spark_session
 
     run_format, columns, test_format, test_columns, genres = local_only

@@ -595,7 +595,7 @@ class SparkFold:
 
     def _bootstrap(self, spark, written: list[Path], n_parts: int) -> pl.DataFrame | None:
         """The fold's bootstrap intervals, a Spark job over its written files (None with t-intervals)."""
-        from recsys_eval.engine.runs import file_uri
+        from recsys_eval.core.uris import file_uri
         from recsys_eval.engine.stats import bootstrap_intervals
 
         summarising = self.plan.options.summarising

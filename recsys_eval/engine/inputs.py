@@ -52,7 +52,7 @@ import numpy as np
 import polars as pl
 
 from recsys_eval.core import Interactions, Split
-from recsys_eval.engine.runs import file_uri
+from recsys_eval.core.uris import file_uri
 from recsys_eval.errors import DataError
 
 if TYPE_CHECKING:

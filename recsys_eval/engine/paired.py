@@ -99,7 +99,7 @@ class SparkPairedTests:
 
     def __call__(self, folder: ResultsFolder, options: dict, undefined: str) -> pl.DataFrame | None:
         from recsys_eval.core.spark import spark_session
-        from recsys_eval.engine.runs import file_uri
+        from recsys_eval.core.uris import file_uri
 
         spark = spark_session(self.master)
         n_parts = self.partitions or 4 * spark.sparkContext.defaultParallelism

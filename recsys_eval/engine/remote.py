@@ -19,7 +19,6 @@ datasets' folders) and the local engine (its process writes every file itself).
 
 from __future__ import annotations
 
-import re
 import shutil
 import tempfile
 from collections.abc import Sequence
@@ -34,16 +33,6 @@ if TYPE_CHECKING:
     from recsys_eval.engine.runs import HadoopFolder
     from recsys_eval.pipeline.config import ExperimentConfig
     from recsys_eval.pipeline.sink import RunSink
-
-#: A scheme of two characters or more (not a drive letter), then ``:/`` (``://``, or its slash lost in a Path).
-_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:/")
-
-
-def is_uri(path: str | Path) -> bool:
-    """Whether ``path`` is a URI with a scheme (``file:///``, ``hdfs://``, ``s3a://``), not a
-    local path."""
-    return bool(_SCHEME.match(str(path)))
-
 
 class RemoteFolder:
     """The folder at a URI a run's results go to (``folder``, a :class:`HadoopFolder`), made
@@ -94,7 +83,8 @@ def remote_sink(root: str, config: ExperimentConfig, original: str, overrides: S
     temporary folder, and the folder at the URI (a name not taken, as the local run's), which
     Spark writes the per-unit files into."""
     from recsys_eval.core.spark import spark_session
-    from recsys_eval.engine.runs import HadoopFolder, uri
+    from recsys_eval.core.uris import uri
+    from recsys_eval.engine.runs import HadoopFolder
     from recsys_eval.pipeline.sink import RunSink
 
     spark = spark_session(config.engine.master)

@@ -78,6 +78,7 @@ from recsys_eval.engine.partitions import (
 )
 from recsys_eval.pipeline.options import MeasureOptions
 from recsys_eval.core.spark import SparkError, ranked, spark_failures, task_threads
+from recsys_eval.core.uris import file_uri
 from recsys_eval.errors import ConfigError, DataError, RecsysEvalError, check_choice
 from recsys_eval.measure.metrics import (
     ALL_METRICS,
@@ -99,7 +100,6 @@ if TYPE_CHECKING:
 SAMPLE_ROWS = 1000
 _FLOAT = re.compile(r"^(Float|Double|Decimal)Type$")
 _WHOLE_TEXT = "^[+-]?[0-9]+$"  # text polars reads as an integer id (no blanks, no exponent)
-_REMOTE = re.compile(r"^(s3a|s3|s3n|hdfs|viewfs|gs|abfs|abfss|wasb|wasbs):/(?!/)")
 _PART = re.compile(r"^part-(\d+)-.*\.parquet$")
 _ERROR = re.compile(r"recsys_eval\.\w+(?:\.\w+)*\.(\w+Error): (.*)")
 
@@ -430,26 +430,10 @@ def _rating_units(test: _File, run: _File) -> DataFrame:
     return units
 
 
-def uri(path: str | Path) -> str:
-    """A file name or URI as Spark takes it. A URI that went through ``pathlib.Path`` (as CLI options
-    do) lost a slash, ``s3a://bucket/key`` -> ``s3a:/bucket/key``: it is given back (a URI without
-    an authority, ``hdfs:/path``, must then be written in full, ``hdfs://namenode/path``)."""
-    text = str(path)
-    scheme = _REMOTE.match(text)
-    return f"{scheme.group(1)}://{text[scheme.end():]}" if scheme else text
-
-
 def _stem(path: str) -> str:
     """The file name without its suffix, the system's name (as the local ``Path(run).stem``)."""
     name = path.rstrip("/").rsplit("/", 1)[-1]
     return name.rsplit(".", 1)[0] if "." in name[1:] else name
-
-
-def file_uri(path: str | Path) -> str:
-    """The local ``path`` as Hadoop names a local file: ``file://`` and the absolute path, not
-    percent-encoded (Hadoop's ``Path`` would keep a ``%20`` as three characters). A path Spark is
-    given unqualified is read against the cluster's default file system (HDFS on most clusters)."""
-    return f"file://{Path(path).absolute()}"
 
 
 class HadoopFolder:

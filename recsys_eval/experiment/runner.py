@@ -56,7 +56,8 @@ def run_experiment(
     changed it (``--set key=value``, ...), both saved beside the resolved config, which the run
     writes as its ``config.toml`` and hashes to match ``resume`` (:meth:`RunSink.create`).
     """
-    from recsys_eval.engine.remote import check_remote_run, is_uri
+    from recsys_eval.core.uris import is_uri
+    from recsys_eval.engine.remote import check_remote_run
     from recsys_eval.experiment.checks import check_names
 
     root = str(out_root or config.output.folder)
@@ -137,7 +138,8 @@ def _sink(root: str, config: ExperimentConfig, config_text: str, overrides: Sequ
           ) -> RunSink:
     """The run's sink: a results folder under the local folder ``root``, or at the URI ``root``
     (``hdfs://``, ``s3a://``, ``file://``: :mod:`recsys_eval.engine.remote`)."""
-    from recsys_eval.engine.remote import is_uri, remote_sink
+    from recsys_eval.core.uris import is_uri
+    from recsys_eval.engine.remote import remote_sink
 
     if is_uri(root):
         return remote_sink(root, config, config_text, overrides)

@@ -17,7 +17,7 @@ from recsys_eval.core import Interactions
 from recsys_eval.core.results import ResultsFolder
 from recsys_eval.data import load_file
 from recsys_eval.engine import inputs
-from recsys_eval.engine.runs import file_uri
+from recsys_eval.core.uris import file_uri
 from recsys_eval.errors import DataError
 from recsys_eval.experiment.runner import run_experiment
 from recsys_eval.pipeline.config import DatasetConfig, PrepareConfig, load_config

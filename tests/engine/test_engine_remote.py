@@ -15,7 +15,8 @@ import pytest
 from config_text import config_text, ratings_file, split_table
 from recsys_eval.cli import main
 from recsys_eval.core.results import ResultsFolder
-from recsys_eval.engine.remote import check_remote_run, is_uri
+from recsys_eval.core.uris import is_uri
+from recsys_eval.engine.remote import check_remote_run
 from recsys_eval.errors import ConfigError
 from recsys_eval.experiment.runner import run_experiment
 from recsys_eval.pipeline.config import load_config
