@@ -84,6 +84,12 @@ def _read_parquet(path: Path) -> Table:
 def guess_separator(path: Path) -> str:
     with open(path, "rb") as stream:
         first = stream.readline(1 << 16).decode("utf-8", errors="replace")
+    return separator_of(first, path)
+
+
+def separator_of(first: str, path: str | Path) -> str:
+    """The field separator of a delimited file whose first line is ``first``: ``::`` where it
+    occurs, else the one of tab, comma, semicolon, ... it has most of."""
     counts = {sep: first.count(sep) for sep in _SEPARATORS}
     if counts["::"]:
         return "::"

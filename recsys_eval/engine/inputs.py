@@ -52,7 +52,7 @@ import numpy as np
 import polars as pl
 
 from recsys_eval.core import Interactions, Split
-from recsys_eval.core.uris import file_uri
+from recsys_eval.core.uris import file_uri, is_uri, uri
 from recsys_eval.errors import DataError
 
 if TYPE_CHECKING:
@@ -261,15 +261,15 @@ def read_dataset(spark, dataset: DatasetConfig):
     from pyspark.errors import AnalysisException
     from pyspark.sql import functions as F
 
-    from recsys_eval.data.files import PARQUET_SUFFIXES, guess_separator, roles_of
+    from recsys_eval.data.files import PARQUET_SUFFIXES, roles_of
 
     path = dataset.path
-    source = file_uri(path)  # a config's path is the driver's, whatever the cluster's default file system
+    source = uri(path) if is_uri(path) else file_uri(path)  # a local path is the driver's, whatever the default file system
     try:
         if Path(path).suffix.lower() in PARQUET_SUFFIXES:
             frame = spark.read.parquet(source)
         else:
-            separator = dataset.separator or guess_separator(Path(path))
+            separator = dataset.separator or _separator(spark, path, source)
             frame = spark.read.csv(source, header=True, inferSchema=True, sep=separator)
     except AnalysisException as exc:
         raise DataError(f"{path}: could not be read by Spark ({str(exc).splitlines()[0]})") from None
@@ -279,6 +279,17 @@ def read_dataset(spark, dataset: DatasetConfig):
     frame = frame.select(*(_typed(frame, role, path) for role in roles), ROW)
     _check_rows(frame, path)
     return frame
+
+
+def _separator(spark, path: str, source: str) -> str:
+    """The separator the local reader guesses from the file's first line, read by Spark when the
+    file is at a URI."""
+    from recsys_eval.data.files import guess_separator, separator_of
+
+    if not is_uri(path):
+        return guess_separator(Path(path))
+    first = spark.read.text(source).first()
+    return separator_of("" if first is None else first[0], path)
 
 
 def _typed(frame, role: str, path: str):

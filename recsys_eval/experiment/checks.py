@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from recsys_eval.core.uris import is_uri
 from recsys_eval.errors import ConfigError, check_choice
 from recsys_eval.pipeline.config import ExperimentConfig
 
@@ -28,6 +29,23 @@ def _at(source: str, path: str, check: Callable[..., Any], *args: Any) -> None:
 def _is_file(path: str, what: str) -> None:
     if not Path(path).is_file():
         raise ConfigError(f"{what} {path!r} is not a file (a relative path is read from the config's folder)")
+
+
+def _is_dataset_file(path: str, config: ExperimentConfig) -> None:
+    """A local dataset file exists; one at a URI is read by Spark, so the config must run on the
+    Spark engine and have Spark make its inputs (:func:`recsys_eval.engine.inputs.local_only`)."""
+    if not is_uri(path):
+        return _is_file(path, "the dataset file")
+    if config.engine.name != "spark":
+        raise ConfigError(f"the dataset file {path!r} is at a URI, which the Spark engine reads: set [engine] "
+                          "name = \"spark\" (or --engine spark), or give a local file")
+    from recsys_eval.engine.inputs import local_only
+
+    reasons = local_only(config)
+    if reasons:
+        raise ConfigError(f"the dataset file {path!r} is at a URI, which Spark reads, but this config's inputs are "
+                          f"loaded on the driver ({'; '.join(reasons)}): give a local file, or change what is named")
+    return None
 
 
 def _average_ties_listed(config: ExperimentConfig) -> None:
@@ -92,7 +110,7 @@ def check_names(config: ExperimentConfig) -> None:
         if dataset.name is not None:
             _at(src, f"{where}.name", get_descriptor, dataset.name)
         else:
-            _at(src, f"{where}.path", _is_file, dataset.path, "the dataset file")
+            _at(src, f"{where}.path", _is_dataset_file, dataset.path, config)
     _at(src, "split.method", check_choice, "split method", config.split.method, SPLITTERS)
     _at(src, "split.params", check_split, config.split.method, config.split.params)
     _at(src, "prepare.on", _check_unseen_test_side, config)

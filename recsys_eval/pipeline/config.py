@@ -22,6 +22,7 @@ from pydantic import (
     model_validator,
 )
 
+from recsys_eval.core.uris import is_uri
 from recsys_eval.errors import ConfigError, closest
 
 
@@ -539,8 +540,10 @@ def resolve_paths(config: ExperimentConfig, folder: Path) -> ExperimentConfig:
     (:func:`resolved_text`) names the same files from its results folder. ``output.folder`` alone
     stays relative to the working directory, where results are looked for."""
 
-    def beside(value: str | None) -> str | None:
-        return None if value is None else str((folder / Path(value).expanduser()).resolve())
+    def beside(value: str | None) -> str | None:  # a URI (a dataset Spark reads) is no path
+        if value is None or is_uri(value):
+            return value
+        return str((folder / Path(value).expanduser()).resolve())
 
     def dataset(d: DatasetConfig) -> DatasetConfig:
         return d.model_copy(update={"path": beside(d.path), "data_home": beside(d.data_home)})

@@ -7,6 +7,7 @@ per-unit files on the driver is refused before anything runs, saying how to do w
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +25,7 @@ from recsys_eval.pipeline.config import load_config
 KEYS = ["system", "protocol", "fold", "user", "unit", "metric", "k"]
 
 
-def _config(tmp_path: Path, data: Path, *, engine: str = "spark", report: bool = False) -> Path:
+def _config(tmp_path: Path, data: Path | str, *, engine: str = "spark", report: bool = False) -> Path:
     path = tmp_path / f"{engine}-{report}.toml"
     path.write_text(config_text(
         "remote", seed=3, dataset=ratings_file(data), split=split_table("kfold", k=2, per_user=True),
@@ -108,7 +109,9 @@ def test_a_run_on_a_cluster_whose_default_file_system_is_not_the_drivers(spark, 
     local_config = _config(tmp_path, synthetic_ratings, report=True)
     local = run_experiment(load_config(local_config), local_config.read_text(), out_root=tmp_path / "local",
                            quiet=True).folder
-    path = _config(tmp_path, synthetic_ratings)
+    (tmp_path / "cluster").mkdir()  # the dataset on the cluster's file system too, read by Spark
+    shutil.copy(synthetic_ratings, tmp_path / "cluster" / "ratings.csv")
+    path = _config(tmp_path, f"{hdfs_like}/ratings.csv")
     with pytest.raises(SystemExit) as exit_info:
         main(["run", str(path), "--out", f"{hdfs_like}/results", "--quiet"])
     assert exit_info.value.code in (0, None)
@@ -118,6 +121,7 @@ def test_a_run_on_a_cluster_whose_default_file_system_is_not_the_drivers(spark, 
     assert x.select(KEYS).equals(y.select(KEYS))
     np.testing.assert_array_equal(x.get_column("value").to_numpy(), y.get_column("value").to_numpy())
     assert (a.path / "summary.csv").read_bytes() == (b.path / "summary.csv").read_bytes()
+    assert load_config(b.path / "config.toml").dataset.path == f"{hdfs_like}/ratings.csv"
     for table in ("leakage", "leakage_users", "data_stats"):
         assert a.table(table).equals(b.table(table)), table
     saved = sorted(p.relative_to(a.path) for p in (a.path / "splits").rglob("*.parquet"))
@@ -125,3 +129,18 @@ def test_a_run_on_a_cluster_whose_default_file_system_is_not_the_drivers(spark, 
     assert all((a.path / p).read_bytes() == (b.path / p).read_bytes() for p in saved)
     assert not (b.path / "spark_splits").exists()  # the split's scratch at the URI went before the manifest
     assert a.table("paired_tests").height > 0  # a Spark job over the local folder's per-unit files
+
+
+def test_a_dataset_at_a_uri_is_read_by_spark_or_refused_saying_why(tmp_path, synthetic_ratings):
+    from recsys_eval.experiment.checks import check_names
+
+    data = "hdfs://namenode/ratings/ratings.csv"
+    config = load_config(_config(tmp_path, data))
+    assert config.dataset.path == data  # no local path made of it
+    check_names(config)
+    with pytest.raises(ConfigError, match=r"dataset.path: the dataset file .* is at a URI, which the Spark engine "
+                                          r"reads: set \[engine\] name"):
+        check_names(load_config(_config(tmp_path, data, engine="local")))
+    official = config.model_copy(update={"split": config.split.model_copy(update={"method": "official", "params": {}})})
+    with pytest.raises(ConfigError, match=r"loaded on the driver \(split 'official': its folds are the dataset's own"):
+        check_names(official)
