@@ -239,8 +239,8 @@ def spark_inputs(config: ExperimentConfig, seed: int, scratch: SplitScratch) -> 
     finally:
         raw.unpersist()
     data, splits = None, []
-    for name, uri in written.items():  # every fold's file holds every prepared row: the data is the first's
-        every, split = written_split(uri, index, name=name, info=infos[name], sides=sides[name], columns=columns,
+    for name, at in written.items():  # every fold's file holds every prepared row: the data is the first's
+        every, split = written_split(at, index, name=name, info=infos[name], sides=sides[name], columns=columns,
                                      source=source)
         data = every if data is None else data
         splits.append(split)
