@@ -507,10 +507,9 @@ class SparkFold:
         each (protocol, system) summarised, in config order, its run-level rows written as its last
         file. The user factors of ``factor_models`` (in ``task.factor_keys`` order) go along the
         fold's rows (``frame``, a Spark DataFrame), to their users' partitions."""
-        from recsys_eval.core.spark import spark_failures
+        from recsys_eval.core.spark import job_error, spark_failures
         from recsys_eval.engine.beyond import RUN_COUNTS
         from recsys_eval.engine.factors import user_factor_rows
-        from recsys_eval.engine.runs import job_error
 
         from recsys_eval.engine.targets import UnitCounts, unit_number_rows
 

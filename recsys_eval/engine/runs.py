@@ -77,9 +77,9 @@ from recsys_eval.engine.partitions import (
     arrow_task,
 )
 from recsys_eval.pipeline.options import MeasureOptions
-from recsys_eval.core.spark import SparkError, ranked, spark_failures, task_threads
+from recsys_eval.core.spark import SparkError, job_error, ranked, spark_failures, task_threads
 from recsys_eval.core.uris import file_uri
-from recsys_eval.errors import ConfigError, DataError, RecsysEvalError, check_choice
+from recsys_eval.errors import ConfigError, DataError, check_choice
 from recsys_eval.measure.metrics import (
     ALL_METRICS,
     BEYOND_METRICS,
@@ -101,7 +101,6 @@ SAMPLE_ROWS = 1000
 _FLOAT = re.compile(r"^(Float|Double|Decimal)Type$")
 _WHOLE_TEXT = "^[+-]?[0-9]+$"  # text polars reads as an integer id (no blanks, no exponent)
 _PART = re.compile(r"^part-(\d+)-.*\.parquet$")
-_ERROR = re.compile(r"recsys_eval\.\w+(?:\.\w+)*\.(\w+Error): (.*)")
 
 
 @dataclass
@@ -601,15 +600,3 @@ def _parquet_bytes(frame: pl.DataFrame) -> bytes:
     buffer = io.BytesIO()
     frame.write_parquet(buffer)
     return buffer.getvalue()
-
-
-def job_error(exc: BaseException) -> RecsysEvalError:
-    """A failed Spark job as a RecsysEvalError: the executor's own error (bad data found in a
-    partition) when there is one, with its message, else a SparkError with Spark's first line."""
-    text = str(exc)
-    found = _ERROR.findall(text)
-    if found:
-        kind, message = found[-1]
-        cls = {"DataError": DataError, "ConfigError": ConfigError}.get(kind, RecsysEvalError)
-        return cls(message.strip())
-    return SparkError(f"the Spark job failed: {text.strip().splitlines()[0] if text.strip() else type(exc).__name__}")
