@@ -68,7 +68,7 @@ from recsys_eval.data.runs import FULL_RANKING, GRADED_FORMATS, read_table
 from recsys_eval.engine.formats import LINE_FORMATS, SPARK_FORMATS, read_lines, spark_format
 from recsys_eval.engine.partitions import (
     RUN,
-    SUMS,
+    MERGED,
     TEST,
     TRAIN,
     Catalogue,
@@ -204,7 +204,7 @@ def evaluate_spark(
     )
     n_parts = partitions or 4 * spark.sparkContext.defaultParallelism
     ordered = long.repartition(n_parts, "user").sortWithinPartitions("unit", "kind")
-    sums = spark.sparkContext.accumulator(SummedPartitions(run_level=run_level), SUMS)
+    sums = spark.sparkContext.accumulator(SummedPartitions(run_level=run_level), MERGED)
     task = arrow_task(spec, task_threads(spark), sums=sums, undefined=undefined)
     per_unit = ordered.mapInArrow(task, per_unit_schema(text_ids[0]))
     manifest = Manifest(
