@@ -103,7 +103,7 @@ def _one_error_line(done: subprocess.CompletedProcess, message: str) -> None:
 @local_spark[1]
 def test_an_unwrapped_jobs_task_error_is_one_line():
     done = subprocess.run([sys.executable, "-c", UNWRAPPED, "failing-job"], capture_output=True, text=True, check=False,
-                          timeout=300)
+                          timeout=600)
     _one_error_line(done, re.escape("partition check: user 7 has a negative rating -2.0"))
     assert "ERROR Utils: Uncaught exception in thread kept" in done.stderr  # the other errors are logged
 
@@ -120,6 +120,6 @@ def test_evaluate_on_spark_with_a_bad_value_past_the_sample_is_one_line(tmp_path
     done = subprocess.run([sys.executable, "-m", "recsys_eval.cli", "evaluate", "--engine", "spark",
                            "--master", "local[2]", "--test", str(tmp_path / "test.csv"), "--run",
                            str(tmp_path / "run.csv"), "--out", str(tmp_path / "out")],
-                          capture_output=True, text=True, timeout=300, check=False)
+                          capture_output=True, text=True, timeout=600, check=False)
     _one_error_line(done, r"RUN \S+run\.csv: column 'score' is not numeric \(first at row \d+: 'high'\); "
                           "expected numbers")
