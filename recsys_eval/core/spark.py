@@ -112,7 +112,8 @@ def spark_session(
     """A Spark session on ``master`` (the active one when it already runs on that master).
 
     On a local master the executors run this very Python (``spark.pyspark.python``), so that they
-    see the same recsys_eval and numba; on a cluster the Python on the executors is the cluster's
+    see the same recsys_eval and numba, and their Python workers' daemon is PySpark's without the
+    traceback of a cancelled task's worker (:mod:`recsys_eval.core.spark_daemon`); on a cluster the Python on the executors is the cluster's
     (``PYSPARK_PYTHON``, or ``--archives`` of a packed environment, see docs/SPARK.md).
     ``timeout`` (seconds) bounds the wait for a standalone master and Spark's network timeouts.
     """
@@ -132,6 +133,8 @@ def spark_session(
     }
     if master.startswith("local") and "PYSPARK_PYTHON" not in os.environ:
         settings["spark.pyspark.python"] = sys.executable
+    if master.startswith("local"):  # its workers' stderr is this process's: see the module
+        settings["spark.python.daemon.module"] = "recsys_eval.core.spark_daemon"
     settings.update(conf or {})
     builder = SparkSession.builder.master(master).appName(app_name)
     for key, value in settings.items():

@@ -63,6 +63,19 @@ def test_another_failure_is_the_line_saying_what_failed():
     assert str(job_error(_Failed(""))) == "the Spark job failed: _Failed"
 
 
+def test_a_cancelled_tasks_worker_ends_quietly():
+    """The worker daemon of a local master (recsys_eval.core.spark_daemon) ends a worker whose
+    socket the JVM closed with PySpark's status, 1, and prints nothing (the race that closes it,
+    a task cancelled as it flushes, cannot be provoked at will)."""
+    pytest.importorskip("pyspark")
+    script = ("import recsys_eval.core.spark_daemon as daemon\n"
+              "def closed(sock, authenticated): raise BrokenPipeError(32, 'Broken pipe')\n"
+              "daemon._pyspark_worker = closed\n"
+              "daemon.quiet_worker(None, False)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
+    assert (done.returncode, done.stderr) == (1, "")
+
+
 #: A command whose Spark job's task raises a DataError that no call site turns into one, after an
 #: error of a logger that also logs a writing task's failure.
 UNWRAPPED = """
