@@ -17,7 +17,7 @@ import pytest
 from config_text import config_text, ratings_file, split_table
 from recsys_eval.cli import main
 from recsys_eval.core.results import ResultsFolder
-from recsys_eval.core.uris import is_uri
+from recsys_eval.core.uris import is_uri, uri
 from recsys_eval.engine.remote import STAGING_PREFIX, check_remote_run
 from recsys_eval.errors import ConfigError, DataError, OutputError
 from recsys_eval.experiment.runner import run_experiment
@@ -99,6 +99,14 @@ def test_a_failed_run_at_a_uri_leaves_neither_its_staging_nor_its_folder(spark, 
     assert written, "the run failed after Spark wrote at the URI"
     assert not list(staging_root.glob(f"{STAGING_PREFIX}*"))
     assert not [p for p in out.rglob("*") if p.is_file()]
+
+
+def test_a_uri_through_pathlib_gets_its_slash_back():
+    for given in ("s3a://bucket/key", "hdfs://namenode/r", "abfss://c@a.dfs.core.windows.net/r", "oss://b/r"):
+        assert uri(Path(given)) == uri(given) == given  # Path("s3a://b/k") is "s3a:/b/k"
+    assert uri(Path("file:///tmp/r")) == "file:/tmp/r"  # file:/path needs no authority: as given to Spark
+    for path in ("results", "/tmp/results", "C:/results", Path("/tmp/results")):
+        assert uri(path) == str(path)
 
 
 def test_what_reads_the_folder_on_the_driver_is_refused_at_a_uri(tmp_path, synthetic_ratings):
