@@ -2,7 +2,9 @@
 
 Each command group lives in its own module of this package and registers itself on ``app``. Bad input
 raises :class:`recsys_eval.errors.RecsysEvalError`; :func:`main` prints its message and exits with
-status 1, so that a CLI user never sees a traceback for it.
+status 1, so that a CLI user never sees a traceback for it. A failed Spark job that reaches it is
+printed so too, as the recsys_eval error one of its tasks raised, else the line of Spark's message
+that says what failed (:func:`recsys_eval.core.spark.job_error`).
 
 Start-up stays fast (``recsys-eval --help`` imports neither polars, numpy, numba, scipy, implicit
 nor matplotlib): command modules import what they use inside their command functions, and help is
@@ -85,7 +87,20 @@ def main(argv: list[str] | None = None) -> None:
         if _interrupted(exc):  # Ctrl-C inside a library import arrives wrapped (e.g. RuntimeError)
             _interrupt_handled()
             sys.exit(130)
+        failed = _spark_failure(exc)
+        if failed is not None:
+            fail(str(failed))
         raise
+
+
+def _spark_failure(exc: BaseException) -> RecsysEvalError | None:
+    """A failed Spark job (PySpark's or the JVM's exception, once PySpark is loaded) as the
+    RecsysEvalError it stands for; None for any other exception."""
+    if "pyspark" not in sys.modules:
+        return None
+    from recsys_eval.core.spark import job_error, spark_failures
+
+    return job_error(exc) if isinstance(exc, spark_failures()) else None
 
 
 def _leave_without_teardown() -> None:

@@ -6,6 +6,12 @@
 one, e.g. Debian's ``openjdk-17-jre-headless``), a standalone master that does not answer (checked by
 a TCP connection bounded by ``timeout`` seconds before the JVM is started, since Spark itself would
 retry for minutes and then leave the application waiting).
+
+A Spark job that fails reaches the driver as PySpark's or the JVM's exception, whose message is
+Spark's and the worker's tracebacks: :func:`job_error` turns it into one RecsysEvalError, the error
+a task raised for bad input (a partition's DataError) when it carries one. The callers of the
+Python API get it from the jobs that read their input; the CLI turns every other Spark failure
+that reaches it into one line by the same function.
 """
 
 from __future__ import annotations
@@ -31,6 +37,13 @@ DEFAULT_MASTER = "local[2]"
 DEFAULT_TIMEOUT = 30.0
 _STANDALONE = re.compile(r"^spark://(?P<hosts>.+)$")
 _LOCAL = re.compile(r"^local(\[(\d+|\*)(,\d+)?\])?$")
+#: A recsys_eval error a Python worker raised, as its traceback's last line names it.
+_ERROR = re.compile(r"recsys_eval\.\w+(?:\.\w+)*\.(\w+Error): (.*)")
+#: What is no message: py4j's header, a Python or Java traceback's frames.
+_NOISE = re.compile(r"^(An error occurred while calling |An exception was thrown from the Python worker|"
+                    r"Traceback \(most recent call last\)|File \"|at |\.\.\. \d+ more|Caused by: )")
+#: A Python or Java exception's line (py4j puts ``: `` before the Java one), ``package.Class: message``.
+_EXCEPTION_LINE = re.compile(r"^(?:: )?(?:[A-Za-z_$][\w$]*\.)*([A-Za-z_$][\w$]*(?:Error|Exception)): ?(.*)$")
 
 
 class SparkError(RecsysEvalError):
@@ -99,7 +112,8 @@ def spark_session(
     """A Spark session on ``master`` (the active one when it already runs on that master).
 
     On a local master the executors run this very Python (``spark.pyspark.python``), so that they
-    see the same recsys_eval and numba; on a cluster the Python on the executors is the cluster's
+    see the same recsys_eval and numba, and their Python workers' daemon is PySpark's without the
+    traceback of a cancelled task's worker (:mod:`recsys_eval.core.spark_daemon`); on a cluster the Python on the executors is the cluster's
     (``PYSPARK_PYTHON``, or ``--archives`` of a packed environment, see docs/SPARK.md).
     ``timeout`` (seconds) bounds the wait for a standalone master and Spark's network timeouts.
     """
@@ -119,6 +133,8 @@ def spark_session(
     }
     if master.startswith("local") and "PYSPARK_PYTHON" not in os.environ:
         settings["spark.pyspark.python"] = sys.executable
+    if master.startswith("local"):  # its workers' stderr is this process's: see the module
+        settings["spark.python.daemon.module"] = "recsys_eval.core.spark_daemon"
     settings.update(conf or {})
     builder = SparkSession.builder.master(master).appName(app_name)
     for key, value in settings.items():
@@ -126,9 +142,47 @@ def spark_session(
     try:
         session = builder.getOrCreate()
     except (*spark_failures(), OSError) as exc:  # no JVM, or the cluster refused the app
-        raise SparkError(f"could not start a Spark session on {master!r}: {_first_line(exc)}") from None
+        raise SparkError(f"could not start a Spark session on {master!r}: {_cause(str(exc)) or type(exc).__name__}"
+                         ) from None
     session.sparkContext.setLogLevel("ERROR")
+    _quiet_task_failures(session)
     return session
+
+
+#: The driver's log4j loggers that print a failed task's error, and whatever they print only so.
+_TASK_FAILURE_LOGS = {
+    "org.apache.spark.executor.Executor": None,  # "Exception in task 8.0 in stage 77.0" + the worker's traceback
+    "org.apache.spark.scheduler.TaskSetManager": None,  # "Task 8 in stage 77.0 failed 1 times; aborting job"
+    "org.apache.spark.sql.execution.datasources.FileFormatWriter": None,  # "Aborting job ..." + the traceback
+    "org.apache.spark.util.Utils": "Aborting task",  # the writing task's, + the traceback; not its other errors
+}
+
+
+def _quiet_task_failures(session: SparkSession) -> None:
+    """Silence what the driver's JVM logs (on the process's stderr) of a failed task: the task's
+    error, the Python worker's whole traceback in it, then that the job is aborted. The job's
+    failure then reaches the driver's Python as an exception carrying that error, which the
+    callers make one RecsysEvalError (:func:`job_error`) and the CLI prints as one line: the log
+    lines only repeat it, as a traceback before the message. The loggers of
+    :data:`_TASK_FAILURE_LOGS` are turned off, or for one that logs other errors too (``Utils``),
+    the message of a failed task alone is dropped (a log4j ``RegexFilter``); every other error
+    is still logged. On a local master the executors log in the driver's JVM; a cluster's
+    executors keep their logs, where a failed task's traceback is looked for."""
+    jvm = session.sparkContext._jvm
+    log4j = jvm.org.apache.logging.log4j
+    core = log4j.core
+    result = getattr(core, "Filter$Result")
+    context = log4j.LogManager.getContext(False)
+    for name, message in _TASK_FAILURE_LOGS.items():
+        if message is None:
+            core.config.Configurator.setLevel(name, log4j.Level.OFF)
+            continue
+        core.config.Configurator.setLevel(name, context.getRootLogger().getLevel())  # a config of its own
+        config = context.getConfiguration().getLoggerConfig(name)
+        if config.getFilter() is None:  # not yet: a session started again in this JVM
+            config.addFilter(core.filter.RegexFilter.createFilter(f"^{message}.*", None, False, result.DENY,
+                                                                  result.NEUTRAL))
+    context.updateLoggers()
 
 
 def spark_failures() -> tuple[type[BaseException], ...]:
@@ -137,6 +191,44 @@ def spark_failures() -> tuple[type[BaseException], ...]:
     from pyspark.errors import PySparkException
 
     return PySparkException, Py4JError
+
+
+def job_error(exc: BaseException) -> RecsysEvalError:
+    """A failed Spark job as a RecsysEvalError: the recsys_eval error a task raised (bad data found
+    in a partition), of its class and with its message, when Spark's message carries one (the last
+    one it names: a worker's traceback ends with the error raised); else a SparkError with the
+    line of Spark's message that says what failed (:func:`_cause`)."""
+    text = str(exc)
+    found = _ERROR.findall(text)
+    if found:
+        kind, message = found[-1]
+        return _error_classes().get(kind, RecsysEvalError)(message.strip())
+    return SparkError(f"the Spark job failed: {_cause(text) or type(exc).__name__}")
+
+
+def _error_classes() -> dict[str, type[RecsysEvalError]]:
+    """RecsysEvalError and every class derived from it, by name."""
+    found, todo = {}, [RecsysEvalError]
+    while todo:
+        cls = todo.pop()
+        found[cls.__name__] = cls
+        todo += cls.__subclasses__()
+    return found
+
+
+def _cause(text: str) -> str:
+    """The line of a Spark failure's message that says what failed, its exception's class named
+    without its package. A task's Python error: its traceback's last exception line
+    (``ValueError: ...``). A JVM error: py4j's first line only names the call (``An error occurred
+    while calling o123.collectToPython.``), the next is the Java exception's (``SparkException: Job
+    aborted due to stage failure: ...``)."""
+    lines = [line.strip() for line in text.splitlines() if line.strip() and not _NOISE.match(line.strip())]
+    if "Traceback (most recent call last)" in text:
+        lines = [line for line in lines if _EXCEPTION_LINE.match(line)][-1:] or lines
+    if not lines:
+        return ""
+    found = _EXCEPTION_LINE.match(lines[0])
+    return f"{found.group(1)}: {found.group(2)}" if found else lines[0].removeprefix(": ")
 
 
 def task_threads(spark: SparkSession) -> int:
@@ -175,8 +267,3 @@ def ranked(frame, column: str, name: str):
     sorted order (``name``, a long from 0; Spark sorts text by its UTF-8 bytes, as polars does):
     :func:`global_ranks` of the distinct values."""
     return global_ranks(frame.select(column).distinct(), column, name=name)
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0]

@@ -13,9 +13,7 @@ import re
 from pathlib import Path
 
 #: A scheme of two characters or more (not a drive letter), then ``:/`` (``://``, or its slash lost in a Path).
-_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:/")
-#: The schemes whose URIs name an authority (a bucket, a name node), whose second slash a Path drops.
-_AUTHORITY = re.compile(r"^(s3a|s3|s3n|hdfs|viewfs|gs|abfs|abfss|wasb|wasbs):/(?!/)")
+_SCHEME = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]+):/(?P<second>/?)")
 
 
 def is_uri(path: str | Path) -> bool:
@@ -26,11 +24,14 @@ def is_uri(path: str | Path) -> bool:
 
 def uri(path: str | Path) -> str:
     """A file name or URI as Spark takes it. A URI that went through ``pathlib.Path`` (as CLI options
-    do) lost a slash, ``s3a://bucket/key`` -> ``s3a:/bucket/key``: it is given back (a URI without
-    an authority, ``hdfs:/path``, must then be written in full, ``hdfs://namenode/path``)."""
+    do) lost a slash, ``s3a://bucket/key`` -> ``s3a:/bucket/key``: it is given back for every scheme
+    but ``file`` (``file:/path`` is a whole URI, without an authority); a URI of another scheme
+    without an authority, ``hdfs:/path``, must then be written in full, ``hdfs://namenode/path``."""
     text = str(path)
-    scheme = _AUTHORITY.match(text)
-    return f"{scheme.group(1)}://{text[scheme.end():]}" if scheme else text
+    found = _SCHEME.match(text)
+    if found is None or found["second"] or found["scheme"].lower() == "file":
+        return text
+    return f"{found['scheme']}://{text[found.end():]}"
 
 
 def file_uri(path: str | Path) -> str:

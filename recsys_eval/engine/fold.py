@@ -281,16 +281,6 @@ class TaskTables:
                 self.take(kind, table)
 
 
-class _TablesParam:
-    """The AccumulatorParam of :class:`TaskTables` (duck-typed: no pyspark import here)."""
-
-    def zero(self, value: TaskTables) -> TaskTables:
-        return TaskTables()
-
-    def addInPlace(self, merged: TaskTables, other: TaskTables) -> TaskTables:
-        return merged.add(other)
-
-
 def row_task(task: FoldTask, threads: int, tables, text_users: bool):
     """The function ``mapInArrow`` runs on every partition of a fold whose per-unit rows Spark
     writes (a results folder at a URI, which Python tasks cannot write to): each chunk's per-unit
@@ -507,10 +497,9 @@ class SparkFold:
         each (protocol, system) summarised, in config order, its run-level rows written as its last
         file. The user factors of ``factor_models`` (in ``task.factor_keys`` order) go along the
         fold's rows (``frame``, a Spark DataFrame), to their users' partitions."""
-        from recsys_eval.core.spark import spark_failures
+        from recsys_eval.core.spark import job_error, spark_failures
         from recsys_eval.engine.beyond import RUN_COUNTS
         from recsys_eval.engine.factors import user_factor_rows
-        from recsys_eval.engine.runs import job_error
 
         from recsys_eval.engine.targets import UnitCounts, unit_number_rows
 
@@ -570,7 +559,7 @@ class SparkFold:
 
         from recsys_eval.core.results import PER_UNIT, label_folder, per_unit_folder
         from recsys_eval.core.spark import task_threads
-        from recsys_eval.engine.partitions import arrow_task
+        from recsys_eval.engine.partitions import MERGED, arrow_task
         from recsys_eval.engine.runs import per_unit_schema
 
         threads, remote = task_threads(spark), self.sink.remote
@@ -579,7 +568,7 @@ class SparkFold:
             for row in ordered.mapInArrow(arrow_task(task, threads, key="user"), schema).toLocalIterator():
                 take(row["kind"], row["table"])
             return
-        tables = spark.sparkContext.accumulator(TaskTables(take=take), _TablesParam())
+        tables = spark.sparkContext.accumulator(TaskTables(take=take), MERGED)
         text_users = task.template.user_ids.dtype == pl.String
         fold = f"{PER_UNIT}/{label_folder('fold', self.plan.fold)}"
         (ordered.mapInArrow(row_task(task, threads, tables, text_users), per_unit_schema(text_users))

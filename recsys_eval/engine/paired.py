@@ -44,8 +44,7 @@ def paired_tests_on_spark(spark: SparkSession, files: list[str], *, undefined: s
     as :func:`recsys_eval.compare.study.analyse` passes them to
     :func:`~recsys_eval.compare.study.part_paired_tests`), the parts' rows concatenated in no
     particular order; None when no part has two comparable systems."""
-    from recsys_eval.core.spark import spark_failures
-    from recsys_eval.engine.runs import job_error
+    from recsys_eval.core.spark import job_error, spark_failures
     from recsys_eval.engine.stats import per_user_table
 
     users = per_user_table(spark, files, undefined, partitions).drop("block")

@@ -295,7 +295,7 @@ def arrow_task(measure_chunk: Callable[[pl.DataFrame], pl.DataFrame | MeasuredCh
 @dataclass
 class SummedPartitions:
     """The summary states of a job's partitions, merged as their tasks end (the value of a Spark
-    accumulator, :data:`SUMS`): the driver holds one small state, never a per-user row. A partition
+    accumulator, :data:`MERGED`): the driver holds one small state, never a per-user row. A partition
     reported twice (a retried or speculative task) is merged once; since sums are exact, the
     merged state is the same whatever order the partitions arrive in."""
 
@@ -325,16 +325,17 @@ class SummedPartitions:
         return self
 
 
-class _SumsParam:
-    """The AccumulatorParam of :class:`SummedPartitions` (duck-typed: no pyspark import here)."""
+class _Merging:
+    """The AccumulatorParam of a value the tasks' values are merged into (``merged.add(other)``),
+    each task's starting empty (its class made without arguments): :class:`SummedPartitions`,
+    :class:`~recsys_eval.engine.fold.TaskTables` (duck-typed: no pyspark import here)."""
 
-    def zero(self, value: SummedPartitions) -> SummedPartitions:
-        return SummedPartitions()
+    def zero(self, value):
+        return type(value)()
 
-    def addInPlace(self, merged: SummedPartitions, other: SummedPartitions) -> SummedPartitions:
+    def addInPlace(self, merged, other):
         return merged.add(other)
 
 
-#: The accumulator parameter a job's summed partitions are collected with:
-#: ``spark.sparkContext.accumulator(SummedPartitions(), SUMS)``.
-SUMS = _SumsParam()
+#: The accumulator parameter of such a value: ``spark.sparkContext.accumulator(SummedPartitions(), MERGED)``.
+MERGED = _Merging()

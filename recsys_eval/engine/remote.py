@@ -8,7 +8,10 @@ own writer, which writes them into the folder at the URI in the results' layout
 config, summary, side tables, run-level rows, timings, log) in a local work folder as a run does.
 When the run is complete, the staged files are copied into the folder at the URI and the manifest
 is written last: a folder there without ``manifest.json`` is an interrupted run, which
-:meth:`~recsys_eval.core.results.ResultsFolder.open` refuses as incomplete.
+:meth:`~recsys_eval.core.results.ResultsFolder.open` refuses as incomplete. A run that fails (an
+error or an interrupt leaves it) removes its staging folder and its folder at the URI
+(:meth:`RemoteFolder.discard`): ``--resume`` is refused at a URI, so nothing could finish them;
+only a run killed outright leaves them.
 
 What reads the per-unit files back on the driver is refused at the start, each with the way
 around it: ``--resume`` (it inspects the work folder's per-unit files), the analysis and report
@@ -22,6 +25,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 from collections.abc import Sequence
+from contextlib import suppress
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -33,6 +37,10 @@ if TYPE_CHECKING:
     from recsys_eval.engine.runs import HadoopFolder
     from recsys_eval.pipeline.config import ExperimentConfig
     from recsys_eval.pipeline.sink import RunSink
+
+#: The name of a run's local staging folder (in the system's temporary folder) starts so.
+STAGING_PREFIX = "recsys-eval-staging-"
+
 
 class RemoteFolder:
     """The folder at a URI a run's results go to (``folder``, a :class:`HadoopFolder`), made
@@ -52,6 +60,16 @@ class RemoteFolder:
         self.folder.copy_in(staged / MANIFEST, MANIFEST)
         shutil.rmtree(self.staging, ignore_errors=True)
         return self.folder.uri
+
+    def discard(self) -> None:
+        """Remove what a failed run leaves, which no run can resume: the local staging folder and
+        the folder at the URI (the per-unit files Spark wrote, the files copied so far). A removal
+        that fails in turn is let be: the run's own error is the one to report."""
+        from recsys_eval.core.spark import spark_failures
+
+        shutil.rmtree(self.staging, ignore_errors=True)
+        with suppress(*spark_failures(), OSError):
+            self.folder.delete()
 
 
 def check_remote_run(config: ExperimentConfig, root: str, *, resume: bool) -> None:
@@ -92,7 +110,11 @@ def remote_sink(root: str, config: ExperimentConfig, original: str, overrides: S
     base = f"{uri(root).rstrip('/')}/{config.name}/{stamp}"
     folder = next(f for f in (HadoopFolder(spark, base if n == 1 else f"{base}-{n}") for n in range(1, 1000))
                   if not f.exists())
-    staging = Path(tempfile.mkdtemp(prefix="recsys-eval-staging-"))
-    sink = RunSink.create(staging, config, original, overrides, resume=False)
+    staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX))
+    try:
+        sink = RunSink.create(staging, config, original, overrides, resume=False)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
     sink.remote = RemoteFolder(folder, staging)
     return sink

@@ -68,7 +68,7 @@ from recsys_eval.data.runs import FULL_RANKING, GRADED_FORMATS, read_table
 from recsys_eval.engine.formats import LINE_FORMATS, SPARK_FORMATS, read_lines, spark_format
 from recsys_eval.engine.partitions import (
     RUN,
-    SUMS,
+    MERGED,
     TEST,
     TRAIN,
     Catalogue,
@@ -77,9 +77,9 @@ from recsys_eval.engine.partitions import (
     arrow_task,
 )
 from recsys_eval.pipeline.options import MeasureOptions
-from recsys_eval.core.spark import SparkError, ranked, spark_failures, task_threads
+from recsys_eval.core.spark import SparkError, job_error, ranked, spark_failures, task_threads
 from recsys_eval.core.uris import file_uri
-from recsys_eval.errors import ConfigError, DataError, RecsysEvalError, check_choice
+from recsys_eval.errors import ConfigError, DataError, check_choice
 from recsys_eval.measure.metrics import (
     ALL_METRICS,
     BEYOND_METRICS,
@@ -101,7 +101,6 @@ SAMPLE_ROWS = 1000
 _FLOAT = re.compile(r"^(Float|Double|Decimal)Type$")
 _WHOLE_TEXT = "^[+-]?[0-9]+$"  # text polars reads as an integer id (no blanks, no exponent)
 _PART = re.compile(r"^part-(\d+)-.*\.parquet$")
-_ERROR = re.compile(r"recsys_eval\.\w+(?:\.\w+)*\.(\w+Error): (.*)")
 
 
 @dataclass
@@ -205,7 +204,7 @@ def evaluate_spark(
     )
     n_parts = partitions or 4 * spark.sparkContext.defaultParallelism
     ordered = long.repartition(n_parts, "user").sortWithinPartitions("unit", "kind")
-    sums = spark.sparkContext.accumulator(SummedPartitions(run_level=run_level), SUMS)
+    sums = spark.sparkContext.accumulator(SummedPartitions(run_level=run_level), MERGED)
     task = arrow_task(spec, task_threads(spark), sums=sums, undefined=undefined)
     per_unit = ordered.mapInArrow(task, per_unit_schema(text_ids[0]))
     manifest = Manifest(
@@ -601,15 +600,3 @@ def _parquet_bytes(frame: pl.DataFrame) -> bytes:
     buffer = io.BytesIO()
     frame.write_parquet(buffer)
     return buffer.getvalue()
-
-
-def job_error(exc: BaseException) -> RecsysEvalError:
-    """A failed Spark job as a RecsysEvalError: the executor's own error (bad data found in a
-    partition) when there is one, with its message, else a SparkError with Spark's first line."""
-    text = str(exc)
-    found = _ERROR.findall(text)
-    if found:
-        kind, message = found[-1]
-        cls = {"DataError": DataError, "ConfigError": ConfigError}.get(kind, RecsysEvalError)
-        return cls(message.strip())
-    return SparkError(f"the Spark job failed: {text.strip().splitlines()[0] if text.strip() else type(exc).__name__}")

@@ -51,8 +51,7 @@ def bootstrap_intervals(spark: SparkSession, files: list[str], *, undefined: str
     metric, k, mean, lower, upper."""
     from pyspark import StorageLevel
 
-    from recsys_eval.core.spark import spark_failures
-    from recsys_eval.engine.runs import job_error
+    from recsys_eval.core.spark import job_error, spark_failures
 
     users = per_user_table(spark, files, undefined, partitions, block_users).persist(StorageLevel.MEMORY_AND_DISK)
     try:

@@ -68,11 +68,11 @@ def run_experiment(
 
         return run_study(config, config_text, overrides, out_root=out_root, resume=resume, quiet=quiet, console=console)
     check_names(config)
-    sink = _sink(root, config, config_text, overrides, resume=resume)
     options = RunOptions.from_config(config)
+    sink = _sink(root, config, config_text, overrides, resume=resume)
     log: list[str] = []
     started = time.perf_counter()
-    with Timings() as timings:
+    with Timings() as timings, sink.discarded_unless_resumable():
         with Progress(console or Console(), quiet=quiet) as progress:
             data, splits, prepared, written = load_and_split(config, progress, timings, sink)
             if config.analysis.slices:

@@ -12,7 +12,8 @@ one fold.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -277,8 +278,23 @@ class RunSink:
         write_report(self.folder.path)
 
     def discard(self) -> None:
-        """Leave nothing behind of a run that failed and cannot be resumed (``evaluate``)."""
+        """Leave nothing behind of a run that failed and cannot be resumed (``evaluate``, a run
+        whose results go to a :attr:`remote` folder: its staging and the folder at the URI too)."""
         self.folder.discard()
+        if self.remote is not None:
+            self.remote.discard()
+
+    @contextmanager
+    def discarded_unless_resumable(self) -> Iterator[None]:
+        """The body of a run: when it fails (an error or an interrupt leaves it), a run whose
+        results go to a :attr:`remote` folder, which ``--resume`` cannot take up, is discarded
+        (:meth:`discard`); a local run's work folder stays, for ``--resume``."""
+        try:
+            yield
+        except BaseException:
+            if self.remote is not None:
+                self.discard()
+            raise
 
     def finish(self, manifest: Manifest) -> Path | str:
         """The manifest written and the folder made complete (renamed into place); with a

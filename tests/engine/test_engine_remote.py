@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -16,11 +17,12 @@ import pytest
 from config_text import config_text, ratings_file, split_table
 from recsys_eval.cli import main
 from recsys_eval.core.results import ResultsFolder
-from recsys_eval.core.uris import is_uri
-from recsys_eval.engine.remote import check_remote_run
-from recsys_eval.errors import ConfigError
+from recsys_eval.core.uris import is_uri, uri
+from recsys_eval.engine.remote import STAGING_PREFIX, check_remote_run
+from recsys_eval.errors import ConfigError, DataError, OutputError
 from recsys_eval.experiment.runner import run_experiment
 from recsys_eval.pipeline.config import load_config
+from recsys_eval.pipeline.sink import RunSink
 
 KEYS = ["system", "protocol", "fold", "user", "unit", "metric", "k"]
 
@@ -68,6 +70,43 @@ def test_a_run_at_a_uri_is_the_run_in_a_local_folder(spark, tmp_path, synthetic_
     others = {f for f in _files(b.path) if not f.startswith("per_unit/")}
     assert others == {f for f in _files(a.path) if not f.startswith("per_unit/")}
     assert not [p for p in b.path.rglob("*") if p.name.endswith(".crc") or p.name.startswith("_")]
+
+
+@pytest.mark.spark
+def test_a_failed_run_at_a_uri_leaves_neither_its_staging_nor_its_folder(spark, tmp_path, synthetic_ratings,
+                                                                        monkeypatch):
+    staging_root = tmp_path / "tmp"
+    staging_root.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(staging_root))
+    out = tmp_path / "remote"
+    # found by Spark as it reads the data, before it writes at the URI: a (user, item) pair twice
+    twice = tmp_path / "twice.csv"
+    lines = synthetic_ratings.read_text().splitlines(keepends=True)
+    twice.write_text("".join([*lines, lines[1]]))
+    with pytest.raises(DataError, match="pairs occur more than once"):
+        run_experiment(load_config(_config(tmp_path, twice)), "", out_root=f"file://{out}", quiet=True)
+    assert not list(staging_root.glob(f"{STAGING_PREFIX}*"))
+    # a full disk once Spark wrote the per-unit files at the URI: the folder there goes too
+    written = []
+
+    def full_disk(sink, *args):
+        written.extend(out.rglob("*.parquet"))
+        raise OutputError("data_stats.csv: the disk is full")
+
+    monkeypatch.setattr(RunSink, "write_data_stats", full_disk)
+    with pytest.raises(OutputError, match="the disk is full"):
+        run_experiment(load_config(_config(tmp_path, synthetic_ratings)), "", out_root=f"file://{out}", quiet=True)
+    assert written, "the run failed after Spark wrote at the URI"
+    assert not list(staging_root.glob(f"{STAGING_PREFIX}*"))
+    assert not [p for p in out.rglob("*") if p.is_file()]
+
+
+def test_a_uri_through_pathlib_gets_its_slash_back():
+    for given in ("s3a://bucket/key", "hdfs://namenode/r", "abfss://c@a.dfs.core.windows.net/r", "oss://b/r"):
+        assert uri(Path(given)) == uri(given) == given  # Path("s3a://b/k") is "s3a:/b/k"
+    assert uri(Path("file:///tmp/r")) == "file:/tmp/r"  # file:/path needs no authority: as given to Spark
+    for path in ("results", "/tmp/results", "C:/results", Path("/tmp/results")):
+        assert uri(path) == str(path)
 
 
 def test_what_reads_the_folder_on_the_driver_is_refused_at_a_uri(tmp_path, synthetic_ratings):
