@@ -21,6 +21,8 @@ import re
 import shutil
 import socket
 import sys
+import warnings
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from recsys_eval.errors import RecsysEvalError
@@ -37,6 +39,11 @@ DEFAULT_MASTER = "local[2]"
 DEFAULT_TIMEOUT = 30.0
 _STANDALONE = re.compile(r"^spark://(?P<hosts>.+)$")
 _LOCAL = re.compile(r"^local(\[(\d+|\*)(,\d+)?\])?$")
+#: The log4j configuration the driver's JVM starts with: errors only (the file says why).
+LOG_CONFIG = Path(__file__).with_name("spark_log4j2.properties")
+#: PySpark's notice, on every import of its pandas helpers, that pandas 3 is not yet fully supported:
+#: the engine hands Spark Arrow batches, never pandas frames, so it is not printed (driver and workers).
+_PANDAS_NOTICE = "PySpark does not yet fully support pandas"
 #: A recsys_eval error a Python worker raised, as its traceback's last line names it.
 _ERROR = re.compile(r"recsys_eval\.\w+(?:\.\w+)*\.(\w+Error): (.*)")
 #: What is no message: py4j's header, a Python or Java traceback's frames.
@@ -116,10 +123,13 @@ def spark_session(
     traceback of a cancelled task's worker (:mod:`recsys_eval.core.spark_daemon`); on a cluster the Python on the executors is the cluster's
     (``PYSPARK_PYTHON``, or ``--archives`` of a packed environment, see docs/SPARK.md).
     ``timeout`` (seconds) bounds the wait for a standalone master and Spark's network timeouts.
+    The driver's JVM, when this call starts it, logs errors alone (:data:`LOG_CONFIG`), and
+    PySpark's pandas notice is not printed (:data:`_PANDAS_NOTICE`): a command's output is its own.
     """
     require_pyspark()
     java_executable()
     check_master(master, timeout)
+    warnings.filterwarnings("ignore", message=_PANDAS_NOTICE, category=FutureWarning)
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
@@ -130,11 +140,13 @@ def spark_session(
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.network.timeout": f"{max(int(timeout), 10) * 4}s",  # must exceed the heartbeat
         "spark.executor.heartbeatInterval": f"{max(int(timeout), 10)}s",
+        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG_CONFIG.as_uri()}",
     }
     if master.startswith("local") and "PYSPARK_PYTHON" not in os.environ:
         settings["spark.pyspark.python"] = sys.executable
     if master.startswith("local"):  # its workers' stderr is this process's: see the module
         settings["spark.python.daemon.module"] = "recsys_eval.core.spark_daemon"
+        settings["spark.executorEnv.PYTHONWARNINGS"] = f"ignore:{_PANDAS_NOTICE}:FutureWarning"
     settings.update(conf or {})
     builder = SparkSession.builder.master(master).appName(app_name)
     for key, value in settings.items():

@@ -1,6 +1,6 @@
 """A failed Spark job reaches the CLI user as one line: the recsys_eval error a task raised, else
 the line of Spark's message that says what failed; neither the driver's log of the failed task
-nor a Python traceback is printed. The messages parsed here are the shapes PySpark 4 gives (a
+nor a Python traceback is printed, nor, failing or not, Spark's start-up warnings. The messages parsed here are the shapes PySpark 4 gives (a
 Python worker's error, a JVM error through py4j)."""
 
 from __future__ import annotations
@@ -101,15 +101,25 @@ main()
 """
 
 
+#: What the JVM itself prints at its start (Spark 4 adds the vector module): no logger's line.
+JVM_NOTE = "WARNING: Using incubator modules: jdk.incubator.vector"
+
+
+def _printed(done: subprocess.CompletedProcess) -> list[str]:
+    """The lines of ``done``'s stderr, but the JVM's own note."""
+    return [line for line in done.stderr.strip().splitlines() if line != JVM_NOTE]
+
+
 def _one_error_line(done: subprocess.CompletedProcess, message: str) -> None:
     """Status 1, and stderr's one error line, its last, is ``message`` (a pattern): no traceback,
-    no task log (Spark's start-up notes may come before)."""
-    lines = done.stderr.strip().splitlines()
+    no task log, no start-up warning of Spark's."""
+    lines = _printed(done)
     assert done.returncode == 1, done.stderr
     assert re.fullmatch(f"error: {message}", lines[-1]), done.stderr
     assert sum(line.startswith("error") for line in lines) == 1, done.stderr
     assert "Traceback" not in done.stderr and "ERROR Executor" not in done.stderr, done.stderr
     assert "ERROR TaskSetManager" not in done.stderr, done.stderr
+    assert not [line for line in lines if " WARN " in line or "Warning" in line or "log level" in line], done.stderr
 
 
 @local_spark[0]
@@ -121,18 +131,36 @@ def test_an_unwrapped_jobs_task_error_is_one_line():
     assert "ERROR Utils: Uncaught exception in thread kept" in done.stderr  # the other errors are logged
 
 
-@local_spark[0]
-@local_spark[1]
-def test_evaluate_on_spark_with_a_bad_value_past_the_sample_is_one_line(tmp_path):
+def _evaluate_on_spark(tmp_path, bad: bool) -> subprocess.CompletedProcess:
+    """``recsys-eval evaluate --engine spark`` in its own process, on 300 users' test and run
+    files; with a bad score past the rows the driver checks when ``bad`` (a partition's task finds it)."""
     users = 300
     pl.DataFrame({"user": range(users), "item": [1] * users, "rating": [4.0] * users}).write_csv(tmp_path / "test.csv")
     scores = [str(0.5 + i % 7) for i in range(5 * users)]
-    scores[-3] = "high"  # past the rows the driver checks: a partition's task finds it
+    if bad:
+        scores[-3] = "high"
     pl.DataFrame({"user": [u for u in range(users) for _ in range(5)], "item": list(range(5)) * users,
                   "score": scores}).write_csv(tmp_path / "run.csv")
-    done = subprocess.run([sys.executable, "-m", "recsys_eval.cli", "evaluate", "--engine", "spark",
+    return subprocess.run([sys.executable, "-m", "recsys_eval.cli", "evaluate", "--engine", "spark",
                            "--master", "local[2]", "--test", str(tmp_path / "test.csv"), "--run",
                            str(tmp_path / "run.csv"), "--out", str(tmp_path / "out")],
                           capture_output=True, text=True, timeout=600, check=False)
+
+
+@local_spark[0]
+@local_spark[1]
+def test_a_spark_command_prints_its_output_alone(tmp_path):
+    # Spark's start-up warnings (a loopback host name, the native Hadoop library, a Spark UI port),
+    # its log profile and level notes, PySpark's pandas notice from the driver and the workers:
+    # none on stderr (core/spark_log4j2.properties, core/spark.py)
+    done = _evaluate_on_spark(tmp_path, bad=False)
+    assert done.returncode == 0 and _printed(done) == [], done.stderr
+    assert (tmp_path / "out" / "summary.csv").is_file()
+
+
+@local_spark[0]
+@local_spark[1]
+def test_evaluate_on_spark_with_a_bad_value_past_the_sample_is_one_line(tmp_path):
+    done = _evaluate_on_spark(tmp_path, bad=True)
     _one_error_line(done, r"RUN \S+run\.csv: column 'score' is not numeric \(first at row \d+: 'high'\); "
                           "expected numbers")
