@@ -22,6 +22,8 @@ import shutil
 import socket
 import sys
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -140,7 +142,6 @@ def spark_session(
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.network.timeout": f"{max(int(timeout), 10) * 4}s",  # must exceed the heartbeat
         "spark.executor.heartbeatInterval": f"{max(int(timeout), 10)}s",
-        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG_CONFIG.as_uri()}",
     }
     if master.startswith("local") and "PYSPARK_PYTHON" not in os.environ:
         settings["spark.pyspark.python"] = sys.executable
@@ -152,13 +153,30 @@ def spark_session(
     for key, value in settings.items():
         builder = builder.config(key, str(value))
     try:
-        session = builder.getOrCreate()
+        with _log_config():
+            session = builder.getOrCreate()
     except (*spark_failures(), OSError) as exc:  # no JVM, or the cluster refused the app
         raise SparkError(f"could not start a Spark session on {master!r}: {_cause(str(exc)) or type(exc).__name__}"
                          ) from None
     session.sparkContext.setLogLevel("ERROR")
     _quiet_task_failures(session)
     return session
+
+
+@contextmanager
+def _log_config() -> Iterator[None]:
+    """The environment a driver JVM started now inherits names :data:`LOG_CONFIG` (log4j reads
+    ``LOG4J_CONFIGURATION_FILE``), unless the user set it: passed so, and not as
+    ``spark.driver.extraJavaOptions``, it leaves the Java options of the user's Spark config
+    alone. This process's environment is as it was afterwards."""
+    if "LOG4J_CONFIGURATION_FILE" in os.environ:
+        yield
+        return
+    os.environ["LOG4J_CONFIGURATION_FILE"] = LOG_CONFIG.as_uri()
+    try:
+        yield
+    finally:
+        del os.environ["LOG4J_CONFIGURATION_FILE"]
 
 
 #: The driver's log4j loggers that print a failed task's error, and whatever they print only so.

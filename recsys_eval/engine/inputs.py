@@ -359,10 +359,10 @@ def write_index(frame, uri: str) -> str:
     return uri
 
 
-def read_ids(index: Path, role: str) -> pl.Series:
-    """The raw ids of ``role`` in the order of their index, from the local copy of the index
-    Spark wrote (:func:`write_index`), for the driver's copy of the split."""
-    ids = pl.read_parquet(f"{Path(index, role)}/*.parquet").sort(INDEX_COLUMN).get_column(role)
+def read_ids(folder: Path, role: str) -> pl.Series:
+    """The raw ids of ``role`` in the order of their index, from the local ``folder`` of the
+    role's index Spark wrote (:func:`write_index`), for the driver's copy of the split."""
+    ids = pl.read_parquet(f"{folder}/*.parquet").sort(INDEX_COLUMN).get_column(role)
     return ids.rename(f"{role}_id")
 
 
@@ -505,7 +505,7 @@ class WrittenIndex:
         return self._user_ids
 
     def _read(self, role: str) -> pl.Series:
-        return read_ids(self.scratch.fetched(self.spark(), f"{INDEX}/{role}").parent, role)
+        return read_ids(self.scratch.fetched(self.spark(), f"{INDEX}/{role}"), role)
 
     def spark(self):
         from recsys_eval.core.spark import spark_session

@@ -35,17 +35,18 @@ def _is_dataset_file(path: str, config: ExperimentConfig) -> None:
     """A local dataset file exists; one at a URI is read by Spark, so the config must run on the
     Spark engine and have Spark make its inputs (:func:`recsys_eval.engine.inputs.local_only`)."""
     if not is_uri(path):
-        return _is_file(path, "the dataset file")
-    if config.engine.name != "spark":
+        _is_file(path, "the dataset file")
+    elif config.engine.name != "spark":
         raise ConfigError(f"the dataset file {path!r} is at a URI, which the Spark engine reads: set [engine] "
                           "name = \"spark\" (or --engine spark), or give a local file")
-    from recsys_eval.engine.inputs import local_only
+    else:
+        from recsys_eval.engine.inputs import local_only
 
-    reasons = local_only(config)
-    if reasons:
-        raise ConfigError(f"the dataset file {path!r} is at a URI, which Spark reads, but this config's inputs are "
-                          f"loaded on the driver ({'; '.join(reasons)}): give a local file, or change what is named")
-    return None
+        reasons = local_only(config)
+        if reasons:
+            raise ConfigError(f"the dataset file {path!r} is at a URI, which Spark reads, but this config's inputs "
+                              f"are loaded on the driver ({'; '.join(reasons)}): give a local file, or change what "
+                              "is named")
 
 
 def _average_ties_listed(config: ExperimentConfig) -> None:

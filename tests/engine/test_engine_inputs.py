@@ -6,6 +6,7 @@ summary; what needs every row at once is named as local-only when the config is 
 from __future__ import annotations
 
 import datetime as dt
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -60,7 +61,7 @@ def test_the_written_index_numbers_ids_as_the_local_index(spark, tmp_path, text)
     frame = spark.createDataFrame(rows.to_arrow()).repartition(5)
     index = inputs.write_index(frame, str(tmp_path / inputs.INDEX))
     local = Interactions.from_frame(rows.unique("user").with_columns(pl.lit(0).alias("item")))
-    assert inputs.read_ids(index, "user").equals(local.user_ids)
+    assert inputs.read_ids(Path(index, "user"), "user").equals(local.user_ids)
     written = pl.read_parquet(f"{index}/user/*.parquet").sort(inputs.INDEX_COLUMN)
     assert written.get_column(inputs.INDEX_COLUMN).to_list() == list(range(local.n_users))  # 0.. without a gap
 
